@@ -1,0 +1,12 @@
+#ifndef DRASYNC_TARGET_COMMANDS_H
+#define DRASYNC_TARGET_COMMANDS_H
+
+/* Each subcommand of drasync-target: argv[0] is the subcommand name. Returns the exit code. */
+
+struct ds_command {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+#endif

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything the build, the tests and the demo need on a fresh Debian
+# machine. Idempotent: a second run installs nothing and returns quickly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBIAN_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libzmq3-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev
+  libssl-dev libyaml-dev libjansson-dev libsqlite3-dev libmicrohttpd-dev
+  libzstd-dev libcmocka-dev sqlite3 clang openssl curl python3
+)
+
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The real Kubernetes control plane the tests and the demo run against,
+# built from Go modules and cached outside the repository.
+if [ -x tests/kube/build.sh ]; then
+  tests/kube/build.sh
+fi
+echo "setup: ok"

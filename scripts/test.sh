@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite: setup, a build with warnings as errors and ASan+UBSan,
+# then every test (unit, integration against real API servers, transport).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+BUILD=${DS_BUILD_DIR:-build/test}
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DDS_WERROR=ON -DDS_SANITIZE=ON -DDS_BUILD_TESTS=ON
+cmake --build "$BUILD" -j"$(nproc)"
+cd "$BUILD"
+ctest --output-on-failure --timeout 1200 "$@"

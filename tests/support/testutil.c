@@ -1,0 +1,170 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *tu_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		fail_msg("cannot open %s: %s", path, strerror(errno));
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+const char *tu_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (!v || !v[0])
+		fail_msg("environment variable %s is not set (run the test through ctest)", name);
+	return v;
+}
+
+const char *tu_fixture(const char *relpath)
+{
+	static char slots[8][1024];
+	static unsigned next;
+	char *p = slots[next++ % 8];
+
+	snprintf(p, sizeof(slots[0]), "%s/%s", tu_env("DS_FIXTURES"), relpath);
+	return p;
+}
+
+char *tu_mkdtemp(const char *prefix)
+{
+	const char *base = getenv("DS_TEST_TMP");
+	char *path;
+
+	if (!base || !base[0])
+		base = "/tmp";
+	mkdir(base, 0755);
+	if (asprintf(&path, "%s/%s-XXXXXX", base, prefix) < 0)
+		fail_msg("out of memory");
+	if (!mkdtemp(path))
+		fail_msg("mkdtemp %s: %s", path, strerror(errno));
+	return path;
+}
+
+void tu_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f)
+		fail_msg("cannot write %s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
+
+static void append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t ncap = (*cap ? *cap * 2 : 4096);
+		while (ncap < *len + n + 1)
+			ncap *= 2;
+		*buf = realloc(*buf, ncap);
+		assert_non_null(*buf);
+		*cap = ncap;
+	}
+	memcpy(*buf + *len, data, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+}
+
+void tu_run(struct tu_run *r, const char *input, const char *const argv[])
+{
+	int in[2], out[2], err[2];
+	size_t olen = 0, ocap = 0, elen = 0, ecap = 0, ilen, ioff = 0;
+	pid_t pid;
+	int status;
+
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	assert_int_equal(pipe(err), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		close(in[0]); close(in[1]); close(out[0]); close(out[1]); close(err[0]); close(err[1]);
+		execv(argv[0], (char *const *)(uintptr_t)argv);
+		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	signal(SIGPIPE, SIG_IGN);
+	ilen = input ? strlen(input) : 0;
+	if (ilen == 0) {
+		close(in[1]);
+		in[1] = -1;
+	}
+	append(&r->out, &olen, &ocap, "", 0);
+	append(&r->err, &elen, &ecap, "", 0);
+	while (out[0] >= 0 || err[0] >= 0) {
+		struct pollfd p[3];
+		nfds_t n = 0;
+		char buf[8192];
+
+		p[n++] = (struct pollfd){.fd = out[0], .events = POLLIN};
+		p[n++] = (struct pollfd){.fd = err[0], .events = POLLIN};
+		p[n++] = (struct pollfd){.fd = in[1], .events = POLLOUT};
+		if (poll(p, n, -1) < 0 && errno != EINTR)
+			fail_msg("poll: %s", strerror(errno));
+		if (out[0] >= 0 && (p[0].revents & (POLLIN | POLLHUP))) {
+			ssize_t k = read(out[0], buf, sizeof(buf));
+			if (k <= 0) { close(out[0]); out[0] = -1; }
+			else append(&r->out, &olen, &ocap, buf, (size_t)k);
+		}
+		if (err[0] >= 0 && (p[1].revents & (POLLIN | POLLHUP))) {
+			ssize_t k = read(err[0], buf, sizeof(buf));
+			if (k <= 0) { close(err[0]); err[0] = -1; }
+			else append(&r->err, &elen, &ecap, buf, (size_t)k);
+		}
+		if (in[1] >= 0 && (p[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			ssize_t k = write(in[1], input + ioff, ilen - ioff);
+			if (k <= 0 || (ioff += (size_t)k) >= ilen) { close(in[1]); in[1] = -1; }
+		}
+	}
+	if (in[1] >= 0)
+		close(in[1]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void tu_run_dispose(struct tu_run *r)
+{
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}

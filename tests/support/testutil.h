@@ -1,0 +1,37 @@
+#ifndef DRASYNC_TESTUTIL_H
+#define DRASYNC_TESTUTIL_H
+
+/* Helpers shared by the cmocka tests. Must be included after cmocka.h. */
+
+#include <stddef.h>
+
+/** Read a whole file (NUL-terminated); fails the test when it cannot. Caller frees. */
+char *tu_read_file(const char *path, size_t *len);
+
+/** $name from the ctest environment; fails the test when it is unset. */
+const char *tu_env(const char *name);
+
+/** Path of a fixture under $DS_FIXTURES, in a static buffer per call site cycle (8 slots). */
+const char *tu_fixture(const char *relpath);
+
+/** A fresh empty directory under $DS_TEST_TMP (or /tmp). Caller frees. */
+char *tu_mkdtemp(const char *prefix);
+
+/** Write text to path; fails the test when it cannot. */
+void tu_write_file(const char *path, const char *text);
+
+/* The result of running a program. */
+struct tu_run {
+	int status; /* exit code, or 128+signal */
+	char *out;  /* captured stdout, NUL-terminated */
+	char *err;  /* captured stderr, NUL-terminated */
+};
+
+/**
+ * Run argv (argv[0] a path) with `input` on stdin (NULL: /dev/null), capture
+ * stdout and stderr. Fails the test when the program cannot be started.
+ */
+void tu_run(struct tu_run *r, const char *input, const char *const argv[]);
+void tu_run_dispose(struct tu_run *r);
+
+#endif
