@@ -7,6 +7,7 @@
 #include <string.h>
 
 static const struct ds_command commands[] = {
+	{"keygen", "write a CURVE key pair (--out DIR)", ds_cmd_keygen},
 	{NULL, NULL, NULL},
 };
 
