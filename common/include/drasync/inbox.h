@@ -1,0 +1,60 @@
+#ifndef DRASYNC_INBOX_H
+#define DRASYNC_INBOX_H
+
+/*
+ * The target's ledger of received records (SQLite, WAL, synchronous=FULL).
+ * Per authenticated source it keeps the epoch and the last committed seq;
+ * every record is committed together with the handler's result before the
+ * receiver acknowledges it. A record at or below the committed seq is a
+ * duplicate: acknowledged, not handed on again.
+ *
+ * Tables (readable by `status` and by operators with sqlite3):
+ *   sources(name, cluster_name, epoch, committed_seq, updated_at)
+ *   records(id, source, epoch, seq, op, api_version, kind, namespace, name,
+ *           source_uid, source_resource_version, content_hash, compression,
+ *           payload, snapshot_id, status, message, committed_at)
+ */
+
+#include "drasync/err.h"
+#include "drasync/record.h"
+#include "drasync/wire.h"
+
+#include <stdint.h>
+
+typedef struct ds_inbox ds_inbox;
+
+/*
+ * Called for each new record inside the commit transaction; fills res
+ * (preset to DS_RESULT_OK). A crash before the commit hands the record on
+ * again after the restart, so the handler must be idempotent (apply is).
+ */
+typedef void (*ds_record_handler)(void *ud, const char *source, const ds_record *rec,
+				  ds_record_result *res);
+
+int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err);
+void ds_inbox_free(ds_inbox *ib);
+
+/**
+ * Start a session for `source` (the name the authorized-sources file gives
+ * its key) at `epoch`. A new epoch restarts the numbering at 0.
+ * @param committed  set to the last committed seq in that epoch
+ */
+int ds_inbox_session(ds_inbox *ib, const char *source, const char *cluster_name, uint64_t epoch,
+		     uint64_t *committed, ds_err *err);
+
+/**
+ * Commit the records of a decoded batch in one transaction, calling the
+ * handler for each new one. results[i] receives record i's result (the
+ * message points into the inbox, valid until the next call).
+ * @return 0 with *committed updated; -EPROTO when the batch leaves a gap
+ *         after the committed seq or carries another epoch (nothing committed)
+ */
+int ds_inbox_commit(ds_inbox *ib, const char *source, uint64_t epoch, const ds_wire_msg *batch,
+		    ds_record_handler handler, void *ud, ds_wire_result *results,
+		    uint64_t *committed, ds_err *err);
+
+/** Last committed (epoch, seq) of a source; both 0 when unknown. */
+int ds_inbox_committed(ds_inbox *ib, const char *source, uint64_t *epoch, uint64_t *seq,
+		       ds_err *err);
+
+#endif

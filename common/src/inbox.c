@@ -1,0 +1,284 @@
+#include "drasync/inbox.h"
+
+#include "sqlite_util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct ds_inbox {
+	sqlite3 *db;
+	sqlite3_stmt *ins;
+	sqlite3_stmt *get;
+	sqlite3_stmt *upd;
+	ds_record_result *res; /* one per record of the last batch */
+	size_t res_cap;
+};
+
+static const char schema[] =
+	"CREATE TABLE IF NOT EXISTS sources(name TEXT PRIMARY KEY, cluster_name TEXT,"
+	" epoch INTEGER NOT NULL, committed_seq INTEGER NOT NULL, updated_at INTEGER);"
+	"CREATE TABLE IF NOT EXISTS records(id INTEGER PRIMARY KEY, source TEXT NOT NULL,"
+	" epoch INTEGER NOT NULL, seq INTEGER NOT NULL, op INTEGER NOT NULL, api_version TEXT,"
+	" kind TEXT, namespace TEXT, name TEXT, source_uid TEXT, source_resource_version TEXT,"
+	" content_hash BLOB, compression INTEGER NOT NULL DEFAULT 0, payload BLOB,"
+	" snapshot_id TEXT, status INTEGER NOT NULL, message TEXT, committed_at INTEGER,"
+	" UNIQUE(source, epoch, seq));";
+
+int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
+{
+	ds_inbox *ib = calloc(1, sizeof(*ib));
+	int rc;
+
+	if (!ib)
+		return -ENOMEM;
+	rc = ds_sqlite_open(&ib->db, path, err);
+	if (rc < 0)
+		goto out;
+	rc = ds_sqlite_exec(ib->db, schema, err);
+	if (rc < 0)
+		goto out;
+	rc = sqlite3_prepare_v2(
+		ib->db,
+		"INSERT INTO records(source, epoch, seq, op, api_version, kind, namespace, name,"
+		" source_uid, source_resource_version, content_hash, compression, payload,"
+		" snapshot_id, status, message, committed_at)"
+		" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		-1, &ib->ins, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(ib->db,
+					"SELECT epoch, committed_seq FROM sources WHERE name = ?",
+					-1, &ib->get, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(
+			ib->db,
+			"INSERT INTO sources(name, cluster_name, epoch, committed_seq, updated_at)"
+			" VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(name) DO UPDATE SET"
+			" cluster_name = coalesce(?2, cluster_name), epoch = ?3,"
+			" committed_seq = ?4, updated_at = ?5",
+			-1, &ib->upd, NULL);
+	rc = rc == SQLITE_OK ? 0 : ds_sqlite_fail(ib->db, rc, "inbox statements", err);
+out:
+	if (rc < 0) {
+		ds_inbox_free(ib);
+		return rc;
+	}
+	*out = ib;
+	return 0;
+}
+
+void ds_inbox_free(ds_inbox *ib)
+{
+	if (!ib)
+		return;
+	sqlite3_finalize(ib->ins);
+	sqlite3_finalize(ib->get);
+	sqlite3_finalize(ib->upd);
+	sqlite3_close(ib->db);
+	free(ib->res);
+	free(ib);
+}
+
+static int get_state(ds_inbox *ib, const char *source, uint64_t *epoch, uint64_t *seq,
+		     ds_err *err)
+{
+	int rc;
+
+	sqlite3_reset(ib->get);
+	sqlite3_bind_text(ib->get, 1, source, -1, SQLITE_STATIC);
+	rc = sqlite3_step(ib->get);
+	if (rc == SQLITE_ROW) {
+		*epoch = (uint64_t)sqlite3_column_int64(ib->get, 0);
+		*seq = (uint64_t)sqlite3_column_int64(ib->get, 1);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		*epoch = 0;
+		*seq = 0;
+		rc = 0;
+	} else {
+		rc = ds_sqlite_fail(ib->db, rc, "inbox source state", err);
+	}
+	sqlite3_reset(ib->get);
+	return rc;
+}
+
+static int set_state(ds_inbox *ib, const char *source, const char *cluster, uint64_t epoch,
+		     uint64_t seq, ds_err *err)
+{
+	int rc;
+
+	sqlite3_reset(ib->upd);
+	sqlite3_bind_text(ib->upd, 1, source, -1, SQLITE_STATIC);
+	if (cluster)
+		sqlite3_bind_text(ib->upd, 2, cluster, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(ib->upd, 2);
+	sqlite3_bind_int64(ib->upd, 3, (sqlite3_int64)epoch);
+	sqlite3_bind_int64(ib->upd, 4, (sqlite3_int64)seq);
+	sqlite3_bind_int64(ib->upd, 5, (sqlite3_int64)time(NULL));
+	rc = sqlite3_step(ib->upd);
+	rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ib->db, rc, "inbox source update", err);
+	sqlite3_reset(ib->upd);
+	sqlite3_clear_bindings(ib->upd);
+	return rc;
+}
+
+int ds_inbox_committed(ds_inbox *ib, const char *source, uint64_t *epoch, uint64_t *seq,
+		       ds_err *err)
+{
+	return get_state(ib, source, epoch, seq, err);
+}
+
+int ds_inbox_session(ds_inbox *ib, const char *source, const char *cluster_name, uint64_t epoch,
+		     uint64_t *committed, ds_err *err)
+{
+	uint64_t e = 0, s = 0;
+	int rc;
+
+	rc = ds_sqlite_exec(ib->db, "BEGIN IMMEDIATE", err);
+	if (rc < 0)
+		return rc;
+	rc = get_state(ib, source, &e, &s, err);
+	if (rc < 0)
+		goto out;
+	if (e != epoch)
+		s = 0; /* a new outbox on the source: its numbering starts again */
+	rc = set_state(ib, source, cluster_name, epoch, s, err);
+out:
+	if (rc < 0) {
+		ds_sqlite_exec(ib->db, "ROLLBACK", NULL);
+		return rc;
+	}
+	rc = ds_sqlite_exec(ib->db, "COMMIT", err);
+	if (rc == 0)
+		*committed = s;
+	return rc;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static int insert(ds_inbox *ib, const char *source, const ds_wire_msg *batch, size_t i,
+		  const ds_record_result *res, ds_err *err)
+{
+	const ds_record *r = ds_wire_msg_record(batch, i);
+	sqlite3_stmt *st = ib->ins;
+	ds_wire_blob payload;
+	int zstd = 0, rc;
+
+	payload = ds_wire_msg_record_wire_payload(batch, i, &zstd);
+	sqlite3_reset(st);
+	sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)r->epoch);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)r->seq);
+	sqlite3_bind_int(st, 4, (int)r->op);
+	bind_text(st, 5, r->api_version);
+	bind_text(st, 6, r->kind);
+	bind_text(st, 7, r->ns);
+	bind_text(st, 8, r->name);
+	bind_text(st, 9, r->source_uid);
+	bind_text(st, 10, r->source_resource_version);
+	sqlite3_bind_blob(st, 11, r->content_hash, DS_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_int(st, 12, zstd);
+	if (payload.len)
+		sqlite3_bind_blob(st, 13, payload.data, (int)payload.len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 13);
+	bind_text(st, 14, r->snapshot_id);
+	sqlite3_bind_int(st, 15, (int)res->status);
+	bind_text(st, 16, res->message[0] ? res->message : NULL);
+	sqlite3_bind_int64(st, 17, (sqlite3_int64)time(NULL));
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ib->db, rc, "inbox insert", err);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc;
+}
+
+int ds_inbox_commit(ds_inbox *ib, const char *source, uint64_t epoch, const ds_wire_msg *batch,
+		    ds_record_handler handler, void *ud, ds_wire_result *results,
+		    uint64_t *committed, ds_err *err)
+{
+	size_t n = ds_wire_msg_record_count(batch);
+	uint64_t e = 0, seq = 0;
+	int rc;
+
+	if (n > ib->res_cap) {
+		ds_record_result *nr = realloc(ib->res, n * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		ib->res = nr;
+		ib->res_cap = n;
+	}
+	rc = ds_sqlite_exec(ib->db, "BEGIN IMMEDIATE", err);
+	if (rc < 0)
+		return rc;
+	rc = get_state(ib, source, &e, &seq, err);
+	if (rc < 0)
+		goto out;
+	if (e != epoch) {
+		ds_err_set(err, "batch for epoch %llu but the session is at epoch %llu",
+			   (unsigned long long)epoch, (unsigned long long)e);
+		rc = -EPROTO;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const ds_record *r = ds_wire_msg_record(batch, i);
+		ds_record_result *res = &ib->res[i];
+
+		memset(res, 0, sizeof(*res));
+		res->status = DS_RESULT_OK;
+		if (r->epoch != epoch) {
+			ds_err_set(err, "record seq %llu of epoch %llu in a session at epoch %llu",
+				   (unsigned long long)r->seq, (unsigned long long)r->epoch,
+				   (unsigned long long)epoch);
+			rc = -EPROTO;
+			goto out;
+		}
+		if (r->seq <= seq) {
+			res->status = DS_RESULT_DUPLICATE;
+		} else {
+			/* Only a snapshot may start after a gap: the source lost the records
+			 * in between and resends the whole state instead. */
+			if (r->seq != seq + 1 && r->op != DS_RECORD_SNAPSHOT_BEGIN) {
+				ds_err_set(err, "record seq %llu after committed seq %llu leaves a "
+						"gap",
+					   (unsigned long long)r->seq, (unsigned long long)seq);
+				rc = -EPROTO;
+				goto out;
+			}
+			if (handler)
+				handler(ud, source, r, res);
+			if ((int)res->status <= 0 || res->status >= DS_RESULT_STATUS_MAX ||
+			    res->status == DS_RESULT_DUPLICATE)
+				res->status = DS_RESULT_FAILED;
+			res->message[sizeof(res->message) - 1] = '\0';
+			rc = insert(ib, source, batch, i, res, err);
+			if (rc < 0)
+				goto out;
+			seq = r->seq;
+		}
+		results[i].seq = r->seq;
+		results[i].status = res->status;
+		results[i].message = res->message;
+	}
+	rc = set_state(ib, source, NULL, epoch, seq, err);
+out:
+	if (rc < 0) {
+		ds_sqlite_exec(ib->db, "ROLLBACK", NULL);
+		return rc;
+	}
+	rc = ds_sqlite_exec(ib->db, "COMMIT", err);
+	if (rc < 0) {
+		ds_sqlite_exec(ib->db, "ROLLBACK", NULL);
+		return rc;
+	}
+	*committed = seq;
+	return 0;
+}

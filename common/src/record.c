@@ -1,0 +1,40 @@
+#include "drasync/record.h"
+
+#include <openssl/evp.h>
+#include <string.h>
+
+const char *ds_record_op_name(enum ds_record_op op)
+{
+	static const char *const names[DS_RECORD_OP_MAX] = {
+		[DS_RECORD_UPSERT] = "upsert",
+		[DS_RECORD_DELETE] = "delete",
+		[DS_RECORD_SNAPSHOT_BEGIN] = "snapshot-begin",
+		[DS_RECORD_SNAPSHOT_END] = "snapshot-end",
+	};
+	if ((int)op <= 0 || op >= DS_RECORD_OP_MAX)
+		return "unknown";
+	return names[op];
+}
+
+const char *ds_result_status_name(enum ds_result_status status)
+{
+	static const char *const names[DS_RESULT_STATUS_MAX] = {
+		[DS_RESULT_OK] = "ok",
+		[DS_RESULT_DUPLICATE] = "duplicate",
+		[DS_RESULT_FAILED] = "failed",
+		[DS_RESULT_SKIPPED] = "skipped",
+	};
+	if ((int)status <= 0 || status >= DS_RESULT_STATUS_MAX)
+		return "unknown";
+	return names[status];
+}
+
+void ds_record_hash(const void *data, size_t len, uint8_t out[DS_HASH_LEN])
+{
+	unsigned int n = 0;
+
+	/* EVP_Digest cannot fail for SHA-256 short of memory; zero out on failure
+	 * so a hash never matches by accident. */
+	if (!EVP_Digest(data ? data : "", len, out, &n, EVP_sha256(), NULL) || n != DS_HASH_LEN)
+		memset(out, 0, DS_HASH_LEN);
+}

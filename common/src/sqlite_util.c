@@ -1,0 +1,58 @@
+#include "sqlite_util.h"
+
+#include <errno.h>
+
+int ds_sqlite_fail(sqlite3 *db, int rc, const char *what, ds_err *err)
+{
+	ds_err_set(err, "%s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	switch (rc & 0xff) {
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	case SQLITE_PERM:
+	case SQLITE_READONLY:
+		return -EACCES;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return -EBADMSG;
+	default:
+		return -EIO;
+	}
+}
+
+int ds_sqlite_exec(sqlite3 *db, const char *sql, ds_err *err)
+{
+	int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : ds_sqlite_fail(db, rc, sql, err);
+}
+
+int ds_sqlite_open(sqlite3 **out, const char *path, ds_err *err)
+{
+	sqlite3 *db = NULL;
+	int rc;
+
+	rc = sqlite3_open_v2(path, &db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		ds_err_set(err, "cannot open %s: %s", path,
+			   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_busy_timeout(db, 10000);
+	/* FULL: a record acknowledged (inbox) or pushed (outbox) survives a power cut. */
+	rc = ds_sqlite_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
+	if (rc < 0) {
+		sqlite3_close(db);
+		return rc;
+	}
+	*out = db;
+	return 0;
+}

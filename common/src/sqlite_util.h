@@ -1,0 +1,19 @@
+#ifndef DRASYNC_SQLITE_UTIL_H
+#define DRASYNC_SQLITE_UTIL_H
+
+/* Shared by the outbox and the inbox: open a WAL database and run plain SQL. */
+
+#include "drasync/err.h"
+
+#include <sqlite3.h>
+
+/** Open path (created when missing) in WAL mode with synchronous=FULL. */
+int ds_sqlite_open(sqlite3 **out, const char *path, ds_err *err);
+
+/** Run SQL without results. @return 0 or -EIO with err set. */
+int ds_sqlite_exec(sqlite3 *db, const char *sql, ds_err *err);
+
+/** Map an SQLite result code to a negative errno and fill err with the message. */
+int ds_sqlite_fail(sqlite3 *db, int rc, const char *what, ds_err *err);
+
+#endif

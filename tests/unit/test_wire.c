@@ -1,0 +1,264 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drasync/wire.h"
+#include "drasync.pb-c.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A realistic payload: JSON of a Deployment, repeated to the size wanted. */
+static char *json_payload(size_t size, unsigned salt)
+{
+	char *buf = malloc(size + 1);
+	size_t o = 0;
+	unsigned i = 0;
+
+	assert_non_null(buf);
+	while (o < size) {
+		char item[256];
+		int n = snprintf(item, sizeof(item),
+				 "{\"name\":\"c%u-%u\",\"image\":\"registry.example/ml/train:%u\","
+				 "\"resources\":{\"claims\":[{\"name\":\"gpu-%u\"}]}},",
+				 salt, i, (salt * 7919u + i) % 1000u, i % 8u);
+		for (int k = 0; k < n && o < size; k++)
+			buf[o++] = item[k];
+		i++;
+	}
+	buf[size] = '\0';
+	return buf;
+}
+
+static void make_record(ds_record *r, uint64_t seq, const char *payload)
+{
+	memset(r, 0, sizeof(*r));
+	r->epoch = 77;
+	r->seq = seq;
+	r->op = DS_RECORD_UPSERT;
+	r->api_version = "apps/v1";
+	r->kind = "Deployment";
+	r->ns = "ml-team";
+	r->name = "trainer";
+	r->source_uid = "uid-1";
+	r->source_resource_version = "42";
+	r->payload = (const uint8_t *)payload;
+	r->payload_len = strlen(payload);
+	ds_record_hash(r->payload, r->payload_len, r->content_hash);
+}
+
+static void test_wire__batch_round_trip_with_compression(void **state)
+{
+	ds_wire_encoder *enc;
+	ds_wire_decoder *dec;
+	ds_wire_blob blobs[3];
+	uint8_t *bufs[3], *frame;
+	size_t frame_len;
+	char *small = json_payload(100, 1), *big = json_payload(65536, 2);
+	ds_wire_msg *msg;
+	ds_err err;
+	int zstd;
+
+	(void)state;
+	assert_int_equal(ds_wire_encoder_new(&enc, 3, 512), 0);
+	assert_int_equal(ds_wire_decoder_new(&dec, NULL), 0);
+	for (int i = 0; i < 3; i++) {
+		ds_record r;
+		make_record(&r, (uint64_t)i + 10, i == 1 ? big : small);
+		if (i == 2) {
+			r.op = DS_RECORD_DELETE;
+			r.payload = NULL;
+			r.payload_len = 0;
+			ds_record_hash(NULL, 0, r.content_hash);
+		}
+		assert_int_equal(ds_wire_record_encode(enc, &r, &bufs[i], &blobs[i].len, &err), 0);
+		blobs[i].data = bufs[i];
+	}
+	/* The big JSON payload is sent compressed. */
+	assert_true(blobs[1].len < 65536 / 4);
+	assert_int_equal(ds_wire_batch_encode(blobs, 3, &frame, &frame_len), 0);
+	assert_int_equal(ds_wire_decode(dec, frame, frame_len, &msg, &err), 0);
+	assert_int_equal(ds_wire_msg_kind(msg), DS_WIRE_BATCH);
+	assert_int_equal(ds_wire_msg_record_count(msg), 3);
+	const ds_record *r1 = ds_wire_msg_record(msg, 1);
+	assert_int_equal(r1->seq, 11);
+	assert_int_equal(r1->payload_len, 65536);
+	assert_memory_equal(r1->payload, big, 65536);
+	assert_string_equal(r1->kind, "Deployment");
+	assert_string_equal(r1->ns, "ml-team");
+	ds_wire_msg_record_wire_payload(msg, 1, &zstd);
+	assert_true(zstd);
+	ds_wire_msg_record_wire_payload(msg, 0, &zstd);
+	assert_false(zstd); /* below the threshold */
+	assert_int_equal(ds_wire_msg_record(msg, 2)->op, DS_RECORD_DELETE);
+	ds_wire_msg_free(msg);
+	free(frame);
+	for (int i = 0; i < 3; i++)
+		free(bufs[i]);
+	free(small);
+	free(big);
+	ds_wire_encoder_free(enc);
+	ds_wire_decoder_free(dec);
+}
+
+static void test_wire__control_messages_round_trip(void **state)
+{
+	ds_wire_decoder *dec;
+	ds_wire_msg *msg;
+	uint8_t *buf;
+	size_t len;
+	ds_err err;
+	ds_wire_hello h = {DS_PROTOCOL_VERSION, "prod-east", "0.1.0", 9};
+	ds_wire_result res[2] = {{5, DS_RESULT_OK, ""}, {6, DS_RESULT_FAILED, "quota exceeded"}};
+	ds_wire_ack a = {9, 6, 128, res, 2};
+
+	(void)state;
+	assert_int_equal(ds_wire_decoder_new(&dec, NULL), 0);
+	assert_int_equal(ds_wire_hello_encode(&h, &buf, &len), 0);
+	assert_int_equal(ds_wire_decode(dec, buf, len, &msg, &err), 0);
+	assert_string_equal(ds_wire_msg_hello(msg)->cluster_name, "prod-east");
+	assert_int_equal(ds_wire_msg_hello(msg)->epoch, 9);
+	assert_null(ds_wire_msg_ack(msg));
+	ds_wire_msg_free(msg);
+	free(buf);
+	assert_int_equal(ds_wire_ack_encode(&a, &buf, &len), 0);
+	assert_int_equal(ds_wire_decode(dec, buf, len, &msg, &err), 0);
+	assert_int_equal(ds_wire_msg_ack(msg)->committed_seq, 6);
+	assert_int_equal(ds_wire_msg_ack(msg)->n_results, 2);
+	assert_string_equal(ds_wire_msg_ack(msg)->results[1].message, "quota exceeded");
+	assert_int_equal(ds_wire_msg_ack(msg)->results[1].status, DS_RESULT_FAILED);
+	ds_wire_msg_free(msg);
+	free(buf);
+	ds_wire_decoder_free(dec);
+}
+
+static int decode_fails(ds_wire_decoder *dec, const void *buf, size_t len, const char *why)
+{
+	ds_wire_msg *msg = NULL;
+	ds_err err;
+	int rc;
+
+	ds_err_clear(&err);
+	rc = ds_wire_decode(dec, buf, len, &msg, &err);
+	assert_null(msg);
+	assert_true(rc < 0);
+	if (why && !strstr(err.msg, why))
+		fail_msg("expected '%s' in '%s'", why, err.msg);
+	return rc;
+}
+
+static void pack_batch_of(Drasync__Record *rec, size_t copies, uint8_t **out, size_t *len)
+{
+	Drasync__Envelope env = DRASYNC__ENVELOPE__INIT;
+	Drasync__Batch b = DRASYNC__BATCH__INIT;
+	Drasync__Record **ptrs = calloc(copies, sizeof(*ptrs));
+
+	for (size_t i = 0; i < copies; i++)
+		ptrs[i] = rec;
+	b.n_records = copies;
+	b.records = ptrs;
+	env.body_case = DRASYNC__ENVELOPE__BODY_BATCH;
+	env.batch = &b;
+	*len = drasync__envelope__get_packed_size(&env);
+	*out = malloc(*len);
+	drasync__envelope__pack(&env, *out);
+	free(ptrs);
+}
+
+static void test_wire__hostile_frames_are_rejected(void **state)
+{
+	ds_wire_limits lim;
+	ds_wire_decoder *dec;
+	Drasync__Record rec = DRASYNC__RECORD__INIT;
+	Drasync__ObjectRef ref = DRASYNC__OBJECT_REF__INIT;
+	uint8_t hash[32] = {0}, *buf;
+	size_t len;
+	char payload[] = "{\"kind\":\"Pod\"}";
+
+	(void)state;
+	ds_wire_limits_default(&lim);
+	lim.max_decoded = 1 << 20;
+	lim.max_batch = 100000;
+	lim.max_record = 1 << 16;
+	assert_int_equal(ds_wire_decoder_new(&dec, &lim), 0);
+
+	decode_fails(dec, "\xff\xff\xff\xff garbage", 13, "not a valid protobuf");
+	decode_fails(dec, "", 0, "without a known body");
+
+	ref.api_version = (char *)"v1";
+	ref.kind = (char *)"Pod";
+	ref.name = (char *)"p";
+	rec.epoch = 1;
+	rec.seq = 1;
+	rec.op = DRASYNC__OP__OP_UPSERT;
+	rec.ref = &ref;
+	rec.has_content_hash = 1;
+	rec.content_hash.data = hash;
+	rec.content_hash.len = 32;
+	rec.has_payload = 1;
+	rec.payload.data = (uint8_t *)payload;
+	rec.payload.len = strlen(payload);
+
+	/* Wrong hash: the payload was altered. */
+	pack_batch_of(&rec, 1, &buf, &len);
+	decode_fails(dec, buf, len, "content hash");
+	free(buf);
+	/* Truncated frame. */
+	ds_record_hash(payload, strlen(payload), hash);
+	pack_batch_of(&rec, 1, &buf, &len);
+	decode_fails(dec, buf, len - 3, NULL);
+	free(buf);
+	/* Same seq twice in one batch. */
+	pack_batch_of(&rec, 2, &buf, &len);
+	decode_fails(dec, buf, len, "not consecutive");
+	free(buf);
+	/* Unknown op. */
+	rec.op = (Drasync__Op)99;
+	pack_batch_of(&rec, 1, &buf, &len);
+	decode_fails(dec, buf, len, "unknown op");
+	free(buf);
+	rec.op = DRASYNC__OP__OP_UPSERT;
+	/* A zstd bomb: declared size beyond the record limit. */
+	rec.has_compression = 1;
+	rec.compression = DRASYNC__COMPRESSION__COMPRESSION_ZSTD;
+	rec.has_raw_size = 1;
+	rec.raw_size = 1u << 30;
+	pack_batch_of(&rec, 1, &buf, &len);
+	assert_int_equal(decode_fails(dec, buf, len, "over the limit"), -E2BIG);
+	free(buf);
+	/* Not zstd at all. */
+	rec.raw_size = 14;
+	pack_batch_of(&rec, 1, &buf, &len);
+	decode_fails(dec, buf, len, "zstd");
+	free(buf);
+	rec.has_compression = 0;
+	rec.has_raw_size = 0;
+	/* Tiny frame that would unpack into far more memory than the limit allows. */
+	pack_batch_of(&rec, 10000, &buf, &len);
+	assert_true(len < lim.max_decoded);
+	decode_fails(dec, buf, len, NULL);
+	free(buf);
+	/* Over the frame limit. */
+	lim.max_frame = 16;
+	ds_wire_decoder_free(dec);
+	assert_int_equal(ds_wire_decoder_new(&dec, &lim), 0);
+	pack_batch_of(&rec, 1, &buf, &len);
+	assert_int_equal(decode_fails(dec, buf, len, "over the limit"), -E2BIG);
+	free(buf);
+	ds_wire_decoder_free(dec);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wire__batch_round_trip_with_compression),
+		cmocka_unit_test(test_wire__control_messages_round_trip),
+		cmocka_unit_test(test_wire__hostile_frames_are_rejected),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
