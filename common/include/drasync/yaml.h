@@ -6,8 +6,14 @@
  *
  * Reading follows what kubectl accepts: a multi-document stream ("---"), or a
  * JSON text (JSON is YAML); plain scalars are typed as sigs.k8s.io/yaml types
- * them (null, booleans, integers, floats), quoted scalars stay strings, mapping
- * key order is kept, anchors/aliases are resolved. Errors carry file:line:col.
+ * them (null, booleans incl. yes/no/on/off/y/n, integers incl. 0x/0o/0b/leading-0
+ * octal and "_", floats), quoted and block scalars stay strings, mapping key
+ * order is kept, non-string keys become their string form ("1", "true"),
+ * anchors/aliases are resolved (copied; bounded against alias bombs), merge
+ * keys "<<" are applied. Errors carry file:line:col. Stricter than kubectl:
+ * duplicate keys, .inf/.nan values (JSON cannot hold them) and keys containing
+ * NUL are errors. Integers beyond int64 become floats (as the API server would
+ * store them). Details: docs/yaml.md.
  * `kind: List` is not unrolled here (see manifest.h).
  */
 
@@ -34,8 +40,9 @@ enum ds_yaml_flags {
 #define DS_YAML_MAX_INPUT (256u * 1024u * 1024u)
 
 /**
- * Parse a YAML or JSON stream. Empty documents (only comments, or a bare "---")
- * are skipped.
+ * Parse a YAML or JSON stream. Empty documents (only comments, a bare "---",
+ * or a null root) are skipped, as kubectl skips them; document indexes (for
+ * ds_yaml_locs_find) count only the documents kept.
  * @param filename  used in error messages ("-" for stdin)
  * @param docs_out  on success, a new JSON array with one element per document
  * @param locs_out  with DS_YAML_LOCATIONS, the positions (caller frees); may be NULL
@@ -64,8 +71,8 @@ void ds_yaml_locs_free(ds_yaml_locs *locs);
  * Write one JSON value as a YAML document (block style, keys in object order,
  * strings quoted whenever a plain scalar would be read back as another type or
  * would not be valid), so that ds_yaml_parse() of the output gives an equal value.
- * Does not write the "---" separator.
- * @return 0, -EIO, -ENOMEM
+ * Does not write the "---" separator. Nothing is written on failure.
+ * @return 0, -EIO, -ENOMEM, -EINVAL (nested deeper than DS_YAML_MAX_DEPTH)
  */
 int ds_yaml_emit(FILE *out, const json_t *value, ds_err *err);
 
