@@ -1309,6 +1309,77 @@ static int parse_stream(struct ps *ps, json_t *docs)
 	}
 }
 
+/* Height of a jansson value, stopping once it exceeds `limit`. */
+static int height_over(const json_t *v, int limit)
+{
+	int h = 0;
+
+	if (limit < 0)
+		return 1;
+	if (json_is_object(v)) {
+		const char *k;
+		json_t *c;
+
+		json_object_foreach((json_t *)v, k, c) {
+			int ch = height_over(c, limit - 1) + 1;
+
+			if (ch > h)
+				h = ch;
+			if (h > limit)
+				break;
+		}
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *c;
+
+		json_array_foreach(v, i, c) {
+			int ch = height_over(c, limit - 1) + 1;
+
+			if (ch > h)
+				h = ch;
+			if (h > limit)
+				break;
+		}
+	}
+	return h;
+}
+
+/*
+ * JSON fast path: a stream of JSON texts starting with '{' or '[' (kubectl
+ * reads a '{' stream with a JSON decoder, so surrogate pairs and concatenated
+ * objects are JSON's). Returns 1 when the input is not plain JSON within our
+ * bounds (duplicate keys, NUL in strings, big numbers, too deep...); the YAML
+ * path then reads it and reports any error with its location.
+ */
+static int parse_json_stream(const char *buf, size_t len, json_t *docs)
+{
+	size_t off = 0;
+
+	for (;;) {
+		json_error_t jerr;
+		json_t *v;
+
+		while (off < len && (buf[off] == ' ' || buf[off] == '\t' || buf[off] == '\n' ||
+				     buf[off] == '\r'))
+			off++;
+		if (off == len)
+			return json_array_size(docs) ? 0 : 1;
+		if (buf[off] != '{' && buf[off] != '[')
+			return 1;
+		v = json_loadb(buf + off, len - off, JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK,
+			       &jerr);
+		if (!v)
+			return 1;
+		if (height_over(v, DS_YAML_MAX_DEPTH - 1) > DS_YAML_MAX_DEPTH - 1) {
+			json_decref(v);
+			return 1;
+		}
+		if (json_array_append_new(docs, v))
+			return 1;
+		off += (size_t)jerr.position;
+	}
+}
+
 int ds_yaml_parse(const char *buf, size_t len, const char *filename, unsigned flags,
 		  json_t **docs_out, ds_yaml_locs **locs_out, ds_err *err)
 {
@@ -1346,7 +1417,27 @@ int ds_yaml_parse(const char *buf, size_t len, const char *filename, unsigned fl
 			goto out;
 		}
 	}
-	rc = parse_stream(&ps, docs);
+	if (parse_json_stream(buf ? buf : "", len, docs) == 0) {
+		rc = 0;
+		if (ps.locs) {
+			/* Positions come from the YAML reader; JSON it cannot read (surrogate
+			 * escapes, concatenated texts) simply has none. */
+			json_t *ydocs = json_array();
+
+			if (!ydocs) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			if (parse_stream(&ps, ydocs)) {
+				ps.locs->n = 0;
+				ds_err_clear(err);
+			}
+			json_decref(ydocs);
+		}
+	} else {
+		json_array_clear(docs);
+		rc = parse_stream(&ps, docs);
+	}
 	if (!rc && ps.locs)
 		rc = locs_index(ps.locs);
 	if (rc)

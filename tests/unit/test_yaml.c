@@ -552,6 +552,321 @@ static void test_yaml__fixtures_round_trip(void **state)
 	assert_true(files >= 14);
 }
 
+static void test_yaml__json_streams_read_as_json(void **state)
+{
+	char buf[512];
+	json_t *docs;
+	ds_yaml_locs *locs = NULL;
+	ds_yaml_loc l;
+	ds_err err = {0};
+	const char *pair = "{\"smile\": \"\\ud83d\\ude00\", \"lt\": \"\\u003c\"}";
+
+	(void)state;
+	/* surrogate pairs are JSON (kubectl reads a '{' stream with a JSON decoder) */
+	assert_parses_to(pair, "{\"smile\":\"😀\",\"lt\":\"<\"}");
+	/* concatenated JSON texts, as kubectl's JSON stream decoder accepts */
+	docs = parse_ok("{\"a\": 1}\n{\"b\": [2]}\n");
+	assert_json(docs, "[{\"a\":1},{\"b\":[2]}]");
+	json_decref(docs);
+	/* no space after ':' and JSON numbers */
+	assert_parses_to("{\"a\":1,\"b\":-2.5e-1,\"c\":12345678901234567890}",
+			 "{\"a\":1,\"b\":-0.25,\"c\":1.2345678901234567e19}");
+	/* JSON errors are reported by the YAML reader, with a location */
+	assert_string_equal(parse_err("{\"a\": 1,\n \"a\": 2}", -EBADMSG, buf, sizeof(buf)),
+			    "t.yaml:2:2: duplicate key 'a'");
+	assert_non_null(strstr(parse_err("{\"a\": [1, 2}", -EBADMSG, buf, sizeof(buf)),
+			       "t.yaml:1:12: "));
+	/* positions are still available for JSON input */
+	assert_int_equal(ds_yaml_parse(pair, strlen(pair), "p.json", DS_YAML_LOCATIONS, &docs,
+				       &locs, &err),
+			 0);
+	assert_json(docs, "[{\"smile\":\"😀\",\"lt\":\"<\"}]");
+	json_decref(docs);
+	ds_yaml_locs_free(locs);
+	locs = NULL;
+	assert_int_equal(ds_yaml_parse("{\"x\": [1, 2]}", 13, "p.json", DS_YAML_LOCATIONS, &docs,
+				       &locs, &err),
+			 0);
+	assert_int_equal(ds_yaml_locs_find(locs, 0, "/x/1", &l), 0);
+	assert_int_equal(l.line, 1);
+	assert_int_equal(l.col, 11);
+	ds_yaml_locs_free(locs);
+	json_decref(docs);
+}
+
+static void test_yaml__locations_through_aliases_and_merges(void **state)
+{
+	const char *text = "base: &b\n"
+			   "  image: x\n"
+			   "  ports: [1, 2]\n"
+			   "one:\n"
+			   "  <<: *b\n"
+			   "  name: web\n"
+			   "  image: nginx\n"
+			   "two: *b\n";
+	json_t *docs = NULL;
+	ds_yaml_locs *locs = NULL;
+	ds_yaml_loc l;
+	ds_err err = {0};
+
+	(void)state;
+	assert_int_equal(
+		ds_yaml_parse(text, strlen(text), "m.yaml", DS_YAML_LOCATIONS, &docs, &locs, &err),
+		0);
+	assert_json(docs, "[{\"base\":{\"image\":\"x\",\"ports\":[1,2]},\"one\":{\"image\":\"nginx\","
+			  "\"ports\":[1,2],\"name\":\"web\"},\"two\":{\"image\":\"x\",\"ports\":[1,2]}}]");
+	/* merged keys point at the anchored text; explicit keys at their own */
+	assert_int_equal(ds_yaml_locs_find(locs, 0, "/one/ports/1", &l), 0);
+	assert_int_equal(l.line, 3);
+	assert_int_equal(l.col, 14);
+	assert_int_equal(ds_yaml_locs_find(locs, 0, "/one/image", &l), 0);
+	assert_int_equal(l.line, 7);
+	assert_int_equal(l.col, 10);
+	assert_int_equal(ds_yaml_locs_find(locs, 0, "/one/name", &l), 0);
+	assert_int_equal(l.line, 6);
+	/* the alias node itself is where "*b" is written; its insides where they are written */
+	assert_int_equal(ds_yaml_locs_find(locs, 0, "/two", &l), 0);
+	assert_int_equal(l.line, 8);
+	assert_int_equal(l.col, 6);
+	assert_int_equal(l.key_line, 8);
+	assert_int_equal(l.key_col, 1);
+	assert_int_equal(ds_yaml_locs_find(locs, 0, "/two/image", &l), 0);
+	assert_int_equal(l.line, 2);
+	assert_int_equal(l.col, 10);
+	assert_int_equal(l.key_line, 2);
+	assert_int_equal(l.key_col, 3);
+	/* "/<<" is where the merge value is written */
+	assert_int_equal(ds_yaml_locs_find(locs, 0, "/one/<<", &l), 0);
+	assert_int_equal(l.line, 5);
+	assert_int_equal(l.col, 7);
+	assert_int_equal(ds_yaml_locs_find(locs, 0, "/one/nope", &l), -ENOENT);
+	ds_yaml_locs_free(locs);
+	json_decref(docs);
+}
+
+static void test_yaml__merge_key_errors(void **state)
+{
+	char buf[512];
+
+	(void)state;
+	assert_string_equal(parse_err("a:\n  <<: 1\n", -EBADMSG, buf, sizeof(buf)),
+			    "t.yaml:2:3: merge key '<<' needs a mapping or a list of mappings");
+	assert_string_equal(parse_err("a: &x [1]\nb:\n  <<: [*x]\n", -EBADMSG, buf, sizeof(buf)),
+			    "t.yaml:3:3: merge key '<<' needs a mapping or a list of mappings");
+	assert_string_equal(parse_err("a:\n  k: 1\n  k: 2\n  <<: {j: 1}\n", -EBADMSG, buf,
+				      sizeof(buf)),
+			    "t.yaml:3:3: duplicate key 'k'");
+}
+
+static void test_yaml__crlf_bom_and_comments(void **state)
+{
+	(void)state;
+	assert_parses_to("\xef\xbb\xbf# c\r\napiVersion: v1 # trailing\r\nkind: Pod\r\nx: |\r\n  a\r\n",
+			 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"x\":\"a\\n\"}");
+	assert_parses_to("a: b#not-a-comment\nc: 'it''s'\nd: \"x\\ny\"\n",
+			 "{\"a\":\"b#not-a-comment\",\"c\":\"it's\",\"d\":\"x\\ny\"}");
+}
+
+static void test_yaml__parse_file(void **state)
+{
+	char *dir = tu_mkdtemp("yaml");
+	char path[1024];
+	json_t *docs = NULL;
+	ds_yaml_locs *locs = NULL;
+	ds_err err = {0};
+	char buf[1200];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/m.yaml", dir);
+	tu_write_file(path, "a: 1\n---\nb: [2, 3]\n");
+	assert_int_equal(ds_yaml_parse_file(path, DS_YAML_LOCATIONS, &docs, &locs, &err), 0);
+	assert_json(docs, "[{\"a\":1},{\"b\":[2,3]}]");
+	assert_string_equal(ds_yaml_locs_file(locs), path);
+	json_decref(docs);
+	ds_yaml_locs_free(locs);
+	docs = NULL;
+	tu_write_file(path, "a: 1\nb: [2\n");
+	assert_int_equal(ds_yaml_parse_file(path, 0, &docs, NULL, &err), -EBADMSG);
+	assert_null(docs);
+	assert_string_equal(err.file, path);
+	assert_int_equal(err.line, 3);
+	snprintf(path, sizeof(path), "%s/missing.yaml", dir);
+	assert_int_equal(ds_yaml_parse_file(path, 0, &docs, NULL, &err), -ENOENT);
+	snprintf(buf, sizeof(buf), "%s: cannot open: No such file or directory", path);
+	{
+		char eb[1400];
+
+		assert_string_equal(ds_err_format(&err, eb, sizeof(eb)), buf);
+	}
+	free(dir);
+}
+
+static void test_yaml__emit_to_file_and_scalars(void **state)
+{
+	FILE *f = tmpfile();
+	char text[256] = {0};
+	json_t *v = json_pack("{s:[s,i]}", "k", "yes", 1);
+	json_t *deep = json_array();
+	json_t *cur = deep;
+	char *s;
+	ds_err err = {0};
+
+	(void)state;
+	assert_non_null(f);
+	assert_int_equal(ds_yaml_emit(f, v, NULL), 0);
+	rewind(f);
+	assert_true(fread(text, 1, sizeof(text) - 1, f) > 0);
+	assert_string_equal(text, "k:\n- 'yes'\n- 1\n");
+	fclose(f);
+	json_decref(v);
+	v = json_string("true");
+	s = emit(v);
+	assert_string_equal(s, "'true'\n");
+	free(s);
+	json_decref(v);
+	v = json_integer(7);
+	s = emit(v);
+	assert_string_equal(s, "7\n");
+	free(s);
+	json_decref(v);
+	/* too deep to write */
+	for (int i = 0; i < DS_YAML_MAX_DEPTH + 5; i++) {
+		json_t *n = json_array();
+
+		json_array_append_new(cur, n);
+		cur = n;
+	}
+	assert_int_equal(ds_yaml_emit_string(deep, &s, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "deeper than 256"));
+	json_decref(deep);
+}
+
+/* A tiny deterministic generator, so failures reproduce. */
+static uint32_t rnd_state = 2463534242u;
+static uint32_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 17;
+	rnd_state ^= rnd_state << 5;
+	return rnd_state;
+}
+
+/* Parse must succeed or fail cleanly; whatever parses must survive emit -> parse. */
+static void check_input(const char *buf, size_t len, unsigned flags)
+{
+	json_t *docs = NULL;
+	ds_yaml_locs *locs = NULL;
+	ds_err err = {0};
+	int rc = ds_yaml_parse(buf, len, "fuzz.yaml", flags, &docs, &locs, &err);
+
+	if (rc != 0) {
+		if (rc != -EBADMSG)
+			fail_msg("unexpected rc %d (%s)", rc, err.msg);
+		assert_null(docs);
+		assert_true(err.msg[0] != '\0');
+		assert_string_equal(err.file, "fuzz.yaml");
+		assert_true(err.line >= 1);
+		assert_true(err.col >= 1);
+		return;
+	}
+	assert_true(json_is_array(docs));
+	if (flags & DS_YAML_LOCATIONS) {
+		ds_yaml_loc l;
+
+		for (size_t i = 0; i < json_array_size(docs); i++)
+			if (ds_yaml_locs_find(locs, i, "", &l) == 0)
+				assert_true(l.line >= 1 && l.col >= 1);
+	}
+	for (size_t i = 0; i < json_array_size(docs); i++)
+		assert_round_trip(json_array_get(docs, i));
+	json_decref(docs);
+	ds_yaml_locs_free(locs);
+}
+
+static void test_yaml__truncated_garbage_and_random_input(void **state)
+{
+	static const char *const extra[] = {
+		"a: &x {k: [1, 2, {z: ~}]}\nb: *x\nc:\n  <<: [*x, {m: 1}]\n  n: |\n    text\n",
+		"{\"apiVersion\": \"v1\", \"items\": [{\"kind\": \"Pod\", \"n\": 1.5e3}], "
+		"\"kind\": \"List\"}",
+		"- !!str 1\n- !!int 0x10\n- 'q''s'\n- \"e\\t\\u00e9\"\n- >-\n  folded\n  text\n",
+		"%YAML 1.1\n---\n? complex\n: value\n...\n--- [1, {a: b}]\n",
+	};
+	const char *dirs[] = {"dra-example-driver/v1", "dra-example-driver/v1beta1"};
+	const char alphabet[] = "-:[]{}#&*!|>'\"%@`,? \n\t\\ab01.~<x";
+	char *corpus[64];
+	size_t lens[64], n = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(extra) / sizeof(*extra); i++) {
+		corpus[n] = strdup(extra[i]);
+		lens[n++] = strlen(extra[i]);
+	}
+	for (size_t d = 0; d < 2; d++) {
+		const char *dir = tu_fixture(dirs[d]);
+		DIR *dh = opendir(dir);
+		struct dirent *de;
+
+		assert_non_null(dh);
+		while ((de = readdir(dh)) != NULL && n < 64) {
+			char path[1024];
+
+			if (!strstr(de->d_name, ".yaml"))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			corpus[n] = tu_read_file(path, &lens[n]);
+			n++;
+		}
+		closedir(dh);
+	}
+	/* every prefix, alternating the locations flag */
+	for (size_t i = 0; i < n; i++)
+		for (size_t len = 0; len <= lens[i]; len++)
+			check_input(corpus[i], len, len % 2 ? DS_YAML_LOCATIONS : 0);
+	/* mutations: overwrite, insert or delete a few bytes */
+	for (int round = 0; round < 3000; round++) {
+		size_t i = rnd() % n;
+		size_t len = lens[i];
+		char *m = malloc(len + 8);
+
+		memcpy(m, corpus[i], len);
+		for (int k = 0; k < 1 + (int)(rnd() % 3); k++) {
+			size_t pos = len ? rnd() % len : 0;
+			char c = rnd() % 2 ? alphabet[rnd() % (sizeof(alphabet) - 1)] : (char)rnd();
+
+			switch (rnd() % 3) {
+			case 0:
+				if (len)
+					m[pos] = c;
+				break;
+			case 1:
+				memmove(m + pos + 1, m + pos, len - pos);
+				m[pos] = c;
+				len++;
+				break;
+			default:
+				if (len) {
+					memmove(m + pos, m + pos + 1, len - pos - 1);
+					len--;
+				}
+			}
+		}
+		check_input(m, len, round % 2 ? DS_YAML_LOCATIONS : 0);
+		free(m);
+	}
+	/* random bytes, and random YAML-ish text */
+	for (int round = 0; round < 3000; round++) {
+		char b[300];
+		size_t len = rnd() % sizeof(b);
+
+		for (size_t k = 0; k < len; k++)
+			b[k] = round % 2 ? (char)rnd() : alphabet[rnd() % (sizeof(alphabet) - 1)];
+		check_input(b, len, round % 4 < 2 ? DS_YAML_LOCATIONS : 0);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(corpus[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -575,6 +890,13 @@ int main(void)
 		cmocka_unit_test(test_yaml__emit_numbers_keep_their_type),
 		cmocka_unit_test(test_yaml__emit_multiline_as_literal),
 		cmocka_unit_test(test_yaml__fixtures_round_trip),
+		cmocka_unit_test(test_yaml__json_streams_read_as_json),
+		cmocka_unit_test(test_yaml__locations_through_aliases_and_merges),
+		cmocka_unit_test(test_yaml__merge_key_errors),
+		cmocka_unit_test(test_yaml__crlf_bom_and_comments),
+		cmocka_unit_test(test_yaml__parse_file),
+		cmocka_unit_test(test_yaml__emit_to_file_and_scalars),
+		cmocka_unit_test(test_yaml__truncated_garbage_and_random_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
