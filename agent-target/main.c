@@ -8,6 +8,7 @@
 
 static const struct ds_command commands[] = {
 	{"keygen", "write a CURVE key pair (--out DIR)", ds_cmd_keygen},
+	{"plan", "show offline what the target would receive from manifests", ds_cmd_plan},
 	{NULL, NULL, NULL},
 };
 

@@ -1,0 +1,48 @@
+#ifndef DRASYNC_DRA_MAPPING_H
+#define DRASYNC_DRA_MAPPING_H
+
+/*
+ * The DRA mapping engine (SPEC §3): rewrites the claim references of a
+ * workload's pod spec by the target's rules, and renames DeviceClasses in
+ * claims and templates. Pure functions of (rules, object): no I/O.
+ */
+
+#include "drasync/report.h"
+#include "drasync/target_config.h"
+
+#include <jansson.h>
+
+/**
+ * Map the DRA references of a workload (any of the seven kinds; anything else
+ * is left alone and 0 returned). Every change is added to `rep`.
+ * All decisions are taken before the object is touched: on error the object
+ * is unchanged and one DS_REPORT_ERROR entry explains why.
+ * @return number of references changed (>= 0), -EINVAL when the rules cannot
+ *         be resolved for this workload (ambiguous tie, or a container naming a
+ *         claim entry the pod does not define), -ENOMEM
+ */
+int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep);
+
+/**
+ * Apply deviceClassMappings to a ResourceClaim or ResourceClaimTemplate of any
+ * resource.k8s.io version: every request's deviceClassName (v1beta1 flat,
+ * v1/v1beta2 `exactly`) and every firstAvailable subrequest's.
+ * @return number of names changed, -ENOMEM
+ */
+int ds_dra_map_device_classes(const ds_dra_config *dra, json_t *obj, ds_report *rep);
+
+/**
+ * Which rule wins for one claim reference. `container` NULL means the
+ * reference of an entry that no container lists (matched as container ALL).
+ * Exposed for tests and for `plan --explain`-style tooling.
+ * @return 0 with *winner set (NULL when no rule matches), or -EINVAL on an
+ *         unresolvable tie (detail in why)
+ */
+int ds_dra_resolve(const ds_dra_config *dra, int workload, const char *instance,
+		   const char *container, const char *entry, const char *source,
+		   enum ds_target_kind current, const ds_dra_rule **winner, char *why, size_t why_size);
+
+/** Specificity of a rule: instance named 8, container named 4, source named 2, type named 1. */
+int ds_dra_rule_specificity(const ds_dra_rule *rule);
+
+#endif

@@ -1,0 +1,31 @@
+#ifndef DRASYNC_SELECTION_H
+#define DRASYNC_SELECTION_H
+
+/*
+ * Which objects drasync replicates (SPEC §2): workloads, ResourceClaims and
+ * templates, what workloads need to start, the Namespace itself; never objects
+ * a controller owns, generated claims, slices, events, endpoints, the
+ * kube-root-ca.crt ConfigMap or service-account token Secrets.
+ */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/**
+ * Decide whether `obj` is replicated.
+ * @return 1 replicate, 0 skip (why says so in one sentence)
+ */
+int ds_selection_check(const json_t *obj, bool replicate_device_classes, char *why, size_t size);
+
+/** Whether the kind is namespaced among the kinds drasync replicates (DeviceClass and Namespace are not). */
+bool ds_selection_namespaced(const char *kind);
+
+/**
+ * Rank of an object in the target's apply order (SPEC §5): Namespace,
+ * ServiceAccount, ConfigMap, Secret, PVC, Service, DeviceClass,
+ * ResourceClaimTemplate, ResourceClaim, then workloads (lower first).
+ */
+int ds_selection_apply_rank(const json_t *obj);
+
+#endif

@@ -1,0 +1,98 @@
+#ifndef DRASYNC_TARGET_CONFIG_H
+#define DRASYNC_TARGET_CONFIG_H
+
+/*
+ * The target agent's configuration file (SPEC §8), `kind: TargetConfig`.
+ * Loading validates everything and names file:line:col and the rule at fault.
+ * The structures are plain data owned by the ds_target_config they come from.
+ */
+
+#include "drasync/err.h"
+#include "drasync/k8s_object.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum ds_mode {
+	DS_MODE_MIGRATE, /* objects are created active */
+	DS_MODE_STANDBY, /* DR: workloads created scaled down / suspended / held */
+	DS_MODE_MAX
+};
+
+enum ds_target_kind {
+	DS_TARGET_CLAIM,    /* resourceClaimName */
+	DS_TARGET_TEMPLATE, /* resourceClaimTemplateName */
+	DS_TARGET_KIND_MAX
+};
+
+/* One rule of dra.resourceClaimMappings or dra.resourceClaimTemplateMappings. */
+typedef struct ds_dra_rule {
+	int object_type;         /* enum ds_workload, or -1 for All */
+	const char *instance;    /* NULL = ALL */
+	const char *container;   /* NULL = ALL */
+	const char *source;      /* NULL = ALL: source claim/template name or pod entry name */
+	enum ds_target_kind target_kind;
+	const char *target;      /* name of the target claim or template */
+	bool attach;             /* also give the target to matched containers without claims */
+	const char *const *extended_resources; /* NULL-terminated; removed with attach */
+	size_t n_extended_resources;
+	const char *list;        /* "resourceClaimMappings" or "resourceClaimTemplateMappings" */
+	size_t index;            /* position in that list, for reports */
+	int line, col;           /* where the rule starts in the file */
+} ds_dra_rule;
+
+typedef struct ds_device_class_mapping {
+	const char *from, *to;
+} ds_device_class_mapping;
+
+typedef struct ds_namespace_mapping {
+	const char *from, *to;
+} ds_namespace_mapping;
+
+typedef struct ds_dra_config {
+	const ds_dra_rule *rules; /* both lists, claim rules first, in file order */
+	size_t n_rules;
+	const ds_device_class_mapping *device_classes;
+	size_t n_device_classes;
+	bool require_target_objects; /* default true */
+	bool replicate_device_classes; /* default false */
+} ds_dra_config;
+
+typedef struct ds_target_config ds_target_config;
+
+/**
+ * Load and validate a TargetConfig file ("-" reads stdin).
+ * @return 0; -EINVAL with err located at the offending key or value; -ENOENT
+ *         or other negative errno when the file cannot be read
+ */
+int ds_target_config_load(ds_target_config **out, const char *path, ds_err *err);
+
+/** As ds_target_config_load(), from a buffer; `filename` names it in errors. */
+int ds_target_config_parse(ds_target_config **out, const char *buf, size_t len,
+			   const char *filename, ds_err *err);
+
+/** A configuration with no rules, mode migrate (for tests and the plan defaults). */
+int ds_target_config_new_empty(ds_target_config **out);
+
+void ds_target_config_free(ds_target_config *cfg);
+
+enum ds_mode ds_target_config_mode(const ds_target_config *cfg);
+const ds_dra_config *ds_target_config_dra(const ds_target_config *cfg);
+
+/** Namespace on the target for a source namespace (itself when unmapped). Borrowed. */
+const char *ds_target_config_map_namespace(const ds_target_config *cfg, const char *ns);
+
+const ds_namespace_mapping *ds_target_config_namespaces(const ds_target_config *cfg, size_t *n);
+
+/** Agent settings (NULL when not set). Borrowed. */
+const char *ds_target_config_listen(const ds_target_config *cfg);
+const char *ds_target_config_secret_key_file(const ds_target_config *cfg);
+const char *ds_target_config_authorized_sources(const ds_target_config *cfg);
+const char *ds_target_config_kubeconfig(const ds_target_config *cfg);
+const char *ds_target_config_state_dir(const ds_target_config *cfg);
+const char *ds_target_config_metrics_listen(const ds_target_config *cfg);
+
+/** "migrate" / "standby". */
+const char *ds_mode_name(enum ds_mode mode);
+
+#endif

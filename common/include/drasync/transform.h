@@ -1,0 +1,41 @@
+#ifndef DRASYNC_TRANSFORM_H
+#define DRASYNC_TRANSFORM_H
+
+/*
+ * The importer's per-object pipeline, one library call shared by `plan` and
+ * the running importer: selection -> sanitizing -> namespace mapping -> DRA
+ * mapping -> DRA version conversion -> standby -> drasync's own labels and
+ * source-identity annotations. Object in, object + report entries out.
+ */
+
+#include "drasync/dra_convert.h"
+#include "drasync/report.h"
+#include "drasync/target_config.h"
+
+#include <jansson.h>
+
+#define DS_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
+#define DS_ANNOTATION_SOURCE_CLUSTER "drasync.io/source-cluster"
+#define DS_ANNOTATION_SOURCE_UID "drasync.io/source-uid"
+
+typedef struct ds_transform_opts {
+	const ds_target_config *cfg;
+	enum ds_dra_version dra_version; /* what the target serves */
+	const char *source_cluster;      /* NULL when unknown (plan without --source-cluster) */
+	const char *source_uid;          /* NULL: taken from the object's metadata.uid */
+} ds_transform_opts;
+
+enum ds_transform_result {
+	DS_TRANSFORM_APPLY, /* create/update obj on the target */
+	DS_TRANSFORM_SKIP,  /* not replicated (a skip entry says why) */
+	DS_TRANSFORM_HOLD,  /* standby: kept in the ledger, not created */
+	DS_TRANSFORM_ERROR, /* cannot be imported (an error entry says why) */
+};
+
+/**
+ * Run the pipeline on obj, modifying it in place.
+ * @return enum ds_transform_result, or -ENOMEM
+ */
+int ds_transform_object(const ds_transform_opts *opts, json_t *obj, ds_report *rep);
+
+#endif

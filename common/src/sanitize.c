@@ -1,0 +1,90 @@
+#include "drasync/sanitize.h"
+
+#include "drasync/k8s_object.h"
+
+#include <errno.h>
+#include <string.h>
+
+static const char *const server_metadata[] = {
+	"uid",      "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+	"deletionGracePeriodSeconds", "managedFields", "selfLink", "ownerReferences", NULL,
+};
+
+/* Annotations the PV controller and schedulers write on a bound claim. */
+static const char *const pvc_bind_annotations[] = {
+	"pv.kubernetes.io/bind-completed",
+	"pv.kubernetes.io/bound-by-controller",
+	"volume.beta.kubernetes.io/storage-provisioner",
+	"volume.kubernetes.io/storage-provisioner",
+	"volume.kubernetes.io/selected-node",
+	NULL,
+};
+
+static void del_keys(json_t *obj, const char *const *keys)
+{
+	for (; json_is_object(obj) && *keys; keys++)
+		json_object_del(obj, *keys);
+}
+
+static int drop_finalizer(json_t *meta, const char *finalizer)
+{
+	json_t *fins = json_object_get(meta, "finalizers");
+	size_t i;
+	json_t *f;
+
+	if (!json_is_array(fins))
+		return 0;
+	for (i = json_array_size(fins); i-- > 0;) {
+		f = json_array_get(fins, i);
+		if (json_is_string(f) && strcmp(json_string_value(f), finalizer) == 0)
+			json_array_remove(fins, i);
+	}
+	if (json_array_size(fins) == 0)
+		json_object_del(meta, "finalizers");
+	return 0;
+}
+
+static void sanitize_service(json_t *spec)
+{
+	const char *ip = ds_json_str(spec, "clusterIP");
+	json_t *ports = json_object_get(spec, "ports");
+	size_t i;
+	json_t *p;
+
+	/* A headless Service keeps "None": that is a choice, not an allocation. */
+	if (!ip || strcmp(ip, "None") != 0) {
+		json_object_del(spec, "clusterIP");
+		json_object_del(spec, "clusterIPs");
+	}
+	json_array_foreach(ports, i, p)
+		json_object_del(p, "nodePort");
+	json_object_del(spec, "healthCheckNodePort");
+}
+
+int ds_sanitize(json_t *obj)
+{
+	const char *kind = ds_obj_kind(obj);
+	json_t *meta = json_object_get(obj, "metadata");
+	json_t *spec = json_object_get(obj, "spec");
+
+	if (!json_is_object(obj))
+		return 0;
+	json_object_del(obj, "status");
+	del_keys(meta, server_metadata);
+	if (!kind)
+		return 0;
+	if (strcmp(kind, "Pod") == 0) {
+		json_object_del(spec, "nodeName");
+	} else if (strcmp(kind, "Service") == 0) {
+		sanitize_service(spec);
+	} else if (strcmp(kind, "PersistentVolumeClaim") == 0) {
+		json_object_del(spec, "volumeName");
+		del_keys(json_object_get(meta, "annotations"), pvc_bind_annotations);
+	} else if (strcmp(kind, "ResourceClaim") == 0) {
+		drop_finalizer(meta, "resource.kubernetes.io/delete-protection");
+	}
+	if (json_is_object(json_object_get(meta, "annotations")) &&
+	    json_object_size(json_object_get(meta, "annotations")) == 0)
+		json_object_del(meta, "annotations");
+	return 0;
+}

@@ -1,0 +1,114 @@
+#include "drasync/transform.h"
+
+#include "drasync/dra_mapping.h"
+#include "drasync/k8s_object.h"
+#include "drasync/sanitize.h"
+#include "drasync/selection.h"
+#include "drasync/standby.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int error(ds_report *rep, const char *what, const char *msg)
+{
+	return ds_report_add(rep, DS_REPORT_ERROR, what, NULL, NULL, NULL, NULL, msg) < 0
+		       ? -ENOMEM
+		       : DS_TRANSFORM_ERROR;
+}
+
+static int map_namespace(const ds_transform_opts *o, json_t *obj, const char *what,
+			 ds_report *rep)
+{
+	const char *kind = ds_obj_kind(obj);
+	json_t *meta = json_object_get(obj, "metadata");
+	const char *from, *to;
+
+	if (strcmp(kind, "Namespace") == 0) {
+		from = ds_obj_name(obj);
+		to = ds_target_config_map_namespace(o->cfg, from);
+		if (to == from)
+			return 0;
+		ds_report_add(rep, DS_REPORT_NAMESPACE, what, NULL, NULL, from, to, NULL);
+		return json_object_set_new(meta, "name", json_string(to)) < 0 ? -ENOMEM : 0;
+	}
+	if (!ds_selection_namespaced(kind)) {
+		json_object_del(meta, "namespace");
+		return 0;
+	}
+	from = ds_obj_namespace(obj);
+	if (!from)
+		return 0; /* the importer places it in the namespace of the stream */
+	to = ds_target_config_map_namespace(o->cfg, from);
+	if (to == from)
+		return 0;
+	return json_object_set_new(meta, "namespace", json_string(to)) < 0 ? -ENOMEM : 0;
+}
+
+int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
+{
+	const ds_dra_config *dra = ds_target_config_dra(o->cfg);
+	char what[300], why[300];
+	char *uid = NULL;
+	ds_err err;
+	int r;
+
+	ds_obj_describe(obj, what, sizeof(what));
+	if (!json_is_object(obj))
+		return error(rep, "(document)", "not a mapping: expected a Kubernetes object");
+	if (!ds_obj_api_version(obj) || !ds_obj_kind(obj))
+		return error(rep, what, "missing apiVersion or kind");
+	if (!json_is_object(json_object_get(obj, "metadata")) || !ds_obj_name(obj))
+		return error(rep, what, "missing metadata.name");
+	if (!ds_selection_check(obj, dra->replicate_device_classes, why, sizeof(why))) {
+		if (ds_report_add(rep, DS_REPORT_SKIP, what, NULL, NULL, NULL, NULL, why) < 0)
+			return -ENOMEM;
+		return DS_TRANSFORM_SKIP;
+	}
+	if (!o->source_uid && ds_json_str(json_object_get(obj, "metadata"), "uid")) {
+		uid = strdup(ds_json_str(json_object_get(obj, "metadata"), "uid"));
+		if (!uid)
+			return -ENOMEM;
+	}
+	if ((r = ds_sanitize(obj)) < 0 || (r = map_namespace(o, obj, what, rep)) < 0)
+		goto out;
+	ds_obj_describe(obj, what, sizeof(what));
+
+	r = ds_dra_map_workload(dra, obj, rep);
+	if (r == -EINVAL) {
+		r = DS_TRANSFORM_ERROR;
+		goto out;
+	}
+	if (r < 0 || (r = ds_dra_map_device_classes(dra, obj, rep)) < 0)
+		goto out;
+	r = ds_dra_convert(obj, o->dra_version, &err);
+	if (r == -EINVAL) {
+		r = error(rep, what, err.msg);
+		goto out;
+	}
+	if (r < 0)
+		goto out;
+	if (r == 1)
+		ds_report_add(rep, DS_REPORT_CONVERT, what, NULL, NULL, NULL,
+			      ds_dra_api_version(o->dra_version), NULL);
+
+	if (ds_obj_set_label(obj, DS_LABEL_MANAGED_BY, "drasync") < 0 ||
+	    (o->source_cluster &&
+	     ds_obj_set_annotation(obj, DS_ANNOTATION_SOURCE_CLUSTER, o->source_cluster) < 0) ||
+	    ((o->source_uid || uid) &&
+	     ds_obj_set_annotation(obj, DS_ANNOTATION_SOURCE_UID, o->source_uid ? o->source_uid : uid) < 0)) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = DS_TRANSFORM_APPLY;
+	if (ds_target_config_mode(o->cfg) == DS_MODE_STANDBY) {
+		int s = ds_standby_apply(obj, rep);
+		if (s < 0)
+			r = s;
+		else if (s == DS_STANDBY_HOLD)
+			r = DS_TRANSFORM_HOLD;
+	}
+out:
+	free(uid);
+	return r;
+}
