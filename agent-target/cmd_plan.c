@@ -56,6 +56,7 @@ struct key {
 
 struct plan {
 	json_t *out;       /* objects to apply */
+	json_t *held;      /* standby: kept in the ledger, still checked */
 	struct key *keys;  /* identity of each, for the preflight */
 	size_t n_keys;
 	ds_report *rep;
@@ -84,15 +85,15 @@ static int need(void *ud, const char *kind, const char *ns, const char *name)
 	/* One line per distinct missing object and needer. */
 	for (size_t i = 0; i < ds_report_count(p->rep); i++) {
 		const ds_report_entry *e = ds_report_get(p->rep, i);
-		if (e->type == DS_REPORT_REQUIRE && e->to && e->object &&
-		    strcmp(e->object, p->obj_desc) == 0 && strstr(e->to, name) &&
-		    strstr(e->to, kind))
+		if (e->type == DS_REPORT_REQUIRE && e->message && e->object &&
+		    strcmp(e->object, p->obj_desc) == 0 && strstr(e->message, name) &&
+		    strstr(e->message, kind))
 			return 0;
 	}
-	snprintf(msg, sizeof(msg), "%s %s%s%s", kind, ns ? ns : "", ns ? "/" : "", name);
+	snprintf(msg, sizeof(msg), "needs %s %s%s%s, which must exist on the target (it is not in "
+		 "this plan)", kind, ns ? ns : "", ns ? "/" : "", name);
 	p->n_required++;
-	return ds_report_add(p->rep, DS_REPORT_REQUIRE, p->obj_desc, NULL, NULL, NULL, msg,
-			     "must exist on the target (it is not in this plan)");
+	return ds_report_add(p->rep, DS_REPORT_REQUIRE, p->obj_desc, NULL, NULL, NULL, NULL, msg);
 }
 
 static int cmp_rank(const void *a, const void *b)
@@ -234,7 +235,8 @@ int ds_cmd_plan(int argc, char **argv)
 		fprintf(stderr, "plan: configuration error: %s\n", ds_err_format(&err, buf, sizeof(buf)));
 		goto out;
 	}
-	if (ds_manifest_new(&man) < 0 || ds_report_new(&p.rep) < 0 || !(p.out = json_array()))
+	if (ds_manifest_new(&man) < 0 || ds_report_new(&p.rep) < 0 || !(p.out = json_array()) ||
+	    !(p.held = json_array()))
 		goto oom;
 	for (size_t i = 0; i < n_files; i++) {
 		ds_err_clear(&err);
@@ -270,7 +272,11 @@ int ds_cmd_plan(int argc, char **argv)
 							  ds_obj_name(obj)};
 			break;
 		case DS_TRANSFORM_SKIP: n_skip++; break;
-		case DS_TRANSFORM_HOLD: n_hold++; break;
+		case DS_TRANSFORM_HOLD:
+			n_hold++;
+			if (json_array_append(p.held, obj) < 0)
+				goto oom;
+			break;
 		default: n_fail++; break;
 		}
 		for (size_t k = first; k < ds_report_count(p.rep); k++) {
@@ -287,8 +293,9 @@ int ds_cmd_plan(int argc, char **argv)
 		}
 	}
 	/* Preflight: what the planned objects reference but the plan does not contain. */
-	for (size_t i = 0; i < json_array_size(p.out); i++) {
-		json_t *obj = json_array_get(p.out, i);
+	for (size_t i = 0; i < json_array_size(p.out) + json_array_size(p.held); i++) {
+		size_t n_out = json_array_size(p.out);
+		json_t *obj = i < n_out ? json_array_get(p.out, i) : json_array_get(p.held, i - n_out);
 		size_t first = ds_report_count(p.rep);
 		char desc[300];
 
@@ -318,6 +325,7 @@ oom:
 	rc = EXIT_SOME_FAILED;
 out:
 	json_decref(p.out);
+	json_decref(p.held);
 	free(p.keys);
 	ds_report_free(p.rep);
 	ds_manifest_free(man);

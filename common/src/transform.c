@@ -7,6 +7,7 @@
 #include "drasync/standby.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,7 +49,7 @@ static int map_namespace(const ds_transform_opts *o, json_t *obj, const char *wh
 int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 {
 	const ds_dra_config *dra = ds_target_config_dra(o->cfg);
-	char what[300], why[300];
+	char what[300], why[300], from_api[128];
 	char *uid = NULL;
 	ds_err err;
 	int r;
@@ -81,6 +82,7 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 	}
 	if (r < 0 || (r = ds_dra_map_device_classes(dra, obj, rep)) < 0)
 		goto out;
+	snprintf(from_api, sizeof(from_api), "%s", ds_obj_api_version(obj));
 	r = ds_dra_convert(obj, o->dra_version, &err);
 	if (r == -EINVAL) {
 		r = error(rep, what, err.msg);
@@ -89,7 +91,7 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 	if (r < 0)
 		goto out;
 	if (r == 1)
-		ds_report_add(rep, DS_REPORT_CONVERT, what, NULL, NULL, NULL,
+		ds_report_add(rep, DS_REPORT_CONVERT, what, NULL, NULL, from_api,
 			      ds_dra_api_version(o->dra_version), NULL);
 
 	if (ds_obj_set_label(obj, DS_LABEL_MANAGED_BY, "drasync") < 0 ||

@@ -56,7 +56,7 @@ static void test_target_config__full_example_loads(void **state)
 	assert_null(d->rules[0].source);
 	assert_int_equal(d->rules[0].target_kind, DS_TARGET_CLAIM);
 	assert_string_equal(d->rules[0].target, "gpu-rc-claim1");
-	assert_int_equal(d->rules[0].line, 14);
+	assert_int_equal(d->rules[0].line, 13);
 	assert_int_equal(d->rules[1].object_type, -1);
 	assert_null(d->rules[1].instance);
 	assert_null(d->rules[1].container);
@@ -101,26 +101,26 @@ static const struct bad {
 	 "dra.resourceClaimMapping: unknown key (did you mean 'resourceClaimMappings'?)"},
 	{"unknown objectType",
 	 "dra:\n  resourceClaimMappings:\n  - {objectType: Deploymnet, objectInstance: a, container: ALL, resourceClaim: x}\n",
-	 3, 19, "unknown objectType 'Deploymnet'"},
+	 3, 18, "unknown objectType 'Deploymnet'"},
 	{"both targets",
-	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: x, resourceClaimTemplate: y}\n",
+	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: x, resourceClaimTemplate: tmpl}\n",
 	 3, 5, "both resourceClaim and resourceClaimTemplate are set"},
 	{"no target",
 	 "dra:\n  resourceClaimTemplateMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL}\n", 3, 5,
 	 "dra.resourceClaimTemplateMappings[0]: no target: set resourceClaim or resourceClaimTemplate"},
 	{"invalid instance name",
 	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: My_Pod, container: ALL, resourceClaim: x}\n",
-	 3, 41, "'My_Pod' is not a valid object name"},
+	 3, 39, "'My_Pod' is not a valid object name"},
 	{"invalid container name",
 	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: gpu.ctr, resourceClaim: x}\n",
 	 3, 53, "'gpu.ctr' is not a valid container name"},
 	{"invalid target name",
 	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: -bad}\n",
-	 3, 70, "'-bad' is not a valid object name"},
+	 3, 73, "'-bad' is not a valid object name"},
 	{"identical selectors, different targets",
 	 "dra:\n  resourceClaimMappings:\n"
 	 "  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: x}\n"
-	 "  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: y}\n",
+	 "  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: z}\n",
 	 4, 5, "same selectors as dra.resourceClaimMappings[0] (line 3) but a different target"},
 	{"missing objectType",
 	 "dra:\n  resourceClaimMappings:\n  - {objectInstance: a, container: ALL, resourceClaim: x}\n", 3, 5,
@@ -132,10 +132,10 @@ static const struct bad {
 	 "dra.resourceClaimMappings[0]: expected a mapping"},
 	{"wrong type for attach",
 	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: x, attach: maybe}\n",
-	 3, 86, "attach: expected a boolean, found a string"},
+	 3, 84, "attach: expected a boolean, found a string"},
 	{"extendedResources without attach",
 	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: x, extendedResources: [nvidia.com/gpu]}\n",
-	 3, 74, "extendedResources needs attach: true"},
+	 3, 76, "extendedResources needs attach: true"},
 	{"unknown mode", "mode: active\n", 1, 7, "unknown mode 'active' (expected migrate or standby)"},
 	{"wrong kind", "kind: SourceConfig\n", 1, 7, "this is a 'SourceConfig'"},
 	{"wrong apiVersion", "apiVersion: drasync.io/v2\n", 1, 13, "unsupported apiVersion 'drasync.io/v2'"},
@@ -175,9 +175,9 @@ static void test_target_config__identical_selectors_across_kinds_allowed(void **
 {
 	ds_target_config *cfg = dt_config(
 		"dra:\n  resourceClaimMappings:\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ALL, resourceClaim: x}\n"
+		"  - {objectType: Pod, objectInstance: ALL, container: ALL, resourceClaim: claim-x}\n"
 		"  resourceClaimTemplateMappings:\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ALL, resourceClaimTemplate: y}\n");
+		"  - {objectType: Pod, objectInstance: ALL, container: ALL, resourceClaimTemplate: template-y}\n");
 
 	(void)state;
 	assert_int_equal(ds_target_config_dra(cfg)->n_rules, 2);
