@@ -78,6 +78,13 @@ json_t *dt_get(const json_t *obj, const char *ptr)
 			return NULL;
 		memcpy(seg, p + 1, n);
 		seg[n] = '\0';
+		/* RFC 6901 escapes: "~1" is '/', "~0" is '~'. */
+		for (char *q = seg; (q = strchr(q, '~')) != NULL; q++) {
+			if (q[1] == '1' || q[1] == '0') {
+				*q = q[1] == '1' ? '/' : '~';
+				memmove(q + 1, q + 2, strlen(q + 2) + 1);
+			}
+		}
 		p += 1 + n;
 		if (json_is_array(cur)) {
 			char *end;
