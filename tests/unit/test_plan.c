@@ -1,0 +1,403 @@
+/* `drasync-target plan` as a user runs it: on every fixture, bad input, exit codes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drasync/k8s_object.h"
+#include "drasync/yaml.h"
+#include "dstest.h"
+#include "testutil.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *tmpdir;
+
+static const char *write_tmp(const char *name, const char *text)
+{
+	static char paths[8][1024];
+	static unsigned next;
+	char *p = paths[next++ % 8];
+
+	snprintf(p, sizeof(paths[0]), "%s/%s", tmpdir, name);
+	tu_write_file(p, text);
+	return p;
+}
+
+static const char *migrate_cfg(void)
+{
+	return write_tmp("migrate.yaml", "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\nmode: migrate\n");
+}
+
+/* Run plan with argv tail; parse stdout as JSON when -o json. */
+static void plan(struct tu_run *r, const char *input, const char *const *args)
+{
+	const char *argv[32];
+	size_t n = 0;
+
+	argv[n++] = tu_env("DS_TARGET_BIN");
+	argv[n++] = "plan";
+	for (; *args && n < 31; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	tu_run(r, input, argv);
+	if (r->status >= 128 || strstr(r->err, "Sanitizer"))
+		fail_msg("plan crashed (status %d):\n%s", r->status, r->err);
+}
+
+static json_t *items(const struct tu_run *r)
+{
+	json_error_t je;
+	json_t *list = json_loads(r->out, 0, &je);
+	json_t *it;
+
+	if (!list)
+		fail_msg("stdout is not JSON: %s\n%s", je.text, r->out);
+	assert_string_equal(ds_obj_kind(list), "List");
+	it = json_incref(json_object_get(list, "items"));
+	json_decref(list);
+	return it;
+}
+
+static size_t count_docs(const char *path)
+{
+	json_t *docs = dt_load_file(path);
+	size_t n = json_array_size(docs);
+
+	json_decref(docs);
+	return n;
+}
+
+/* Every v1 fixture passes through unchanged in substance. */
+static void test_plan__every_v1_fixture_in_migrate_mode(void **state)
+{
+	char dir[1024];
+	DIR *d;
+	struct dirent *de;
+	int seen = 0;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s", tu_fixture("dra-example-driver/v1"));
+	assert_non_null(d = opendir(dir));
+	while ((de = readdir(d))) {
+		char path[1400];
+		struct tu_run r;
+		json_t *out, *orig, *o;
+		size_t i;
+
+		if (!strstr(de->d_name, ".yaml"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		plan(&r, NULL, (const char *[]){"--config", migrate_cfg(), "-f", path, "-o", "json", NULL});
+		if (r.status != 0)
+			fail_msg("%s: exit %d\n%s", de->d_name, r.status, r.err);
+		out = items(&r);
+		assert_int_equal(json_array_size(out), count_docs(path));
+		orig = dt_load_file(path);
+		json_array_foreach(out, i, o) {
+			json_t *src = dt_find(orig, ds_obj_kind(o), ds_obj_name(o));
+
+			/* Same spec (no rules, same API version), plus drasync's label. */
+			if (json_object_get(src, "spec") &&
+			    !json_equal(json_object_get(o, "spec"), json_object_get(src, "spec")))
+				fail_msg("%s: %s %s: spec differs:\n%s\n%s", de->d_name, ds_obj_kind(o), ds_obj_name(o),
+					 json_dumps(json_object_get(o, "spec"), JSON_SORT_KEYS),
+					 json_dumps(json_object_get(src, "spec"), JSON_SORT_KEYS));
+			assert_string_equal(ds_obj_api_version(o), ds_obj_api_version(src));
+			assert_string_equal(dt_str(o, "/metadata/labels/app.kubernetes.io~1managed-by"), "drasync");
+		}
+		/* Namespaces come first: the apply order. */
+		assert_string_equal(ds_obj_kind(json_array_get(out, 0)), "Namespace");
+		assert_non_null(strstr(r.err, "0 failed"));
+		json_decref(orig);
+		json_decref(out);
+		tu_run_dispose(&r);
+		seen++;
+	}
+	closedir(d);
+	assert_int_equal(seen, 10);
+}
+
+/* v1beta1 fixtures onto a v1 target, and v1 fixtures onto a v1beta1 target. */
+static void test_plan__conversion_both_ways(void **state)
+{
+	struct tu_run r;
+	json_t *out, *t;
+
+	(void)state;
+	plan(&r, NULL, (const char *[]){"--config", migrate_cfg(), "-f",
+					tu_fixture("dra-example-driver/v1beta1/gpu-test2.yaml"), "-o", "json", NULL});
+	assert_int_equal(r.status, 0);
+	out = items(&r);
+	t = dt_find(out, "ResourceClaimTemplate", "multiple-gpus");
+	assert_string_equal(ds_obj_api_version(t), "resource.k8s.io/v1");
+	assert_int_equal(json_integer_value(dt_get(t, "/spec/spec/devices/requests/0/exactly/count")), 2);
+	assert_non_null(strstr(r.err, "convert     ResourceClaimTemplate gpu-test2/multiple-gpus: "
+				      "resource.k8s.io/v1beta1 -> resource.k8s.io/v1"));
+	json_decref(out);
+	tu_run_dispose(&r);
+
+	plan(&r, NULL, (const char *[]){"--config", migrate_cfg(), "--target-api", "resource.k8s.io/v1beta1", "-f",
+					tu_fixture("dra-example-driver/v1/gpu-allow-multiple-allocations.yaml"), "-o",
+					"json", NULL});
+	assert_int_equal(r.status, 0);
+	out = items(&r);
+	t = dt_find(out, "ResourceClaim", "shared-gpu-pod0");
+	assert_string_equal(ds_obj_api_version(t), "resource.k8s.io/v1beta1");
+	assert_string_equal(dt_str(t, "/spec/devices/requests/0/deviceClassName"), "gpu.example.com");
+	assert_string_equal(dt_str(t, "/spec/devices/requests/0/capacity/requests/memory"), "16Gi");
+	assert_null(dt_get(t, "/spec/devices/requests/0/exactly"));
+	json_decref(out);
+	tu_run_dispose(&r);
+}
+
+/* The mapping on real manifests: references, namespaces, report lines, YAML output. */
+static void test_plan__mapping_on_fixtures(void **state)
+{
+	const char *cfg = write_tmp("map.yaml",
+		"kind: TargetConfig\nmode: migrate\n"
+		"namespaceMappings: {basic-shared-claim-across-pods: dr}\n"
+		"dra:\n  resourceClaimMappings:\n"
+		"  - {objectType: Pod, objectInstance: pod1, container: ALL, resourceClaim: dr-gpu}\n"
+		"  resourceClaimTemplateMappings:\n"
+		"  - {objectType: All, objectInstance: ALL, container: ALL, resourceClaimTemplate: dr-template}\n"
+		"  deviceClassMappings:\n  - {from: gpu.example.com, to: gpu.nvidia.com}\n");
+	struct tu_run r, ry;
+	json_t *out, *p, *docs;
+	ds_err err;
+
+	(void)state;
+	plan(&r, NULL, (const char *[]){"-c", cfg, "-f", tu_fixture("dra-example-driver/v1/basic-shared-claim-across-pods.yaml"),
+					"-f", tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"), "-o",
+					"json", NULL});
+	assert_int_equal(r.status, 0);
+	out = items(&r);
+	p = dt_find(out, "Pod", "pod1");
+	assert_string_equal(ds_obj_namespace(p), "dr");
+	assert_string_equal(dt_str(p, "/spec/resourceClaims/0/resourceClaimName"), "dr-gpu");
+	p = dt_find(out, "Pod", "pod0");
+	/* pod0 of the shared-claim fixture references a claim: the template rule does not win a tie
+	 * it is not in, but it is the only rule that matches pod0, so it applies. */
+	assert_string_equal(dt_str(dt_find(out, "Namespace", "dr"), "/metadata/name"), "dr");
+	assert_string_equal(dt_str(dt_find(out, "ResourceClaim", "single-gpu"),
+				   "/spec/devices/requests/0/exactly/deviceClassName"),
+			    "gpu.nvidia.com");
+	assert_non_null(strstr(r.err, "rewrite     Pod dr/pod1 container=ctr0 entry=shared-gpu: "
+				      "resourceClaimName=single-gpu -> resourceClaimName=dr-gpu "
+				      "(rule dra.resourceClaimMappings[0])"));
+	assert_non_null(strstr(r.err, "needs ResourceClaimTemplate basic-resourceclaimtemplate/dr-template"));
+	assert_non_null(strstr(r.err, "needs DeviceClass gpu.nvidia.com"));
+	(void)p;
+
+	/* -o yaml prints the same objects as a multi-document stream. */
+	plan(&ry, NULL, (const char *[]){"-c", cfg, "-f", tu_fixture("dra-example-driver/v1/basic-shared-claim-across-pods.yaml"),
+					 "-f", tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"), NULL});
+	assert_int_equal(ry.status, 0);
+	assert_int_equal(ds_yaml_parse(ry.out, strlen(ry.out), "stdout", 0, &docs, NULL, &err), 0);
+	assert_true(json_equal(docs, out));
+	json_decref(docs);
+	json_decref(out);
+	tu_run_dispose(&r);
+	tu_run_dispose(&ry);
+}
+
+static void test_plan__standby_holds_pods_and_scales_down(void **state)
+{
+	const char *cfg = write_tmp("standby.yaml", "kind: TargetConfig\nmode: standby\n");
+	const char *dep = write_tmp("dep.yaml",
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: infer, namespace: ml, uid: abc-123}\n"
+		"spec:\n  replicas: 4\n  selector: {matchLabels: {app: i}}\n  template:\n    metadata: {labels: {app: i}}\n"
+		"    spec:\n      containers: [{name: c, image: x, resources: {claims: [{name: g}]}}]\n"
+		"      resourceClaims: [{name: g, resourceClaimTemplateName: gpu-template}]\n"
+		"status: {readyReplicas: 4}\n");
+	struct tu_run r;
+	json_t *out, *d;
+
+	(void)state;
+	plan(&r, NULL, (const char *[]){"--config", cfg, "--source-cluster", "prod-east", "-f", dep, "-f",
+					tu_fixture("dra-example-driver/v1beta1/gpu-test1.yaml"), "-o", "json", NULL});
+	assert_int_equal(r.status, 0);
+	out = items(&r);
+	assert_int_equal(json_array_size(out), 3); /* Namespace, template, Deployment; two pods held */
+	d = dt_find(out, "Deployment", "infer");
+	assert_int_equal(json_integer_value(dt_get(d, "/spec/replicas")), 0);
+	assert_string_equal(dt_str(d, "/metadata/annotations/drasync.io~1replicas"), "4");
+	assert_string_equal(dt_str(d, "/metadata/annotations/drasync.io~1source-cluster"), "prod-east");
+	assert_string_equal(dt_str(d, "/metadata/annotations/drasync.io~1source-uid"), "abc-123");
+	assert_null(dt_get(d, "/metadata/uid"));
+	assert_null(dt_get(d, "/status"));
+	assert_non_null(strstr(r.err, "hold        Pod gpu-test1/pod0"));
+	assert_non_null(strstr(r.err, "2 held (standby)"));
+	json_decref(out);
+	tu_run_dispose(&r);
+}
+
+/* One bad file or object is reported with its place and skipped; the rest is planned. */
+static void test_plan__bad_manifests_are_located_and_skipped(void **state)
+{
+	const char *broken = write_tmp("broken.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n");
+	const char *noname = write_tmp("noname.yaml",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\n"
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n---\n- just\n- a list\n");
+	const char *ambiguous_cfg = write_tmp("amb.yaml",
+		"kind: TargetConfig\nmode: migrate\ndra:\n  resourceClaimMappings:\n"
+		"  - {objectType: Pod, objectInstance: ALL, container: ALL, source: shared-gpu, resourceClaim: a}\n"
+		"  - {objectType: Pod, objectInstance: ALL, container: ALL, source: single-gpu, resourceClaim: b}\n");
+	struct tu_run r;
+	json_t *out;
+
+	(void)state;
+	plan(&r, NULL, (const char *[]){"-c", migrate_cfg(), "-f", broken, "-f", noname, "-f", "/nonexistent.yaml",
+					"-o", "json", NULL});
+	assert_int_equal(r.status, 1);
+	out = items(&r);
+	assert_int_equal(json_array_size(out), 1);
+	assert_string_equal(ds_obj_name(json_array_get(out, 0)), "ok");
+	assert_non_null(strstr(r.err, "broken.yaml:5:1:"));
+	assert_non_null(strstr(r.err, "noname.yaml:5:1: ConfigMap x/(no name): missing metadata.name"));
+	assert_non_null(strstr(r.err, "noname.yaml:9:1: (document): not a mapping"));
+	assert_non_null(strstr(r.err, "/nonexistent.yaml"));
+	assert_non_null(strstr(r.err, "4 failed"));
+	json_decref(out);
+	tu_run_dispose(&r);
+
+	/* An unresolvable tie fails that pod only. */
+	plan(&r, NULL, (const char *[]){"-c", ambiguous_cfg, "-f", tu_fixture("dra-example-driver/v1beta1/gpu-test4.yaml"),
+					"-o", "json", NULL});
+	assert_int_equal(r.status, 1);
+	out = items(&r);
+	assert_int_equal(json_array_size(out), 2); /* Namespace and the claim */
+	assert_non_null(strstr(r.err, "gpu-test4.yaml:"));
+	assert_non_null(strstr(r.err, "Pod gpu-test4/pod0: container ctr0, claim shared-gpu: "
+				      "dra.resourceClaimMappings[0] (-> resourceClaimName a) and "
+				      "dra.resourceClaimMappings[1] (-> resourceClaimName b) match with the same specificity"));
+	json_decref(out);
+	tu_run_dispose(&r);
+}
+
+static void test_plan__usage_and_config_errors_exit_2(void **state)
+{
+	const char *badcfg = write_tmp("bad.yaml", "kind: TargetConfig\ndra:\n  resourceClaimMapings: []\n");
+	const char *f = tu_fixture("dra-example-driver/v1/cel-selector.yaml");
+	struct tu_run r;
+
+	(void)state;
+	plan(&r, NULL, (const char *[]){"-c", badcfg, "-f", f, NULL});
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "bad.yaml:3:3: dra.resourceClaimMapings: unknown key (did you mean "
+				      "'resourceClaimMappings'?)"));
+	assert_string_equal(r.out, "");
+	tu_run_dispose(&r);
+	plan(&r, NULL, (const char *[]){"-c", migrate_cfg(), NULL});
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "-f FILE is required"));
+	tu_run_dispose(&r);
+	plan(&r, NULL, (const char *[]){"-c", migrate_cfg(), "-f", f, "-o", "xml", NULL});
+	assert_int_equal(r.status, 2);
+	tu_run_dispose(&r);
+	plan(&r, NULL, (const char *[]){"-c", migrate_cfg(), "-f", f, "--target-api", "resource.k8s.io/v2", NULL});
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--target-api resource.k8s.io/v2"));
+	tu_run_dispose(&r);
+	plan(&r, NULL, (const char *[]){"-c", "/nonexistent/target.yaml", "-f", f, NULL});
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "/nonexistent/target.yaml"));
+	tu_run_dispose(&r);
+	plan(&r, NULL, (const char *[]){"--help", NULL});
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "--target-api"));
+	tu_run_dispose(&r);
+}
+
+/* stdin, and `kubectl get -o json` output (a List). */
+static void test_plan__stdin_and_lists(void **state)
+{
+	const char *list =
+		"{\"apiVersion\": \"v1\", \"kind\": \"List\", \"metadata\": {\"resourceVersion\": \"\"}, \"items\": [\n"
+		" {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"a\", \"namespace\": \"n\",\n"
+		"  \"ownerReferences\": [{\"apiVersion\": \"apps/v1\", \"kind\": \"ReplicaSet\", \"name\": \"rs\", \"uid\": \"u\", \"controller\": true}]},\n"
+		"  \"spec\": {\"containers\": [{\"name\": \"c\", \"image\": \"x\"}]}},\n"
+		" {\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"kube-root-ca.crt\", \"namespace\": \"n\"}},\n"
+		" {\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"settings\", \"namespace\": \"n\"}, \"data\": {\"a\": \"1\"}}\n"
+		"]}\n";
+	struct tu_run r;
+	json_t *out;
+
+	(void)state;
+	plan(&r, list, (const char *[]){"-c", migrate_cfg(), "-f", "-", "-o", "json", NULL});
+	assert_int_equal(r.status, 0);
+	out = items(&r);
+	assert_int_equal(json_array_size(out), 1);
+	assert_string_equal(dt_str(json_array_get(out, 0), "/data/a"), "1");
+	assert_non_null(strstr(r.err, "skip        Pod n/a: controlled by ReplicaSet rs"));
+	assert_non_null(strstr(r.err, "skip        ConfigMap n/kube-root-ca.crt"));
+	json_decref(out);
+	tu_run_dispose(&r);
+}
+
+/* Truncated and garbage input never crashes plan (ASan/UBSan would abort it). */
+static void test_plan__truncated_and_garbage_input(void **state)
+{
+	size_t len;
+	char *text = tu_read_file(tu_fixture("dra-example-driver/v1/basic-resourceclaim-opaque-config.yaml"), &len);
+	unsigned seed = 12345;
+
+	(void)state;
+	for (size_t cut = 0; cut < len; cut += 37) {
+		struct tu_run r;
+		char save = text[cut];
+
+		text[cut] = '\0';
+		plan(&r, text, (const char *[]){"-c", migrate_cfg(), "-f", "-", "-q", NULL});
+		assert_true(r.status == 0 || r.status == 1);
+		text[cut] = save;
+		tu_run_dispose(&r);
+	}
+	for (int i = 0; i < 20; i++) {
+		char junk[512];
+		struct tu_run r;
+
+		for (size_t k = 0; k < sizeof(junk) - 1; k++) {
+			seed = seed * 1103515245u + 12345u;
+			junk[k] = (char)(1 + (seed >> 16) % 255);
+		}
+		junk[sizeof(junk) - 1] = '\0';
+		plan(&r, junk, (const char *[]){"-c", migrate_cfg(), "-f", "-", "-q", NULL});
+		assert_true(r.status == 0 || r.status == 1);
+		tu_run_dispose(&r);
+	}
+	free(text);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	tmpdir = tu_mkdtemp("plan");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free(tmpdir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plan__every_v1_fixture_in_migrate_mode),
+		cmocka_unit_test(test_plan__conversion_both_ways),
+		cmocka_unit_test(test_plan__mapping_on_fixtures),
+		cmocka_unit_test(test_plan__standby_holds_pods_and_scales_down),
+		cmocka_unit_test(test_plan__bad_manifests_are_located_and_skipped),
+		cmocka_unit_test(test_plan__usage_and_config_errors_exit_2),
+		cmocka_unit_test(test_plan__stdin_and_lists),
+		cmocka_unit_test(test_plan__truncated_and_garbage_input),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
