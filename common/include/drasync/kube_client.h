@@ -1,0 +1,205 @@
+#ifndef DRASYNC_KUBE_CLIENT_H
+#define DRASYNC_KUBE_CLIENT_H
+
+/*
+ * The Kubernetes API as drasync uses it: discovery, get, list, watch, create,
+ * server-side apply, JSON merge patch, update, delete, the status subresource,
+ * and a concurrent batch of writes. Objects are jansson values.
+ *
+ * Errors: every call returns 0 or a negative errno (mapping in kube_error.h) and
+ * fills the optional last `ds_kube_error *` with the API's Status (reason,
+ * message, details) or the transport/TLS failure.
+ * A ds_kube may be used from several threads.
+ */
+
+#include "drasync/kube_error.h"
+#include "drasync/kube_transport.h"
+#include "drasync/kubeconfig.h"
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+typedef struct ds_kube ds_kube;
+
+/* What discovery says about one kind. */
+struct ds_kube_resource {
+	char group[128];    /* "" for the core group */
+	char version[64];   /* "v1", "v1beta1" */
+	char resource[128]; /* plural, "configmaps" */
+	char kind[128];     /* "ConfigMap" */
+	bool namespaced;
+	bool has_status;    /* the status subresource is served */
+};
+
+/**
+ * New client. Takes ownership of *kc (set to NULL) on success.
+ * opts NULL: transport defaults.
+ */
+int ds_kube_new(ds_kube **out, ds_kubeconfig **kc, const struct ds_kube_transport_opts *opts,
+		ds_err *err);
+
+void ds_kube_free(ds_kube *k);
+
+ds_kube_transport *ds_kube_get_transport(ds_kube *k);
+ds_kubeconfig *ds_kube_get_config(ds_kube *k);
+
+/* ---- discovery (cached; refreshed once when a kind is not found) ---- */
+
+/** Forget what discovery cached (e.g. after CRDs changed). */
+void ds_kube_discovery_reset(ds_kube *k);
+
+/**
+ * Resource for apiVersion ("v1", "apps/v1", "resource.k8s.io/v1beta1") and kind.
+ * @return 0, -ENOENT when the server does not serve it, or a request error
+ */
+int ds_kube_resource_find(ds_kube *k, const char *api_version, const char *kind,
+			  struct ds_kube_resource *out, ds_kube_error *ke);
+
+/**
+ * A group's versions: the preferred one and all served ones (a new JSON array of
+ * strings, preferred first as the server orders them). group "" is the core group.
+ * Either output may be NULL. @return 0, -ENOENT when the group is not served
+ */
+int ds_kube_group_versions(ds_kube *k, const char *group, char *preferred, size_t size,
+			   json_t **served, ds_kube_error *ke);
+
+/** Build "/api/v1/namespaces/ns/pods/name/status" style paths (ns, name, sub may be NULL). */
+int ds_kube_path(const struct ds_kube_resource *res, const char *ns, const char *name,
+		 const char *subresource, char **out);
+
+/* ---- objects ---- */
+
+/** GET one object (subresource NULL or "status"). */
+int ds_kube_get(ds_kube *k, const struct ds_kube_resource *res, const char *ns, const char *name,
+		const char *subresource, json_t **out, ds_kube_error *ke);
+
+struct ds_kube_list_opts {
+	const char *label_selector;
+	const char *field_selector;
+	const char *resource_version;
+	const char *continue_token;
+	long limit; /* page size; 0: the server's choice (everything) */
+};
+
+/** One page of a list: the List object as the server sent it (metadata.continue set when more). */
+int ds_kube_list_page(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
+		      const struct ds_kube_list_opts *opts, json_t **out, ds_kube_error *ke);
+
+/**
+ * Every page (opts->limit per page) joined into one List: "items" holds all of
+ * them, metadata.resourceVersion is the list's. When the continue token expires
+ * midway (410), starts again once without paging. `pages` (may be NULL) counts
+ * the requests.
+ */
+int ds_kube_list(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
+		 const struct ds_kube_list_opts *opts, json_t **out, unsigned *pages,
+		 ds_kube_error *ke);
+
+/** POST a new object (namespace from `ns`, else metadata.namespace). */
+int ds_kube_create(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
+		   const json_t *obj, json_t **out, ds_kube_error *ke);
+
+/**
+ * Server-side apply (application/apply-patch+yaml; JSON is YAML) of `obj`
+ * (named by metadata.name) as `field_manager`, with force to take over fields
+ * other managers own. subresource NULL or "status".
+ */
+int ds_kube_apply(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
+		  const json_t *obj, const char *field_manager, bool force, const char *subresource,
+		  json_t **out, ds_kube_error *ke);
+
+/** JSON merge patch (RFC 7386). subresource NULL or "status". */
+int ds_kube_merge_patch(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
+			const char *name, const json_t *patch, const char *subresource, json_t **out,
+			ds_kube_error *ke);
+
+/**
+ * PUT `obj`; with metadata.resourceVersion set the server refuses a stale one
+ * (409 -> -ESTALE). subresource NULL or "status".
+ */
+int ds_kube_update(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
+		   const json_t *obj, const char *subresource, json_t **out, ds_kube_error *ke);
+
+struct ds_kube_delete_opts {
+	const char *propagation;      /* "Foreground", "Background", "Orphan" or NULL */
+	const char *uid;              /* precondition, or NULL */
+	const char *resource_version; /* precondition, or NULL */
+	long grace_seconds;           /* < 0: the object's default */
+};
+
+/** DELETE one object (opts may be NULL). */
+int ds_kube_delete(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
+		   const char *name, const struct ds_kube_delete_opts *opts, ds_kube_error *ke);
+
+/* ---- watch ---- */
+
+enum ds_kube_event_type {
+	DS_KUBE_ADDED,
+	DS_KUBE_MODIFIED,
+	DS_KUBE_DELETED,
+	DS_KUBE_BOOKMARK,
+	DS_KUBE_SYNC, /* a (re)list: obj is the List with every object; replace what you hold */
+	DS_KUBE_EVENT_MAX
+};
+
+/** obj is borrowed for the call. Return nonzero to stop watching. */
+typedef int (*ds_kube_watch_fn)(void *user, enum ds_kube_event_type type, json_t *obj);
+
+struct ds_kube_watch_opts {
+	const char *label_selector;
+	const char *field_selector;
+	const char *resource_version; /* resume from here; NULL or "": list first (SYNC) */
+	int timeout_seconds;          /* per watch request; the server then closes it and
+				       * we reconnect (default 300) */
+	bool bookmarks;               /* allowWatchBookmarks */
+	const atomic_bool *stop;      /* set from another thread to end the watch */
+	int max_failures;             /* consecutive failed (re)connects before giving up
+				       * (default 10; backoff between them) */
+	unsigned *reconnects;         /* out, may be NULL: streams reopened */
+	unsigned *relists;            /* out, may be NULL: lists after the first (410 Gone) */
+};
+
+/**
+ * Watch like an informer: list (SYNC) unless resuming, then watch from the last
+ * resourceVersion seen; reconnect when the stream ends; relist on 410 Gone.
+ * @return 0 when the callback or `stop` ended it, or the error that could not
+ *         be recovered (403, 404, repeated connection failures)
+ */
+int ds_kube_watch(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
+		  const struct ds_kube_watch_opts *opts, ds_kube_watch_fn fn, void *user,
+		  ds_kube_error *ke);
+
+/* ---- concurrent batch ---- */
+
+enum ds_kube_op_kind {
+	DS_KUBE_OP_CREATE,
+	DS_KUBE_OP_APPLY,
+	DS_KUBE_OP_MERGE_PATCH,
+	DS_KUBE_OP_UPDATE,
+	DS_KUBE_OP_DELETE,
+	DS_KUBE_OP_GET,
+	DS_KUBE_OP_KIND_MAX
+};
+
+struct ds_kube_op {
+	enum ds_kube_op_kind kind;
+	const struct ds_kube_resource *res;
+	const char *ns;
+	const char *name;   /* GET, DELETE, MERGE_PATCH; else metadata.name */
+	const json_t *obj;  /* the object (CREATE, APPLY, UPDATE) or patch */
+	int rc;             /* out */
+	json_t *result;     /* out: the server's object on success (caller decrefs), may stay NULL */
+	ds_kube_error error; /* out */
+};
+
+/**
+ * Run the operations concurrently over the transport's concurrent path.
+ * APPLY uses field_manager/force.
+ * @return the number that failed (each op has its own rc and error), or a
+ *         negative errno when the batch could not run
+ */
+int ds_kube_batch(ds_kube *k, struct ds_kube_op *ops, size_t n, const char *field_manager,
+		  bool force);
+
+#endif

@@ -1,0 +1,1055 @@
+#include "drasync/kube_transport.h"
+
+#include "drasync/version.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <openssl/x509_vfy.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+struct ds_kube_transport {
+	ds_kubeconfig *kc;
+	struct ds_kube_transport_opts opts;
+	char *base;                /* URL prefix the request paths are appended to */
+	struct curl_slist *connect_to; /* tls-server-name: connect to the real host */
+	char *ua;
+
+	CURLSH *share; /* DNS cache and TLS sessions, across pooled handles */
+	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+
+	pthread_mutex_t pool_lock;
+	CURL **pool;
+	size_t npool, pool_cap;
+
+	pthread_mutex_t rl_lock; /* token bucket */
+	double tokens;
+	double last; /* monotonic seconds of the last refill */
+
+	pthread_mutex_t multi_lock; /* one batch at a time keeps the multi's connections */
+	CURLM *multi;
+
+	atomic_ulong requests, retries, connections;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+
+static void global_init(void)
+{
+	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (ms > 0 && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static double rnd01(void)
+{
+	static _Thread_local unsigned seed;
+
+	if (!seed)
+		seed = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)(uintptr_t)&seed;
+	return (double)rand_r(&seed) / ((double)RAND_MAX + 1.0);
+}
+
+void ds_kube_transport_opts_init(struct ds_kube_transport_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->qps = 200;
+	o->burst = 400;
+	o->timeout_ms = 60000;
+	o->connect_timeout_ms = 10000;
+	o->max_retries = 6;
+	o->backoff_base_ms = 200;
+	o->backoff_max_ms = 30000;
+	o->retry_after_max_ms = 60000;
+	o->max_parallel = 64;
+	o->max_body = 512u << 20;
+}
+
+void ds_kube_response_dispose(struct ds_kube_response *resp)
+{
+	if (!resp)
+		return;
+	free(resp->body);
+	memset(resp, 0, sizeof(*resp));
+}
+
+long ds_kube_backoff_ms(const struct ds_kube_transport_opts *o, int attempt, int retry_after_s,
+			double rnd)
+{
+	double cap;
+
+	if (retry_after_s >= 0) {
+		long ms = (long)retry_after_s * 1000L;
+		return ms > o->retry_after_max_ms ? o->retry_after_max_ms : ms;
+	}
+	if (attempt > 30)
+		attempt = 30;
+	cap = (double)o->backoff_base_ms * ldexp(1.0, attempt);
+	if (cap > (double)o->backoff_max_ms)
+		cap = (double)o->backoff_max_ms;
+	return (long)(cap / 2.0 + rnd * cap / 2.0);
+}
+
+/* ---- rate limit ------------------------------------------------------------ */
+
+/* Take one token; @return how long to wait (ms) before the request may go. */
+static long rate_reserve(ds_kube_transport *t)
+{
+	double now, wait = 0;
+
+	if (t->opts.qps <= 0)
+		return 0;
+	pthread_mutex_lock(&t->rl_lock);
+	now = now_s();
+	t->tokens += (now - t->last) * t->opts.qps;
+	if (t->tokens > (double)t->opts.burst)
+		t->tokens = (double)t->opts.burst;
+	t->last = now;
+	t->tokens -= 1.0;
+	if (t->tokens < 0)
+		wait = -t->tokens / t->opts.qps;
+	pthread_mutex_unlock(&t->rl_lock);
+	return (long)ceil(wait * 1000.0);
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *user)
+{
+	ds_kube_transport *t = user;
+
+	(void)h;
+	(void)access;
+	if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST)
+		pthread_mutex_lock(&t->share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *user)
+{
+	ds_kube_transport *t = user;
+
+	(void)h;
+	if ((int)data >= 0 && data < CURL_LOCK_DATA_LAST)
+		pthread_mutex_unlock(&t->share_locks[data]);
+}
+
+/* The URL prefix; with tls-server-name the URL names that host (SNI and
+ * verification use it) and CONNECT_TO sends the connection to the real one. */
+static int make_base(ds_kube_transport *t, ds_err *err)
+{
+	const char *server = ds_kubeconfig_server(t->kc), *sni = ds_kubeconfig_tls_server_name(t->kc);
+	CURLU *u = curl_url();
+	char *host = NULL, *port = NULL, *url = NULL, *ct = NULL;
+	int rc = -ENOMEM;
+
+	if (!u)
+		return -ENOMEM;
+	if (curl_url_set(u, CURLUPART_URL, server, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+		ds_err_set(err, "server '%s' is not a valid URL", server);
+		rc = -EINVAL;
+		goto out;
+	}
+	if (sni) {
+		if (curl_url_set(u, CURLUPART_HOST, sni, 0) != CURLUE_OK) {
+			ds_err_set(err, "tls-server-name '%s' is not a valid host name", sni);
+			rc = -EINVAL;
+			goto out;
+		}
+		if (asprintf(&ct, "%s:%s:%s:%s", sni, port, host, port) < 0) {
+			ct = NULL;
+			goto out;
+		}
+		t->connect_to = curl_slist_append(NULL, ct);
+		if (!t->connect_to)
+			goto out;
+	}
+	if (curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK)
+		goto out;
+	{
+		size_t n = strlen(url);
+		while (n > 0 && url[n - 1] == '/')
+			n--;
+		t->base = strndup(url, n);
+	}
+	rc = t->base ? 0 : -ENOMEM;
+out:
+	curl_free(host);
+	curl_free(port);
+	curl_free(url);
+	free(ct);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+int ds_kube_transport_new(ds_kube_transport **out, ds_kubeconfig *kc,
+			  const struct ds_kube_transport_opts *opts, ds_err *err)
+{
+	ds_kube_transport *t;
+	int rc;
+
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK) {
+		ds_err_set(err, "libcurl: %s", curl_easy_strerror(global_rc));
+		return -EIO;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->kc = kc;
+	if (opts)
+		t->opts = *opts;
+	else
+		ds_kube_transport_opts_init(&t->opts);
+	if (t->opts.max_parallel < 1)
+		t->opts.max_parallel = 1;
+	if (t->opts.burst < 1)
+		t->opts.burst = 1;
+	if (t->opts.max_body == 0)
+		t->opts.max_body = 512u << 20;
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&t->share_locks[i], NULL);
+	pthread_mutex_init(&t->pool_lock, NULL);
+	pthread_mutex_init(&t->rl_lock, NULL);
+	pthread_mutex_init(&t->multi_lock, NULL);
+	t->tokens = (double)t->opts.burst;
+	t->last = now_s();
+	rc = -ENOMEM;
+	if (asprintf(&t->ua, "%s", t->opts.user_agent ? t->opts.user_agent : "drasync/" DS_VERSION) <
+	    0) {
+		t->ua = NULL;
+		goto fail;
+	}
+	t->opts.user_agent = NULL;
+	rc = make_base(t, err);
+	if (rc < 0)
+		goto fail;
+	rc = -ENOMEM;
+	t->share = curl_share_init();
+	if (!t->share)
+		goto fail;
+	curl_share_setopt(t->share, CURLSHOPT_LOCKFUNC, share_lock);
+	curl_share_setopt(t->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+	curl_share_setopt(t->share, CURLSHOPT_USERDATA, t);
+	curl_share_setopt(t->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	curl_share_setopt(t->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+	t->multi = curl_multi_init();
+	if (!t->multi)
+		goto fail;
+	curl_multi_setopt(t->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+	*out = t;
+	return 0;
+fail:
+	ds_kube_transport_free(t);
+	return rc;
+}
+
+void ds_kube_transport_free(ds_kube_transport *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->npool; i++)
+		curl_easy_cleanup(t->pool[i]);
+	free(t->pool);
+	if (t->multi)
+		curl_multi_cleanup(t->multi);
+	if (t->share)
+		curl_share_cleanup(t->share);
+	curl_slist_free_all(t->connect_to);
+	free(t->base);
+	free(t->ua);
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_destroy(&t->share_locks[i]);
+	pthread_mutex_destroy(&t->pool_lock);
+	pthread_mutex_destroy(&t->rl_lock);
+	pthread_mutex_destroy(&t->multi_lock);
+	free(t);
+}
+
+ds_kubeconfig *ds_kube_transport_config(ds_kube_transport *t)
+{
+	return t->kc;
+}
+
+void ds_kube_transport_stats(ds_kube_transport *t, struct ds_kube_transport_stats *out)
+{
+	out->requests = atomic_load(&t->requests);
+	out->retries = atomic_load(&t->retries);
+	out->connections = atomic_load(&t->connections);
+}
+
+static CURL *pool_get(ds_kube_transport *t)
+{
+	CURL *h = NULL;
+
+	pthread_mutex_lock(&t->pool_lock);
+	if (t->npool > 0)
+		h = t->pool[--t->npool];
+	pthread_mutex_unlock(&t->pool_lock);
+	return h ? h : curl_easy_init();
+}
+
+static void pool_put(ds_kube_transport *t, CURL *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&t->pool_lock);
+	if (t->npool == t->pool_cap) {
+		size_t cap = t->pool_cap ? t->pool_cap * 2 : 8;
+		CURL **np = cap <= 256 ? realloc(t->pool, cap * sizeof(*np)) : NULL;
+		if (!np) {
+			pthread_mutex_unlock(&t->pool_lock);
+			curl_easy_cleanup(h);
+			return;
+		}
+		t->pool = np;
+		t->pool_cap = cap;
+	}
+	t->pool[t->npool++] = h;
+	pthread_mutex_unlock(&t->pool_lock);
+}
+
+/* ---- one transfer ------------------------------------------------------------- */
+
+struct xfer {
+	ds_kube_transport *t;
+	CURL *h;
+	struct curl_slist *hdrs;
+	char *buf;
+	size_t len, cap, max;
+	bool too_big;
+	int retry_after;
+	char errbuf[CURL_ERROR_SIZE];
+	/* streams */
+	ds_kube_line_fn fn;
+	void *user;
+	const atomic_bool *stop;
+	bool stopped;
+};
+
+static void xfer_dispose(struct xfer *x)
+{
+	curl_slist_free_all(x->hdrs);
+	x->hdrs = NULL;
+	free(x->buf);
+	x->buf = NULL;
+	x->len = x->cap = 0;
+}
+
+/* Deliver complete lines from the buffer; keeps a partial tail. */
+static void deliver_lines(struct xfer *x)
+{
+	size_t start = 0;
+
+	for (size_t i = 0; i < x->len && !x->stopped; i++) {
+		if (x->buf[i] != '\n')
+			continue;
+		x->buf[i] = '\0';
+		if (i > start && x->fn(x->user, x->buf + start, i - start) != 0)
+			x->stopped = true;
+		start = i + 1;
+	}
+	if (start > 0) {
+		memmove(x->buf, x->buf + (start > x->len ? x->len : start),
+			x->len - (start > x->len ? x->len : start));
+		x->len -= start > x->len ? x->len : start;
+	}
+}
+
+static size_t on_write(char *data, size_t size, size_t nmemb, void *user)
+{
+	struct xfer *x = user;
+	size_t n = size * nmemb;
+
+	if (x->len + n > x->max) {
+		x->too_big = true;
+		return 0;
+	}
+	if (x->cap - x->len < n + 1) {
+		size_t cap = x->cap ? x->cap : 16384;
+		char *nb;
+		while (cap - x->len < n + 1)
+			cap *= 2;
+		nb = realloc(x->buf, cap);
+		if (!nb)
+			return 0;
+		x->buf = nb;
+		x->cap = cap;
+	}
+	memcpy(x->buf + x->len, data, n);
+	x->len += n;
+	x->buf[x->len] = '\0';
+	if (x->fn) {
+		long code = 0;
+		/* an error answer is kept whole for its Status */
+		curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+		if (code < 200 || code >= 300)
+			return n;
+		deliver_lines(x);
+		if (x->stopped)
+			return 0;
+	}
+	return n;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
+{
+	struct xfer *x = user;
+	size_t n = size * nmemb;
+
+	if (n > 12 && strncasecmp(data, "Retry-After:", 12) == 0) {
+		char v[64];
+		size_t l = n - 12;
+		long secs;
+		char *end;
+		if (l >= sizeof(v))
+			l = sizeof(v) - 1;
+		memcpy(v, data + 12, l);
+		v[l] = '\0';
+		secs = strtol(v, &end, 10);
+		if (end != v && secs >= 0)
+			x->retry_after = secs > 3600 ? 3600 : (int)secs;
+		else {
+			/* an HTTP date */
+			struct tm tm;
+			char *p = v;
+			memset(&tm, 0, sizeof(tm));
+			while (*p == ' ')
+				p++;
+			if (strptime(p, "%a, %d %b %Y %H:%M:%S GMT", &tm)) {
+				time_t when = timegm(&tm), now = time(NULL);
+				x->retry_after = when > now ? (int)(when - now > 3600 ? 3600
+										: when - now)
+							    : 0;
+			}
+		}
+	}
+	return n;
+}
+
+static int on_progress(void *user, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	struct xfer *x = user;
+
+	(void)a;
+	(void)b;
+	(void)c;
+	(void)d;
+	if (x->stop && atomic_load(x->stop)) {
+		x->stopped = true;
+		return 1;
+	}
+	return 0;
+}
+
+static bool is_idempotent(const struct ds_kube_request *req)
+{
+	const char *m = req->method ? req->method : "GET";
+
+	if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "PUT") == 0 ||
+	    strcmp(m, "DELETE") == 0)
+		return true;
+	if (strcmp(m, "PATCH") == 0 && req->content_type)
+		return strcmp(req->content_type, "application/apply-patch+yaml") == 0 ||
+		       strcmp(req->content_type, "application/merge-patch+json") == 0 ||
+		       strcmp(req->content_type, "application/strategic-merge-patch+json") == 0;
+	return false;
+}
+
+/* Configure x->h (a pooled handle) for one attempt of `req`. */
+static int xfer_setup(struct xfer *x, const struct ds_kube_request *req, bool stream,
+		      ds_kube_error *ke)
+{
+	ds_kube_transport *t = x->t;
+	ds_kubeconfig *kc = t->kc;
+	ds_kube_credentials cr = {0};
+	const char *m = req->method ? req->method : "GET";
+	char *url = NULL, *line = NULL;
+	ds_err e;
+	int rc;
+
+	ds_err_clear(&e);
+	rc = ds_kubeconfig_credentials(kc, &cr, &e);
+	if (rc < 0) {
+		ds_kube_error_clear(ke);
+		if (ke)
+			snprintf(ke->message, sizeof(ke->message), "credentials: %s", e.msg);
+		return rc;
+	}
+	rc = -ENOMEM;
+	curl_easy_reset(x->h);
+	x->len = 0;
+	x->too_big = false;
+	x->retry_after = -1;
+	x->errbuf[0] = '\0';
+	x->stopped = false;
+	if (asprintf(&url, "%s%s", t->base, req->path) < 0) {
+		url = NULL;
+		goto out;
+	}
+	curl_easy_setopt(x->h, CURLOPT_URL, url);
+	curl_easy_setopt(x->h, CURLOPT_SHARE, t->share);
+	curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(x->h, CURLOPT_ERRORBUFFER, x->errbuf);
+	curl_easy_setopt(x->h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(x->h, CURLOPT_PIPEWAIT, 1L);
+	curl_easy_setopt(x->h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(x->h, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, t->opts.connect_timeout_ms);
+	curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, stream ? 0L : t->opts.timeout_ms);
+	curl_easy_setopt(x->h, CURLOPT_USERAGENT, t->ua);
+	curl_easy_setopt(x->h, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(x->h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(x->h, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (stream) {
+		curl_easy_setopt(x->h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(x->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(x->h, CURLOPT_XFERINFODATA, x);
+	}
+	if (t->connect_to)
+		curl_easy_setopt(x->h, CURLOPT_CONNECT_TO, t->connect_to);
+	if (ds_kubeconfig_proxy_url(kc))
+		curl_easy_setopt(x->h, CURLOPT_PROXY, ds_kubeconfig_proxy_url(kc));
+	if (ds_kubeconfig_insecure(kc)) {
+		curl_easy_setopt(x->h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(x->h, CURLOPT_SSL_VERIFYHOST, 0L);
+	} else if (ds_kubeconfig_ca_pem(kc)) {
+		struct curl_blob ca = {(void *)(uintptr_t)ds_kubeconfig_ca_pem(kc),
+				       strlen(ds_kubeconfig_ca_pem(kc)), CURL_BLOB_COPY};
+		curl_easy_setopt(x->h, CURLOPT_CAINFO_BLOB, &ca);
+	}
+	if (cr.cert_pem && cr.key_pem) {
+		struct curl_blob c = {cr.cert_pem, strlen(cr.cert_pem), CURL_BLOB_COPY};
+		struct curl_blob k = {cr.key_pem, strlen(cr.key_pem), CURL_BLOB_COPY};
+		curl_easy_setopt(x->h, CURLOPT_SSLCERTTYPE, "PEM");
+		curl_easy_setopt(x->h, CURLOPT_SSLCERT_BLOB, &c);
+		curl_easy_setopt(x->h, CURLOPT_SSLKEYTYPE, "PEM");
+		curl_easy_setopt(x->h, CURLOPT_SSLKEY_BLOB, &k);
+	}
+	curl_slist_free_all(x->hdrs);
+	x->hdrs = NULL;
+	x->hdrs = curl_slist_append(x->hdrs, "Accept: application/json");
+	if (!x->hdrs)
+		goto out;
+	if (cr.token) {
+		if (asprintf(&line, "Authorization: Bearer %s", cr.token) < 0) {
+			line = NULL;
+			goto out;
+		}
+		struct curl_slist *n = curl_slist_append(x->hdrs, line);
+		explicit_bzero(line, strlen(line));
+		if (!n)
+			goto out;
+		x->hdrs = n;
+	}
+	if (req->body) {
+		char ctl[160];
+		struct curl_slist *n;
+		snprintf(ctl, sizeof(ctl), "Content-Type: %s",
+			 req->content_type ? req->content_type : "application/json");
+		n = curl_slist_append(x->hdrs, ctl);
+		if (!n)
+			goto out;
+		x->hdrs = n;
+		curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+		curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, req->body);
+	}
+	/* "Expect: 100-continue" costs a round trip on HTTP/1.1 for nothing here */
+	{
+		struct curl_slist *n = curl_slist_append(x->hdrs, "Expect:");
+		if (!n)
+			goto out;
+		x->hdrs = n;
+	}
+	if (strcmp(m, "GET") == 0 && !req->body)
+		curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
+	else if (strcmp(m, "POST") != 0)
+		curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, m);
+	else if (!req->body)
+		curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE, 0L), curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, "");
+	curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdrs);
+	rc = 0;
+out:
+	free(line);
+	free(url);
+	ds_kube_credentials_dispose(&cr);
+	return rc;
+}
+
+enum retry_kind {
+	RETRY_NO,
+	RETRY_ANY,        /* the request was certainly not processed */
+	RETRY_IDEMPOTENT, /* may have been processed */
+	RETRY_AUTH,       /* 401: fresh credentials */
+};
+
+static enum ds_kube_tls_cause tls_cause(CURL *h, CURLcode cc, const char *errbuf)
+{
+	long vr = 0;
+
+	if (cc == CURLE_SSL_CERTPROBLEM)
+		return DS_KUBE_TLS_CLIENT_CERT;
+	if (cc == CURLE_PEER_FAILED_VERIFICATION) {
+		curl_easy_getinfo(h, CURLINFO_SSL_VERIFYRESULT, &vr);
+		switch (vr) {
+		case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+		case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+		case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+		case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+		case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+		case X509_V_ERR_CERT_SIGNATURE_FAILURE:
+			return DS_KUBE_TLS_UNKNOWN_CA;
+		case X509_V_ERR_CERT_HAS_EXPIRED:
+		case X509_V_ERR_CERT_NOT_YET_VALID:
+			return DS_KUBE_TLS_EXPIRED;
+		case X509_V_ERR_HOSTNAME_MISMATCH:
+		case X509_V_ERR_IP_ADDRESS_MISMATCH:
+			return DS_KUBE_TLS_NAME_MISMATCH;
+		default:
+			break;
+		}
+		/* curl checks the host name itself after a successful chain verification */
+		if (strstr(errbuf, "subject name") || strstr(errbuf, "does not match") ||
+		    strstr(errbuf, "hostname"))
+			return DS_KUBE_TLS_NAME_MISMATCH;
+		if (strstr(errbuf, "issuer") || strstr(errbuf, "self-signed") ||
+		    strstr(errbuf, "self signed"))
+			return DS_KUBE_TLS_UNKNOWN_CA;
+		return DS_KUBE_TLS_HANDSHAKE;
+	}
+	if (cc == CURLE_SSL_CONNECT_ERROR) {
+		if (strstr(errbuf, "certificate") && (strstr(errbuf, "alert") || strstr(errbuf, "bad")))
+			return DS_KUBE_TLS_CLIENT_CERT;
+		return DS_KUBE_TLS_HANDSHAKE;
+	}
+	return DS_KUBE_TLS_OK;
+}
+
+static const char *tls_advice(enum ds_kube_tls_cause c)
+{
+	switch (c) {
+	case DS_KUBE_TLS_UNKNOWN_CA:
+		return "the server's certificate is not signed by the configured "
+		       "certificate-authority";
+	case DS_KUBE_TLS_NAME_MISMATCH:
+		return "the server's certificate does not name the server host (or tls-server-name)";
+	case DS_KUBE_TLS_EXPIRED:
+		return "the server's certificate is expired or not yet valid";
+	case DS_KUBE_TLS_CLIENT_CERT:
+		return "the client certificate or key was refused or is unusable";
+	default:
+		return "TLS handshake failed";
+	}
+}
+
+/* Turn the outcome of one attempt into rc/resp/ke and a retry decision. */
+static int xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLcode cc,
+		       struct ds_kube_response *resp, ds_kube_error *ke, enum retry_kind *retry)
+{
+	ds_kube_transport *t = x->t;
+	long code = 0, nconn = 0;
+	int rc;
+
+	*retry = RETRY_NO;
+	atomic_fetch_add(&t->requests, 1);
+	if (curl_easy_getinfo(x->h, CURLINFO_NUM_CONNECTS, &nconn) == CURLE_OK && nconn > 0)
+		atomic_fetch_add(&t->connections, (unsigned long)nconn);
+	if (cc != CURLE_OK && !(x->fn && x->stopped)) {
+		enum ds_kube_tls_cause tc = tls_cause(x->h, cc, x->errbuf);
+		const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
+
+		ds_kube_error_clear(ke);
+		if (ke)
+			ke->tls = tc;
+		if (x->too_big) {
+			if (ke)
+				snprintf(ke->message, sizeof(ke->message),
+					 "%s %s: response larger than %zu bytes", req->method,
+					 req->path, x->max);
+			return -E2BIG;
+		}
+		if (tc != DS_KUBE_TLS_OK) {
+			if (ke)
+				snprintf(ke->message, sizeof(ke->message), "%s (%s): %s",
+					 tls_advice(tc), ds_kube_tls_cause_name(tc), detail);
+			return -EKEYREJECTED;
+		}
+		if (ke)
+			snprintf(ke->message, sizeof(ke->message), "%s %s%s: %s", req->method,
+				 t->base, req->path, detail);
+		switch (cc) {
+		case CURLE_COULDNT_CONNECT:
+			*retry = RETRY_ANY;
+			return -ECONNREFUSED;
+		case CURLE_COULDNT_RESOLVE_HOST:
+		case CURLE_COULDNT_RESOLVE_PROXY:
+			*retry = RETRY_ANY;
+			return -EHOSTUNREACH;
+		case CURLE_OPERATION_TIMEDOUT:
+			*retry = RETRY_IDEMPOTENT;
+			return -ETIMEDOUT;
+		case CURLE_SEND_ERROR:
+		case CURLE_RECV_ERROR:
+		case CURLE_GOT_NOTHING:
+		case CURLE_PARTIAL_FILE:
+		case CURLE_HTTP2:
+		case CURLE_HTTP2_STREAM:
+			*retry = RETRY_IDEMPOTENT;
+			return -ECONNRESET;
+		case CURLE_OUT_OF_MEMORY:
+			return -ENOMEM;
+		default:
+			return -EPROTO;
+		}
+	}
+	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+	if (x->fn) { /* stream: 2xx already delivered */
+		if (code >= 200 && code < 300)
+			return x->stopped ? 1 : 0;
+	} else if (code >= 200 && code < 300) {
+		resp->code = (int)code;
+		if (!x->buf) {
+			x->buf = calloc(1, 1);
+			if (!x->buf)
+				return -ENOMEM;
+		}
+		resp->body = x->buf;
+		resp->len = x->len;
+		x->buf = NULL;
+		x->len = x->cap = 0;
+		return 0;
+	}
+	if (ke) {
+		int attempts = ke->attempts;
+		ds_kube_error_clear(ke);
+		ke->attempts = attempts;
+		ke->retry_after = x->retry_after;
+	}
+	rc = ds_kube_error_from_response(ke, (int)code, x->buf, x->len);
+	if (code == 429)
+		*retry = RETRY_ANY;
+	else if (code == 401)
+		*retry = RETRY_AUTH;
+	else if (ds_kube_error_is_transient((int)code))
+		*retry = RETRY_IDEMPOTENT;
+	return rc;
+}
+
+/* Whether to try again, and after how long. */
+static bool retry_decide(ds_kube_transport *t, const struct ds_kube_request *req,
+			 enum retry_kind kind, int attempt, bool *auth_retried, int retry_after,
+			 long *delay_ms)
+{
+	*delay_ms = 0;
+	switch (kind) {
+	case RETRY_NO:
+		return false;
+	case RETRY_AUTH:
+		if (*auth_retried || !ds_kubeconfig_invalidate(t->kc))
+			return false;
+		*auth_retried = true;
+		return true;
+	case RETRY_IDEMPOTENT:
+		if (!is_idempotent(req))
+			return false;
+		/* fall through */
+	case RETRY_ANY:
+		if (attempt >= t->opts.max_retries)
+			return false;
+		*delay_ms = ds_kube_backoff_ms(&t->opts, attempt, retry_after, rnd01());
+		return true;
+	}
+	return false;
+}
+
+int ds_kube_transport_request(ds_kube_transport *t, const struct ds_kube_request *req,
+			      struct ds_kube_response *resp, ds_kube_error *ke)
+{
+	struct xfer x;
+	ds_kube_error local;
+	bool auth_retried = false;
+	int attempt = 0, rc;
+
+	if (!ke)
+		ke = &local;
+	ds_kube_error_clear(ke);
+	memset(&x, 0, sizeof(x));
+	x.t = t;
+	x.max = t->opts.max_body;
+	x.h = pool_get(t);
+	if (!x.h)
+		return -ENOMEM;
+	for (;;) {
+		struct ds_kube_response r = {0};
+		enum retry_kind kind;
+		long wait = rate_reserve(t), delay;
+		CURLcode cc;
+
+		if (wait > 0)
+			sleep_ms(wait);
+		rc = xfer_setup(&x, req, false, ke);
+		if (rc < 0)
+			break;
+		cc = curl_easy_perform(x.h);
+		ke->attempts++;
+		rc = xfer_finish(&x, req, cc, &r, ke, &kind);
+		if (rc == 0) {
+			*resp = r;
+			break;
+		}
+		if (!retry_decide(t, req, kind, attempt, &auth_retried, ke->retry_after, &delay))
+			break;
+		if (kind != RETRY_AUTH)
+			attempt++;
+		atomic_fetch_add(&t->retries, 1);
+		sleep_ms(delay);
+	}
+	xfer_dispose(&x);
+	pool_put(t, x.h);
+	return rc;
+}
+
+int ds_kube_transport_stream(ds_kube_transport *t, const struct ds_kube_request *req,
+			     ds_kube_line_fn fn, void *user, const atomic_bool *stop,
+			     ds_kube_error *ke)
+{
+	struct xfer x;
+	ds_kube_error local;
+	enum retry_kind kind;
+	CURLcode cc;
+	long wait;
+	int rc;
+
+	if (!ke)
+		ke = &local;
+	ds_kube_error_clear(ke);
+	memset(&x, 0, sizeof(x));
+	x.t = t;
+	x.max = t->opts.max_body;
+	x.fn = fn;
+	x.user = user;
+	x.stop = stop;
+	x.h = pool_get(t);
+	if (!x.h)
+		return -ENOMEM;
+	wait = rate_reserve(t);
+	if (wait > 0)
+		sleep_ms(wait);
+	rc = xfer_setup(&x, req, true, ke);
+	if (rc < 0)
+		goto out;
+	/* a non-2xx answer is buffered whole, not split into lines */
+	cc = curl_easy_perform(x.h);
+	ke->attempts = 1;
+	{
+		long code = 0;
+		curl_easy_getinfo(x.h, CURLINFO_RESPONSE_CODE, &code);
+		if (code >= 300) {
+			x.fn = NULL;
+			cc = CURLE_OK;
+		}
+	}
+	rc = xfer_finish(&x, req, cc, NULL, ke, &kind);
+	if (rc == 0 && x.fn && x.len > 0 && !x.stopped) {
+		/* a last line without '\n' */
+		if (fn(user, x.buf, x.len) != 0)
+			rc = 1;
+	}
+out:
+	xfer_dispose(&x);
+	pool_put(t, x.h);
+	return rc;
+}
+
+/* ---- the concurrent path ------------------------------------------------------ */
+
+struct slot {
+	struct xfer x;
+	size_t call; /* index into calls */
+	int attempt;
+	bool auth_retried;
+	double ready; /* monotonic time it may be (re)started */
+	bool busy;
+};
+
+int ds_kube_transport_request_many(ds_kube_transport *t, struct ds_kube_call *calls, size_t n)
+{
+	size_t nslots = (size_t)t->opts.max_parallel, next = 0, done = 0, active = 0;
+	struct slot *slots = NULL;
+	size_t *waiting = NULL, nwaiting = 0; /* slots waiting for a retry */
+	int failed = 0, rc = 0;
+
+	if (n == 0)
+		return 0;
+	if (nslots > n)
+		nslots = n;
+	slots = calloc(nslots, sizeof(*slots));
+	waiting = calloc(nslots, sizeof(*waiting));
+	if (!slots || !waiting) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ds_kube_error_clear(&calls[i].error);
+		memset(&calls[i].resp, 0, sizeof(calls[i].resp));
+		calls[i].rc = -EINPROGRESS;
+	}
+	pthread_mutex_lock(&t->multi_lock);
+	for (size_t i = 0; i < nslots; i++) {
+		slots[i].x.t = t;
+		slots[i].x.max = t->opts.max_body;
+		slots[i].x.h = pool_get(t);
+		if (!slots[i].x.h) {
+			rc = -ENOMEM;
+			goto unlock;
+		}
+		curl_easy_setopt(slots[i].x.h, CURLOPT_PRIVATE, &slots[i]);
+	}
+	while (done < n) {
+		double now = now_s(), wake = now + 1.0;
+		int running = 0, numfds = 0;
+		CURLMsg *msg;
+		int left;
+
+		/* start what may start: due retries first, then fresh calls */
+		for (size_t i = 0; i < nslots; i++) {
+			struct slot *s = &slots[i];
+			bool retry_due = false;
+			long wait;
+
+			if (s->busy)
+				continue;
+			for (size_t w = 0; w < nwaiting; w++)
+				if (waiting[w] == i)
+					retry_due = true;
+			if (retry_due && s->ready > now) {
+				if (s->ready < wake)
+					wake = s->ready;
+				continue;
+			}
+			if (!retry_due) {
+				if (next >= n)
+					continue;
+				s->call = next++;
+				s->attempt = 0;
+				s->auth_retried = false;
+			} else {
+				for (size_t w = 0; w < nwaiting; w++)
+					if (waiting[w] == i) {
+						waiting[w] = waiting[--nwaiting];
+						break;
+					}
+			}
+			wait = rate_reserve(t);
+			s->ready = now + (double)wait / 1000.0;
+			s->busy = true;
+			if (wait > 0) {
+				/* not yet: park it as a due-later start */
+				s->busy = false;
+				waiting[nwaiting++] = i;
+				if (s->ready < wake)
+					wake = s->ready;
+				continue;
+			}
+			{
+				int sr = xfer_setup(&s->x, &calls[s->call].req, false,
+						    &calls[s->call].error);
+				if (sr == 0 && curl_multi_add_handle(t->multi, s->x.h) != CURLM_OK)
+					sr = -ENOMEM;
+				calls[s->call].rc = sr;
+			}
+			if (calls[s->call].rc < 0) {
+				s->busy = false;
+				failed++;
+				done++;
+				continue;
+			}
+			calls[s->call].rc = -EINPROGRESS;
+			active++;
+		}
+		if (active == 0 && done < n) {
+			double d = wake - now_s();
+			if (d > 0)
+				sleep_ms((long)(d * 1000.0) + 1);
+			continue;
+		}
+		curl_multi_perform(t->multi, &running);
+		while ((msg = curl_multi_info_read(t->multi, &left))) {
+			struct slot *s = NULL;
+			struct ds_kube_call *c;
+			enum retry_kind kind;
+			long delay;
+			int r;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+			curl_multi_remove_handle(t->multi, s->x.h);
+			active--;
+			s->busy = false;
+			c = &calls[s->call];
+			c->error.attempts++;
+			r = xfer_finish(&s->x, &c->req, msg->data.result, &c->resp, &c->error,
+					&kind);
+			if (r != 0 && retry_decide(t, &c->req, kind, s->attempt, &s->auth_retried,
+						   c->error.retry_after, &delay)) {
+				if (kind != RETRY_AUTH)
+					s->attempt++;
+				atomic_fetch_add(&t->retries, 1);
+				s->ready = now_s() + (double)delay / 1000.0;
+				waiting[nwaiting++] = (size_t)(s - slots);
+				continue;
+			}
+			c->rc = r;
+			if (r < 0)
+				failed++;
+			done++;
+		}
+		if (active > 0) {
+			double d = wake - now_s();
+			int ms = d <= 0 ? 0 : (d > 1.0 ? 1000 : (int)(d * 1000.0) + 1);
+			curl_multi_poll(t->multi, NULL, 0, ms, &numfds);
+		}
+	}
+	rc = failed;
+unlock:
+	for (size_t i = 0; i < nslots; i++) {
+		if (slots[i].busy)
+			curl_multi_remove_handle(t->multi, slots[i].x.h);
+		xfer_dispose(&slots[i].x);
+		if (slots[i].x.h) {
+			curl_easy_setopt(slots[i].x.h, CURLOPT_PRIVATE, NULL);
+			pool_put(t, slots[i].x.h);
+		}
+	}
+	pthread_mutex_unlock(&t->multi_lock);
+out:
+	free(slots);
+	free(waiting);
+	return rc;
+}

@@ -1,0 +1,1422 @@
+#include "drasync/kubeconfig.h"
+
+#include "drasync/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <yaml.h>
+
+extern char **environ;
+
+#define MAX_FILE (16u << 20)       /* kubeconfig, CA, cert, key or token file */
+#define MAX_EXEC_OUTPUT (1u << 20) /* ExecCredential on stdout, messages on stderr */
+#define EXEC_TIMEOUT_MS 60000
+
+struct exec_plugin {
+	char *command;     /* as resolved (absolute when it had a '/') */
+	char **argv;       /* argv[0] = command, NULL-terminated */
+	char **env;        /* "NAME=value", NULL-terminated */
+	char *api_version; /* client.authentication.k8s.io/v1 or v1beta1 */
+	char *install_hint;
+	char *exec_info;   /* KUBERNETES_EXEC_INFO value */
+};
+
+struct ds_kubeconfig {
+	char *server, *ns, *context, *ca_pem, *tls_server_name, *proxy_url;
+	bool insecure;
+	char *token, *token_file, *cert_pem, *key_pem;
+	struct exec_plugin *exec;
+	const char *auth_kind;
+
+	pthread_mutex_t lock; /* guards everything below */
+	char *file_token;     /* token file contents as last read */
+	struct stat file_stat;
+	bool file_valid;
+	ds_kube_credentials cached; /* exec plugin answer */
+	time_t cached_expiry;       /* 0: no expiry given */
+	bool cached_valid;
+	unsigned exec_runs;
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+void ds_kube_credentials_dispose(ds_kube_credentials *c)
+{
+	if (!c)
+		return;
+	if (c->token)
+		explicit_bzero(c->token, strlen(c->token));
+	if (c->key_pem)
+		explicit_bzero(c->key_pem, strlen(c->key_pem));
+	free(c->token);
+	free(c->cert_pem);
+	free(c->key_pem);
+	memset(c, 0, sizeof(*c));
+}
+
+static int dupstr(char **dst, const char *s)
+{
+	if (!s) {
+		*dst = NULL;
+		return 0;
+	}
+	*dst = strdup(s);
+	return *dst ? 0 : -ENOMEM;
+}
+
+static int read_file(const char *path, size_t max, char **out, size_t *len_out, ds_err *err)
+{
+	FILE *f = NULL;
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+	int rc;
+
+	f = fopen(path, "rb");
+	if (!f) {
+		rc = -errno;
+		ds_err_set(err, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		if (cap - len < 4096) {
+			char *nb;
+			cap = cap ? cap * 2 : 8192;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+		}
+		n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (len > max) {
+			rc = -E2BIG;
+			ds_err_set(err, "%s: larger than %zu bytes", path, max);
+			goto out;
+		}
+		if (n == 0)
+			break;
+	}
+	if (ferror(f)) {
+		rc = -EIO;
+		ds_err_set(err, "%s: read error", path);
+		goto out;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	buf = NULL;
+	if (len_out)
+		*len_out = len;
+	rc = 0;
+out:
+	if (f)
+		fclose(f);
+	free(buf);
+	return rc;
+}
+
+static int b64val(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
+/* Standard base64 (padding optional, whitespace ignored) into a NUL-terminated buffer. */
+static int b64_decode(const char *in, char **out)
+{
+	size_t n = strlen(in), o = 0;
+	unsigned acc = 0;
+	int bits = 0;
+	char *buf = malloc(n / 4 * 3 + 4);
+
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int v;
+		unsigned char c = (unsigned char)in[i];
+
+		if (c == '=' )
+			break;
+		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+			continue;
+		v = b64val(c);
+		if (v < 0) {
+			free(buf);
+			return -EBADMSG;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			buf[o++] = (char)((acc >> bits) & 0xffu);
+		}
+	}
+	buf[o] = '\0';
+	*out = buf;
+	return 0;
+}
+
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+/* `rel` relative to `dir` unless absolute. */
+static char *resolve(const char *dir, const char *rel)
+{
+	char *p;
+
+	if (rel[0] == '/' || !dir)
+		return strdup(rel);
+	if (rel[0] == '~' && rel[1] == '/' && getenv("HOME")) {
+		if (asprintf(&p, "%s/%s", getenv("HOME"), rel + 2) < 0)
+			return NULL;
+		return p;
+	}
+	if (asprintf(&p, "%s/%s", dir, rel) < 0)
+		return NULL;
+	return p;
+}
+
+/* ---- reading one kubeconfig file ---------------------------------------
+ * A private YAML -> JSON reader, enough for kubeconfig files (mappings,
+ * sequences, scalars; plain true/false/null typed). To be replaced by
+ * drasync/yaml.h once that module is on main. */
+
+static json_t *plain_scalar(const char *v, size_t len, bool quoted)
+{
+	if (!quoted) {
+		if (len == 0 || strcmp(v, "null") == 0 || strcmp(v, "~") == 0 ||
+		    strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0)
+			return json_null();
+		if (strcmp(v, "true") == 0 || strcmp(v, "True") == 0 || strcmp(v, "TRUE") == 0)
+			return json_true();
+		if (strcmp(v, "false") == 0 || strcmp(v, "False") == 0 ||
+		    strcmp(v, "FALSE") == 0)
+			return json_false();
+	}
+	return json_stringn(v, len);
+}
+
+static int yaml_node(yaml_parser_t *p, yaml_event_t *ev, int depth, json_t **out, const char *file,
+		     ds_err *err);
+
+static int yaml_next(yaml_parser_t *p, yaml_event_t *ev, const char *file, ds_err *err)
+{
+	if (!yaml_parser_parse(p, ev)) {
+		ds_err_setloc(err, file, (int)p->problem_mark.line + 1,
+			      (int)p->problem_mark.column + 1, "invalid YAML: %s",
+			      p->problem ? p->problem : "syntax error");
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static int yaml_node(yaml_parser_t *p, yaml_event_t *ev, int depth, json_t **out, const char *file,
+		     ds_err *err)
+{
+	json_t *v = NULL, *key = NULL, *child = NULL;
+	yaml_event_t e;
+	int rc = 0;
+
+	if (depth > 64) {
+		ds_err_setloc(err, file, (int)ev->start_mark.line + 1,
+			      (int)ev->start_mark.column + 1, "nested too deeply");
+		return -EBADMSG;
+	}
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT:
+		v = plain_scalar((const char *)ev->data.scalar.value, ev->data.scalar.length,
+				 ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE);
+		break;
+	case YAML_ALIAS_EVENT:
+		ds_err_setloc(err, file, (int)ev->start_mark.line + 1,
+			      (int)ev->start_mark.column + 1, "YAML aliases are not supported here");
+		return -EBADMSG;
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT: {
+		bool map = ev->type == YAML_MAPPING_START_EVENT;
+		v = map ? json_object() : json_array();
+		if (!v)
+			return -ENOMEM;
+		for (;;) {
+			rc = yaml_next(p, &e, file, err);
+			if (rc < 0)
+				goto out;
+			if (e.type == YAML_SEQUENCE_END_EVENT || e.type == YAML_MAPPING_END_EVENT) {
+				yaml_event_delete(&e);
+				break;
+			}
+			if (map && !key) {
+				if (e.type != YAML_SCALAR_EVENT) {
+					ds_err_setloc(err, file, (int)e.start_mark.line + 1,
+						      (int)e.start_mark.column + 1,
+						      "mapping keys must be scalars");
+					yaml_event_delete(&e);
+					rc = -EBADMSG;
+					goto out;
+				}
+				key = json_stringn((const char *)e.data.scalar.value,
+						   e.data.scalar.length);
+				yaml_event_delete(&e);
+				if (!key) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				continue;
+			}
+			rc = yaml_node(p, &e, depth + 1, &child, file, err);
+			yaml_event_delete(&e);
+			if (rc < 0)
+				goto out;
+			if (map) {
+				rc = json_object_set_new(v, json_string_value(key), child);
+				json_decref(key);
+				key = NULL;
+			} else {
+				rc = json_array_append_new(v, child);
+			}
+			child = NULL;
+			if (rc < 0) {
+				rc = -ENOMEM;
+				goto out;
+			}
+		}
+		break;
+	}
+	default:
+		ds_err_setloc(err, file, (int)ev->start_mark.line + 1,
+			      (int)ev->start_mark.column + 1, "unexpected YAML event");
+		return -EBADMSG;
+	}
+	if (!v)
+		return -ENOMEM;
+	*out = v;
+	v = NULL;
+out:
+	json_decref(v);
+	json_decref(key);
+	return rc;
+}
+
+/* The first document of a YAML (or JSON) file; an empty file gives {}. */
+static int read_yaml_file(const char *path, json_t **out, ds_err *err)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	char *buf = NULL;
+	size_t len = 0;
+	json_t *doc = NULL;
+	bool started = false;
+	int rc;
+
+	rc = read_file(path, MAX_FILE, &buf, &len, err);
+	if (rc < 0)
+		return rc;
+	if (!yaml_parser_initialize(&p)) {
+		free(buf);
+		return -ENOMEM;
+	}
+	started = true;
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+	for (;;) {
+		rc = yaml_next(&p, &ev, path, err);
+		if (rc < 0)
+			goto out;
+		if (ev.type == YAML_STREAM_END_EVENT) {
+			yaml_event_delete(&ev);
+			break;
+		}
+		if (ev.type == YAML_STREAM_START_EVENT || ev.type == YAML_DOCUMENT_START_EVENT ||
+		    ev.type == YAML_DOCUMENT_END_EVENT) {
+			yaml_event_delete(&ev);
+			continue;
+		}
+		rc = yaml_node(&p, &ev, 0, &doc, path, err);
+		yaml_event_delete(&ev);
+		if (rc < 0)
+			goto out;
+		break; /* first document only, as kubectl */
+	}
+	if (!doc)
+		doc = json_object();
+	if (json_is_null(doc)) {
+		json_decref(doc);
+		doc = json_object();
+	}
+	if (!json_is_object(doc)) {
+		ds_err_setloc(err, path, 1, 1, "a kubeconfig must be a mapping");
+		rc = -EBADMSG;
+		goto out;
+	}
+	*out = doc;
+	doc = NULL;
+	rc = 0;
+out:
+	json_decref(doc);
+	if (started)
+		yaml_parser_delete(&p);
+	free(buf);
+	return rc;
+}
+
+/* ---- merging ------------------------------------------------------------ */
+
+/* merged: {"clusters": {name: {"v": obj, "dir": dir}}, "users": ..., "contexts": ...,
+ *          "current-context": s} */
+static int merge_named(json_t *merged, const char *section, const json_t *list, const char *dir,
+		       const char *singular, const char *file, ds_err *err)
+{
+	json_t *map = json_object_get(merged, section), *item;
+	size_t i;
+
+	if (json_is_null(list) || !list)
+		return 0;
+	if (!json_is_array(list)) {
+		ds_err_set(err, "%s: '%s' must be a list", file, section);
+		return -EBADMSG;
+	}
+	json_array_foreach(list, i, item) {
+		const char *name = json_string_value(json_object_get(item, "name"));
+		json_t *body = json_object_get(item, singular);
+
+		if (!json_is_object(item) || !name || !name[0]) {
+			ds_err_set(err, "%s: %s[%zu] has no name", file, section, i);
+			return -EBADMSG;
+		}
+		if (json_object_get(map, name))
+			continue; /* the first file that defines a name wins */
+		if (body && !json_is_object(body) && !json_is_null(body)) {
+			ds_err_set(err, "%s: %s '%s': '%s' must be a mapping", file, section, name,
+				   singular);
+			return -EBADMSG;
+		}
+		if (json_object_set_new(map, name,
+					json_pack("{s:O,s:s}", "v",
+						  json_is_object(body) ? body : json_object(), "dir",
+						  dir)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int merge_file(json_t *merged, const char *path, ds_err *err)
+{
+	json_t *doc = NULL;
+	char *dir = NULL;
+	const char *cc;
+	int rc;
+
+	rc = read_yaml_file(path, &doc, err);
+	if (rc < 0)
+		goto out;
+	dir = dir_of(path);
+	if (!dir) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = merge_named(merged, "clusters", json_object_get(doc, "clusters"), dir, "cluster", path,
+			 err);
+	if (rc == 0)
+		rc = merge_named(merged, "users", json_object_get(doc, "users"), dir, "user", path,
+				 err);
+	if (rc == 0)
+		rc = merge_named(merged, "contexts", json_object_get(doc, "contexts"), dir,
+				 "context", path, err);
+	if (rc < 0)
+		goto out;
+	cc = json_string_value(json_object_get(doc, "current-context"));
+	if (cc && cc[0] && !json_object_get(merged, "current-context"))
+		json_object_set_new(merged, "current-context", json_string(cc));
+out:
+	json_decref(doc);
+	free(dir);
+	return rc;
+}
+
+/* ---- building the resolved configuration ---------------------------------- */
+
+static const char *str_field(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s && s[0] ? s : NULL;
+}
+
+static int bool_field(const json_t *o, const char *key, bool *out, const char *what, ds_err *err)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v || json_is_null(v)) {
+		*out = false;
+		return 0;
+	}
+	if (json_is_boolean(v)) {
+		*out = json_is_true(v);
+		return 0;
+	}
+	if (json_is_string(v) && (strcmp(json_string_value(v), "true") == 0 ||
+				  strcmp(json_string_value(v), "false") == 0)) {
+		*out = strcmp(json_string_value(v), "true") == 0;
+		return 0;
+	}
+	ds_err_set(err, "%s: '%s' must be true or false", what, key);
+	return -EBADMSG;
+}
+
+/* PEM from `<key>-data` (base64) or from the file `<key>` (relative to dir). */
+static int pem_field(const json_t *o, const char *key, const char *dir, const char *what,
+		     char **out, ds_err *err)
+{
+	char data_key[96], *path = NULL;
+	const char *v;
+	int rc = 0;
+
+	*out = NULL;
+	snprintf(data_key, sizeof(data_key), "%s-data", key);
+	v = str_field(o, data_key);
+	if (v) {
+		rc = b64_decode(v, out);
+		if (rc == -EBADMSG)
+			ds_err_set(err, "%s: '%s' is not valid base64", what, data_key);
+		return rc;
+	}
+	v = str_field(o, key);
+	if (!v)
+		return 0;
+	path = resolve(dir, v);
+	if (!path)
+		return -ENOMEM;
+	rc = read_file(path, MAX_FILE, out, NULL, err);
+	if (rc < 0) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
+		ds_err_set(err, "%s: %s: %s", what, key, msg);
+	}
+	free(path);
+	return rc;
+}
+
+static char **strv_new(size_t n)
+{
+	return calloc(n + 1, sizeof(char *));
+}
+
+static void strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+static void exec_free(struct exec_plugin *e)
+{
+	if (!e)
+		return;
+	free(e->command);
+	strv_free(e->argv);
+	strv_free(e->env);
+	free(e->api_version);
+	free(e->install_hint);
+	free(e->exec_info);
+	free(e);
+}
+
+static int exec_parse(const json_t *x, const char *dir, const json_t *cluster_info,
+		      const char *what, struct exec_plugin **out, ds_err *err)
+{
+	struct exec_plugin *e = calloc(1, sizeof(*e));
+	const char *cmd = str_field(x, "command"), *api = str_field(x, "apiVersion");
+	const char *mode = str_field(x, "interactiveMode");
+	json_t *args = json_object_get(x, "args"), *env = json_object_get(x, "env"), *a;
+	json_t *info = NULL;
+	bool provide = false;
+	size_t i;
+	int rc = -ENOMEM;
+
+	if (!e)
+		return -ENOMEM;
+	if (!cmd) {
+		ds_err_set(err, "%s: exec: 'command' is required", what);
+		rc = -EBADMSG;
+		goto out;
+	}
+	if (!api || (strcmp(api, "client.authentication.k8s.io/v1") != 0 &&
+		     strcmp(api, "client.authentication.k8s.io/v1beta1") != 0)) {
+		ds_err_set(err,
+			   "%s: exec: apiVersion '%s' is not supported "
+			   "(client.authentication.k8s.io/v1 or v1beta1)",
+			   what, api ? api : "");
+		rc = -EBADMSG;
+		goto out;
+	}
+	if (mode && strcmp(mode, "Never") != 0 && strcmp(mode, "IfAvailable") != 0 &&
+	    strcmp(mode, "Always") != 0) {
+		ds_err_set(err, "%s: exec: interactiveMode '%s' is not Never, IfAvailable or Always",
+			   what, mode);
+		rc = -EBADMSG;
+		goto out;
+	}
+	if (mode && strcmp(mode, "Always") == 0) {
+		ds_err_set(err, "%s: exec: interactiveMode Always needs a terminal; drasync has none",
+			   what);
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((args && !json_is_array(args) && !json_is_null(args)) ||
+	    (env && !json_is_array(env) && !json_is_null(env))) {
+		ds_err_set(err, "%s: exec: 'args' and 'env' must be lists", what);
+		rc = -EBADMSG;
+		goto out;
+	}
+	rc = bool_field(x, "provideClusterInfo", &provide, what, err);
+	if (rc < 0)
+		goto out;
+	rc = -ENOMEM;
+	/* a command with a path separator is relative to the kubeconfig, else looked up in PATH */
+	e->command = strchr(cmd, '/') ? resolve(dir, cmd) : strdup(cmd);
+	e->argv = strv_new(json_array_size(args) + 1);
+	e->env = strv_new(json_array_size(env));
+	if (!e->command || !e->argv || !e->env || dupstr(&e->api_version, api) < 0 ||
+	    dupstr(&e->install_hint, str_field(x, "installHint")) < 0)
+		goto out;
+	if (!(e->argv[0] = strdup(e->command)))
+		goto out;
+	json_array_foreach(args, i, a) {
+		if (!json_is_string(a)) {
+			ds_err_set(err, "%s: exec: args[%zu] must be a string", what, i);
+			rc = -EBADMSG;
+			goto out;
+		}
+		if (!(e->argv[i + 1] = strdup(json_string_value(a))))
+			goto out;
+	}
+	json_array_foreach(env, i, a) {
+		const char *n = str_field(a, "name");
+		const char *v = json_string_value(json_object_get(a, "value"));
+
+		if (!n || !v || strchr(n, '=')) {
+			ds_err_set(err, "%s: exec: env[%zu] needs a name and a string value", what,
+				   i);
+			rc = -EBADMSG;
+			goto out;
+		}
+		if (asprintf(&e->env[i], "%s=%s", n, v) < 0) {
+			e->env[i] = NULL;
+			goto out;
+		}
+	}
+	info = json_pack("{s:s,s:s,s:{s:b}}", "apiVersion", api, "kind", "ExecCredential", "spec",
+			 "interactive", 0);
+	if (!info)
+		goto out;
+	if (provide && cluster_info &&
+	    json_object_set(json_object_get(info, "spec"), "cluster", (json_t *)cluster_info) < 0)
+		goto out;
+	e->exec_info = json_dumps(info, JSON_COMPACT);
+	if (!e->exec_info)
+		goto out;
+	*out = e;
+	e = NULL;
+	rc = 0;
+out:
+	json_decref(info);
+	exec_free(e);
+	return rc;
+}
+
+static ds_kubeconfig *kc_alloc(void)
+{
+	ds_kubeconfig *kc = calloc(1, sizeof(*kc));
+
+	if (!kc)
+		return NULL;
+	pthread_mutex_init(&kc->lock, NULL);
+	kc->auth_kind = "none";
+	return kc;
+}
+
+void ds_kubeconfig_free(ds_kubeconfig *kc)
+{
+	if (!kc)
+		return;
+	free(kc->server);
+	free(kc->ns);
+	free(kc->context);
+	free(kc->ca_pem);
+	free(kc->tls_server_name);
+	free(kc->proxy_url);
+	if (kc->token)
+		explicit_bzero(kc->token, strlen(kc->token));
+	free(kc->token);
+	free(kc->token_file);
+	free(kc->cert_pem);
+	if (kc->key_pem)
+		explicit_bzero(kc->key_pem, strlen(kc->key_pem));
+	free(kc->key_pem);
+	exec_free(kc->exec);
+	if (kc->file_token)
+		explicit_bzero(kc->file_token, strlen(kc->file_token));
+	free(kc->file_token);
+	ds_kube_credentials_dispose(&kc->cached);
+	pthread_mutex_destroy(&kc->lock);
+	free(kc);
+}
+
+static int normalize_server(const char *server, char **out)
+{
+	size_t n = strlen(server);
+
+	while (n > 0 && server[n - 1] == '/')
+		n--;
+	if (strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0) {
+		/* kubectl accepts "host:port" and means https */
+		if (asprintf(out, "https://%.*s", (int)n, server) < 0)
+			return -ENOMEM;
+		return 0;
+	}
+	*out = strndup(server, n);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int build(ds_kubeconfig **out, const json_t *merged, const char *context, const char *files,
+		 ds_err *err)
+{
+	ds_kubeconfig *kc = NULL;
+	const json_t *ctx_e, *cl_e, *us_e, *ctx, *cl, *us;
+	const char *cl_name, *us_name, *cl_dir, *us_dir, *v;
+	json_t *cluster_info = NULL;
+	char what[320];
+	int rc = -ENOMEM;
+
+	if (!context || !context[0])
+		context = str_field(merged, "current-context");
+	if (!context) {
+		ds_err_set(err, "%s: no current-context and no --context given", files);
+		return -ENOENT;
+	}
+	ctx_e = json_object_get(json_object_get(merged, "contexts"), context);
+	if (!ctx_e) {
+		ds_err_set(err, "%s: context '%s' not found", files, context);
+		return -ENOENT;
+	}
+	ctx = json_object_get(ctx_e, "v");
+	cl_name = str_field(ctx, "cluster");
+	us_name = str_field(ctx, "user");
+	cl_e = cl_name ? json_object_get(json_object_get(merged, "clusters"), cl_name) : NULL;
+	us_e = us_name ? json_object_get(json_object_get(merged, "users"), us_name) : NULL;
+	if (!cl_e) {
+		ds_err_set(err, "%s: context '%s': cluster '%s' not found", files, context,
+			   cl_name ? cl_name : "");
+		return -ENOENT;
+	}
+	if (us_name && !us_e) {
+		ds_err_set(err, "%s: context '%s': user '%s' not found", files, context, us_name);
+		return -ENOENT;
+	}
+	cl = json_object_get(cl_e, "v");
+	cl_dir = json_string_value(json_object_get(cl_e, "dir"));
+	us = us_e ? json_object_get(us_e, "v") : NULL;
+	us_dir = us_e ? json_string_value(json_object_get(us_e, "dir")) : NULL;
+
+	kc = kc_alloc();
+	if (!kc)
+		return -ENOMEM;
+	snprintf(what, sizeof(what), "cluster '%s'", cl_name);
+	v = str_field(cl, "server");
+	if (!v) {
+		ds_err_set(err, "%s: %s has no server", files, what);
+		rc = -EBADMSG;
+		goto out;
+	}
+	if ((rc = normalize_server(v, &kc->server)) < 0)
+		goto out;
+	rc = -ENOMEM;
+	if (dupstr(&kc->context, context) < 0 ||
+	    dupstr(&kc->ns, str_field(ctx, "namespace") ? str_field(ctx, "namespace")
+							 : "default") < 0 ||
+	    dupstr(&kc->tls_server_name, str_field(cl, "tls-server-name")) < 0 ||
+	    dupstr(&kc->proxy_url, str_field(cl, "proxy-url")) < 0)
+		goto out;
+	rc = bool_field(cl, "insecure-skip-tls-verify", &kc->insecure, what, err);
+	if (rc < 0)
+		goto out;
+	rc = pem_field(cl, "certificate-authority", cl_dir, what, &kc->ca_pem, err);
+	if (rc < 0)
+		goto out;
+	if (kc->insecure)
+		ds_log(DS_LOG_WARN, "kube_tls_insecure",
+		       "cluster=%s msg=\"insecure-skip-tls-verify is set: the API server's "
+		       "certificate is not verified\"",
+		       cl_name);
+
+	if (us) {
+		const json_t *x = json_object_get(us, "exec");
+
+		snprintf(what, sizeof(what), "user '%s'", us_name);
+		rc = pem_field(us, "client-certificate", us_dir, what, &kc->cert_pem, err);
+		if (rc == 0)
+			rc = pem_field(us, "client-key", us_dir, what, &kc->key_pem, err);
+		if (rc < 0)
+			goto out;
+		if (!kc->cert_pem != !kc->key_pem) {
+			ds_err_set(err, "%s: %s: client-certificate and client-key go together",
+				   files, what);
+			rc = -EBADMSG;
+			goto out;
+		}
+		rc = -ENOMEM;
+		if (dupstr(&kc->token, str_field(us, "token")) < 0)
+			goto out;
+		v = str_field(us, "tokenFile");
+		if (v && !(kc->token_file = resolve(us_dir, v)))
+			goto out;
+		if (json_is_object(x)) {
+			cluster_info = json_pack("{s:s,s:b}", "server", kc->server,
+						 "insecure-skip-tls-verify", kc->insecure);
+			if (!cluster_info)
+				goto out;
+			if (str_field(cl, "certificate-authority-data"))
+				json_object_set_new(cluster_info, "certificate-authority-data",
+						    json_string(str_field(
+							    cl, "certificate-authority-data")));
+			if (kc->tls_server_name)
+				json_object_set_new(cluster_info, "tls-server-name",
+						    json_string(kc->tls_server_name));
+			if (kc->proxy_url)
+				json_object_set_new(cluster_info, "proxy-url",
+						    json_string(kc->proxy_url));
+			rc = exec_parse(x, us_dir, cluster_info, what, &kc->exec, err);
+			if (rc < 0)
+				goto out;
+		} else if (x && !json_is_null(x)) {
+			ds_err_set(err, "%s: %s: 'exec' must be a mapping", files, what);
+			rc = -EBADMSG;
+			goto out;
+		}
+		if (json_object_get(us, "auth-provider")) {
+			ds_err_set(err,
+				   "%s: %s: auth-provider plugins are not supported; use an exec "
+				   "credential plugin",
+				   files, what);
+			rc = -EINVAL;
+			goto out;
+		}
+	}
+	kc->auth_kind = kc->exec ? "exec"
+		      : kc->token ? "token"
+		      : kc->token_file ? "tokenFile"
+		      : kc->cert_pem ? "client-certificate"
+				     : "none";
+	*out = kc;
+	kc = NULL;
+	rc = 0;
+out:
+	json_decref(cluster_info);
+	ds_kubeconfig_free(kc);
+	return rc;
+}
+
+int ds_kubeconfig_load(ds_kubeconfig **out, const char *path, const char *context, ds_err *err)
+{
+	json_t *merged = NULL;
+	char *list = NULL, *save = NULL, *home_cfg = NULL;
+	const char *files = path;
+	bool explicit = path && path[0];
+	int loaded = 0, rc;
+
+	if (!explicit) {
+		files = getenv("KUBECONFIG");
+		if (!files || !files[0]) {
+			const char *home = getenv("HOME");
+			if (!home || asprintf(&home_cfg, "%s/.kube/config", home) < 0) {
+				ds_err_set(err, "no kubeconfig: KUBECONFIG and HOME are unset");
+				return -ENOENT;
+			}
+			files = home_cfg;
+			explicit = true;
+		}
+	}
+	merged = json_pack("{s:{},s:{},s:{}}", "clusters", "users", "contexts");
+	list = strdup(files);
+	if (!merged || !list) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (char *f = strtok_r(list, ":", &save); f; f = strtok_r(NULL, ":", &save)) {
+		if (!f[0])
+			continue;
+		if (access(f, F_OK) != 0 && !explicit)
+			continue; /* kubectl skips missing files named in KUBECONFIG */
+		rc = merge_file(merged, f, err);
+		if (rc < 0)
+			goto out;
+		loaded++;
+	}
+	if (!loaded) {
+		ds_err_set(err, "no kubeconfig file found in '%s'", files);
+		rc = -ENOENT;
+		goto out;
+	}
+	rc = build(out, merged, context, files, err);
+out:
+	json_decref(merged);
+	free(list);
+	free(home_cfg);
+	return rc;
+}
+
+int ds_kubeconfig_in_cluster(ds_kubeconfig **out, const char *sa_dir, ds_err *err)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+	ds_kubeconfig *kc = NULL;
+	char *p = NULL, *ns = NULL;
+	int rc = -ENOMEM;
+
+	if (!sa_dir)
+		sa_dir = DS_KUBE_SA_DIR;
+	if (!host || !host[0] || !port || !port[0]) {
+		ds_err_set(err, "not running in a cluster: KUBERNETES_SERVICE_HOST/PORT are unset");
+		return -ENOENT;
+	}
+	kc = kc_alloc();
+	if (!kc)
+		return -ENOMEM;
+	/* an IPv6 service address needs brackets in a URL */
+	if (asprintf(&kc->server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+		     port) < 0) {
+		kc->server = NULL;
+		goto out;
+	}
+	if (asprintf(&kc->token_file, "%s/token", sa_dir) < 0) {
+		kc->token_file = NULL;
+		goto out;
+	}
+	if (access(kc->token_file, R_OK) != 0) {
+		ds_err_set(err, "in-cluster: cannot read %s: %s", kc->token_file, strerror(errno));
+		rc = -ENOENT;
+		goto out;
+	}
+	if (asprintf(&p, "%s/ca.crt", sa_dir) < 0) {
+		p = NULL;
+		goto out;
+	}
+	rc = read_file(p, MAX_FILE, &kc->ca_pem, NULL, err);
+	if (rc < 0)
+		goto out;
+	free(p);
+	if (asprintf(&p, "%s/namespace", sa_dir) < 0) {
+		p = NULL;
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (read_file(p, 4096, &ns, NULL, NULL) == 0) {
+		ns[strcspn(ns, " \r\n\t")] = '\0';
+		if (ns[0]) {
+			kc->ns = ns;
+			ns = NULL;
+		}
+	}
+	rc = -ENOMEM;
+	if (!kc->ns && !(kc->ns = strdup("default")))
+		goto out;
+	if (!(kc->context = strdup("")))
+		goto out;
+	kc->auth_kind = "tokenFile";
+	*out = kc;
+	kc = NULL;
+	rc = 0;
+out:
+	free(p);
+	free(ns);
+	ds_kubeconfig_free(kc);
+	return rc;
+}
+
+int ds_kubeconfig_auto(ds_kubeconfig **out, const char *path, const char *context, ds_err *err)
+{
+	const char *env = getenv("KUBECONFIG");
+
+	if (path && path[0])
+		return ds_kubeconfig_load(out, path, context, err);
+	if (env && env[0])
+		return ds_kubeconfig_load(out, NULL, context, err);
+	if (getenv("KUBERNETES_SERVICE_HOST") && getenv("KUBERNETES_SERVICE_HOST")[0])
+		return ds_kubeconfig_in_cluster(out, NULL, err);
+	return ds_kubeconfig_load(out, NULL, context, err);
+}
+
+const char *ds_kubeconfig_server(const ds_kubeconfig *kc)
+{
+	return kc->server;
+}
+
+const char *ds_kubeconfig_namespace(const ds_kubeconfig *kc)
+{
+	return kc->ns;
+}
+
+const char *ds_kubeconfig_context(const ds_kubeconfig *kc)
+{
+	return kc->context;
+}
+
+const char *ds_kubeconfig_ca_pem(const ds_kubeconfig *kc)
+{
+	return kc->ca_pem;
+}
+
+bool ds_kubeconfig_insecure(const ds_kubeconfig *kc)
+{
+	return kc->insecure;
+}
+
+const char *ds_kubeconfig_tls_server_name(const ds_kubeconfig *kc)
+{
+	return kc->tls_server_name;
+}
+
+const char *ds_kubeconfig_proxy_url(const ds_kubeconfig *kc)
+{
+	return kc->proxy_url;
+}
+
+const char *ds_kubeconfig_auth_kind(const ds_kubeconfig *kc)
+{
+	return kc->auth_kind;
+}
+
+unsigned ds_kubeconfig_exec_runs(const ds_kubeconfig *kc)
+{
+	return kc->exec_runs;
+}
+
+/* ---- time ----------------------------------------------------------------- */
+
+int ds_kube_time_parse(const char *s, time_t *out)
+{
+	struct tm tm;
+	const char *p;
+	long off = 0;
+	time_t t;
+
+	memset(&tm, 0, sizeof(tm));
+	if (!s)
+		return -EINVAL;
+	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!p)
+		return -EINVAL;
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int hh, mm;
+		char sign = *p;
+		if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2 || hh > 23 || mm > 59)
+			return -EINVAL;
+		off = (hh * 3600L + mm * 60L) * (sign == '+' ? 1 : -1);
+		p += 6;
+	} else {
+		return -EINVAL;
+	}
+	if (*p)
+		return -EINVAL;
+	t = timegm(&tm);
+	if (t == (time_t)-1)
+		return -EINVAL;
+	*out = t - off;
+	return 0;
+}
+
+/* ---- credentials ------------------------------------------------------------ */
+
+/* Run the exec plugin; stdout and stderr captured (bounded), killed after a timeout. */
+static int exec_run(const struct exec_plugin *e, char **out_stdout, char **out_stderr, int *status,
+		    ds_err *err)
+{
+	posix_spawn_file_actions_t fa;
+	int outp[2] = {-1, -1}, errp[2] = {-1, -1};
+	char **envp = NULL, *bufs[2] = {NULL, NULL}, *info = NULL;
+	size_t lens[2] = {0, 0}, nenv = 0, k = 0;
+	bool fa_init = false;
+	pid_t pid = -1;
+	int rc = -ENOMEM, wst = 0;
+	struct timespec start, now;
+
+	for (char **p = environ; *p; p++)
+		nenv++;
+	for (char **p = e->env; *p; p++)
+		nenv++;
+	envp = calloc(nenv + 2, sizeof(char *));
+	if (!envp || asprintf(&info, "KUBERNETES_EXEC_INFO=%s", e->exec_info) < 0) {
+		info = NULL;
+		goto out;
+	}
+	/* the plugin's env entries override the inherited environment */
+	for (char **p = environ; *p; p++) {
+		size_t nl = strcspn(*p, "=");
+		bool overridden = strncmp(*p, "KUBERNETES_EXEC_INFO=", 21) == 0;
+		for (char **q = e->env; *q && !overridden; q++)
+			overridden = strncmp(*p, *q, nl + 1) == 0;
+		if (!overridden)
+			envp[k++] = *p;
+	}
+	for (char **q = e->env; *q; q++)
+		envp[k++] = *q;
+	envp[k++] = info;
+	envp[k] = NULL;
+	for (int i = 0; i < 2; i++)
+		if (!(bufs[i] = malloc(4096)))
+			goto out;
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (posix_spawn_file_actions_init(&fa) != 0)
+		goto out;
+	fa_init = true;
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
+	rc = posix_spawnp(&pid, e->command, &fa, NULL, e->argv, envp);
+	if (rc != 0) {
+		ds_err_set(err, "exec plugin %s: cannot run: %s%s%s", e->command, strerror(rc),
+			   e->install_hint ? "; " : "", e->install_hint ? e->install_hint : "");
+		rc = -rc;
+		pid = -1;
+		goto out;
+	}
+	close(outp[1]);
+	close(errp[1]);
+	outp[1] = errp[1] = -1;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	{
+		struct pollfd pf[2] = {{outp[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
+		size_t caps[2] = {4096, 4096};
+		int open_fds = 2;
+
+		while (open_fds > 0) {
+			long elapsed;
+			int n;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			elapsed = (now.tv_sec - start.tv_sec) * 1000L +
+				  (now.tv_nsec - start.tv_nsec) / 1000000L;
+			if (elapsed >= EXEC_TIMEOUT_MS) {
+				kill(pid, SIGKILL);
+				ds_err_set(err, "exec plugin %s: no answer within %d s", e->command,
+					   EXEC_TIMEOUT_MS / 1000);
+				rc = -ETIMEDOUT;
+				goto out;
+			}
+			n = poll(pf, 2, (int)(EXEC_TIMEOUT_MS - elapsed));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				rc = -errno;
+				goto out;
+			}
+			for (int i = 0; i < 2; i++) {
+				ssize_t r;
+				if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+					continue;
+				if (caps[i] - lens[i] < 1024) {
+					char *nb;
+					if (caps[i] >= MAX_EXEC_OUTPUT) {
+						kill(pid, SIGKILL);
+						ds_err_set(err, "exec plugin %s: output too large",
+							   e->command);
+						rc = -E2BIG;
+						goto out;
+					}
+					nb = realloc(bufs[i], caps[i] * 2);
+					if (!nb) {
+						rc = -ENOMEM;
+						goto out;
+					}
+					bufs[i] = nb;
+					caps[i] *= 2;
+				}
+				r = read(pf[i].fd, bufs[i] + lens[i], caps[i] - lens[i] - 1);
+				if (r > 0) {
+					lens[i] += (size_t)r;
+				} else if (r == 0 || errno != EINTR) {
+					pf[i].fd = -1;
+					open_fds--;
+				}
+			}
+		}
+	}
+	while (waitpid(pid, &wst, 0) < 0) {
+		if (errno != EINTR) {
+			rc = -errno;
+			pid = -1;
+			goto out;
+		}
+	}
+	pid = -1;
+	bufs[0][lens[0]] = '\0';
+	bufs[1][lens[1]] = '\0';
+	*status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+	*out_stdout = bufs[0];
+	*out_stderr = bufs[1];
+	bufs[0] = bufs[1] = NULL;
+	rc = 0;
+out:
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	if (fa_init)
+		posix_spawn_file_actions_destroy(&fa);
+	for (int i = 0; i < 2; i++) {
+		if (outp[i] >= 0)
+			close(outp[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
+	free(bufs[0]);
+	free(bufs[1]);
+	free(info);
+	free(envp);
+	return rc;
+}
+
+static void first_line(const char *s, char *dst, size_t size)
+{
+	size_t n = strcspn(s, "\n");
+
+	if (n >= size)
+		n = size - 1;
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+}
+
+/* Parse an ExecCredential answer into creds/expiry. */
+static int exec_parse_answer(const struct exec_plugin *e, const char *text,
+			     ds_kube_credentials *creds, time_t *expiry, ds_err *err)
+{
+	json_t *doc = NULL, *st;
+	const char *api, *kind, *tok, *cert, *key, *exp;
+	json_error_t je;
+	int rc = -EBADMSG;
+
+	doc = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(doc)) {
+		ds_err_set(err, "exec plugin %s: output is not an ExecCredential JSON object: %s",
+			   e->command, doc ? "not an object" : je.text);
+		goto out;
+	}
+	api = json_string_value(json_object_get(doc, "apiVersion"));
+	kind = json_string_value(json_object_get(doc, "kind"));
+	if (!kind || strcmp(kind, "ExecCredential") != 0) {
+		ds_err_set(err, "exec plugin %s: kind is '%s', expected ExecCredential", e->command,
+			   kind ? kind : "");
+		goto out;
+	}
+	if (!api || strcmp(api, e->api_version) != 0) {
+		ds_err_set(err, "exec plugin %s: answered apiVersion '%s', configured '%s'",
+			   e->command, api ? api : "", e->api_version);
+		goto out;
+	}
+	st = json_object_get(doc, "status");
+	if (!json_is_object(st)) {
+		ds_err_set(err, "exec plugin %s: ExecCredential has no status", e->command);
+		goto out;
+	}
+	tok = str_field(st, "token");
+	cert = str_field(st, "clientCertificateData");
+	key = str_field(st, "clientKeyData");
+	exp = str_field(st, "expirationTimestamp");
+	if (!tok && !(cert && key)) {
+		ds_err_set(err,
+			   "exec plugin %s: status has neither a token nor clientCertificateData "
+			   "and clientKeyData",
+			   e->command);
+		goto out;
+	}
+	if (!cert != !key) {
+		ds_err_set(err, "exec plugin %s: clientCertificateData and clientKeyData go together",
+			   e->command);
+		goto out;
+	}
+	*expiry = 0;
+	if (exp && ds_kube_time_parse(exp, expiry) < 0) {
+		ds_err_set(err, "exec plugin %s: expirationTimestamp '%s' is not RFC 3339",
+			   e->command, exp);
+		goto out;
+	}
+	rc = -ENOMEM;
+	if (dupstr(&creds->token, tok) < 0 || dupstr(&creds->cert_pem, cert) < 0 ||
+	    dupstr(&creds->key_pem, key) < 0) {
+		ds_kube_credentials_dispose(creds);
+		goto out;
+	}
+	rc = 0;
+out:
+	json_decref(doc);
+	return rc;
+}
+
+/* With kc->lock held. */
+static int exec_credentials(ds_kubeconfig *kc, ds_err *err)
+{
+	char *out_s = NULL, *err_s = NULL, line[200];
+	ds_kube_credentials fresh = {0};
+	time_t expiry = 0;
+	int status = 0, rc;
+
+	if (kc->cached_valid && (kc->cached_expiry == 0 || time(NULL) < kc->cached_expiry))
+		return 0;
+	rc = exec_run(kc->exec, &out_s, &err_s, &status, err);
+	if (rc < 0)
+		goto out;
+	kc->exec_runs++;
+	if (status != 0) {
+		first_line(err_s, line, sizeof(line));
+		ds_err_set(err, "exec plugin %s exited with %d: %s%s%s", kc->exec->command, status,
+			   line, kc->exec->install_hint ? "; " : "",
+			   kc->exec->install_hint ? kc->exec->install_hint : "");
+		rc = -EACCES;
+		goto out;
+	}
+	rc = exec_parse_answer(kc->exec, out_s, &fresh, &expiry, err);
+	if (rc < 0)
+		goto out;
+	ds_kube_credentials_dispose(&kc->cached);
+	kc->cached = fresh;
+	kc->cached_expiry = expiry;
+	kc->cached_valid = true;
+out:
+	if (out_s)
+		explicit_bzero(out_s, strlen(out_s));
+	free(out_s);
+	free(err_s);
+	return rc;
+}
+
+/* With kc->lock held: re-read the token file when it changed (rotation). */
+static int file_token(ds_kubeconfig *kc, ds_err *err)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t n;
+	int rc;
+
+	if (stat(kc->token_file, &st) < 0) {
+		rc = -errno;
+		ds_err_set(err, "token file %s: %s", kc->token_file, strerror(errno));
+		return rc;
+	}
+	if (kc->file_valid && st.st_ino == kc->file_stat.st_ino &&
+	    st.st_dev == kc->file_stat.st_dev && st.st_size == kc->file_stat.st_size &&
+	    st.st_mtim.tv_sec == kc->file_stat.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == kc->file_stat.st_mtim.tv_nsec)
+		return 0;
+	rc = read_file(kc->token_file, 1u << 20, &buf, &n, err);
+	if (rc < 0)
+		return rc;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	if (n == 0) {
+		free(buf);
+		ds_err_set(err, "token file %s is empty", kc->token_file);
+		return -EBADMSG;
+	}
+	if (kc->file_token)
+		explicit_bzero(kc->file_token, strlen(kc->file_token));
+	free(kc->file_token);
+	kc->file_token = buf;
+	kc->file_stat = st;
+	kc->file_valid = true;
+	return 0;
+}
+
+int ds_kubeconfig_credentials(ds_kubeconfig *kc, ds_kube_credentials *out, ds_err *err)
+{
+	ds_kube_credentials c = {0};
+	const char *tok = kc->token, *cert = kc->cert_pem, *key = kc->key_pem;
+	int rc;
+
+	pthread_mutex_lock(&kc->lock);
+	if (kc->exec) {
+		rc = exec_credentials(kc, err);
+		if (rc < 0)
+			goto out;
+		/* the plugin's answer wins over static fields, as in client-go */
+		if (kc->cached.token)
+			tok = kc->cached.token;
+		if (kc->cached.cert_pem) {
+			cert = kc->cached.cert_pem;
+			key = kc->cached.key_pem;
+		}
+	}
+	if (!tok && kc->token_file) {
+		rc = file_token(kc, err);
+		if (rc < 0)
+			goto out;
+		tok = kc->file_token;
+	}
+	rc = -ENOMEM;
+	if (dupstr(&c.token, tok) < 0 || dupstr(&c.cert_pem, cert) < 0 ||
+	    dupstr(&c.key_pem, key) < 0) {
+		ds_kube_credentials_dispose(&c);
+		goto out;
+	}
+	*out = c;
+	rc = 0;
+out:
+	pthread_mutex_unlock(&kc->lock);
+	return rc;
+}
+
+bool ds_kubeconfig_invalidate(ds_kubeconfig *kc)
+{
+	bool fresh = false;
+
+	pthread_mutex_lock(&kc->lock);
+	if (kc->exec && kc->cached_valid) {
+		kc->cached_valid = false;
+		fresh = true;
+	}
+	/* a token file is re-read anyway when it changes; read it again regardless */
+	if (kc->token_file)
+		kc->file_valid = false;
+	pthread_mutex_unlock(&kc->lock);
+	return fresh;
+}
