@@ -683,9 +683,12 @@ static int xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLco
 		enum ds_kube_tls_cause tc = tls_cause(x->h, cc, x->errbuf);
 		const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
 
-		ds_kube_error_clear(ke);
-		if (ke)
+		if (ke) {
+			int attempts = ke->attempts;
+			ds_kube_error_clear(ke);
+			ke->attempts = attempts;
 			ke->tls = tc;
+		}
 		if (x->too_big) {
 			if (ke)
 				snprintf(ke->message, sizeof(ke->message),
@@ -928,7 +931,6 @@ int ds_kube_transport_request_many(ds_kube_transport *t, struct ds_kube_call *ca
 			rc = -ENOMEM;
 			goto unlock;
 		}
-		curl_easy_setopt(slots[i].x.h, CURLOPT_PRIVATE, &slots[i]);
 	}
 	while (done < n) {
 		double now = now_s(), wake = now + 1.0;
@@ -979,6 +981,7 @@ int ds_kube_transport_request_many(ds_kube_transport *t, struct ds_kube_call *ca
 			{
 				int sr = xfer_setup(&s->x, &calls[s->call].req, false,
 						    &calls[s->call].error);
+				curl_easy_setopt(s->x.h, CURLOPT_PRIVATE, s);
 				if (sr == 0 && curl_multi_add_handle(t->multi, s->x.h) != CURLM_OK)
 					sr = -ENOMEM;
 				calls[s->call].rc = sr;

@@ -1,0 +1,104 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drasync/kube_error.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void test_kube_error__http_status_to_errno(void **state)
+{
+	static const struct {
+		int code;
+		const char *reason;
+		int rc;
+	} map[] = {
+		{200, NULL, 0},           {201, "", 0},
+		{400, "BadRequest", -EINVAL}, {422, "Invalid", -EINVAL},
+		{401, "Unauthorized", -EACCES}, {403, "Forbidden", -EPERM},
+		{404, "NotFound", -ENOENT}, {405, "MethodNotAllowed", -EOPNOTSUPP},
+		{409, "AlreadyExists", -EEXIST}, {409, "Conflict", -ESTALE},
+		{410, "Expired", -EIDRM}, {413, "RequestEntityTooLarge", -E2BIG},
+		{415, "UnsupportedMediaType", -EPROTO}, {429, "TooManyRequests", -EAGAIN},
+		{500, "InternalError", -EIO}, {502, NULL, -EIO},
+		{503, "ServiceUnavailable", -EAGAIN}, {504, "Timeout", -ETIMEDOUT},
+		{418, NULL, -EPROTO},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (ds_kube_error_errno(map[i].code, map[i].reason) != map[i].rc)
+			fail_msg("%d %s -> %d, want %d", map[i].code,
+				 map[i].reason ? map[i].reason : "", ds_kube_error_errno(map[i].code, map[i].reason),
+				 map[i].rc);
+	assert_true(ds_kube_error_is_transient(429));
+	assert_true(ds_kube_error_is_transient(503));
+	assert_false(ds_kube_error_is_transient(409));
+	assert_false(ds_kube_error_is_transient(404));
+}
+
+static void test_kube_error__status_message_reason_details_kept(void **state)
+{
+	const char *body =
+		"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+		"\"message\":\"Deployment.apps \\\"web\\\" is invalid: spec.replicas: Invalid value: "
+		"-1: must be greater than or equal to 0\",\"reason\":\"Invalid\",\"details\":{"
+		"\"name\":\"web\",\"group\":\"apps\",\"kind\":\"Deployment\",\"causes\":[{"
+		"\"reason\":\"FieldValueInvalid\",\"message\":\"Invalid value: -1\",\"field\":"
+		"\"spec.replicas\"},{\"message\":\"second\",\"field\":\"spec.x\"}],"
+		"\"retryAfterSeconds\":3},\"code\":422}";
+	ds_kube_error ke;
+	char buf[1024];
+
+	(void)state;
+	ds_kube_error_clear(&ke);
+	assert_int_equal(ds_kube_error_from_response(&ke, 422, body, strlen(body)), -EINVAL);
+	assert_int_equal(ke.code, 422);
+	assert_string_equal(ke.reason, "Invalid");
+	assert_non_null(strstr(ke.message, "spec.replicas: Invalid value"));
+	assert_string_equal(ke.details_name, "web");
+	assert_string_equal(ke.details_group, "apps");
+	assert_string_equal(ke.details_kind, "Deployment");
+	assert_string_equal(ke.causes, "spec.replicas: Invalid value: -1; spec.x: second");
+	assert_int_equal(ke.retry_after, 3);
+	ds_kube_error_format(&ke, buf, sizeof(buf));
+	assert_true(strncmp(buf, "422 Invalid: Deployment.apps \"web\" is invalid", 45) == 0);
+}
+
+static void test_kube_error__non_status_bodies(void **state)
+{
+	ds_kube_error ke;
+	char buf[600];
+
+	(void)state;
+	ds_kube_error_clear(&ke);
+	assert_int_equal(ds_kube_error_from_response(&ke, 502, "<html>\nBad gateway\n</html>", 26),
+			 -EIO);
+	assert_string_equal(ke.reason, "");
+	assert_string_equal(ke.message, "<html> Bad gateway </html>");
+	ds_kube_error_clear(&ke);
+	assert_int_equal(ds_kube_error_from_response(&ke, 503, NULL, 0), -EAGAIN);
+	assert_string_equal(ke.message, "HTTP 503");
+	/* a JSON body that is not a Status is shown as text */
+	ds_kube_error_clear(&ke);
+	assert_int_equal(ds_kube_error_from_response(&ke, 404, "{\"kind\":\"Pod\"}", 14), -ENOENT);
+	assert_string_equal(ke.message, "{\"kind\":\"Pod\"}");
+	ds_kube_error_clear(&ke);
+	ke.tls = DS_KUBE_TLS_UNKNOWN_CA;
+	snprintf(ke.message, sizeof(ke.message), "x");
+	assert_string_equal(ds_kube_error_format(&ke, buf, sizeof(buf)), "TLS unknown CA: x");
+	assert_string_equal(ds_kube_tls_cause_name(DS_KUBE_TLS_NAME_MISMATCH), "name mismatch");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kube_error__http_status_to_errno),
+		cmocka_unit_test(test_kube_error__status_message_reason_details_kept),
+		cmocka_unit_test(test_kube_error__non_status_bodies),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
