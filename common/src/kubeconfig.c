@@ -1,6 +1,7 @@
 #include "drasync/kubeconfig.h"
 
 #include "drasync/log.h"
+#include "drasync/yaml.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <yaml.h>
 
 extern char **environ;
 
@@ -207,186 +207,38 @@ static char *resolve(const char *dir, const char *rel)
 	return p;
 }
 
-/* ---- reading one kubeconfig file ---------------------------------------
- * A private YAML -> JSON reader, enough for kubeconfig files (mappings,
- * sequences, scalars; plain true/false/null typed). To be replaced by
- * drasync/yaml.h once that module is on main. */
+/* ---- reading one kubeconfig file --------------------------------------- */
 
-static json_t *plain_scalar(const char *v, size_t len, bool quoted)
-{
-	if (!quoted) {
-		if (len == 0 || strcmp(v, "null") == 0 || strcmp(v, "~") == 0 ||
-		    strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0)
-			return json_null();
-		if (strcmp(v, "true") == 0 || strcmp(v, "True") == 0 || strcmp(v, "TRUE") == 0)
-			return json_true();
-		if (strcmp(v, "false") == 0 || strcmp(v, "False") == 0 ||
-		    strcmp(v, "FALSE") == 0)
-			return json_false();
-	}
-	return json_stringn(v, len);
-}
-
-static int yaml_node(yaml_parser_t *p, yaml_event_t *ev, int depth, json_t **out, const char *file,
-		     ds_err *err);
-
-static int yaml_next(yaml_parser_t *p, yaml_event_t *ev, const char *file, ds_err *err)
-{
-	if (!yaml_parser_parse(p, ev)) {
-		ds_err_setloc(err, file, (int)p->problem_mark.line + 1,
-			      (int)p->problem_mark.column + 1, "invalid YAML: %s",
-			      p->problem ? p->problem : "syntax error");
-		return -EBADMSG;
-	}
-	return 0;
-}
-
-static int yaml_node(yaml_parser_t *p, yaml_event_t *ev, int depth, json_t **out, const char *file,
-		     ds_err *err)
-{
-	json_t *v = NULL, *key = NULL, *child = NULL;
-	yaml_event_t e;
-	int rc = 0;
-
-	if (depth > 64) {
-		ds_err_setloc(err, file, (int)ev->start_mark.line + 1,
-			      (int)ev->start_mark.column + 1, "nested too deeply");
-		return -EBADMSG;
-	}
-	switch (ev->type) {
-	case YAML_SCALAR_EVENT:
-		v = plain_scalar((const char *)ev->data.scalar.value, ev->data.scalar.length,
-				 ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE);
-		break;
-	case YAML_ALIAS_EVENT:
-		ds_err_setloc(err, file, (int)ev->start_mark.line + 1,
-			      (int)ev->start_mark.column + 1, "YAML aliases are not supported here");
-		return -EBADMSG;
-	case YAML_SEQUENCE_START_EVENT:
-	case YAML_MAPPING_START_EVENT: {
-		bool map = ev->type == YAML_MAPPING_START_EVENT;
-		v = map ? json_object() : json_array();
-		if (!v)
-			return -ENOMEM;
-		for (;;) {
-			rc = yaml_next(p, &e, file, err);
-			if (rc < 0)
-				goto out;
-			if (e.type == YAML_SEQUENCE_END_EVENT || e.type == YAML_MAPPING_END_EVENT) {
-				yaml_event_delete(&e);
-				break;
-			}
-			if (map && !key) {
-				if (e.type != YAML_SCALAR_EVENT) {
-					ds_err_setloc(err, file, (int)e.start_mark.line + 1,
-						      (int)e.start_mark.column + 1,
-						      "mapping keys must be scalars");
-					yaml_event_delete(&e);
-					rc = -EBADMSG;
-					goto out;
-				}
-				key = json_stringn((const char *)e.data.scalar.value,
-						   e.data.scalar.length);
-				yaml_event_delete(&e);
-				if (!key) {
-					rc = -ENOMEM;
-					goto out;
-				}
-				continue;
-			}
-			rc = yaml_node(p, &e, depth + 1, &child, file, err);
-			yaml_event_delete(&e);
-			if (rc < 0)
-				goto out;
-			if (map) {
-				rc = json_object_set_new(v, json_string_value(key), child);
-				json_decref(key);
-				key = NULL;
-			} else {
-				rc = json_array_append_new(v, child);
-			}
-			child = NULL;
-			if (rc < 0) {
-				rc = -ENOMEM;
-				goto out;
-			}
-		}
-		break;
-	}
-	default:
-		ds_err_setloc(err, file, (int)ev->start_mark.line + 1,
-			      (int)ev->start_mark.column + 1, "unexpected YAML event");
-		return -EBADMSG;
-	}
-	if (!v)
-		return -ENOMEM;
-	*out = v;
-	v = NULL;
-out:
-	json_decref(v);
-	json_decref(key);
-	return rc;
-}
-
-/* The first document of a YAML (or JSON) file; an empty file gives {}. */
+/* The first document of a YAML (or JSON) file, as kubectl reads it; an empty file gives {}. */
 static int read_yaml_file(const char *path, json_t **out, ds_err *err)
 {
-	yaml_parser_t p;
-	yaml_event_t ev;
-	char *buf = NULL;
-	size_t len = 0;
-	json_t *doc = NULL;
-	bool started = false;
+	json_t *docs = NULL, *doc;
 	int rc;
 
-	rc = read_file(path, MAX_FILE, &buf, &len, err);
-	if (rc < 0)
+	rc = ds_yaml_parse_file(path, 0, &docs, NULL, err);
+	if (rc < 0) {
+		if (err && err->line == 0) {
+			/* no position: say which file in the message itself */
+			char msg[sizeof(err->msg)];
+			snprintf(msg, sizeof(msg), "%s", err->msg);
+			ds_err_set(err, "%s: %s", path, msg);
+		}
 		return rc;
-	if (!yaml_parser_initialize(&p)) {
-		free(buf);
-		return -ENOMEM;
 	}
-	started = true;
-	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
-	for (;;) {
-		rc = yaml_next(&p, &ev, path, err);
-		if (rc < 0)
-			goto out;
-		if (ev.type == YAML_STREAM_END_EVENT) {
-			yaml_event_delete(&ev);
-			break;
-		}
-		if (ev.type == YAML_STREAM_START_EVENT || ev.type == YAML_DOCUMENT_START_EVENT ||
-		    ev.type == YAML_DOCUMENT_END_EVENT) {
-			yaml_event_delete(&ev);
-			continue;
-		}
-		rc = yaml_node(&p, &ev, 0, &doc, path, err);
-		yaml_event_delete(&ev);
-		if (rc < 0)
-			goto out;
-		break; /* first document only, as kubectl */
-	}
-	if (!doc)
-		doc = json_object();
-	if (json_is_null(doc)) {
-		json_decref(doc);
-		doc = json_object();
+	doc = json_array_get(docs, 0);
+	if (!doc || json_is_null(doc)) {
+		json_decref(docs);
+		*out = json_object();
+		return *out ? 0 : -ENOMEM;
 	}
 	if (!json_is_object(doc)) {
+		json_decref(docs);
 		ds_err_setloc(err, path, 1, 1, "a kubeconfig must be a mapping");
-		rc = -EBADMSG;
-		goto out;
+		return -EBADMSG;
 	}
-	*out = doc;
-	doc = NULL;
-	rc = 0;
-out:
-	json_decref(doc);
-	if (started)
-		yaml_parser_delete(&p);
-	free(buf);
-	return rc;
+	*out = json_incref(doc);
+	json_decref(docs);
+	return 0;
 }
 
 /* ---- merging ------------------------------------------------------------ */
