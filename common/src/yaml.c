@@ -435,7 +435,7 @@ static void resolve_number(const char *s, size_t len, struct res *r)
 /* '.'-led plain scalars: Go's ParseFloat (underscores only between digits). */
 static void resolve_dot(const char *s, size_t len, struct res *r)
 {
-	char plain[128];
+	char plain[128] = "";
 	size_t n = 0;
 	double d;
 
@@ -563,6 +563,11 @@ static int parser_error(struct ps *ps)
 			return fail(ps, &m, -EBADMSG, "%s (#%X)", problem, (unsigned)p->problem_value);
 		return fail(ps, &m, -EBADMSG, "%s", problem);
 	default:
+		if (m.index < ps->len && ps->buf[m.index] == '\t' &&
+		    !strcmp(problem, "found character that cannot start any token"))
+			return fail(ps, &m, -EBADMSG,
+				    "found a tab character that cannot start any token (YAML is "
+				    "indented with spaces, not tabs)");
 		if (p->context)
 			return fail(ps, &m, -EBADMSG, "%s %s", p->context, problem);
 		return fail(ps, &m, -EBADMSG, "%s", problem);
@@ -660,6 +665,30 @@ static void anchors_clear(struct ps *ps)
 		json_decref(ps->anchors[i].value);
 	}
 	ps->nanchors = 0;
+}
+
+/* An anchor on a mapping key: a complete scalar (steals value). */
+static int anchor_add(struct ps *ps, const char *name, json_t *value)
+{
+	struct anchor *a;
+
+	if (!value || grow((void **)&ps->anchors, &ps->capanchors, ps->nanchors + 1,
+			   sizeof(*ps->anchors))) {
+		json_decref(value);
+		return -ENOMEM;
+	}
+	a = &ps->anchors[ps->nanchors];
+	memset(a, 0, sizeof(*a));
+	a->name = strdup(name);
+	if (!a->name) {
+		json_decref(value);
+		return -ENOMEM;
+	}
+	a->value = value;
+	a->nodes = 1;
+	a->loc_first = a->loc_end = ps->locs ? ps->locs->n : 0;
+	ps->nanchors++;
+	return 0;
 }
 
 /* A node under construction: value plus bookkeeping for anchors and aliases. */
@@ -1068,6 +1097,15 @@ static int parse_mapping(struct ps *ps, int depth, struct built *out)
 					goto out;
 				key = kbuf;
 				klen = strlen(kbuf);
+			}
+			if (kev.data.scalar.anchor) {
+				json_t *kv = r.kind == R_STR || r.kind == R_NONFINITE
+						     ? json_stringn(key, klen)
+						     : json_from_res(&r);
+
+				rc = anchor_add(ps, (const char *)kev.data.scalar.anchor, kv);
+				if (rc)
+					goto out;
 			}
 		} else if (kev.type == YAML_ALIAS_EVENT) {
 			struct anchor *a = anchor_find(ps, (const char *)kev.data.alias.anchor);

@@ -285,6 +285,9 @@ static void test_yaml__anchors_aliases_and_merge(void **state)
 			 "\"c\":{\"x\":9,\"w\":2,\"z\":4}}");
 	assert_parses_to("d:\n  x: 0\n  <<: {x: 1, w: 2}\n", "{\"d\":{\"x\":0,\"w\":2}}");
 	assert_parses_to("\"<<\": 1\n", "{\"<<\":1}");
+	/* an anchor on a key can be used as a key or a value */
+	assert_parses_to("&k name: x\nlist: [*k]\nother:\n  *k : again\n",
+			 "{\"name\":\"x\",\"list\":[\"name\"],\"other\":{\"name\":\"again\"}}");
 	/* aliases are copies: changing one does not change the other */
 	v = parse1("a: &x {k: 1}\nb: *x\n");
 	json_object_set_new(json_object_get(v, "b"), "k", json_integer(2));
@@ -320,8 +323,8 @@ static void test_yaml__syntax_errors_are_located(void **state)
 	/* a tab used for indentation */
 	assert_string_equal(
 		parse_err("a:\n\tb: 1\n", -EBADMSG, buf, sizeof(buf)),
-		"t.yaml:2:1: while scanning for the next token found character that cannot start "
-		"any token");
+		"t.yaml:2:1: found a tab character that cannot start any token (YAML is indented "
+		"with spaces, not tabs)");
 	assert_string_equal(parse_err("a: [1, 2\nb: 3\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:2:2: while parsing a flow sequence did not find expected ',' "
 			    "or ']'");
