@@ -13,9 +13,15 @@ fi
 name=$1; shift
 scripts/setup.sh >/dev/null
 BUILD=${DS_BENCH_BUILD_DIR:-build/bench}
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DDS_WERROR=ON -DDS_SANITIZE=OFF -DDS_BUILD_TESTS=ON >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" >/dev/null
+log="$BUILD.log"
+mkdir -p "$(dirname "$log")"
+if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+         -DDS_WERROR=ON -DDS_SANITIZE=OFF -DDS_BUILD_TESTS=ON &&
+       cmake --build "$BUILD" -j"$(nproc)"; } >"$log" 2>&1; then
+  tail -n 40 "$log" >&2
+  echo "bench: the build failed (full log: $log)" >&2
+  exit 1
+fi
 export DS_BUILD_DIR="$BUILD" DS_FIXTURES="$(cd .. && pwd)/shared/fixtures"
 if [ -x "tests/bench/$name.sh" ]; then
   exec "tests/bench/$name.sh" "$@"
