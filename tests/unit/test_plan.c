@@ -122,6 +122,71 @@ static void test_plan__every_v1_fixture_in_migrate_mode(void **state)
 	assert_int_equal(seen, 10);
 }
 
+/* Every v1beta1 fixture onto a v1 target (converted) and a v1beta1 target (as it was). */
+static void test_plan__every_v1beta1_fixture_both_targets(void **state)
+{
+	char dir[1024];
+	DIR *d;
+	struct dirent *de;
+	int seen = 0;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s", tu_fixture("dra-example-driver/v1beta1"));
+	assert_non_null(d = opendir(dir));
+	while ((de = readdir(d))) {
+		char path[1400];
+		json_t *orig;
+
+		if (!strstr(de->d_name, ".yaml"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		orig = dt_load_file(path);
+		for (int beta = 0; beta < 2; beta++) {
+			struct tu_run r;
+			json_t *out, *o;
+			size_t i;
+
+			plan(&r, NULL, (const char *[]){"--config", migrate_cfg(), "--target-api",
+							beta ? "resource.k8s.io/v1beta1" : "resource.k8s.io/v1",
+							"-f", path, "-o", "json", NULL});
+			if (r.status != 0)
+				fail_msg("%s: exit %d\n%s", de->d_name, r.status, r.err);
+			out = items(&r);
+			assert_int_equal(json_array_size(out), json_array_size(orig));
+			json_array_foreach(out, i, o) {
+				json_t *src = dt_find(orig, ds_obj_kind(o), ds_obj_name(o));
+				json_t *rq;
+				size_t k;
+
+				if (!ds_obj_in_group(o, "resource.k8s.io")) {
+					assert_true(!json_object_get(src, "spec") ||
+						    json_equal(json_object_get(o, "spec"), json_object_get(src, "spec")));
+					continue;
+				}
+				assert_string_equal(ds_obj_api_version(o),
+						    beta ? "resource.k8s.io/v1beta1" : "resource.k8s.io/v1");
+				json_array_foreach(dt_get(o, strcmp(ds_obj_kind(o), "ResourceClaim") == 0
+								? "/spec/devices/requests"
+								: "/spec/spec/devices/requests"),
+						   k, rq) {
+					/* v1 holds the class under exactly, v1beta1 on the request. */
+					assert_string_equal(dt_str(rq, beta ? "/deviceClassName" : "/exactly/deviceClassName"),
+							    "gpu.example.com");
+					assert_null(dt_get(rq, beta ? "/exactly" : "/deviceClassName"));
+				}
+				if (beta)
+					assert_true(json_equal(json_object_get(o, "spec"), json_object_get(src, "spec")));
+			}
+			json_decref(out);
+			tu_run_dispose(&r);
+		}
+		json_decref(orig);
+		seen++;
+	}
+	closedir(d);
+	assert_int_equal(seen, 4);
+}
+
 /* v1beta1 fixtures onto a v1 target, and v1 fixtures onto a v1beta1 target. */
 static void test_plan__conversion_both_ways(void **state)
 {
@@ -391,6 +456,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plan__every_v1_fixture_in_migrate_mode),
+		cmocka_unit_test(test_plan__every_v1beta1_fixture_both_targets),
 		cmocka_unit_test(test_plan__conversion_both_ways),
 		cmocka_unit_test(test_plan__mapping_on_fixtures),
 		cmocka_unit_test(test_plan__standby_holds_pods_and_scales_down),
