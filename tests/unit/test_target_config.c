@@ -184,6 +184,22 @@ static void test_target_config__identical_selectors_across_kinds_allowed(void **
 	ds_target_config_free(cfg);
 }
 
+/* The example shipped in deploy/ stays valid. */
+static void test_target_config__shipped_example_loads(void **state)
+{
+	char path[1024];
+	ds_target_config *cfg = NULL;
+	ds_err err;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/../../deploy/target.yaml", tu_env("DS_RESOURCES"));
+	ds_err_clear(&err);
+	assert_int_equal(ds_target_config_load(&cfg, path, &err), 0);
+	assert_int_equal(ds_target_config_dra(cfg)->n_rules, 5);
+	assert_int_equal(ds_target_config_mode(cfg), DS_MODE_STANDBY);
+	ds_target_config_free(cfg);
+}
+
 static void test_target_config__missing_file(void **state)
 {
 	ds_target_config *cfg = NULL;
@@ -203,6 +219,7 @@ int main(void)
 		cmocka_unit_test(test_target_config__defaults),
 		cmocka_unit_test(test_target_config__bad_files_are_located),
 		cmocka_unit_test(test_target_config__identical_selectors_across_kinds_allowed),
+		cmocka_unit_test(test_target_config__shipped_example_loads),
 		cmocka_unit_test(test_target_config__missing_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
