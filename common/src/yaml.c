@@ -26,13 +26,18 @@ struct loc_entry {
 	ds_yaml_loc loc;
 };
 
+struct loc_slot {
+	size_t idx; /* entry index + 1, 0 = empty */
+	uint64_t hash;
+};
+
 struct ds_yaml_locs {
 	char *file;
 	struct loc_entry *v;
 	size_t n, cap;
 	char *arena;
 	size_t alen, acap;
-	size_t *slots; /* open-addressing index: entry index + 1, 0 = empty */
+	struct loc_slot *slots; /* open-addressing index */
 	size_t nslots; /* power of two */
 };
 
@@ -80,6 +85,12 @@ static uint64_t hash_key(size_t doc, const char *s, size_t len)
 		h ^= (unsigned char)s[i];
 		h *= 1099511628211ull;
 	}
+	/* FNV's low bits mix poorly and the table uses them: finish with murmur3's fmix64. */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
 	return h;
 }
 
@@ -97,20 +108,25 @@ static int locs_index(ds_yaml_locs *locs)
 	locs->nslots = n;
 	for (size_t i = 0; i < locs->n; i++) {
 		const struct loc_entry *e = &locs->v[i];
-		size_t h = (size_t)hash_key(e->doc, locs->arena + e->off, e->len) & (n - 1);
+		uint64_t hv = hash_key(e->doc, locs->arena + e->off, e->len);
+		size_t h = (size_t)hv & (n - 1);
 
+		/* The full hash sits in the slot, so probing rarely touches the entries. */
 		for (;; h = (h + 1) & (n - 1)) {
-			size_t s = locs->slots[h];
+			struct loc_slot *sl = &locs->slots[h];
 			const struct loc_entry *o;
 
-			if (!s) {
-				locs->slots[h] = i + 1;
+			if (!sl->idx) {
+				sl->idx = i + 1;
+				sl->hash = hv;
 				break;
 			}
-			o = &locs->v[s - 1];
+			if (sl->hash != hv)
+				continue;
+			o = &locs->v[sl->idx - 1];
 			if (o->doc == e->doc && o->len == e->len &&
 			    memcmp(locs->arena + o->off, locs->arena + e->off, e->len) == 0) {
-				locs->slots[h] = i + 1;
+				sl->idx = i + 1;
 				break;
 			}
 		}
@@ -121,18 +137,22 @@ static int locs_index(ds_yaml_locs *locs)
 int ds_yaml_locs_find(const ds_yaml_locs *locs, size_t doc, const char *ptr, ds_yaml_loc *out)
 {
 	size_t len, h;
+	uint64_t hv;
 
 	if (!locs || !ptr || !locs->nslots)
 		return -ENOENT;
 	len = strlen(ptr);
-	h = (size_t)hash_key(doc, ptr, len) & (locs->nslots - 1);
+	hv = hash_key(doc, ptr, len);
+	h = (size_t)hv & (locs->nslots - 1);
 	for (;; h = (h + 1) & (locs->nslots - 1)) {
-		size_t s = locs->slots[h];
+		const struct loc_slot *sl = &locs->slots[h];
 		const struct loc_entry *e;
 
-		if (!s)
+		if (!sl->idx)
 			return -ENOENT;
-		e = &locs->v[s - 1];
+		if (sl->hash != hv)
+			continue;
+		e = &locs->v[sl->idx - 1];
 		if (e->doc == doc && e->len == len && memcmp(locs->arena + e->off, ptr, len) == 0) {
 			if (out)
 				*out = e->loc;
