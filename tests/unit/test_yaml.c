@@ -133,6 +133,26 @@ static void test_yaml__plain_scalars_typed_as_kubectl(void **state)
 			 "\"v1\"]");
 }
 
+static void test_yaml__number_edge_cases_follow_go_yaml(void **state)
+{
+	(void)state;
+	/* ints: Go's strconv.ParseInt(s with '_' removed, 0, 64) */
+	assert_parses_to("[-0b11, +0x10, 0X1F, 1__0, 0_1, 00, -0, 0B11, 0O17, -0o17]",
+			 "[-3,16,31,10,1,0,0,3,15,-15]");
+	/* floats: go-yaml's yamlStyleFloat, after ints failed */
+	assert_parses_to("[09.5, 1e+5, +1e5, 0.0, 1E3, 0019, 1_0.5]",
+			 "[9.5,100000.0,100000.0,0.0,1000.0,19.0,10.5]");
+	/* strings: not numbers to go-yaml */
+	assert_parses_to("[_1, 0x1.8p1, .infinity, Infinity, inf, nan, NaN, 1e5.5, ._5, 0o8, "
+			 "0b2, +-1, 1-2]",
+			 "[\"_1\",\"0x1.8p1\",\".infinity\",\"Infinity\",\"inf\",\"nan\",\"NaN\","
+			 "\"1e5.5\",\"._5\",\"0o8\",\"0b2\",\"+-1\",\"1-2\"]");
+	/* float keys are written as Go's FormatFloat(f, 'g', -1, 32) */
+	assert_parses_to("{0.1: a, 1e-5: b, 1.0e6: c, 123456.7: d, 2.50: e, -.inf: f}",
+			 "{\"0.1\":\"a\",\"1e-05\":\"b\",\"1e+06\":\"c\",\"123456.7\":\"d\","
+			 "\"2.5\":\"e\",\"-.inf\":\"f\"}");
+}
+
 static void test_yaml__big_integers_become_floats(void **state)
 {
 	json_t *v;
@@ -874,6 +894,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_yaml__plain_scalars_typed_as_kubectl),
+		cmocka_unit_test(test_yaml__number_edge_cases_follow_go_yaml),
 		cmocka_unit_test(test_yaml__big_integers_become_floats),
 		cmocka_unit_test(test_yaml__quoted_and_block_scalars_stay_strings),
 		cmocka_unit_test(test_yaml__nonfinite_floats_are_an_error),
