@@ -1,0 +1,53 @@
+#ifndef DRASYNC_RECEIVER_H
+#define DRASYNC_RECEIVER_H
+
+/*
+ * The target's end of the link: a ROUTER bound as CURVE server, with a ZAP
+ * handler admitting the keys of the authorized-sources file. For each source
+ * session it answers Hello with Welcome (last committed seq, credit), commits
+ * each batch in the inbox (the handler runs inside the commit) and only then
+ * acknowledges it with per-record results and fresh credit. A peer that sends
+ * anything malformed, oversized or beyond its credit is dropped and logged;
+ * the others are served on.
+ */
+
+#include "drasync/err.h"
+#include "drasync/inbox.h"
+#include "drasync/keys.h"
+#include "drasync/transport.h"
+
+#include <stdint.h>
+
+typedef struct ds_receiver ds_receiver;
+
+typedef struct ds_receiver_config {
+	const char *endpoint;           /* e.g. "tcp://0.0.0.0:7450"; port "*": any free port */
+	const ds_keypair *keys;         /* the server's key pair */
+	const char *authorized_sources; /* file of "name Z85-public-key" lines */
+	const char *inbox_path;         /* SQLite ledger */
+	const char *zap_domain;         /* NULL: DS_ZAP_DOMAIN */
+	uint32_t credit;                /* records a source may have unacknowledged; 0: 2048 */
+	ds_transport_tuning tuning;     /* fill with ds_transport_tuning_default() first */
+	ds_record_handler handler;      /* may be NULL: records are only committed */
+	void *handler_ud;
+	ds_transport_event_fn on_event; /* may be NULL */
+	void *event_ud;
+} ds_receiver_config;
+
+/** Fill the defaults (tuning included); endpoint, keys and paths stay NULL. */
+void ds_receiver_config_default(ds_receiver_config *cfg);
+
+/** Open the inbox, start the ZAP handler and bind. */
+int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *err);
+void ds_receiver_free(ds_receiver *r);
+
+/** The endpoint actually bound (the port resolved when "*" was asked). */
+const char *ds_receiver_endpoint(const ds_receiver *r);
+
+/** Serve until ds_receiver_stop(). @return 0, or a negative errno on a fatal error */
+int ds_receiver_run(ds_receiver *r, ds_err *err);
+
+/** Make ds_receiver_run() return soon. Safe from another thread or a signal handler. */
+void ds_receiver_stop(ds_receiver *r);
+
+#endif

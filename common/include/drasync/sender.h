@@ -1,0 +1,71 @@
+#ifndef DRASYNC_SENDER_H
+#define DRASYNC_SENDER_H
+
+/*
+ * The source's end of the link: drains the outbox to the target over a DEALER
+ * socket connecting as CURVE client (ZMQ_IMMEDIATE, heartbeats, bounded
+ * linger, reconnect backoff). Each session starts with Hello; the target's
+ * Welcome says what it committed, and sending resumes right after it. Never
+ * more records are in flight than the target's credit allows; each Ack
+ * advances the outbox and reports per-record results. When the outbox no
+ * longer holds what the target needs, on_snapshot_required is called and the
+ * sender waits for the exporter to push a snapshot.
+ *
+ * The exporter pushes with its own ds_outbox handle on the same file and may
+ * call ds_sender_wake() so the records go out without waiting for the poll.
+ */
+
+#include "drasync/err.h"
+#include "drasync/keys.h"
+#include "drasync/record.h"
+#include "drasync/transport.h"
+
+#include <stdint.h>
+
+typedef struct ds_sender ds_sender;
+
+typedef struct ds_sender_config {
+	const char *endpoint;          /* the target, e.g. "tcp://dr.example.net:7450" */
+	const char *server_public_key; /* Z85 */
+	const ds_keypair *keys;        /* this source's key pair */
+	const char *outbox_path;
+	const char *cluster_name;
+	size_t batch_records; /* records per batch; default 256 */
+	size_t batch_bytes;   /* encoded bytes per batch; default 4 MiB */
+	int hello_timeout_ms; /* no Welcome within: reconnect; default 10000 */
+	int ack_timeout_ms;   /* records in flight and no Ack within: reconnect; default 30000 */
+	ds_transport_tuning tuning;
+	ds_transport_event_fn on_event; /* may be NULL */
+	void *event_ud;
+	/* Per-record result from the target (may be NULL). */
+	void (*on_result)(void *ud, uint64_t seq, enum ds_result_status status,
+			  const char *message);
+	/* The target needs a snapshot: push SNAPSHOT_BEGIN, every object, SNAPSHOT_END. */
+	void (*on_snapshot_required)(void *ud, uint64_t target_committed_seq);
+	void *ud;
+} ds_sender_config;
+
+/** Fill the defaults (tuning included); endpoint, keys and paths stay NULL. */
+void ds_sender_config_default(ds_sender_config *cfg);
+
+int ds_sender_new(ds_sender **out, const ds_sender_config *cfg, ds_err *err);
+void ds_sender_free(ds_sender *s);
+
+/**
+ * Run sessions until ds_sender_stop(), or, when until_seq > 0, until the
+ * target has acknowledged every record up to until_seq (a `once` pass).
+ * timeout_ms > 0 bounds the wait (-ETIMEDOUT).
+ * @return 0, -ETIMEDOUT, or a negative errno on a fatal local error
+ */
+int ds_sender_run(ds_sender *s, uint64_t until_seq, int timeout_ms, ds_err *err);
+
+/** Make ds_sender_run() return soon. Safe from another thread or a signal handler. */
+void ds_sender_stop(ds_sender *s);
+
+/** Records were pushed: send them now. Safe from another thread. */
+void ds_sender_wake(ds_sender *s);
+
+/** The highest seq the target acknowledged so far. */
+uint64_t ds_sender_acked(const ds_sender *s);
+
+#endif

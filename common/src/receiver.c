@@ -1,0 +1,579 @@
+#include "drasync/receiver.h"
+
+#include "drasync/version.h"
+#include "drasync/zap.h"
+#include "transport_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <zmq.h>
+
+#ifndef ZMQ_ZAP_ENFORCE_DOMAIN
+#define ZMQ_ZAP_ENFORCE_DOMAIN 93 /* draft in libzmq 4.3 headers, honoured by the library */
+#endif
+
+#define MAX_SESSIONS 64
+#define MAX_CONNS 256
+#define RID_MAX 256
+
+struct session {
+	bool used;
+	uint8_t rid[RID_MAX];
+	size_t rid_len;
+	char source[128];
+	char peer[64];
+	uint64_t epoch;
+	uint64_t committed;
+	uint64_t granted; /* the source may send up to this seq */
+	int64_t last_seen;
+};
+
+/* What the monitor knows about one TCP connection, by file descriptor. */
+struct conn {
+	int fd;
+	char peer[64];
+	char failure[200]; /* a handshake failure waiting for its disconnect event */
+};
+
+struct ds_receiver {
+	ds_receiver_config cfg;
+	char endpoint[256];
+	void *zctx;
+	void *router;
+	ds_zap *zap;
+	ds_inbox *inbox;
+	ds_wire_decoder *dec;
+	struct ds_monitor mon;
+	struct session sessions[MAX_SESSIONS];
+	struct conn conns[MAX_CONNS];
+	ds_wire_result *results;
+	size_t results_cap;
+	/* Handshake failures carry no descriptor; libzmq reports the disconnect of
+	 * the same connection right after, from the same I/O thread (one per context). */
+	char pending_failure[200];
+	atomic_int stop;
+};
+
+static void emit(ds_receiver *r, enum ds_log_level level, const char *name, const char *peer,
+		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void emit(ds_receiver *r, enum ds_log_level level, const char *name, const char *peer,
+		 const char *fmt, ...)
+{
+	char detail[512];
+	ds_transport_event ev;
+	va_list ap;
+
+	if (!r->cfg.on_event)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	ev.level = level;
+	ev.name = name;
+	ev.peer = peer ? peer : "";
+	ev.detail = detail;
+	r->cfg.on_event(r->cfg.event_ud, &ev);
+}
+
+void ds_receiver_config_default(ds_receiver_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->credit = 2048;
+	ds_transport_tuning_default(&cfg->tuning);
+}
+
+const char *ds_receiver_endpoint(const ds_receiver *r)
+{
+	return r->endpoint;
+}
+
+void ds_receiver_stop(ds_receiver *r)
+{
+	atomic_store(&r->stop, 1);
+}
+
+int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *err)
+{
+	ds_receiver *r = calloc(1, sizeof(*r));
+	int one = 1, rc = 0;
+	size_t len;
+
+	if (!r)
+		return -ENOMEM;
+	r->cfg = *cfg;
+	if (!r->cfg.credit)
+		r->cfg.credit = 2048;
+	if (!cfg->endpoint || !cfg->keys || !cfg->authorized_sources || !cfg->inbox_path) {
+		ds_err_set(err, "receiver: endpoint, keys, authorized sources and inbox are required");
+		rc = -EINVAL;
+		goto out;
+	}
+	for (int i = 0; i < MAX_CONNS; i++)
+		r->conns[i].fd = -1;
+	rc = ds_inbox_open(&r->inbox, cfg->inbox_path, err);
+	if (rc < 0)
+		goto out;
+	rc = ds_wire_decoder_new(&r->dec, &cfg->tuning.limits);
+	if (rc < 0)
+		goto out;
+	r->zctx = zmq_ctx_new();
+	if (!r->zctx) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* ZAP first: a handshake arriving before it would be refused. */
+	rc = ds_zap_new(&r->zap, r->zctx, cfg->authorized_sources,
+			cfg->zap_domain ? cfg->zap_domain : DS_ZAP_DOMAIN, cfg->on_event,
+			cfg->event_ud, err);
+	if (rc < 0)
+		goto out;
+	r->router = zmq_socket(r->zctx, ZMQ_ROUTER);
+	if (!r->router) {
+		rc = -zmq_errno();
+		goto out;
+	}
+	{
+		const char *domain = cfg->zap_domain ? cfg->zap_domain : DS_ZAP_DOMAIN;
+		if (zmq_setsockopt(r->router, ZMQ_CURVE_SERVER, &one, sizeof(one)) ||
+		    zmq_setsockopt(r->router, ZMQ_CURVE_SECRETKEY, cfg->keys->secret_z85,
+				   DS_KEY_Z85_LEN) ||
+		    zmq_setsockopt(r->router, ZMQ_ZAP_DOMAIN, domain, strlen(domain)) ||
+		    zmq_setsockopt(r->router, ZMQ_ZAP_ENFORCE_DOMAIN, &one, sizeof(one)) ||
+		    zmq_setsockopt(r->router, ZMQ_ROUTER_MANDATORY, &one, sizeof(one))) {
+			rc = -zmq_errno();
+			ds_err_set(err, "cannot configure the CURVE server socket: %s",
+				   zmq_strerror(-rc));
+			goto out;
+		}
+	}
+	rc = ds_sock_tune(r->router, &cfg->tuning);
+	if (rc < 0) {
+		ds_err_set(err, "cannot tune the server socket: %s", zmq_strerror(-rc));
+		goto out;
+	}
+	rc = ds_monitor_start(&r->mon, r->zctx, r->router);
+	if (rc < 0) {
+		ds_err_set(err, "cannot monitor the server socket: %s", zmq_strerror(-rc));
+		goto out;
+	}
+	if (zmq_bind(r->router, cfg->endpoint) != 0) {
+		rc = -zmq_errno();
+		ds_err_set(err, "cannot listen on %s: %s", cfg->endpoint, zmq_strerror(-rc));
+		goto out;
+	}
+	len = sizeof(r->endpoint);
+	zmq_getsockopt(r->router, ZMQ_LAST_ENDPOINT, r->endpoint, &len);
+	emit(r, DS_LOG_INFO, "listening", r->endpoint, "CURVE server, ZAP domain %s",
+	     cfg->zap_domain ? cfg->zap_domain : DS_ZAP_DOMAIN);
+out:
+	if (rc < 0) {
+		ds_receiver_free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+void ds_receiver_free(ds_receiver *r)
+{
+	if (!r)
+		return;
+	ds_monitor_stop(&r->mon, r->router);
+	if (r->router)
+		zmq_close(r->router);
+	ds_zap_free(r->zap);
+	if (r->zctx)
+		zmq_ctx_term(r->zctx);
+	ds_inbox_free(r->inbox);
+	ds_wire_decoder_free(r->dec);
+	free(r->results);
+	free(r);
+}
+
+/* ---- connections (monitor) --------------------------------------------- */
+
+static struct conn *conn_get(ds_receiver *r, int fd, bool create)
+{
+	struct conn *free_slot = NULL;
+
+	for (int i = 0; i < MAX_CONNS; i++) {
+		if (r->conns[i].fd == fd)
+			return &r->conns[i];
+		if (!free_slot && r->conns[i].fd < 0)
+			free_slot = &r->conns[i];
+	}
+	if (!create)
+		return NULL;
+	if (!free_slot)
+		free_slot = &r->conns[(unsigned)fd % MAX_CONNS]; /* overwrite: only for logs */
+	memset(free_slot, 0, sizeof(*free_slot));
+	free_slot->fd = fd;
+	return free_slot;
+}
+
+static void fd_peer(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	buf[0] = '\0';
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return;
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+	} else if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+	}
+	snprintf(buf, len, "%s:%u", host, port);
+}
+
+static void monitor_events(ds_receiver *r)
+{
+	uint16_t ev;
+	uint32_t value;
+	char addr[256], why[200];
+
+	while (ds_monitor_read(&r->mon, &ev, &value, addr, sizeof(addr))) {
+		struct conn *c;
+		switch (ev) {
+		case ZMQ_EVENT_ACCEPTED:
+			c = conn_get(r, (int)value, true);
+			fd_peer((int)value, c->peer, sizeof(c->peer));
+			emit(r, DS_LOG_DEBUG, "accepted", c->peer, "TCP connection on %s", addr);
+			break;
+		case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+		case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+		case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+			snprintf(r->pending_failure, sizeof(r->pending_failure), "%s",
+				 ds_handshake_reason(ev, value, why, sizeof(why)));
+			break;
+		case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+			r->pending_failure[0] = '\0';
+			break;
+		case ZMQ_EVENT_DISCONNECTED:
+			c = conn_get(r, (int)value, false);
+			if (r->pending_failure[0]) {
+				emit(r, DS_LOG_WARN, "handshake_failed", c ? c->peer : "", "%s",
+				     r->pending_failure);
+				r->pending_failure[0] = '\0';
+			} else {
+				emit(r, DS_LOG_INFO, "disconnected", c ? c->peer : "",
+				     "connection closed (peer gone, heartbeat timeout, or a frame "
+				     "over ZMQ_MAXMSGSIZE=%zu)",
+				     r->cfg.tuning.limits.max_frame);
+			}
+			if (c)
+				c->fd = -1;
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* ---- sessions ------------------------------------------------------------ */
+
+static struct session *session_find(ds_receiver *r, const uint8_t *rid, size_t len)
+{
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		struct session *s = &r->sessions[i];
+		if (s->used && s->rid_len == len && memcmp(s->rid, rid, len) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+static struct session *session_new(ds_receiver *r, const uint8_t *rid, size_t len)
+{
+	struct session *s = session_find(r, rid, len), *oldest = &r->sessions[0];
+
+	if (!s) {
+		for (int i = 0; i < MAX_SESSIONS; i++) {
+			if (!r->sessions[i].used) {
+				s = &r->sessions[i];
+				break;
+			}
+			if (r->sessions[i].last_seen < oldest->last_seen)
+				oldest = &r->sessions[i];
+		}
+		if (!s)
+			s = oldest;
+	}
+	memset(s, 0, sizeof(*s));
+	s->used = true;
+	memcpy(s->rid, rid, len);
+	s->rid_len = len;
+	return s;
+}
+
+static int send_to(ds_receiver *r, const uint8_t *rid, size_t rid_len, uint8_t *buf, size_t len)
+{
+	int rc = 0;
+
+	if (zmq_send(r->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+	    zmq_send(r->router, buf, len, ZMQ_DONTWAIT) < 0)
+		rc = -zmq_errno();
+	free(buf);
+	return rc;
+}
+
+/*
+ * Close one peer's TCP connection. ROUTER has no API to drop a peer, so shut
+ * the descriptor the frame came from down: libzmq sees the end of the stream
+ * and tears the connection down itself. The descriptor is checked against the
+ * peer's address first so a reused number is never touched.
+ */
+static void drop_peer(ds_receiver *r, int fd, const char *peer_ip, const uint8_t *rid,
+		      size_t rid_len, const char *why)
+{
+	struct session *s = session_find(r, rid, rid_len);
+	char addr[64];
+	uint8_t *buf;
+	size_t len;
+
+	if (ds_wire_goodbye_encode(why, &buf, &len) == 0)
+		send_to(r, rid, rid_len, buf, len);
+	if (s)
+		s->used = false;
+	fd_peer(fd, addr, sizeof(addr));
+	if (fd >= 0 && peer_ip && peer_ip[0] && strncmp(addr, peer_ip, strlen(peer_ip)) == 0 &&
+	    addr[strlen(peer_ip)] == ':')
+		shutdown(fd, SHUT_RDWR);
+	emit(r, DS_LOG_WARN, "peer_dropped", addr[0] ? addr : peer_ip, "%s", why);
+}
+
+static void on_hello(ds_receiver *r, const uint8_t *rid, size_t rid_len, const char *source,
+		     const char *peer, const ds_wire_hello *h)
+{
+	struct session *s;
+	ds_wire_welcome w;
+	uint64_t committed = 0;
+	uint8_t *buf;
+	size_t len;
+	ds_err err;
+	int rc;
+
+	if (h->protocol_version != DS_PROTOCOL_VERSION) {
+		char why[128];
+		snprintf(why, sizeof(why), "protocol version %u not supported (this target speaks %u)",
+			 h->protocol_version, DS_PROTOCOL_VERSION);
+		if (ds_wire_goodbye_encode(why, &buf, &len) == 0)
+			send_to(r, rid, rid_len, buf, len);
+		emit(r, DS_LOG_WARN, "session_refused", peer, "source %s: %s", source, why);
+		return;
+	}
+	rc = ds_inbox_session(r->inbox, source, h->cluster_name, h->epoch, &committed, &err);
+	if (rc < 0) {
+		emit(r, DS_LOG_ERROR, "ledger_error", peer, "%s", err.msg);
+		if (ds_wire_goodbye_encode("target ledger unavailable", &buf, &len) == 0)
+			send_to(r, rid, rid_len, buf, len);
+		return;
+	}
+	s = session_new(r, rid, rid_len);
+	snprintf(s->source, sizeof(s->source), "%s", source);
+	snprintf(s->peer, sizeof(s->peer), "%s", peer);
+	s->epoch = h->epoch;
+	s->committed = committed;
+	s->granted = committed + r->cfg.credit;
+	s->last_seen = ds_now_ms();
+	memset(&w, 0, sizeof(w));
+	w.protocol_version = DS_PROTOCOL_VERSION;
+	w.agent_version = DS_VERSION;
+	w.epoch = h->epoch;
+	w.committed_seq = committed;
+	w.credit = r->cfg.credit;
+	w.source_name = source;
+	if (ds_wire_welcome_encode(&w, &buf, &len) == 0)
+		send_to(r, rid, rid_len, buf, len);
+	emit(r, DS_LOG_INFO, "session_open", peer,
+	     "source %s cluster %s agent %s epoch %llu committed_seq %llu", source,
+	     h->cluster_name, h->agent_version, (unsigned long long)h->epoch,
+	     (unsigned long long)committed);
+}
+
+static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t *rid,
+		     size_t rid_len, const char *peer, const ds_wire_msg *msg)
+{
+	struct session *s = session_find(r, rid, rid_len);
+	size_t n = ds_wire_msg_record_count(msg);
+	const ds_record *first = ds_wire_msg_record(msg, 0), *last = ds_wire_msg_record(msg, n - 1);
+	uint64_t committed = 0;
+	ds_wire_ack ack;
+	uint8_t *buf;
+	size_t len;
+	ds_err err;
+	int rc;
+
+	if (!s) {
+		drop_peer(r, fd, peer_ip, rid, rid_len, "batch before hello");
+		return;
+	}
+	s->last_seen = ds_now_ms();
+	if (first->epoch != s->epoch) {
+		drop_peer(r, fd, peer_ip, rid, rid_len, "batch of another epoch than the session");
+		return;
+	}
+	if (last->seq > s->granted) {
+		char why[160];
+		snprintf(why, sizeof(why), "seq %llu beyond the credit granted (up to %llu)",
+			 (unsigned long long)last->seq, (unsigned long long)s->granted);
+		drop_peer(r, fd, peer_ip, rid, rid_len, why);
+		return;
+	}
+	if (n > r->results_cap) {
+		ds_wire_result *nr = realloc(r->results, n * sizeof(*nr));
+		if (!nr)
+			return; /* no ack: the source resends after its timeout */
+		r->results = nr;
+		r->results_cap = n;
+	}
+	rc = ds_inbox_commit(r->inbox, s->source, s->epoch, msg, r->cfg.handler,
+			     r->cfg.handler_ud, r->results, &committed, &err);
+	if (rc == -EPROTO) {
+		drop_peer(r, fd, peer_ip, rid, rid_len, err.msg);
+		return;
+	}
+	if (rc < 0) {
+		/* Storage trouble: acknowledge nothing; the source will resend. */
+		emit(r, DS_LOG_ERROR, "ledger_error", peer, "source %s: %s", s->source, err.msg);
+		return;
+	}
+	s->committed = committed;
+	s->granted = committed + r->cfg.credit;
+	memset(&ack, 0, sizeof(ack));
+	ack.epoch = s->epoch;
+	ack.committed_seq = committed;
+	ack.credit = r->cfg.credit;
+	ack.results = r->results;
+	ack.n_results = n;
+	if (ds_wire_ack_encode(&ack, &buf, &len) == 0)
+		send_to(r, rid, rid_len, buf, len);
+}
+
+static void on_message(ds_receiver *r)
+{
+	zmq_msg_t rid, body;
+	const char *source, *peer_ip;
+	char peer[64];
+	int fd, more;
+	ds_wire_msg *msg = NULL;
+	ds_err err;
+	int rc;
+
+	zmq_msg_init(&rid);
+	zmq_msg_init(&body);
+	if (zmq_msg_recv(&rid, r->router, ZMQ_DONTWAIT) < 0)
+		goto out;
+	if (!zmq_msg_more(&rid) || zmq_msg_recv(&body, r->router, 0) < 0)
+		goto out;
+	fd = zmq_msg_get(&body, ZMQ_SRCFD);
+	peer_ip = zmq_msg_gets(&body, "Peer-Address");
+	source = zmq_msg_gets(&body, "User-Id");
+	fd_peer(fd, peer, sizeof(peer));
+	if (!peer[0])
+		snprintf(peer, sizeof(peer), "%s", peer_ip ? peer_ip : "");
+	more = zmq_msg_more(&body);
+	if (more) {
+		/* Our protocol is one frame per message: drain the rest, then drop. */
+		while (more) {
+			zmq_msg_t extra;
+			zmq_msg_init(&extra);
+			if (zmq_msg_recv(&extra, r->router, 0) < 0) {
+				zmq_msg_close(&extra);
+				break;
+			}
+			more = zmq_msg_more(&extra);
+			zmq_msg_close(&extra);
+		}
+		drop_peer(r, fd, peer_ip, zmq_msg_data(&rid), zmq_msg_size(&rid),
+			  "multi-frame message");
+		goto out;
+	}
+	if (!source || !source[0]) {
+		drop_peer(r, fd, peer_ip, zmq_msg_data(&rid), zmq_msg_size(&rid),
+			  "no authenticated source identity");
+		goto out;
+	}
+	if (zmq_msg_size(&rid) > RID_MAX)
+		goto out;
+	ds_err_clear(&err);
+	rc = ds_wire_decode(r->dec, zmq_msg_data(&body), zmq_msg_size(&body), &msg, &err);
+	if (rc < 0) {
+		char why[300];
+		snprintf(why, sizeof(why), "source %s sent a bad frame: %s", source, err.msg);
+		drop_peer(r, fd, peer_ip, zmq_msg_data(&rid), zmq_msg_size(&rid), why);
+		goto out;
+	}
+	switch (ds_wire_msg_kind(msg)) {
+	case DS_WIRE_HELLO:
+		on_hello(r, zmq_msg_data(&rid), zmq_msg_size(&rid), source, peer,
+			 ds_wire_msg_hello(msg));
+		break;
+	case DS_WIRE_BATCH:
+		on_batch(r, fd, peer_ip, zmq_msg_data(&rid), zmq_msg_size(&rid), peer, msg);
+		break;
+	case DS_WIRE_GOODBYE: {
+		struct session *s = session_find(r, zmq_msg_data(&rid), zmq_msg_size(&rid));
+		emit(r, DS_LOG_INFO, "goodbye", peer, "source %s: %s", source,
+		     ds_wire_msg_goodbye(msg));
+		if (s)
+			s->used = false;
+		break;
+	}
+	default:
+		drop_peer(r, fd, peer_ip, zmq_msg_data(&rid), zmq_msg_size(&rid),
+			  "unexpected message kind from a source");
+		break;
+	}
+out:
+	ds_wire_msg_free(msg);
+	zmq_msg_close(&rid);
+	zmq_msg_close(&body);
+}
+
+int ds_receiver_run(ds_receiver *r, ds_err *err)
+{
+	(void)err;
+	while (!atomic_load(&r->stop)) {
+		zmq_pollitem_t items[2] = {
+			{r->router, 0, ZMQ_POLLIN, 0},
+			{r->mon.pair, 0, ZMQ_POLLIN, 0},
+		};
+		int rc = zmq_poll(items, 2, 100);
+		if (rc < 0) {
+			if (zmq_errno() == EINTR)
+				continue;
+			ds_err_set(err, "poll: %s", zmq_strerror(zmq_errno()));
+			return -zmq_errno();
+		}
+		if (items[1].revents & ZMQ_POLLIN)
+			monitor_events(r);
+		/* Bounded burst, so monitor events and stop are seen under load. */
+		for (int i = 0; i < 64 && !atomic_load(&r->stop); i++) {
+			int ev = 0;
+			size_t evl = sizeof(ev);
+			zmq_getsockopt(r->router, ZMQ_EVENTS, &ev, &evl);
+			if (!(ev & ZMQ_POLLIN))
+				break;
+			on_message(r);
+			monitor_events(r); /* keep drop/disconnect logs in step with traffic */
+		}
+	}
+	monitor_events(r);
+	return 0;
+}

@@ -1,0 +1,568 @@
+#include "drasync/sender.h"
+
+#include "drasync/outbox.h"
+#include "drasync/version.h"
+#include "transport_internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <zmq.h>
+
+enum state {
+	S_IDLE,         /* no socket; a new one after the backoff */
+	S_HELLO,        /* socket open, Hello not sent yet (no connection yet) */
+	S_WELCOME,      /* Hello sent, waiting for Welcome */
+	S_STREAM,       /* sending records */
+	S_SNAPSHOT,     /* the target needs a snapshot the outbox does not hold yet */
+};
+
+struct ds_sender {
+	ds_sender_config cfg;
+	char endpoint[512];
+	char server_key[DS_KEY_Z85_LEN + 1];
+	char cluster[256];
+	ds_keypair keys;
+	void *zctx;
+	void *sock;
+	struct ds_monitor mon;
+	ds_outbox *outbox;
+	ds_wire_decoder *dec;
+	int wakefd;
+	atomic_int stop;
+	_Atomic uint64_t acked;
+
+	enum state state;
+	int64_t next_attempt;
+	int backoff;
+	int64_t hello_sent;
+	int64_t last_progress;
+	int64_t snapshot_check;
+	uint64_t target_committed;
+	uint64_t next_seq; /* next record to send */
+	uint64_t granted;  /* may send up to this seq */
+	uint8_t *pending;  /* a frame that met a full queue */
+	size_t pending_len;
+};
+
+static void emit(ds_sender *s, enum ds_log_level level, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void emit(ds_sender *s, enum ds_log_level level, const char *name, const char *fmt, ...)
+{
+	char detail[512];
+	ds_transport_event ev;
+	va_list ap;
+
+	if (!s->cfg.on_event)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	ev.level = level;
+	ev.name = name;
+	ev.peer = s->endpoint;
+	ev.detail = detail;
+	s->cfg.on_event(s->cfg.event_ud, &ev);
+}
+
+void ds_sender_config_default(ds_sender_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->batch_records = 256;
+	cfg->batch_bytes = 4u << 20;
+	cfg->hello_timeout_ms = 10000;
+	cfg->ack_timeout_ms = 30000;
+	ds_transport_tuning_default(&cfg->tuning);
+}
+
+int ds_sender_new(ds_sender **out, const ds_sender_config *cfg, ds_err *err)
+{
+	ds_sender *s = calloc(1, sizeof(*s));
+	int rc = 0;
+
+	if (!s)
+		return -ENOMEM;
+	s->wakefd = -1;
+	s->cfg = *cfg;
+	if (!cfg->endpoint || !cfg->server_public_key || !cfg->keys || !cfg->outbox_path ||
+	    !cfg->cluster_name || !cfg->cluster_name[0]) {
+		ds_err_set(err, "sender: endpoint, server key, keys, outbox and cluster name are "
+				"required");
+		rc = -EINVAL;
+		goto out;
+	}
+	if (!ds_keys_z85_valid(cfg->server_public_key)) {
+		ds_err_set(err, "the target's public key is not a 40-character Z85 key");
+		rc = -EINVAL;
+		goto out;
+	}
+	if (!s->cfg.batch_records)
+		s->cfg.batch_records = 256;
+	if (!s->cfg.batch_bytes)
+		s->cfg.batch_bytes = 4u << 20;
+	if (s->cfg.batch_bytes > cfg->tuning.limits.max_frame / 2)
+		s->cfg.batch_bytes = cfg->tuning.limits.max_frame / 2;
+	snprintf(s->endpoint, sizeof(s->endpoint), "%s", cfg->endpoint);
+	snprintf(s->server_key, sizeof(s->server_key), "%s", cfg->server_public_key);
+	snprintf(s->cluster, sizeof(s->cluster), "%s", cfg->cluster_name);
+	s->keys = *cfg->keys;
+	s->cfg.endpoint = s->endpoint;
+	s->cfg.server_public_key = s->server_key;
+	s->cfg.cluster_name = s->cluster;
+	s->cfg.keys = &s->keys;
+	rc = ds_outbox_open(&s->outbox, cfg->outbox_path, NULL, err);
+	if (rc < 0)
+		goto out;
+	rc = ds_wire_decoder_new(&s->dec, &cfg->tuning.limits);
+	if (rc < 0)
+		goto out;
+	s->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->wakefd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	s->zctx = zmq_ctx_new();
+	if (!s->zctx) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	{
+		ds_outbox_state st;
+		rc = ds_outbox_state_get(s->outbox, &st, err);
+		if (rc < 0)
+			goto out;
+		atomic_store(&s->acked, st.acked_seq);
+	}
+	s->backoff = cfg->tuning.reconnect_ivl_ms;
+out:
+	if (rc < 0) {
+		ds_sender_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+static void close_socket(ds_sender *s)
+{
+	ds_monitor_stop(&s->mon, s->sock);
+	if (s->sock)
+		zmq_close(s->sock);
+	s->sock = NULL;
+	free(s->pending);
+	s->pending = NULL;
+	s->pending_len = 0;
+}
+
+void ds_sender_free(ds_sender *s)
+{
+	if (!s)
+		return;
+	close_socket(s);
+	if (s->zctx)
+		zmq_ctx_term(s->zctx);
+	ds_outbox_free(s->outbox);
+	ds_wire_decoder_free(s->dec);
+	if (s->wakefd >= 0)
+		close(s->wakefd);
+	explicit_bzero(&s->keys, sizeof(s->keys));
+	free(s);
+}
+
+void ds_sender_stop(ds_sender *s)
+{
+	uint64_t one = 1;
+
+	atomic_store(&s->stop, 1);
+	if (write(s->wakefd, &one, sizeof(one)) < 0) {
+		/* the counter is full: a wake-up is pending anyway */
+	}
+}
+
+void ds_sender_wake(ds_sender *s)
+{
+	uint64_t one = 1;
+
+	if (write(s->wakefd, &one, sizeof(one)) < 0) {
+		/* as above */
+	}
+}
+
+uint64_t ds_sender_acked(const ds_sender *s)
+{
+	return atomic_load(&((ds_sender *)(uintptr_t)s)->acked);
+}
+
+/* Leave the session: a fresh socket after the backoff, so nothing of the old
+ * connection (queued frames, late acks) can leak into the next session. */
+static void reset(ds_sender *s, bool backoff)
+{
+	close_socket(s);
+	s->state = S_IDLE;
+	s->next_attempt = ds_now_ms() + (backoff ? s->backoff : 0);
+	if (backoff) {
+		s->backoff *= 2;
+		if (s->backoff > s->cfg.tuning.reconnect_ivl_max_ms)
+			s->backoff = s->cfg.tuning.reconnect_ivl_max_ms;
+	}
+}
+
+static int open_socket(ds_sender *s, ds_err *err)
+{
+	int one = 1, hwm = 1000, rc;
+
+	s->sock = zmq_socket(s->zctx, ZMQ_DEALER);
+	if (!s->sock)
+		return -zmq_errno();
+	if (zmq_setsockopt(s->sock, ZMQ_CURVE_SERVERKEY, s->server_key, DS_KEY_Z85_LEN) ||
+	    zmq_setsockopt(s->sock, ZMQ_CURVE_PUBLICKEY, s->keys.public_z85, DS_KEY_Z85_LEN) ||
+	    zmq_setsockopt(s->sock, ZMQ_CURVE_SECRETKEY, s->keys.secret_z85, DS_KEY_Z85_LEN) ||
+	    zmq_setsockopt(s->sock, ZMQ_IMMEDIATE, &one, sizeof(one)) ||
+	    zmq_setsockopt(s->sock, ZMQ_SNDHWM, &hwm, sizeof(hwm)) ||
+	    zmq_setsockopt(s->sock, ZMQ_RCVHWM, &hwm, sizeof(hwm))) {
+		rc = -zmq_errno();
+		ds_err_set(err, "cannot configure the CURVE client socket: %s", zmq_strerror(-rc));
+		goto fail;
+	}
+	rc = ds_sock_tune(s->sock, &s->cfg.tuning);
+	if (rc == 0)
+		rc = ds_monitor_start(&s->mon, s->zctx, s->sock);
+	if (rc < 0) {
+		ds_err_set(err, "cannot set up the client socket: %s", zmq_strerror(-rc));
+		goto fail;
+	}
+	if (zmq_connect(s->sock, s->endpoint) != 0) {
+		rc = -zmq_errno();
+		ds_err_set(err, "cannot connect to %s: %s", s->endpoint, zmq_strerror(-rc));
+		goto fail;
+	}
+	s->state = S_HELLO;
+	return 0;
+fail:
+	close_socket(s);
+	return rc;
+}
+
+static void monitor_events(ds_sender *s)
+{
+	uint16_t ev;
+	uint32_t value;
+	char addr[256], why[200];
+
+	while (ds_monitor_read(&s->mon, &ev, &value, addr, sizeof(addr))) {
+		switch (ev) {
+		case ZMQ_EVENT_CONNECTED:
+			emit(s, DS_LOG_INFO, "connected", "TCP connection to %s", addr);
+			break;
+		case ZMQ_EVENT_CONNECT_RETRIED:
+			emit(s, DS_LOG_DEBUG, "connect_retry", "next attempt in %u ms", value);
+			break;
+		case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+			emit(s, DS_LOG_DEBUG, "handshake_ok", "CURVE handshake with %s", addr);
+			break;
+		case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+		case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+		case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+			emit(s, DS_LOG_WARN, "handshake_failed", "%s",
+			     ds_handshake_reason(ev, value, why, sizeof(why)));
+			break;
+		case ZMQ_EVENT_DISCONNECTED:
+			emit(s, DS_LOG_WARN, "disconnected", "connection to %s lost; resuming from "
+							     "the target's committed seq",
+			     addr);
+			if (s->state != S_IDLE) {
+				reset(s, true);
+				return;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static int try_send(ds_sender *s, uint8_t *buf, size_t len)
+{
+	if (zmq_send(s->sock, buf, len, ZMQ_DONTWAIT) >= 0) {
+		free(buf);
+		return 0;
+	}
+	if (zmq_errno() == EAGAIN) {
+		s->pending = buf;
+		s->pending_len = len;
+		return 0;
+	}
+	free(buf);
+	return -zmq_errno();
+}
+
+static void send_hello(ds_sender *s)
+{
+	ds_wire_hello h = {DS_PROTOCOL_VERSION, s->cluster, DS_VERSION,
+			   ds_outbox_epoch(s->outbox)};
+	uint8_t *buf;
+	size_t len;
+
+	if (ds_wire_hello_encode(&h, &buf, &len) < 0)
+		return;
+	/* ZMQ_IMMEDIATE: this only succeeds once a connection is up. */
+	if (zmq_send(s->sock, buf, len, ZMQ_DONTWAIT) >= 0) {
+		s->state = S_WELCOME;
+		s->hello_sent = ds_now_ms();
+	}
+	free(buf);
+}
+
+/* Where to go on from what the target committed; false when a snapshot is needed. */
+static bool resume(ds_sender *s, ds_err *err)
+{
+	uint64_t from = 0;
+	int rc = ds_outbox_resume_point(s->outbox, s->target_committed, &from, err);
+
+	if (rc == 0) {
+		s->next_seq = from;
+		s->state = S_STREAM;
+		s->last_progress = ds_now_ms();
+		return true;
+	}
+	if (rc == -ENOENT) {
+		if (s->state != S_SNAPSHOT) {
+			emit(s, DS_LOG_WARN, "snapshot_required", "%s", err->msg);
+			s->state = S_SNAPSHOT;
+			if (s->cfg.on_snapshot_required)
+				s->cfg.on_snapshot_required(s->cfg.ud, s->target_committed);
+		}
+		s->snapshot_check = ds_now_ms() + 200;
+		return false;
+	}
+	emit(s, DS_LOG_ERROR, "resume_failed", "%s", err->msg);
+	reset(s, true);
+	return false;
+}
+
+static void on_welcome(ds_sender *s, const ds_wire_welcome *w)
+{
+	ds_err err;
+
+	if (s->state != S_WELCOME || w->epoch != ds_outbox_epoch(s->outbox) ||
+	    w->protocol_version != DS_PROTOCOL_VERSION) {
+		emit(s, DS_LOG_WARN, "protocol_error", "unexpected Welcome (epoch %llu)",
+		     (unsigned long long)w->epoch);
+		reset(s, true);
+		return;
+	}
+	s->backoff = s->cfg.tuning.reconnect_ivl_ms;
+	s->target_committed = w->committed_seq;
+	s->granted = w->committed_seq + w->credit;
+	emit(s, DS_LOG_INFO, "session_open",
+	     "target %s accepted source %s; committed_seq %llu credit %u", w->agent_version,
+	     w->source_name, (unsigned long long)w->committed_seq, w->credit);
+	if (w->committed_seq > atomic_load(&s->acked) &&
+	    ds_outbox_ack(s->outbox, w->committed_seq, &err) == 0)
+		atomic_store(&s->acked, w->committed_seq);
+	ds_err_clear(&err);
+	resume(s, &err);
+}
+
+static void on_ack(ds_sender *s, const ds_wire_ack *a)
+{
+	ds_err err;
+
+	if ((s->state != S_STREAM && s->state != S_SNAPSHOT) ||
+	    a->epoch != ds_outbox_epoch(s->outbox) || a->committed_seq >= s->next_seq) {
+		emit(s, DS_LOG_WARN, "protocol_error", "unexpected Ack for seq %llu",
+		     (unsigned long long)a->committed_seq);
+		reset(s, true);
+		return;
+	}
+	if (a->committed_seq > atomic_load(&s->acked)) {
+		if (ds_outbox_ack(s->outbox, a->committed_seq, &err) < 0) {
+			emit(s, DS_LOG_ERROR, "outbox_error", "%s", err.msg);
+			return;
+		}
+		atomic_store(&s->acked, a->committed_seq);
+	}
+	s->target_committed = a->committed_seq;
+	s->granted = a->committed_seq + a->credit;
+	s->last_progress = ds_now_ms();
+	if (s->cfg.on_result)
+		for (size_t i = 0; i < a->n_results; i++)
+			s->cfg.on_result(s->cfg.ud, a->results[i].seq, a->results[i].status,
+					 a->results[i].message);
+}
+
+static void read_incoming(ds_sender *s)
+{
+	for (int i = 0; i < 256 && s->sock; i++) {
+		zmq_msg_t m;
+		ds_wire_msg *msg = NULL;
+		ds_err err;
+
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, s->sock, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&m);
+			return;
+		}
+		if (ds_wire_decode(s->dec, zmq_msg_data(&m), zmq_msg_size(&m), &msg, &err) < 0) {
+			zmq_msg_close(&m);
+			emit(s, DS_LOG_WARN, "protocol_error", "bad frame from the target: %s",
+			     err.msg);
+			reset(s, true);
+			return;
+		}
+		zmq_msg_close(&m);
+		switch (ds_wire_msg_kind(msg)) {
+		case DS_WIRE_WELCOME:
+			on_welcome(s, ds_wire_msg_welcome(msg));
+			break;
+		case DS_WIRE_ACK:
+			on_ack(s, ds_wire_msg_ack(msg));
+			break;
+		case DS_WIRE_GOODBYE:
+			emit(s, DS_LOG_WARN, "goodbye", "the target closed the session: %s",
+			     ds_wire_msg_goodbye(msg));
+			reset(s, true);
+			break;
+		default:
+			emit(s, DS_LOG_WARN, "protocol_error", "unexpected message from the target");
+			reset(s, true);
+			break;
+		}
+		ds_wire_msg_free(msg);
+	}
+}
+
+static int fill_window(ds_sender *s, ds_err *err)
+{
+	while (s->state == S_STREAM && !s->pending && s->next_seq <= s->granted) {
+		ds_outbox_batch b;
+		uint8_t *frame;
+		size_t len, room = (size_t)(s->granted - s->next_seq + 1);
+		int rc;
+
+		if (room > s->cfg.batch_records)
+			room = s->cfg.batch_records;
+		rc = ds_outbox_read(s->outbox, s->next_seq, room, s->cfg.batch_bytes, &b, err);
+		if (rc < 0)
+			return rc;
+		if (b.n == 0) {
+			ds_outbox_batch_dispose(&b);
+			return 0;
+		}
+		rc = ds_wire_batch_encode(b.records, b.n, &frame, &len);
+		if (rc == 0) {
+			if (s->next_seq == s->target_committed + 1)
+				s->last_progress = ds_now_ms(); /* in flight from now */
+			s->next_seq = b.last_seq + 1;
+			rc = try_send(s, frame, len);
+		}
+		ds_outbox_batch_dispose(&b);
+		if (rc < 0) {
+			emit(s, DS_LOG_WARN, "send_failed", "%s", zmq_strerror(-rc));
+			reset(s, true);
+			return 0;
+		}
+	}
+	return 0;
+}
+
+int ds_sender_run(ds_sender *s, uint64_t until_seq, int timeout_ms, ds_err *err)
+{
+	int64_t deadline = timeout_ms > 0 ? ds_now_ms() + timeout_ms : 0;
+	int rc = 0;
+
+	while (!atomic_load(&s->stop)) {
+		zmq_pollitem_t items[3];
+		int n = 0, wait = 50;
+		int64_t now = ds_now_ms();
+		uint64_t drain;
+
+		if (until_seq && atomic_load(&s->acked) >= until_seq)
+			break;
+		if (deadline && now >= deadline) {
+			ds_err_set(err, "timed out: acknowledged up to %llu of %llu",
+				   (unsigned long long)atomic_load(&s->acked),
+				   (unsigned long long)until_seq);
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (s->state == S_IDLE && now >= s->next_attempt) {
+			rc = open_socket(s, err);
+			if (rc < 0)
+				break;
+		}
+		if (s->state == S_WELCOME && now - s->hello_sent > s->cfg.hello_timeout_ms) {
+			emit(s, DS_LOG_WARN, "hello_timeout", "no Welcome within %d ms",
+			     s->cfg.hello_timeout_ms);
+			reset(s, true);
+		}
+		if (s->state == S_STREAM && s->next_seq - 1 > s->target_committed &&
+		    now - s->last_progress > s->cfg.ack_timeout_ms) {
+			emit(s, DS_LOG_WARN, "ack_timeout", "no Ack within %d ms",
+			     s->cfg.ack_timeout_ms);
+			reset(s, true);
+		}
+		if (s->state == S_SNAPSHOT && now >= s->snapshot_check)
+			resume(s, err);
+		if (s->state == S_STREAM) {
+			rc = fill_window(s, err);
+			if (rc < 0)
+				break;
+		}
+		if (s->sock) {
+			items[n].socket = s->sock;
+			items[n].fd = 0;
+			items[n].events = ZMQ_POLLIN;
+			if (s->state == S_HELLO || s->pending)
+				items[n].events |= ZMQ_POLLOUT;
+			items[n].revents = 0;
+			n++;
+			items[n].socket = s->mon.pair;
+			items[n].fd = 0;
+			items[n].events = ZMQ_POLLIN;
+			items[n].revents = 0;
+			n++;
+		} else if (s->next_attempt - now < wait) {
+			wait = s->next_attempt > now ? (int)(s->next_attempt - now) : 0;
+		}
+		items[n].socket = NULL;
+		items[n].fd = s->wakefd;
+		items[n].events = ZMQ_POLLIN;
+		items[n].revents = 0;
+		n++;
+		if (zmq_poll(items, n, wait) < 0 && zmq_errno() != EINTR) {
+			rc = -zmq_errno();
+			ds_err_set(err, "poll: %s", zmq_strerror(-rc));
+			break;
+		}
+		if (read(s->wakefd, &drain, sizeof(drain)) < 0) {
+			/* nothing to drain */
+		}
+		if (!s->sock)
+			continue;
+		monitor_events(s);
+		if (!s->sock)
+			continue;
+		if (s->state == S_HELLO)
+			send_hello(s);
+		if (s->pending) {
+			uint8_t *p = s->pending;
+			s->pending = NULL;
+			rc = try_send(s, p, s->pending_len);
+			if (rc < 0) {
+				reset(s, true);
+				rc = 0;
+				continue;
+			}
+		}
+		read_incoming(s);
+	}
+	return rc;
+}
