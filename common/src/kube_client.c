@@ -931,7 +931,6 @@ int ds_kube_watch(ds_kube *k, const struct ds_kube_resource *res, const char *ns
 	struct watch_state ws;
 	bool need_list;
 	int failures = 0, rc = 0;
-	unsigned lists = 0;
 
 	ds_kube_transport_opts_init(&topts);
 	if (opts)
@@ -964,8 +963,6 @@ int ds_kube_watch(ds_kube *k, const struct ds_kube_resource *res, const char *ns
 			rc = ds_kube_list(k, res, ns, &lo, &list, NULL, ke);
 			if (rc < 0)
 				goto failed;
-			if (lists++ > 0 && o.relists)
-				(*o.relists)++;
 			set_rv(&ws, list);
 			need_list = false;
 			rc = fn(user, DS_KUBE_SYNC, list);
@@ -996,6 +993,8 @@ int ds_kube_watch(ds_kube *k, const struct ds_kube_resource *res, const char *ns
 		if (ws.gone || rc == -EIDRM) {
 			/* our resourceVersion is too old: start over from a list */
 			need_list = true;
+			if (o.relists)
+				(*o.relists)++;
 			failures = 0;
 			continue;
 		}

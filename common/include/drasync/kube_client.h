@@ -157,7 +157,7 @@ struct ds_kube_watch_opts {
 	int max_failures;             /* consecutive failed (re)connects before giving up
 				       * (default 10; backoff between them) */
 	unsigned *reconnects;         /* out, may be NULL: streams reopened */
-	unsigned *relists;            /* out, may be NULL: lists after the first (410 Gone) */
+	unsigned *relists;            /* out, may be NULL: lists made because of 410 Gone */
 };
 
 /**
