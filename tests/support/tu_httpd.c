@@ -24,6 +24,7 @@ struct conn_state {
 
 struct stream_state {
 	struct tu_httpd *h;
+	const char *const *chunks;
 	size_t next;
 };
 
@@ -41,11 +42,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	size_t n;
 
 	(void)pos;
-	if (!s->h->stream_chunks[s->next])
+	if (!s->chunks[s->next])
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	if (s->next > 0 && s->h->stream_delay_ms)
 		msleep(s->h->stream_delay_ms);
-	chunk = s->h->stream_chunks[s->next++];
+	chunk = s->chunks[s->next++];
 	n = strlen(chunk);
 	if (n > max)
 		n = max;
@@ -105,7 +106,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	}
 	step = h->steps[idx < h->nsteps ? idx : (h->nsteps ? h->nsteps - 1 : 0)];
 	if (h->nsteps == 0)
-		step = (struct tu_httpd_step){200, "{}", NULL, 0, false};
+		step = (struct tu_httpd_step){.code = 200, .body = "{}"};
 	h->inflight++;
 	if (h->inflight > h->max_inflight)
 		h->max_inflight = h->inflight;
@@ -122,14 +123,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		snprintf(want, sizeof(want), "Bearer %s", h->require_token);
 		if (!auth || strcmp(auth, want) != 0)
 			step = (struct tu_httpd_step){
-				401,
-				"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
-				"\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}",
-				NULL, 0, false};
+				.code = 401,
+				.body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
+					"\"Failure\",\"message\":\"Unauthorized\",\"reason\":"
+					"\"Unauthorized\",\"code\":401}"};
 	}
-	if (h->stream_chunks && step.code == 200) {
+	if ((step.chunks || h->stream_chunks) && step.code == 200) {
 		struct stream_state *s = calloc(1, sizeof(*s));
 		s->h = h;
+		s->chunks = step.chunks ? step.chunks : h->stream_chunks;
 		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, stream_read, s, free);
 	} else {
 		const char *body = step.body ? step.body : "";

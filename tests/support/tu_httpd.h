@@ -19,6 +19,7 @@ struct tu_httpd_step {
 	const char *retry_after; /* Retry-After header, or NULL */
 	int delay_ms;            /* wait before answering */
 	bool close;              /* drop the connection without an answer */
+	const char *const *chunks; /* a streamed answer: these chunks, then the end */
 };
 
 struct tu_httpd_req {

@@ -62,9 +62,9 @@ int ds_kubeconfig_load(ds_kubeconfig **out, const char *path, const char *contex
 int ds_kubeconfig_in_cluster(ds_kubeconfig **out, const char *sa_dir, ds_err *err);
 
 /**
- * What the agents use: `path` when given ("" means in-cluster, as in the agent
- * configuration), else $KUBECONFIG, else in-cluster when KUBERNETES_SERVICE_HOST
- * is set, else ~/.kube/config.
+ * What the agents use: `path` when given, else $KUBECONFIG, else in-cluster
+ * when KUBERNETES_SERVICE_HOST is set (an agent in a pod with `kubeconfig: ""`),
+ * else ~/.kube/config.
  */
 int ds_kubeconfig_auto(ds_kubeconfig **out, const char *path, const char *context, ds_err *err);
 
