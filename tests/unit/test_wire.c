@@ -98,6 +98,13 @@ static void test_wire__batch_round_trip_with_compression(void **state)
 	assert_int_equal(ds_wire_msg_record(msg, 2)->op, DS_RECORD_DELETE);
 	ds_wire_msg_free(msg);
 	free(frame);
+
+	/* A compressed payload altered after compression fails its zstd checksum. */
+	bufs[1][blobs[1].len - 2] ^= 0x5a;
+	assert_int_equal(ds_wire_batch_encode(&blobs[1], 1, &frame, &frame_len), 0);
+	assert_int_equal(ds_wire_decode(dec, frame, frame_len, &msg, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "zstd"));
+	free(frame);
 	for (int i = 0; i < 3; i++)
 		free(bufs[i]);
 	free(small);

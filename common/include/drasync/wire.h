@@ -115,7 +115,8 @@ void ds_wire_decoder_free(ds_wire_decoder *dec);
 /**
  * Decode and validate one frame. For a batch: records carry one epoch, seq
  * ascend by one (a SNAPSHOT_BEGIN may jump ahead), every payload decompresses
- * to its declared size within the limits and matches its SHA-256.
+ * to its declared size within the limits; a compressed payload must pass its
+ * zstd content checksum, a plain one must match its SHA-256.
  * @return 0, -EBADMSG (err says why), -E2BIG (over a limit), -ENOMEM
  */
 int ds_wire_decode(ds_wire_decoder *dec, const void *frame, size_t len, ds_wire_msg **out,
