@@ -273,6 +273,8 @@ static void *rx_main(void *arg)
 	return NULL;
 }
 
+static uint32_t rx_credit; /* 0: the default */
+
 static void rx_start(struct rx *rx, const char *dir, const ds_keypair *server, size_t max_frame)
 {
 	ds_receiver_config cfg;
@@ -293,6 +295,8 @@ static void rx_start(struct rx *rx, const char *dir, const ds_keypair *server, s
 	cfg.event_ud = &rx->ev;
 	if (max_frame)
 		cfg.tuning.limits.max_frame = max_frame;
+	if (rx_credit)
+		cfg.credit = rx_credit;
 	if (ds_receiver_new(&rx->r, &cfg, &err) < 0)
 		fail_msg("receiver: %s", err.msg);
 	assert_int_equal(pthread_create(&rx->thread, NULL, rx_main, rx), 0);
@@ -836,6 +840,180 @@ static void test_transport__garbage_and_oversized_frames_drop_only_that_peer(voi
 	free(dir);
 }
 
+struct snap {
+	char outbox[1024];
+	ds_sender *sender;
+	int calls;
+	uint64_t committed;
+};
+
+/* What the exporter does when told: push a full snapshot into the outbox. */
+static void on_snapshot_required(void *ud, uint64_t committed)
+{
+	struct snap *sn = ud;
+	ds_outbox *ob;
+	ds_record recs[5];
+	ds_manifest_entry manifest[3];
+	const char *json[3] = {"{\"a\":1}", "{\"b\":2}", "{\"c\":3}"};
+	const char *names[3] = {"a", "b", "c"};
+	char keys[3][64];
+	ds_err err;
+
+	sn->calls++;
+	sn->committed = committed;
+	memset(recs, 0, sizeof(recs));
+	recs[0].op = DS_RECORD_SNAPSHOT_BEGIN;
+	recs[0].snapshot_id = "snap-1";
+	for (int i = 0; i < 3; i++) {
+		ds_record *r = &recs[i + 1];
+		r->op = DS_RECORD_UPSERT;
+		r->api_version = "v1";
+		r->kind = "ConfigMap";
+		r->ns = "ml-team";
+		r->name = names[i];
+		r->payload = (const uint8_t *)json[i];
+		r->payload_len = strlen(json[i]);
+		snprintf(keys[i], sizeof(keys[i]), "v1/ConfigMap/ml-team/%s", names[i]);
+		manifest[i].key = keys[i];
+		ds_record_hash(json[i], strlen(json[i]), manifest[i].content_hash);
+	}
+	recs[4].op = DS_RECORD_SNAPSHOT_END;
+	recs[4].snapshot_id = "snap-1";
+	recs[4].manifest = manifest;
+	recs[4].manifest_len = 3;
+	assert_int_equal(ds_outbox_open(&ob, sn->outbox, NULL, &err), 0);
+	assert_int_equal(ds_outbox_push(ob, recs, 5, NULL, &err), 0);
+	ds_outbox_free(ob);
+	ds_sender_wake(sn->sender);
+}
+
+static void test_transport__lost_ledger_gets_a_snapshot(void **state)
+{
+	char *dir = tu_mkdtemp("transport-snap");
+	const char *names[] = {"prod-east"};
+	ds_keypair server, client;
+	char inbox[1024], f[1100];
+	struct rx rx = {0};
+	ds_sender_config cfg;
+	struct snap sn;
+	struct events ev;
+	ds_sender *s;
+	ds_err err;
+
+	(void)state;
+	make_keys(dir, names, 1, &server, &client);
+	memset(&sn, 0, sizeof(sn));
+	snprintf(sn.outbox, sizeof(sn.outbox), "%s/prod-east-outbox.db", dir);
+	path_in(inbox, sizeof(inbox), dir, "inbox.db");
+	fill_outbox(sn.outbox, 1100);
+	rx_start(&rx, dir, &server, 0);
+	events_init(&ev);
+	ds_sender_config_default(&cfg);
+	cfg.endpoint = ds_receiver_endpoint(rx.r);
+	cfg.server_public_key = server.public_z85;
+	cfg.keys = &client;
+	cfg.outbox_path = sn.outbox;
+	cfg.cluster_name = "prod-east";
+	cfg.on_event = on_event;
+	cfg.event_ud = &ev;
+	cfg.on_snapshot_required = on_snapshot_required;
+	cfg.ud = &sn;
+	assert_int_equal(ds_sender_new(&s, &cfg, &err), 0);
+	sn.sender = s;
+	assert_int_equal(ds_sender_run(s, 1100, 60000, &err), 0);
+	ds_sender_free(s);
+	rx_stop(&rx);
+	assert_int_equal(sn.calls, 0);
+
+	/* The target loses its ledger; the acked records are pruned from the outbox. */
+	unlink(inbox);
+	snprintf(f, sizeof(f), "%s-wal", inbox);
+	unlink(f);
+	snprintf(f, sizeof(f), "%s-shm", inbox);
+	unlink(f);
+	rx_start(&rx, dir, &server, 0);
+	cfg.endpoint = ds_receiver_endpoint(rx.r);
+	assert_int_equal(ds_sender_new(&s, &cfg, &err), 0);
+	sn.sender = s;
+	assert_int_equal(ds_sender_run(s, 1105, 60000, &err), 0);
+	assert_int_equal(sn.calls, 1);
+	assert_int_equal(sn.committed, 0);
+	assert_true(events_has(&ev, "snapshot_required", "snapshot is required"));
+	ds_sender_free(s);
+	rx_stop(&rx);
+	events_dispose(&ev);
+	/* The snapshot went through the gap: begin at 1101, end at 1105, manifest kept. */
+	assert_int_equal(query_ll(inbox, "SELECT count(*) FROM records"), 5);
+	assert_int_equal(query_ll(inbox, "SELECT seq FROM records WHERE op = 3"), 1101);
+	assert_int_equal(query_ll(inbox, "SELECT seq FROM records WHERE op = 4"), 1105);
+	assert_int_equal(query_ll(inbox, "SELECT committed_seq FROM sources"), 1105);
+	free(dir);
+}
+
+static void test_transport__sender_beyond_credit_dropped(void **state)
+{
+	char *dir = tu_mkdtemp("transport-credit");
+	const char *names[] = {"greedy"};
+	ds_keypair server, client;
+	char inbox[1024];
+	struct rx rx = {0};
+	void *ctx, *sock, *mon;
+	ds_wire_encoder *enc;
+	ds_wire_blob blobs[12];
+	uint8_t *bufs[12], *frame, reply[4096];
+	size_t len;
+	ds_wire_hello h = {DS_PROTOCOL_VERSION, "greedy", "test", 5};
+	ds_err err;
+	const char *json = "{\"kind\":\"Secret\"}";
+
+	(void)state;
+	make_keys(dir, names, 1, &server, &client);
+	path_in(inbox, sizeof(inbox), dir, "inbox.db");
+	rx_credit = 10;
+	rx_start(&rx, dir, &server, 0);
+	rx_credit = 0;
+	ctx = zmq_ctx_new();
+	sock = evil_socket(ctx, &server, &client, ds_receiver_endpoint(rx.r), &mon);
+	assert_int_equal(ds_wire_hello_encode(&h, &frame, &len), 0);
+	zmq_send(sock, frame, len, 0);
+	free(frame);
+	{
+		int timeout = 5000;
+		zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
+	}
+	assert_true(zmq_recv(sock, reply, sizeof(reply), 0) > 0); /* Welcome, credit 10 */
+	assert_int_equal(ds_wire_encoder_new(&enc, 1, 512), 0);
+	for (int i = 0; i < 12; i++) {
+		ds_record r;
+		memset(&r, 0, sizeof(r));
+		r.epoch = 5;
+		r.seq = (uint64_t)i + 1;
+		r.op = DS_RECORD_UPSERT;
+		r.api_version = "v1";
+		r.kind = "Secret";
+		r.name = "s";
+		r.payload = (const uint8_t *)json;
+		r.payload_len = strlen(json);
+		ds_record_hash(r.payload, r.payload_len, r.content_hash);
+		assert_int_equal(ds_wire_record_encode(enc, &r, &bufs[i], &blobs[i].len, &err), 0);
+		blobs[i].data = bufs[i];
+	}
+	assert_int_equal(ds_wire_batch_encode(blobs, 12, &frame, &len), 0);
+	zmq_send(sock, frame, len, 0);
+	free(frame);
+	assert_true(wait_event(mon, ZMQ_EVENT_DISCONNECTED, 10000));
+	assert_true(events_has(&rx.ev, "peer_dropped", "beyond the credit"));
+	for (int i = 0; i < 12; i++)
+		free(bufs[i]);
+	ds_wire_encoder_free(enc);
+	zmq_close(sock);
+	zmq_close(mon);
+	zmq_ctx_term(ctx);
+	rx_stop(&rx);
+	assert_int_equal(query_ll(inbox, "SELECT count(*) FROM records"), 0);
+	free(dir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -845,6 +1023,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_transport__unknown_key_refused_until_authorized),
 		cmocka_unit_test(test_transport__plaintext_client_refused),
 		cmocka_unit_test(test_transport__garbage_and_oversized_frames_drop_only_that_peer),
+		cmocka_unit_test(test_transport__lost_ledger_gets_a_snapshot),
+		cmocka_unit_test(test_transport__sender_beyond_credit_dropped),
 	};
 
 	if (argc == 4 && strcmp(argv[1], "--receiver") == 0)
