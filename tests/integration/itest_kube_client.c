@@ -1,0 +1,1019 @@
+/*
+ * The Kubernetes client against real control planes (tests/kube fixtures):
+ * kube_v1 serves resource.k8s.io/v1, kube_v1beta1 serves resource.k8s.io/v1beta1.
+ * Each test works in its own namespace and removes it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drasync/kube_client.h"
+#include "drasync/yaml.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static unsigned rnd(void)
+{
+	static unsigned seed;
+
+	if (!seed)
+		seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	return (unsigned)rand_r(&seed) % 1000000u;
+}
+
+static void msleep(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static ds_kube *connect_to(const char *kubeconfig, const char *context)
+{
+	struct ds_kube_transport_opts o;
+	ds_kubeconfig *kc = NULL;
+	ds_kube *k = NULL;
+	ds_err err;
+
+	ds_kube_transport_opts_init(&o);
+	o.qps = 0; /* the tests are small; the rate limit has its unit test */
+	if (ds_kubeconfig_load(&kc, kubeconfig, context, &err) < 0)
+		fail_msg("kubeconfig %s: %s", kubeconfig, err.msg);
+	if (ds_kube_new(&k, &kc, &o, &err) < 0)
+		fail_msg("client: %s", err.msg);
+	return k;
+}
+
+static ds_kube *connect_env(const char *var)
+{
+	return connect_to(tu_env(var), NULL);
+}
+
+#define CHECK(call, ke)                                                                    \
+	do {                                                                               \
+		int rc_ = (call);                                                          \
+		if (rc_ < 0) {                                                             \
+			char b_[800];                                                      \
+			fail_msg("%s: %d %s", #call, rc_, ds_kube_error_format(&(ke), b_, sizeof(b_))); \
+		}                                                                          \
+	} while (0)
+
+/* One YAML document, printf-formatted. */
+static json_t *doc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *doc(const char *fmt, ...)
+{
+	va_list ap;
+	char *text;
+	json_t *docs = NULL, *d;
+	ds_err err;
+
+	va_start(ap, fmt);
+	if (vasprintf(&text, fmt, ap) < 0)
+		fail_msg("oom");
+	va_end(ap);
+	if (ds_yaml_parse(text, strlen(text), "test", 0, &docs, NULL, &err) < 0)
+		fail_msg("test manifest: %s\n%s", err.msg, text);
+	free(text);
+	d = json_incref(json_array_get(docs, 0));
+	json_decref(docs);
+	return d;
+}
+
+static struct ds_kube_resource resource(ds_kube *k, const char *api, const char *kind)
+{
+	struct ds_kube_resource r;
+	ds_kube_error ke;
+
+	CHECK(ds_kube_resource_find(k, api, kind, &r, &ke), ke);
+	return r;
+}
+
+static const char *meta(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+static char *new_ns(ds_kube *k, const char *prefix)
+{
+	struct ds_kube_resource r = resource(k, "v1", "Namespace");
+	ds_kube_error ke;
+	char *name;
+	json_t *ns;
+
+	if (asprintf(&name, "itest-%s-%u", prefix, rnd()) < 0)
+		fail_msg("oom");
+	ns = doc("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", name);
+	CHECK(ds_kube_create(k, &r, NULL, ns, NULL, &ke), ke);
+	json_decref(ns);
+	return name;
+}
+
+static void drop_ns(ds_kube *k, char *name)
+{
+	struct ds_kube_resource r = resource(k, "v1", "Namespace");
+	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
+
+	ds_kube_delete(k, &r, NULL, name, &d, NULL);
+	free(name);
+}
+
+/* ---- discovery ------------------------------------------------------------------- */
+
+static void test_itest_kube_client__discovery(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1"), *kb = connect_env("DS_KUBECONFIG_V1BETA1");
+	struct ds_kube_resource r;
+	char pref[64];
+	json_t *served = NULL;
+	ds_kube_error ke;
+
+	(void)state;
+	r = resource(k, "v1", "ConfigMap");
+	assert_string_equal(r.resource, "configmaps");
+	assert_string_equal(r.group, "");
+	assert_true(r.namespaced);
+	r = resource(k, "v1", "Namespace");
+	assert_false(r.namespaced);
+	assert_true(r.has_status);
+	r = resource(k, "apps/v1", "Deployment");
+	assert_string_equal(r.resource, "deployments");
+	assert_true(r.has_status);
+	r = resource(k, "resource.k8s.io/v1", "DeviceClass");
+	assert_string_equal(r.resource, "deviceclasses");
+	assert_false(r.namespaced);
+	r = resource(k, "resource.k8s.io/v1", "ResourceClaim");
+	assert_true(r.namespaced);
+	assert_true(r.has_status);
+	CHECK(ds_kube_group_versions(k, "resource.k8s.io", pref, sizeof(pref), &served, &ke), ke);
+	assert_string_equal(pref, "v1");
+	json_decref(served);
+	CHECK(ds_kube_group_versions(k, "", pref, sizeof(pref), NULL, &ke), ke);
+	assert_string_equal(pref, "v1");
+
+	/* the v1beta1 cluster serves resource.k8s.io/v1beta1 only */
+	CHECK(ds_kube_group_versions(kb, "resource.k8s.io", pref, sizeof(pref), &served, &ke), ke);
+	assert_string_equal(pref, "v1beta1");
+	for (size_t i = 0; i < json_array_size(served); i++)
+		assert_string_not_equal(json_string_value(json_array_get(served, i)), "v1");
+	json_decref(served);
+	assert_int_equal(ds_kube_resource_find(kb, "resource.k8s.io/v1", "ResourceClaim", &r, &ke),
+			 -ENOENT);
+	assert_non_null(strstr(ke.message, "ResourceClaim"));
+	assert_int_equal(ds_kube_group_versions(kb, "no.such.group", pref, sizeof(pref), NULL, &ke),
+			 -ENOENT);
+	ds_kube_free(k);
+	ds_kube_free(kb);
+}
+
+/* ---- CRUD of every kind ------------------------------------------------------------- */
+
+static const char POD_SPEC[] =
+	"      containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n";
+
+/* Manifests of every kind drasync touches; %1$s the namespace, %2$u a suffix. */
+static const char *const V1_KINDS[] = {
+	"apiVersion: v1\nkind: Namespace\nmetadata: {name: 'itest-obj-%2$u'}\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: '%1$s'}\n"
+	"data: {a: '1'}\n",
+	"apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: '%1$s'}\n"
+	"type: Opaque\nstringData: {password: hunter2}\n",
+	"apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa, namespace: '%1$s'}\n",
+	"apiVersion: v1\nkind: Service\nmetadata: {name: svc, namespace: '%1$s'}\n"
+	"spec: {selector: {app: x}, ports: [{port: 80, targetPort: 8080}]}\n",
+	"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: pvc, namespace: '%1$s'}\n"
+	"spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n",
+	"apiVersion: v1\nkind: Pod\nmetadata: {name: pod, namespace: '%1$s'}\n"
+	"spec:\n  containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n",
+	"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: dep, namespace: '%1$s'}\n"
+	"spec:\n  replicas: 0\n  selector: {matchLabels: {app: dep}}\n"
+	"  template:\n    metadata: {labels: {app: dep}}\n    spec:\n%3$s",
+	"apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: '%1$s'}\n"
+	"spec:\n  replicas: 0\n  selector: {matchLabels: {app: rs}}\n"
+	"  template:\n    metadata: {labels: {app: rs}}\n    spec:\n%3$s",
+	"apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: sts, namespace: '%1$s'}\n"
+	"spec:\n  replicas: 0\n  serviceName: svc\n  selector: {matchLabels: {app: sts}}\n"
+	"  template:\n    metadata: {labels: {app: sts}}\n    spec:\n%3$s",
+	"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds, namespace: '%1$s'}\n"
+	"spec:\n  selector: {matchLabels: {app: ds}}\n"
+	"  template:\n    metadata: {labels: {app: ds}}\n    spec:\n%3$s",
+	"apiVersion: batch/v1\nkind: Job\nmetadata: {name: job, namespace: '%1$s'}\n"
+	"spec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: Never\n%3$s",
+	"apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cron, namespace: '%1$s'}\n"
+	"spec:\n  schedule: '*/5 * * * *'\n  suspend: true\n  jobTemplate:\n    spec:\n"
+	"      template:\n        spec:\n          restartPolicy: Never\n"
+	"          containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n",
+	"apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: 'itest-gpu-%2$u'}\n"
+	"spec:\n  selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]\n",
+	"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: rc, namespace: '%1$s'}\n"
+	"spec:\n  devices:\n    requests:\n    - name: gpu\n      exactly: {deviceClassName: gpu.example.com}\n",
+	"apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+	"metadata: {name: rct, namespace: '%1$s'}\n"
+	"spec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n"
+	"        exactly: {deviceClassName: gpu.example.com, count: 2}\n",
+};
+
+static const char *const V1BETA1_KINDS[] = {
+	"apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: 'itest-gpu-%2$u'}\n"
+	"spec:\n  selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]\n",
+	"apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\n"
+	"metadata: {name: rc, namespace: '%1$s'}\n"
+	"spec:\n  devices:\n    requests:\n    - {name: gpu, deviceClassName: gpu.example.com}\n",
+	"apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\n"
+	"metadata: {name: rct, namespace: '%1$s'}\n"
+	"spec:\n  spec:\n    devices:\n      requests:\n"
+	"      - {name: gpu, deviceClassName: gpu.example.com, count: 2}\n",
+};
+
+/* create, get, merge patch, update (retrying a conflict as a controller may
+ * write meanwhile), list by label, delete, and the object is gone or going */
+static void crud_one(ds_kube *k, const char *ns, const char *tmpl)
+{
+	struct ds_kube_delete_opts del = {"Background", NULL, NULL, 0};
+	struct ds_kube_list_opts lo = {"drasync.io/itest=patched", NULL, NULL, NULL, 0};
+	struct ds_kube_resource r;
+	json_t *obj, *created = NULL, *got = NULL, *patched = NULL, *updated = NULL, *list = NULL,
+		     *patch;
+	const char *kind, *name;
+	char uid[64], rv[64];
+	ds_kube_error ke;
+	int rc, tries;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	/* the templates are the constant tables above */
+	obj = doc(tmpl, ns, rnd(), POD_SPEC);
+#pragma GCC diagnostic pop
+	kind = json_string_value(json_object_get(obj, "kind"));
+	name = meta(obj, "name");
+	r = resource(k, json_string_value(json_object_get(obj, "apiVersion")), kind);
+	rc = ds_kube_create(k, &r, ns, obj, &created, &ke);
+	if (rc < 0) {
+		char b[800];
+		fail_msg("create %s: %s", kind, ds_kube_error_format(&ke, b, sizeof(b)));
+	}
+	assert_string_equal(meta(created, "name"), name);
+	snprintf(uid, sizeof(uid), "%s", meta(created, "uid"));
+	CHECK(ds_kube_get(k, &r, ns, name, NULL, &got, &ke), ke);
+	assert_string_equal(meta(got, "uid"), uid);
+	/* creating it again: 409 AlreadyExists */
+	assert_int_equal(ds_kube_create(k, &r, ns, obj, NULL, &ke), -EEXIST);
+	assert_int_equal(ke.code, 409);
+	assert_string_equal(ke.reason, "AlreadyExists");
+
+	patch = doc("metadata: {labels: {drasync.io/itest: patched}}\n");
+	CHECK(ds_kube_merge_patch(k, &r, ns, name, patch, NULL, &patched, &ke), ke);
+	json_decref(patch);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_object_get(json_object_get(patched, "metadata"), "labels"),
+				    "drasync.io/itest")),
+			    "patched");
+	for (tries = 0;; tries++) {
+		json_t *cur = NULL;
+		CHECK(ds_kube_get(k, &r, ns, name, NULL, &cur, &ke), ke);
+		snprintf(rv, sizeof(rv), "%s", meta(cur, "resourceVersion"));
+		json_object_set_new(json_object_get(cur, "metadata"), "annotations",
+				    json_pack("{s:s}", "drasync.io/step", "update"));
+		rc = ds_kube_update(k, &r, ns, cur, NULL, &updated, &ke);
+		json_decref(cur);
+		if (rc != -ESTALE || tries >= 5)
+			break;
+	}
+	CHECK(rc, ke);
+	assert_string_not_equal(meta(updated, "resourceVersion"), rv);
+	CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
+	assert_int_equal(json_array_size(json_object_get(list, "items")), 1);
+	assert_string_equal(meta(json_array_get(json_object_get(list, "items"), 0), "uid"), uid);
+
+	CHECK(ds_kube_delete(k, &r, ns, name, &del, &ke), ke);
+	json_decref(got);
+	got = NULL;
+	rc = ds_kube_get(k, &r, ns, name, NULL, &got, &ke);
+	if (rc == 0) /* finalizers (namespace, pvc-protection) keep it a moment */
+		assert_non_null(meta(got, "deletionTimestamp"));
+	else
+		assert_int_equal(rc, -ENOENT);
+	json_decref(obj);
+	json_decref(created);
+	json_decref(got);
+	json_decref(patched);
+	json_decref(updated);
+	json_decref(list);
+}
+
+static void test_itest_kube_client__crud_every_kind_v1(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
+	char *ns = new_ns(k, "crud");
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(V1_KINDS) / sizeof(V1_KINDS[0]); i++)
+		crud_one(k, ns, V1_KINDS[i]);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+static void test_itest_kube_client__crud_dra_kinds_v1beta1(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1BETA1");
+	char *ns = new_ns(k, "crudb");
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(V1BETA1_KINDS) / sizeof(V1BETA1_KINDS[0]); i++)
+		crud_one(k, ns, V1BETA1_KINDS[i]);
+	/* and the core kinds work there as well */
+	crud_one(k, ns, V1_KINDS[1]);
+	crud_one(k, ns, V1_KINDS[7]);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+/* ---- lists ----------------------------------------------------------------------------- */
+
+static void test_itest_kube_client__pagination_limit_2_over_7(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
+	char *ns = new_ns(k, "page");
+	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	struct ds_kube_list_opts lo = {"set=seven", NULL, NULL, NULL, 2};
+	json_t *list = NULL, *page = NULL;
+	ds_kube_error ke;
+	unsigned pages = 0;
+	bool seen[7] = {false};
+
+	(void)state;
+	for (int i = 0; i < 7; i++) {
+		json_t *cm = doc("apiVersion: v1\nkind: ConfigMap\n"
+				 "metadata: {name: cm-%d, labels: {set: seven}}\n",
+				 i);
+		CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
+		json_decref(cm);
+	}
+	/* one page: two items and a continue token */
+	CHECK(ds_kube_list_page(k, &r, ns, &lo, &page, &ke), ke);
+	assert_int_equal(json_array_size(json_object_get(page, "items")), 2);
+	assert_non_null(meta(page, "continue"));
+	json_decref(page);
+	/* all pages */
+	CHECK(ds_kube_list(k, &r, ns, &lo, &list, &pages, &ke), ke);
+	assert_int_equal(pages, 4);
+	assert_int_equal(json_array_size(json_object_get(list, "items")), 7);
+	assert_null(meta(list, "continue"));
+	assert_non_null(meta(list, "resourceVersion"));
+	for (size_t i = 0; i < 7; i++) {
+		int n = -1;
+		sscanf(meta(json_array_get(json_object_get(list, "items"), i), "name"), "cm-%d", &n);
+		assert_true(n >= 0 && n < 7);
+		assert_false(seen[n]);
+		seen[n] = true;
+	}
+	json_decref(list);
+	/* a field selector */
+	lo = (struct ds_kube_list_opts){NULL, "metadata.name=cm-3", NULL, NULL, 0};
+	CHECK(ds_kube_list(k, &r, ns, &lo, &list, &pages, &ke), ke);
+	assert_int_equal(json_array_size(json_object_get(list, "items")), 1);
+	json_decref(list);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+/* ---- watch ------------------------------------------------------------------------------- */
+
+struct watch_log {
+	pthread_mutex_t mu;
+	char events[64][96]; /* "ADDED w1 data=..." */
+	int n;
+	int syncs;
+	bool done;
+	atomic_bool stop;
+	ds_kube *k;
+	const struct ds_kube_resource *r;
+	const char *ns;
+	const char *rv;
+	unsigned reconnects, relists;
+	int rc;
+	ds_kube_error ke;
+};
+
+static int on_event(void *user, enum ds_kube_event_type type, json_t *obj)
+{
+	static const char *const names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "SYNC"};
+	struct watch_log *w = user;
+	const char *v = json_string_value(json_object_get(json_object_get(obj, "data"), "v"));
+
+	pthread_mutex_lock(&w->mu);
+	if (type == DS_KUBE_SYNC) {
+		w->syncs++;
+	} else if (type != DS_KUBE_BOOKMARK && w->n < 64) {
+		snprintf(w->events[w->n++], sizeof(w->events[0]), "%s %s %s", names[type],
+			 meta(obj, "name"), v ? v : "-");
+		if (type == DS_KUBE_DELETED && strcmp(meta(obj, "name"), "w") == 0)
+			w->done = true;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+static void *watch_thread(void *arg)
+{
+	struct watch_log *w = arg;
+	struct ds_kube_watch_opts o = {0};
+
+	o.timeout_seconds = 1; /* the server ends each stream after a second */
+	o.bookmarks = true;
+	o.stop = &w->stop;
+	o.resource_version = w->rv;
+	o.reconnects = &w->reconnects;
+	o.relists = &w->relists;
+	w->rc = ds_kube_watch(w->k, w->r, w->ns, &o, on_event, w, &w->ke);
+	return NULL;
+}
+
+static bool wait_done(struct watch_log *w, double secs)
+{
+	double end = now_s() + secs;
+	bool done;
+
+	for (;;) {
+		pthread_mutex_lock(&w->mu);
+		done = w->done;
+		pthread_mutex_unlock(&w->mu);
+		if (done || now_s() > end)
+			return done;
+		msleep(50);
+	}
+}
+
+static void test_itest_kube_client__watch_add_modify_delete_across_stream_ends(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
+	char *ns = new_ns(k, "watch");
+	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	struct watch_log *w = calloc(1, sizeof(*w));
+	json_t *cm, *patch;
+	ds_kube_error ke;
+	pthread_t th;
+
+	(void)state;
+	pthread_mutex_init(&w->mu, NULL);
+	w->k = k;
+	w->r = &r;
+	w->ns = ns;
+	pthread_create(&th, NULL, watch_thread, w);
+	msleep(500);
+	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\ndata: {v: one}\n");
+	CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
+	msleep(1600); /* the stream the ADDED came on has ended by now */
+	patch = doc("data: {v: two}\n");
+	CHECK(ds_kube_merge_patch(k, &r, ns, "w", patch, NULL, NULL, &ke), ke);
+	msleep(1600);
+	CHECK(ds_kube_delete(k, &r, ns, "w", NULL, &ke), ke);
+	assert_true(wait_done(w, 20));
+	atomic_store(&w->stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(w->rc, 0);
+	/* the namespace's kube-root-ca.crt may come and go; keep ours */
+	{
+		char got[3][96];
+		int n = 0;
+		for (int i = 0; i < w->n; i++)
+			if (strstr(w->events[i], " w ") && n < 3)
+				snprintf(got[n++], sizeof(got[0]), "%s", w->events[i]);
+		assert_int_equal(n, 3);
+		assert_string_equal(got[0], "ADDED w one");
+		assert_string_equal(got[1], "MODIFIED w two");
+		assert_string_equal(got[2], "DELETED w two");
+	}
+	assert_int_equal(w->syncs, 1);
+	assert_true(w->reconnects >= 2);
+	json_decref(cm);
+	json_decref(patch);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+static void test_itest_kube_client__watch_resumes_from_a_resource_version(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
+	char *ns = new_ns(k, "resume");
+	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	struct ds_kube_list_opts lo = {0};
+	struct watch_log *w = calloc(1, sizeof(*w));
+	json_t *cm, *list = NULL;
+	ds_kube_error ke;
+	pthread_t th;
+	char rv[64];
+
+	(void)state;
+	pthread_mutex_init(&w->mu, NULL);
+	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: before}\ndata: {v: b}\n");
+	CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
+	json_decref(cm);
+	CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
+	snprintf(rv, sizeof(rv), "%s", meta(list, "resourceVersion"));
+	json_decref(list);
+	/* written before the watch starts, after the resourceVersion: must be seen */
+	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\ndata: {v: x}\n");
+	CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
+	w->k = k;
+	w->r = &r;
+	w->ns = ns;
+	w->rv = rv;
+	pthread_create(&th, NULL, watch_thread, w);
+	msleep(300);
+	CHECK(ds_kube_delete(k, &r, ns, "w", NULL, &ke), ke);
+	assert_true(wait_done(w, 20));
+	atomic_store(&w->stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(w->rc, 0);
+	assert_int_equal(w->syncs, 0); /* resumed: no list */
+	assert_int_equal(w->relists, 0);
+	for (int i = 0; i < w->n; i++)
+		assert_null(strstr(w->events[i], " before "));
+	{
+		int n = 0;
+		for (int i = 0; i < w->n; i++)
+			if (strstr(w->events[i], " w "))
+				n++;
+		assert_int_equal(n, 2);
+	}
+	json_decref(cm);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+/* ---- writes -------------------------------------------------------------------------------- */
+
+static void test_itest_kube_client__server_side_apply_twice_is_a_no_op(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
+	char *ns = new_ns(k, "ssa");
+	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	json_t *cm, *a = NULL, *b = NULL, *other, *c = NULL;
+	ds_kube_error ke;
+
+	(void)state;
+	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied, labels: {x: z}}\n"
+		 "data: {k: v}\n");
+	CHECK(ds_kube_apply(k, &r, ns, cm, "drasync", false, NULL, &a, &ke), ke);
+	CHECK(ds_kube_apply(k, &r, ns, cm, "drasync", false, NULL, &b, &ke), ke);
+	assert_string_equal(meta(a, "resourceVersion"), meta(b, "resourceVersion"));
+	{
+		json_t *mf = json_object_get(json_object_get(b, "metadata"), "managedFields"), *e;
+		size_t i;
+		bool ours = false;
+
+		json_array_foreach(mf, i, e) {
+			const char *m = json_string_value(json_object_get(e, "manager"));
+			const char *op = json_string_value(json_object_get(e, "operation"));
+			if (m && op && strcmp(m, "drasync") == 0 && strcmp(op, "Apply") == 0)
+				ours = true;
+		}
+		assert_true(ours);
+	}
+	/* another manager wanting the same field: 409 Conflict unless forced */
+	other = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied}\ndata: {k: w}\n");
+	assert_int_equal(ds_kube_apply(k, &r, ns, other, "someone-else", false, NULL, NULL, &ke),
+			 -ESTALE);
+	assert_int_equal(ke.code, 409);
+	assert_string_equal(ke.reason, "Conflict");
+	assert_non_null(strstr(ke.message, "drasync"));
+	CHECK(ds_kube_apply(k, &r, ns, other, "someone-else", true, NULL, &c, &ke), ke);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "data"), "k")), "w");
+	json_decref(cm);
+	json_decref(other);
+	json_decref(a);
+	json_decref(b);
+	json_decref(c);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+static void test_itest_kube_client__stale_update_is_a_409(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
+	char *ns = new_ns(k, "stale");
+	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	json_t *cm, *v1 = NULL, *v2 = NULL;
+	ds_kube_error ke;
+
+	(void)state;
+	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {n: '1'}\n");
+	CHECK(ds_kube_create(k, &r, ns, cm, &v1, &ke), ke);
+	json_object_set_new(json_object_get(v1, "data"), "n", json_string("2"));
+	CHECK(ds_kube_update(k, &r, ns, v1, NULL, &v2, &ke), ke);
+	/* v1 still carries the old resourceVersion */
+	json_object_set_new(json_object_get(v1, "data"), "n", json_string("3"));
+	assert_int_equal(ds_kube_update(k, &r, ns, v1, NULL, NULL, &ke), -ESTALE);
+	assert_int_equal(ke.code, 409);
+	assert_string_equal(ke.reason, "Conflict");
+	assert_non_null(strstr(ke.message, "the object has been modified"));
+	assert_string_equal(ke.details_name, "c");
+	assert_string_equal(ke.details_kind, "configmaps");
+	json_decref(cm);
+	json_decref(v1);
+	json_decref(v2);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+static void test_itest_kube_client__delete_preconditions_and_propagation(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
+	char *ns = new_ns(k, "del");
+	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	struct ds_kube_resource dr = resource(k, "apps/v1", "Deployment");
+	struct ds_kube_delete_opts wrong = {NULL, "00000000-0000-0000-0000-000000000000", NULL, -1};
+	struct ds_kube_delete_opts fg = {"Foreground", NULL, NULL, -1};
+	struct ds_kube_delete_opts right = {NULL, NULL, NULL, -1};
+	json_t *cm, *made = NULL, *dep, *got = NULL, *fin, *child;
+	ds_kube_error ke;
+	bool foreground = false;
+
+	(void)state;
+	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
+	CHECK(ds_kube_create(k, &r, ns, cm, &made, &ke), ke);
+	assert_int_equal(ds_kube_delete(k, &r, ns, "c", &wrong, &ke), -ESTALE);
+	assert_int_equal(ke.code, 409);
+	if (!strstr(ke.message, "recondition"))
+		fail_msg("message: %s", ke.message);
+	right.uid = meta(made, "uid");
+	right.resource_version = meta(made, "resourceVersion");
+	CHECK(ds_kube_delete(k, &r, ns, "c", &right, &ke), ke);
+	assert_int_equal(ds_kube_delete(k, &r, ns, "c", NULL, &ke), -ENOENT);
+	assert_string_equal(ke.reason, "NotFound");
+
+	/* Foreground: the owner stays, with the foregroundDeletion finalizer, while a
+	 * dependent that blocks owner deletion exists (this one cannot go: it has a
+	 * finalizer); once the dependent is gone the garbage collector removes it */
+	dep = doc("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
+		  "spec:\n  replicas: 0\n  selector: {matchLabels: {a: b}}\n"
+		  "  template:\n    metadata: {labels: {a: b}}\n    spec:\n%s",
+		  POD_SPEC);
+	CHECK(ds_kube_create(k, &dr, ns, dep, &got, &ke), ke);
+	child = doc("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: child\n"
+		    "  finalizers: [drasync.io/hold]\n  ownerReferences:\n"
+		    "  - {apiVersion: apps/v1, kind: Deployment, name: d, uid: '%s', "
+		    "blockOwnerDeletion: true}\n",
+		    meta(got, "uid"));
+	json_decref(got);
+	got = NULL;
+	CHECK(ds_kube_create(k, &r, ns, child, NULL, &ke), ke);
+	CHECK(ds_kube_delete(k, &dr, ns, "d", &fg, &ke), ke);
+	msleep(300);
+	CHECK(ds_kube_get(k, &dr, ns, "d", NULL, &got, &ke), ke);
+	assert_non_null(meta(got, "deletionTimestamp"));
+	fin = json_object_get(json_object_get(got, "metadata"), "finalizers");
+	for (size_t i = 0; i < json_array_size(fin); i++)
+		if (strcmp(json_string_value(json_array_get(fin, i)), "foregroundDeletion") == 0)
+			foreground = true;
+	assert_true(foreground);
+	/* release the dependent: the owner goes */
+	{
+		json_t *p = doc("metadata: {finalizers: null}\n");
+		int rc = 0;
+		CHECK(ds_kube_merge_patch(k, &r, ns, "child", p, NULL, NULL, &ke), ke);
+		json_decref(p);
+		for (int i = 0; i < 100; i++) {
+			json_t *g = NULL;
+			rc = ds_kube_get(k, &dr, ns, "d", NULL, &g, &ke);
+			json_decref(g);
+			if (rc == -ENOENT)
+				break;
+			msleep(100);
+		}
+		assert_int_equal(rc, -ENOENT);
+	}
+	json_decref(child);
+	json_decref(cm);
+	json_decref(made);
+	json_decref(dep);
+	json_decref(got);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+static void test_itest_kube_client__status_subresource(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
+	char *ns = new_ns(k, "status");
+	struct ds_kube_resource r = resource(k, "v1", "Service");
+	json_t *svc, *main_patch, *st_patch, *got = NULL, *ing;
+	ds_kube_error ke;
+
+	(void)state;
+	svc = doc("apiVersion: v1\nkind: Service\nmetadata: {name: lb}\n"
+		  "spec: {type: LoadBalancer, selector: {a: b}, ports: [{port: 80}]}\n");
+	CHECK(ds_kube_create(k, &r, ns, svc, NULL, &ke), ke);
+	/* status written through the main resource is ignored ... */
+	main_patch = doc("status: {loadBalancer: {ingress: [{ip: 192.0.2.7}]}}\n");
+	CHECK(ds_kube_merge_patch(k, &r, ns, "lb", main_patch, NULL, &got, &ke), ke);
+	assert_null(json_object_get(json_object_get(json_object_get(got, "status"), "loadBalancer"),
+				    "ingress"));
+	json_decref(got);
+	/* ... and taken through /status */
+	CHECK(ds_kube_merge_patch(k, &r, ns, "lb", main_patch, "status", NULL, &ke), ke);
+	CHECK(ds_kube_get(k, &r, ns, "lb", "status", &got, &ke), ke);
+	ing = json_object_get(json_object_get(json_object_get(got, "status"), "loadBalancer"),
+			      "ingress");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ing, 0), "ip")),
+			    "192.0.2.7");
+	json_decref(got);
+	/* server-side apply of status */
+	st_patch = doc("apiVersion: v1\nkind: Service\nmetadata: {name: lb}\n"
+		       "status: {loadBalancer: {ingress: [{ip: 192.0.2.8}]}}\n");
+	CHECK(ds_kube_apply(k, &r, ns, st_patch, "drasync", true, "status", &got, &ke), ke);
+	ing = json_object_get(json_object_get(json_object_get(got, "status"), "loadBalancer"),
+			      "ingress");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ing, 0), "ip")),
+			    "192.0.2.8");
+	json_decref(got);
+	json_decref(svc);
+	json_decref(main_patch);
+	json_decref(st_patch);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+static void test_itest_kube_client__batch_creates_concurrently(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
+	char *ns = new_ns(k, "batch");
+	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	struct ds_kube_op ops[41];
+	json_t *objs[41], *list = NULL;
+	struct ds_kube_list_opts lo = {"batch=yes", NULL, NULL, NULL, 0};
+	ds_kube_error ke;
+
+	(void)state;
+	memset(ops, 0, sizeof(ops));
+	for (int i = 0; i < 41; i++) {
+		objs[i] = doc("apiVersion: v1\nkind: ConfigMap\n"
+			      "metadata: {name: b-%d, labels: {batch: 'yes'}}\ndata: {i: '%d'}\n",
+			      i == 40 ? 0 : i, i);
+		ops[i] = (struct ds_kube_op){.kind = i < 20 ? DS_KUBE_OP_CREATE : DS_KUBE_OP_APPLY,
+					     .res = &r,
+					     .ns = ns,
+					     .obj = objs[i]};
+	}
+	/* b-0 twice: one create must fail with AlreadyExists, the rest go through */
+	ops[40].kind = DS_KUBE_OP_CREATE;
+	assert_int_equal(ds_kube_batch(k, ops, 41, "drasync", true), 1);
+	{
+		int already = 0;
+		for (int i = 0; i < 41; i++) {
+			if (ops[i].rc == -EEXIST) {
+				already++;
+				assert_string_equal(ops[i].error.reason, "AlreadyExists");
+			} else {
+				CHECK(ops[i].rc, ops[i].error);
+				assert_non_null(meta(ops[i].result, "uid"));
+			}
+			json_decref(ops[i].result);
+			json_decref(objs[i]);
+		}
+		assert_int_equal(already, 1);
+	}
+	CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
+	assert_int_equal(json_array_size(json_object_get(list, "items")), 40);
+	json_decref(list);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+/* ---- authentication and TLS ----------------------------------------------------------------- */
+
+/* A kubeconfig for `server` with the CA of `ca_from` (a kubeconfig) and extra user/cluster lines. */
+static char *write_kubeconfig(const char *dir, const char *name, const char *ca_from,
+			      const char *cluster_extra, const char *user_yaml)
+{
+	ds_kubeconfig *src = NULL, *cas = NULL;
+	json_t *docs = NULL;
+	char *path, *text, *b64 = NULL;
+	ds_err err;
+	json_t *d;
+	const char *cad;
+
+	assert_int_equal(ds_kubeconfig_load(&src, tu_env("DS_KUBECONFIG_V1"), NULL, &err), 0);
+	assert_int_equal(ds_yaml_parse_file(ca_from, 0, &docs, NULL, &err), 0);
+	d = json_array_get(docs, 0);
+	cad = json_string_value(json_object_get(
+		json_object_get(json_array_get(json_object_get(d, "clusters"), 0), "cluster"),
+		"certificate-authority-data"));
+	assert_non_null(cad);
+	b64 = strdup(cad);
+	if (asprintf(&path, "%s/%s", dir, name) < 0 ||
+	    asprintf(&text,
+		     "current-context: t\n"
+		     "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+		     "    certificate-authority-data: %s\n%s"
+		     "users:\n- name: u\n  user:\n%s"
+		     "contexts: [{name: t, context: {cluster: c, user: u}}]\n",
+		     ds_kubeconfig_server(src), b64, cluster_extra ? cluster_extra : "",
+		     user_yaml ? user_yaml : "    {}\n") < 0)
+		fail_msg("oom");
+	tu_write_file(path, text);
+	free(text);
+	free(b64);
+	json_decref(docs);
+	ds_kubeconfig_free(src);
+	ds_kubeconfig_free(cas);
+	return path;
+}
+
+static void test_itest_kube_client__service_account_token_without_rights_gets_403(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1"), *sa_client;
+	char *ns = new_ns(k, "authz"), *dir = tu_mkdtemp("itest-sa"), *kcpath, *user, *tokpath;
+	struct ds_kube_resource sa_r = resource(k, "v1", "ServiceAccount");
+	struct ds_kube_resource cm_r = resource(k, "v1", "ConfigMap");
+	struct ds_kube_resource role_r = resource(k, "rbac.authorization.k8s.io/v1", "Role");
+	struct ds_kube_resource rb_r =
+		resource(k, "rbac.authorization.k8s.io/v1", "RoleBinding");
+	struct ds_kube_request req = {"POST", NULL, NULL, NULL, 0};
+	struct ds_kube_response resp = {0};
+	json_t *sa, *tr, *answer = NULL, *list = NULL, *role, *rb;
+	char *path, *body;
+	const char *token;
+	ds_kube_error ke;
+
+	(void)state;
+	sa = doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: nobody}\n");
+	CHECK(ds_kube_create(k, &sa_r, ns, sa, NULL, &ke), ke);
+	/* TokenRequest: POST serviceaccounts/nobody/token */
+	tr = doc("apiVersion: authentication.k8s.io/v1\nkind: TokenRequest\n"
+		 "spec: {expirationSeconds: 600}\n");
+	assert_int_equal(ds_kube_path(&sa_r, ns, "nobody", "token", &path), 0);
+	body = json_dumps(tr, JSON_COMPACT);
+	req.path = path;
+	req.body = body;
+	req.body_len = strlen(body);
+	CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
+	answer = json_loads(resp.body, 0, NULL);
+	token = json_string_value(json_object_get(json_object_get(answer, "status"), "token"));
+	assert_non_null(token);
+
+	/* as a bearer token */
+	if (asprintf(&user, "    token: %s\n", token) < 0)
+		fail_msg("oom");
+	kcpath = write_kubeconfig(dir, "token.kubeconfig", tu_env("DS_KUBECONFIG_V1"), NULL, user);
+	sa_client = connect_to(kcpath, NULL);
+	assert_int_equal(ds_kube_list(sa_client, &cm_r, ns, NULL, &list, NULL, &ke), -EPERM);
+	assert_int_equal(ke.code, 403);
+	assert_string_equal(ke.reason, "Forbidden");
+	assert_non_null(strstr(ke.message, "system:serviceaccount:"));
+	assert_non_null(strstr(ke.message, ":nobody"));
+	assert_non_null(strstr(ke.message, "cannot list resource \"configmaps\""));
+	ds_kube_free(sa_client);
+	free(kcpath);
+	free(user);
+
+	/* the same token from a tokenFile, and from an exec plugin */
+	if (asprintf(&tokpath, "%s/token", dir) < 0)
+		fail_msg("oom");
+	tu_write_file(tokpath, token);
+	if (asprintf(&user, "    tokenFile: %s\n", tokpath) < 0)
+		fail_msg("oom");
+	kcpath = write_kubeconfig(dir, "file.kubeconfig", tu_env("DS_KUBECONFIG_V1"), NULL, user);
+	sa_client = connect_to(kcpath, NULL);
+	assert_int_equal(ds_kube_list(sa_client, &cm_r, ns, NULL, &list, NULL, &ke), -EPERM);
+	ds_kube_free(sa_client);
+	free(kcpath);
+	free(user);
+	if (asprintf(&user,
+		     "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n"
+		     "      command: /bin/sh\n"
+		     "      args: ['-c', 'printf \"{\\\"apiVersion\\\":\\\"%%s\\\",\\\"kind\\\":"
+		     "\\\"ExecCredential\\\",\\\"status\\\":{\\\"token\\\":\\\"%%s\\\"}}\" "
+		     "client.authentication.k8s.io/v1beta1 \"$(cat \"$TOKEN_PATH\")\"']\n"
+		     "      env: [{name: TOKEN_PATH, value: '%s'}]\n",
+		     tokpath) < 0)
+		fail_msg("oom");
+	kcpath = write_kubeconfig(dir, "exec.kubeconfig", tu_env("DS_KUBECONFIG_V1"), NULL, user);
+	sa_client = connect_to(kcpath, NULL);
+	assert_int_equal(ds_kube_list(sa_client, &cm_r, ns, NULL, &list, NULL, &ke), -EPERM);
+	assert_int_equal(ke.code, 403);
+
+	/* grant "list configmaps" in the namespace: now it works */
+	role = doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n"
+		   "metadata: {name: read-cm}\n"
+		   "rules: [{apiGroups: [''], resources: [configmaps], verbs: [list]}]\n");
+	rb = doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\n"
+		 "metadata: {name: read-cm}\n"
+		 "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: read-cm}\n"
+		 "subjects: [{kind: ServiceAccount, name: nobody, namespace: '%s'}]\n",
+		 ns);
+	CHECK(ds_kube_create(k, &role_r, ns, role, NULL, &ke), ke);
+	CHECK(ds_kube_create(k, &rb_r, ns, rb, NULL, &ke), ke);
+	{
+		int rc = -EPERM;
+		for (int i = 0; i < 50 && rc == -EPERM; i++) {
+			rc = ds_kube_list(sa_client, &cm_r, ns, NULL, &list, NULL, &ke);
+			if (rc == -EPERM)
+				msleep(100); /* RBAC caches catch up */
+		}
+		CHECK(rc, ke);
+	}
+	json_decref(list);
+	ds_kube_free(sa_client);
+	free(kcpath);
+	free(user);
+	free(tokpath);
+	json_decref(role);
+	json_decref(rb);
+	json_decref(sa);
+	json_decref(tr);
+	json_decref(answer);
+	free(body);
+	free(path);
+	ds_kube_response_dispose(&resp);
+	free(dir);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors(void **state)
+{
+	char *dir = tu_mkdtemp("itest-tls"), *kcpath;
+	struct ds_kube_resource r;
+	ds_kube *k;
+	ds_kube_error ke;
+	char buf[800];
+
+	(void)state;
+	/* the v1 server with the v1beta1 cluster's CA: an unknown CA */
+	kcpath = write_kubeconfig(dir, "wrong-ca", tu_env("DS_KUBECONFIG_V1BETA1"), NULL, NULL);
+	k = connect_to(kcpath, NULL);
+	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EKEYREJECTED);
+	assert_int_equal(ke.code, 0);
+	assert_int_equal(ke.tls, DS_KUBE_TLS_UNKNOWN_CA);
+	assert_int_equal(ke.attempts, 1); /* not retried */
+	ds_kube_error_format(&ke, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "unknown CA"));
+	assert_non_null(strstr(buf, "certificate-authority"));
+	ds_kube_free(k);
+	free(kcpath);
+
+	/* the right CA, but verified against a name the certificate does not carry */
+	kcpath = write_kubeconfig(dir, "wrong-name", tu_env("DS_KUBECONFIG_V1"),
+				  "    tls-server-name: not-the-apiserver.example\n", NULL);
+	k = connect_to(kcpath, NULL);
+	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EKEYREJECTED);
+	assert_int_equal(ke.tls, DS_KUBE_TLS_NAME_MISMATCH);
+	ds_kube_error_format(&ke, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "name mismatch"));
+	ds_kube_free(k);
+	free(kcpath);
+
+	/* tls-server-name naming a SAN the certificate has: fine (401: no user) */
+	kcpath = write_kubeconfig(dir, "sni", tu_env("DS_KUBECONFIG_V1"),
+				  "    tls-server-name: kubernetes.default.svc\n", NULL);
+	k = connect_to(kcpath, NULL);
+	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EACCES);
+	assert_int_equal(ke.code, 401);
+	ds_kube_free(k);
+	free(kcpath);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_itest_kube_client__discovery),
+		cmocka_unit_test(test_itest_kube_client__crud_every_kind_v1),
+		cmocka_unit_test(test_itest_kube_client__crud_dra_kinds_v1beta1),
+		cmocka_unit_test(test_itest_kube_client__pagination_limit_2_over_7),
+		cmocka_unit_test(test_itest_kube_client__watch_add_modify_delete_across_stream_ends),
+		cmocka_unit_test(test_itest_kube_client__watch_resumes_from_a_resource_version),
+		cmocka_unit_test(test_itest_kube_client__server_side_apply_twice_is_a_no_op),
+		cmocka_unit_test(test_itest_kube_client__stale_update_is_a_409),
+		cmocka_unit_test(test_itest_kube_client__delete_preconditions_and_propagation),
+		cmocka_unit_test(test_itest_kube_client__status_subresource),
+		cmocka_unit_test(test_itest_kube_client__batch_creates_concurrently),
+		cmocka_unit_test(test_itest_kube_client__service_account_token_without_rights_gets_403),
+		cmocka_unit_test(test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
