@@ -7,6 +7,10 @@
  * in namespace bench-concurrent, (b) one by one in bench-serial, and writes the
  * same N objects for namespace bench-kubectl to MANIFEST (for kubectl apply).
  * Prints "concurrent_per_s=R" and "serial_per_s=R" lines.
+ *
+ * With DS_BENCH_SERVER_PIDS="pid ..." (the API server and etcd), also prints the
+ * CPU time those processes and this one spent per object, to show which side
+ * bounds the rate.
  */
 #include "drasync/kube_client.h"
 
@@ -15,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_s(void)
 {
@@ -22,6 +27,50 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds used so far by the processes in DS_BENCH_SERVER_PIDS. */
+static double server_cpu(void)
+{
+	const char *pids = getenv("DS_BENCH_SERVER_PIDS");
+	double total = 0;
+	char *list, *save = NULL;
+
+	if (!pids || !(list = strdup(pids)))
+		return 0;
+	for (char *p = strtok_r(list, " ", &save); p; p = strtok_r(NULL, " ", &save)) {
+		char path[64], buf[1024];
+		unsigned long ut = 0, st = 0;
+		FILE *f;
+		char *rp;
+
+		snprintf(path, sizeof(path), "/proc/%s/stat", p);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')) &&
+		    sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+			   &st) == 2)
+			total += (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+		fclose(f);
+	}
+	free(list);
+	return total;
+}
+
+static double own_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void print_cpu(const char *what, long n, double server, double own)
+{
+	if (getenv("DS_BENCH_SERVER_PIDS"))
+		printf("%s: CPU per object: API server + etcd %.2f ms, client %.2f ms\n", what,
+		       server * 1000.0 / (double)n, own * 1000.0 / (double)n);
 }
 
 static json_t *configmap(const char *ns, long i)
@@ -67,7 +116,7 @@ int main(int argc, char **argv)
 	ds_kube_error ke;
 	ds_err err;
 	long n;
-	double t0, dt;
+	double t0, dt, s0, c0;
 	int rc = 1, failed;
 	FILE *mf;
 
@@ -98,8 +147,12 @@ int main(int argc, char **argv)
 		ops[i] = (struct ds_kube_op){.kind = DS_KUBE_OP_CREATE, .res = &r, .obj = objs[i]};
 	}
 	t0 = now_s();
+	s0 = server_cpu();
+	c0 = own_cpu();
 	failed = ds_kube_batch(k, ops, (size_t)n, "drasync-bench", false);
 	dt = now_s() - t0;
+	s0 = server_cpu() - s0;
+	c0 = own_cpu() - c0;
 	if (failed != 0) {
 		char b[600];
 		for (long i = 0; i < n; i++)
@@ -116,6 +169,7 @@ int main(int argc, char **argv)
 		objs[i] = NULL;
 	}
 	printf("concurrent: %ld objects in %.3f s\n", n, dt);
+	print_cpu("concurrent", n, s0, c0);
 	printf("concurrent_per_s=%.0f\n", (double)n / dt);
 	fflush(stdout);
 
@@ -123,6 +177,8 @@ int main(int argc, char **argv)
 	for (long i = 0; i < n; i++)
 		objs[i] = configmap("bench-serial", i);
 	t0 = now_s();
+	s0 = server_cpu();
+	c0 = own_cpu();
 	for (long i = 0; i < n; i++) {
 		if (ds_kube_create(k, &r, NULL, objs[i], NULL, &ke) < 0) {
 			char b[600];
@@ -132,7 +188,10 @@ int main(int argc, char **argv)
 		}
 	}
 	dt = now_s() - t0;
+	s0 = server_cpu() - s0;
+	c0 = own_cpu() - c0;
 	printf("serial: %ld objects in %.3f s\n", n, dt);
+	print_cpu("serial", n, s0, c0);
 	printf("serial_per_s=%.0f\n", (double)n / dt);
 	fflush(stdout);
 

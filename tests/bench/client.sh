@@ -26,19 +26,26 @@ trap cleanup EXIT
 "$cluster_sh" up "$name" --dra-api v1 >/dev/null
 kubeconfig=$DS_KUBE_STATE/$name/admin.kubeconfig
 
-"$build/tests/bench_client" "$kubeconfig" "$n" "$work/manifest.json" | tee "$work/out"
+state=$DS_KUBE_STATE/$name
+server_pids="$(cat "$state/pids/kube-apiserver") $(cat "$state/pids/etcd")"
+cpu_ticks() { local t=0 p; for p in $server_pids; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
+echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+DS_BENCH_SERVER_PIDS=$server_pids "$build/tests/bench_client" "$kubeconfig" "$n" "$work/manifest.json" | tee "$work/out"
 concurrent=$(sed -n 's/^concurrent_per_s=//p' "$work/out")
 serial=$(sed -n 's/^serial_per_s=//p' "$work/out")
 
 "$bin" kubectl --kubeconfig "$kubeconfig" create namespace bench-kubectl >/dev/null
 t0=$(date +%s.%N)
+c0=$(cpu_ticks)
 "$bin" kubectl --kubeconfig "$kubeconfig" apply --server-side --field-manager drasync-bench \
   -f "$work/manifest.json" >/dev/null
 t1=$(date +%s.%N)
+c1=$(cpu_ticks)
 count=$("$bin" kubectl --kubeconfig "$kubeconfig" -n bench-kubectl get configmaps \
   -l app.kubernetes.io/managed-by=drasync-bench -o name | wc -l)
 [ "$count" -eq "$n" ] || { echo "bench client: kubectl created $count of $n" >&2; exit 1; }
 kubectl_rate=$(python3 -c "print(round($n / ($t1 - $t0)))")
 printf 'kubectl apply --server-side: %d objects in %.3f s\n' "$n" "$(python3 -c "print($t1 - $t0)")"
+printf 'kubectl: CPU per object: API server + etcd %.2f ms\n' "$(python3 -c "print(($c1 - $c0) * 1000 / $(getconf CLK_TCK) / $n)")"
 speedup=$(python3 -c "print(f'{$concurrent / $kubectl_rate:.1f}')")
 echo "RESULT concurrent_per_s=$concurrent serial_per_s=$serial kubectl_per_s=$kubectl_rate speedup_vs_kubectl=$speedup"
