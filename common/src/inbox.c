@@ -12,6 +12,7 @@ struct ds_inbox {
 	sqlite3_stmt *ins;
 	sqlite3_stmt *get;
 	sqlite3_stmt *upd;
+	sqlite3_stmt *man;
 	ds_record_result *res; /* one per record of the last batch */
 	size_t res_cap;
 };
@@ -24,7 +25,11 @@ static const char schema[] =
 	" kind TEXT, namespace TEXT, name TEXT, source_uid TEXT, source_resource_version TEXT,"
 	" content_hash BLOB, compression INTEGER NOT NULL DEFAULT 0, payload BLOB,"
 	" snapshot_id TEXT, status INTEGER NOT NULL, message TEXT, committed_at INTEGER,"
-	" UNIQUE(source, epoch, seq));";
+	" UNIQUE(source, epoch, seq));"
+	/* The key -> hash manifest of each snapshot-end, for pruning after the apply. */
+	"CREATE TABLE IF NOT EXISTS manifests(source TEXT NOT NULL, epoch INTEGER NOT NULL,"
+	" seq INTEGER NOT NULL, key TEXT NOT NULL, content_hash BLOB NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS manifests_by_seq ON manifests(source, epoch, seq);";
 
 int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
 {
@@ -58,6 +63,11 @@ int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
 			" cluster_name = coalesce(?2, cluster_name), epoch = ?3,"
 			" committed_seq = ?4, updated_at = ?5",
 			-1, &ib->upd, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(ib->db,
+					"INSERT INTO manifests(source, epoch, seq, key, content_hash)"
+					" VALUES(?,?,?,?,?)",
+					-1, &ib->man, NULL);
 	rc = rc == SQLITE_OK ? 0 : ds_sqlite_fail(ib->db, rc, "inbox statements", err);
 out:
 	if (rc < 0) {
@@ -75,6 +85,7 @@ void ds_inbox_free(ds_inbox *ib)
 	sqlite3_finalize(ib->ins);
 	sqlite3_finalize(ib->get);
 	sqlite3_finalize(ib->upd);
+	sqlite3_finalize(ib->man);
 	sqlite3_close(ib->db);
 	free(ib->res);
 	free(ib);
@@ -198,6 +209,18 @@ static int insert(ds_inbox *ib, const char *source, const ds_wire_msg *batch, si
 	rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ib->db, rc, "inbox insert", err);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
+	for (size_t k = 0; rc == 0 && k < r->manifest_len; k++) {
+		st = ib->man;
+		sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)r->epoch);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)r->seq);
+		bind_text(st, 4, r->manifest[k].key);
+		sqlite3_bind_blob(st, 5, r->manifest[k].content_hash, DS_HASH_LEN, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ib->db, rc, "inbox manifest", err);
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
 	return rc;
 }
 

@@ -110,6 +110,9 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 	if (!r)
 		return -ENOMEM;
 	r->cfg = *cfg;
+	/* A config not started from the defaults: ZMQ_MAXMSGSIZE 0 would refuse every frame. */
+	if (r->cfg.tuning.limits.max_frame == 0 || r->cfg.tuning.heartbeat_ivl_ms <= 0)
+		ds_transport_tuning_default(&r->cfg.tuning);
 	if (!r->cfg.credit)
 		r->cfg.credit = 2048;
 	if (!cfg->endpoint || !cfg->keys || !cfg->authorized_sources || !cfg->inbox_path) {
@@ -122,7 +125,7 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 	rc = ds_inbox_open(&r->inbox, cfg->inbox_path, err);
 	if (rc < 0)
 		goto out;
-	rc = ds_wire_decoder_new(&r->dec, &cfg->tuning.limits);
+	rc = ds_wire_decoder_new(&r->dec, &r->cfg.tuning.limits);
 	if (rc < 0)
 		goto out;
 	r->zctx = zmq_ctx_new();
@@ -155,7 +158,7 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 			goto out;
 		}
 	}
-	rc = ds_sock_tune(r->router, &cfg->tuning);
+	rc = ds_sock_tune(r->router, &r->cfg.tuning);
 	if (rc < 0) {
 		ds_err_set(err, "cannot tune the server socket: %s", zmq_strerror(-rc));
 		goto out;

@@ -91,6 +91,9 @@ int ds_sender_new(ds_sender **out, const ds_sender_config *cfg, ds_err *err)
 		return -ENOMEM;
 	s->wakefd = -1;
 	s->cfg = *cfg;
+	/* A config not started from the defaults: ZMQ_MAXMSGSIZE 0 would refuse every frame. */
+	if (s->cfg.tuning.limits.max_frame == 0 || s->cfg.tuning.heartbeat_ivl_ms <= 0)
+		ds_transport_tuning_default(&s->cfg.tuning);
 	if (!cfg->endpoint || !cfg->server_public_key || !cfg->keys || !cfg->outbox_path ||
 	    !cfg->cluster_name || !cfg->cluster_name[0]) {
 		ds_err_set(err, "sender: endpoint, server key, keys, outbox and cluster name are "
@@ -107,8 +110,8 @@ int ds_sender_new(ds_sender **out, const ds_sender_config *cfg, ds_err *err)
 		s->cfg.batch_records = 256;
 	if (!s->cfg.batch_bytes)
 		s->cfg.batch_bytes = 4u << 20;
-	if (s->cfg.batch_bytes > cfg->tuning.limits.max_frame / 2)
-		s->cfg.batch_bytes = cfg->tuning.limits.max_frame / 2;
+	if (s->cfg.batch_bytes > s->cfg.tuning.limits.max_frame / 2)
+		s->cfg.batch_bytes = s->cfg.tuning.limits.max_frame / 2;
 	snprintf(s->endpoint, sizeof(s->endpoint), "%s", cfg->endpoint);
 	snprintf(s->server_key, sizeof(s->server_key), "%s", cfg->server_public_key);
 	snprintf(s->cluster, sizeof(s->cluster), "%s", cfg->cluster_name);
@@ -120,7 +123,7 @@ int ds_sender_new(ds_sender **out, const ds_sender_config *cfg, ds_err *err)
 	rc = ds_outbox_open(&s->outbox, cfg->outbox_path, NULL, err);
 	if (rc < 0)
 		goto out;
-	rc = ds_wire_decoder_new(&s->dec, &cfg->tuning.limits);
+	rc = ds_wire_decoder_new(&s->dec, &s->cfg.tuning.limits);
 	if (rc < 0)
 		goto out;
 	s->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -140,7 +143,7 @@ int ds_sender_new(ds_sender **out, const ds_sender_config *cfg, ds_err *err)
 			goto out;
 		atomic_store(&s->acked, st.acked_seq);
 	}
-	s->backoff = cfg->tuning.reconnect_ivl_ms;
+	s->backoff = s->cfg.tuning.reconnect_ivl_ms;
 out:
 	if (rc < 0) {
 		ds_sender_free(s);

@@ -947,6 +947,10 @@ static void test_transport__lost_ledger_gets_a_snapshot(void **state)
 	assert_int_equal(query_ll(inbox, "SELECT seq FROM records WHERE op = 3"), 1101);
 	assert_int_equal(query_ll(inbox, "SELECT seq FROM records WHERE op = 4"), 1105);
 	assert_int_equal(query_ll(inbox, "SELECT committed_seq FROM sources"), 1105);
+	assert_int_equal(query_ll(inbox, "SELECT count(*) FROM manifests WHERE seq = 1105 AND "
+					 "key LIKE 'v1/ConfigMap/ml-team/%' AND "
+					 "length(content_hash) = 32"),
+			 3);
 	free(dir);
 }
 

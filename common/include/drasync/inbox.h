@@ -13,6 +13,7 @@
  *   records(id, source, epoch, seq, op, api_version, kind, namespace, name,
  *           source_uid, source_resource_version, content_hash, compression,
  *           payload, snapshot_id, status, message, committed_at)
+ *   manifests(source, epoch, seq, key, content_hash)   -- of each snapshot-end
  */
 
 #include "drasync/err.h"

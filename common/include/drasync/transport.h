@@ -21,6 +21,8 @@ typedef struct ds_transport_event {
 	const char *detail; /* human detail, "" when none */
 } ds_transport_event;
 
+/* Called from the thread running the sender/receiver and, on the target, from
+ * the ZAP handler's thread: it must be thread-safe (ds_transport_event_log is). */
 typedef void (*ds_transport_event_fn)(void *ud, const ds_transport_event *ev);
 
 /** An on_event callback writing each event with ds_log(); ud: a prefix or NULL. */
