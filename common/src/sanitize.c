@@ -20,6 +20,16 @@ static const char *const pvc_bind_annotations[] = {
 	NULL,
 };
 
+/*
+ * kubectl's client-side apply record describes the source's configuration
+ * (source namespace, references before mapping): stale on the target, and it
+ * would mislead a later `kubectl apply` there.
+ */
+static const char *const source_only_annotations[] = {
+	"kubectl.kubernetes.io/last-applied-configuration",
+	NULL,
+};
+
 static void del_keys(json_t *obj, const char *const *keys)
 {
 	for (; json_is_object(obj) && *keys; keys++)
@@ -71,6 +81,7 @@ int ds_sanitize(json_t *obj)
 		return 0;
 	json_object_del(obj, "status");
 	del_keys(meta, server_metadata);
+	del_keys(json_object_get(meta, "annotations"), source_only_annotations);
 	if (!kind)
 		return 0;
 	if (strcmp(kind, "Pod") == 0) {

@@ -15,6 +15,7 @@ static void test_sanitize__server_metadata_and_status(void **state)
 		"  resourceVersion: '99'\n  generation: 3\n  creationTimestamp: '2026-01-01T00:00:00Z'\n"
 		"  deletionTimestamp: x\n  deletionGracePeriodSeconds: 30\n  managedFields: [{manager: m}]\n"
 		"  selfLink: /api/v1/x\n  ownerReferences: [{kind: X, name: y}]\n  labels: {app: a}\n"
+		"  annotations: {kubectl.kubernetes.io/last-applied-configuration: '{}'}\n"
 		"spec:\n  nodeName: node-1\n  containers: [{name: c}]\nstatus: {phase: Running}\n");
 
 	(void)state;
