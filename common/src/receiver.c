@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -60,6 +61,12 @@ struct ds_receiver {
 	 * the same connection right after, from the same I/O thread (one per context). */
 	char pending_failure[200];
 	atomic_int stop;
+	/* The monitor has its own thread: a connection that fails its handshake
+	 * is gone within milliseconds, and its address can only be read while it
+	 * lives, not after a long commit in the main loop. */
+	pthread_t mon_thread;
+	int mon_started;
+	atomic_int mon_stop;
 };
 
 static void emit(ds_receiver *r, enum ds_log_level level, const char *name, const char *peer,
@@ -83,6 +90,8 @@ static void emit(ds_receiver *r, enum ds_log_level level, const char *name, cons
 	ev.detail = detail;
 	r->cfg.on_event(r->cfg.event_ud, &ev);
 }
+
+static void *monitor_main(void *arg);
 
 void ds_receiver_config_default(ds_receiver_config *cfg)
 {
@@ -168,6 +177,12 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 		ds_err_set(err, "cannot monitor the server socket: %s", zmq_strerror(-rc));
 		goto out;
 	}
+	if (pthread_create(&r->mon_thread, NULL, monitor_main, r) != 0) {
+		rc = -EAGAIN;
+		ds_err_set(err, "cannot start the monitor thread");
+		goto out;
+	}
+	r->mon_started = 1;
 	if (zmq_bind(r->router, cfg->endpoint) != 0) {
 		rc = -zmq_errno();
 		ds_err_set(err, "cannot listen on %s: %s", cfg->endpoint, zmq_strerror(-rc));
@@ -190,6 +205,10 @@ void ds_receiver_free(ds_receiver *r)
 {
 	if (!r)
 		return;
+	if (r->mon_started) {
+		atomic_store(&r->mon_stop, 1);
+		pthread_join(r->mon_thread, NULL);
+	}
 	ds_monitor_stop(&r->mon, r->router);
 	if (r->router)
 		zmq_close(r->router);
@@ -287,6 +306,22 @@ static void monitor_events(ds_receiver *r)
 			break;
 		}
 	}
+}
+
+static void *monitor_main(void *arg)
+{
+	ds_receiver *r = arg;
+
+	while (!atomic_load(&r->mon_stop)) {
+		zmq_pollitem_t item = {r->mon.pair, 0, ZMQ_POLLIN, 0};
+		int rc = zmq_poll(&item, 1, 100);
+		if (rc < 0 && zmq_errno() == ETERM)
+			break;
+		if (rc > 0)
+			monitor_events(r);
+	}
+	monitor_events(r);
+	return NULL;
 }
 
 /* ---- sessions ------------------------------------------------------------ */
@@ -553,20 +588,17 @@ int ds_receiver_run(ds_receiver *r, ds_err *err)
 {
 	(void)err;
 	while (!atomic_load(&r->stop)) {
-		zmq_pollitem_t items[2] = {
+		zmq_pollitem_t items[1] = {
 			{r->router, 0, ZMQ_POLLIN, 0},
-			{r->mon.pair, 0, ZMQ_POLLIN, 0},
 		};
-		int rc = zmq_poll(items, 2, 100);
+		int rc = zmq_poll(items, 1, 100);
 		if (rc < 0) {
 			if (zmq_errno() == EINTR)
 				continue;
 			ds_err_set(err, "poll: %s", zmq_strerror(zmq_errno()));
 			return -zmq_errno();
 		}
-		if (items[1].revents & ZMQ_POLLIN)
-			monitor_events(r);
-		/* Bounded burst, so monitor events and stop are seen under load. */
+		/* Bounded burst, so a stop is seen under load. */
 		for (int i = 0; i < 64 && !atomic_load(&r->stop); i++) {
 			int ev = 0;
 			size_t evl = sizeof(ev);
@@ -574,9 +606,7 @@ int ds_receiver_run(ds_receiver *r, ds_err *err)
 			if (!(ev & ZMQ_POLLIN))
 				break;
 			on_message(r);
-			monitor_events(r); /* keep drop/disconnect logs in step with traffic */
 		}
 	}
-	monitor_events(r);
 	return 0;
 }

@@ -107,7 +107,11 @@ const char *ds_handshake_reason(uint16_t event, uint32_t value, char *buf, size_
 		return buf;
 	}
 	if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
-		snprintf(buf, len, "handshake failed: %s", strerror((int)value));
+		if (value == EPIPE || value == ECONNRESET)
+			snprintf(buf, len, "the peer hung up during the CURVE handshake (a "
+					   "plaintext peer, or one with the wrong server key?)");
+		else
+			snprintf(buf, len, "handshake failed: %s", strerror((int)value));
 		return buf;
 	}
 	switch (value) {
