@@ -627,6 +627,15 @@ static int build(ds_kubeconfig **out, const json_t *merged, const char *context,
 	rc = pem_field(cl, "certificate-authority", cl_dir, what, &kc->ca_pem, err);
 	if (rc < 0)
 		goto out;
+	if (kc->insecure && kc->ca_pem) {
+		/* client-go refuses this pair too: which one was meant? */
+		ds_err_set(err,
+			   "%s: %s: certificate-authority and insecure-skip-tls-verify cannot "
+			   "both be set",
+			   files, what);
+		rc = -EINVAL;
+		goto out;
+	}
 	if (kc->insecure)
 		ds_log(DS_LOG_WARN, "kube_tls_insecure",
 		       "cluster=%s msg=\"insecure-skip-tls-verify is set: the API server's "

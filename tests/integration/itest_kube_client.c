@@ -817,18 +817,23 @@ static char *write_kubeconfig(const char *dir, const char *name, const char *ca_
 	const char *cad;
 
 	assert_int_equal(ds_kubeconfig_load(&src, tu_env("DS_KUBECONFIG_V1"), NULL, &err), 0);
-	assert_int_equal(ds_yaml_parse_file(ca_from, 0, &docs, NULL, &err), 0);
-	d = json_array_get(docs, 0);
-	cad = json_string_value(json_object_get(
-		json_object_get(json_array_get(json_object_get(d, "clusters"), 0), "cluster"),
-		"certificate-authority-data"));
-	assert_non_null(cad);
-	b64 = strdup(cad);
+	if (ca_from) {
+		assert_int_equal(ds_yaml_parse_file(ca_from, 0, &docs, NULL, &err), 0);
+		d = json_array_get(docs, 0);
+		cad = json_string_value(json_object_get(
+			json_object_get(json_array_get(json_object_get(d, "clusters"), 0),
+					"cluster"),
+			"certificate-authority-data"));
+		assert_non_null(cad);
+		if (asprintf(&b64, "    certificate-authority-data: %s\n", cad) < 0)
+			fail_msg("oom");
+	} else {
+		b64 = strdup("");
+	}
 	if (asprintf(&path, "%s/%s", dir, name) < 0 ||
 	    asprintf(&text,
 		     "current-context: t\n"
-		     "clusters:\n- name: c\n  cluster:\n    server: %s\n"
-		     "    certificate-authority-data: %s\n%s"
+		     "clusters:\n- name: c\n  cluster:\n    server: %s\n%s%s"
 		     "users:\n- name: u\n  user:\n%s"
 		     "contexts: [{name: t, context: {cluster: c, user: u}}]\n",
 		     ds_kubeconfig_server(src), b64, cluster_extra ? cluster_extra : "",
@@ -841,6 +846,146 @@ static char *write_kubeconfig(const char *dir, const char *name, const char *ca_
 	ds_kubeconfig_free(src);
 	ds_kubeconfig_free(cas);
 	return path;
+}
+
+/* A fresh token for ServiceAccount `sa` (TokenRequest, POST serviceaccounts/<sa>/token). */
+static char *request_token(ds_kube *k, const char *ns, const char *sa)
+{
+	struct ds_kube_resource sa_r = resource(k, "v1", "ServiceAccount");
+	struct ds_kube_request req = {"POST", NULL, NULL, NULL, 0};
+	struct ds_kube_response resp = {0};
+	json_t *tr, *answer;
+	char *path, *body, *token;
+	ds_kube_error ke;
+
+	tr = doc("apiVersion: authentication.k8s.io/v1\nkind: TokenRequest\n"
+		 "spec: {expirationSeconds: 600}\n");
+	assert_int_equal(ds_kube_path(&sa_r, ns, sa, "token", &path), 0);
+	body = json_dumps(tr, JSON_COMPACT);
+	req.path = path;
+	req.body = body;
+	req.body_len = strlen(body);
+	CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
+	answer = json_loads(resp.body, 0, NULL);
+	token = strdup(json_string_value(json_object_get(json_object_get(answer, "status"), "token")));
+	json_decref(answer);
+	json_decref(tr);
+	free(body);
+	free(path);
+	ds_kube_response_dispose(&resp);
+	return token;
+}
+
+static void test_itest_kube_client__in_cluster_config_rereads_a_rotated_token(void **state)
+{
+	ds_kube *k = connect_env("DS_KUBECONFIG_V1"), *pod = NULL;
+	char *ns = new_ns(k, "incluster"), *dir = tu_mkdtemp("itest-sa-dir"), *p, *tok;
+	struct ds_kube_resource sa_r = resource(k, "v1", "ServiceAccount");
+	struct ds_kube_resource cm_r = resource(k, "v1", "ConfigMap");
+	const char *server = ds_kubeconfig_server(ds_kube_get_config(k));
+	ds_kubeconfig *kc = NULL;
+	json_t *list = NULL;
+	ds_kube_error ke;
+	ds_err err;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		json_t *sa = doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: %s}\n",
+				 i ? "second" : "first");
+		CHECK(ds_kube_create(k, &sa_r, ns, sa, NULL, &ke), ke);
+		json_decref(sa);
+	}
+	/* what the kubelet mounts into a pod */
+	if (asprintf(&p, "%s/ca.crt", dir) < 0)
+		fail_msg("oom");
+	tu_write_file(p, ds_kubeconfig_ca_pem(ds_kube_get_config(k)));
+	free(p);
+	if (asprintf(&p, "%s/namespace", dir) < 0)
+		fail_msg("oom");
+	tu_write_file(p, ns);
+	free(p);
+	if (asprintf(&p, "%s/token", dir) < 0)
+		fail_msg("oom");
+	tok = request_token(k, ns, "first");
+	tu_write_file(p, tok);
+	free(tok);
+	assert_non_null(strstr(server, "https://127.0.0.1:"));
+	setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
+	setenv("KUBERNETES_SERVICE_PORT", strrchr(server, ':') + 1, 1);
+	assert_int_equal(ds_kubeconfig_in_cluster(&kc, dir, &err), 0);
+	assert_string_equal(ds_kubeconfig_namespace(kc), ns);
+	assert_int_equal(ds_kube_new(&pod, &kc, NULL, &err), 0);
+	assert_int_equal(ds_kube_list(pod, &cm_r, ns, NULL, &list, NULL, &ke), -EPERM);
+	assert_non_null(strstr(ke.message, ":first\""));
+	/* rotation: a new token file renamed over the old one (the second account) */
+	{
+		char *tmp;
+		if (asprintf(&tmp, "%s/..token.new", dir) < 0)
+			fail_msg("oom");
+		tok = request_token(k, ns, "second");
+		tu_write_file(tmp, tok);
+		assert_int_equal(rename(tmp, p), 0);
+		free(tok);
+		free(tmp);
+	}
+	assert_int_equal(ds_kube_list(pod, &cm_r, ns, NULL, &list, NULL, &ke), -EPERM);
+	assert_non_null(strstr(ke.message, ":second\""));
+	unsetenv("KUBERNETES_SERVICE_HOST");
+	unsetenv("KUBERNETES_SERVICE_PORT");
+	ds_kube_free(pod);
+	free(p);
+	free(dir);
+	drop_ns(k, ns);
+	ds_kube_free(k);
+}
+
+static void test_itest_kube_client__exec_plugin_client_certificate(void **state)
+{
+	char *dir = tu_mkdtemp("itest-exec-cert"), *cred, *user, *kcpath, *text;
+	ds_kubeconfig *admin = NULL;
+	ds_kube_credentials c = {0};
+	struct ds_kube_resource r;
+	json_t *answer;
+	ds_kube *k;
+	ds_kube_error ke;
+	ds_err err;
+
+	(void)state;
+	/* the admin's certificate, handed out by a plugin instead of the kubeconfig */
+	assert_int_equal(ds_kubeconfig_load(&admin, tu_env("DS_KUBECONFIG_V1"), NULL, &err), 0);
+	assert_int_equal(ds_kubeconfig_credentials(admin, &c, &err), 0);
+	assert_non_null(c.cert_pem);
+	answer = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "client.authentication.k8s.io/v1",
+			   "kind", "ExecCredential", "status", "clientCertificateData", c.cert_pem,
+			   "clientKeyData", c.key_pem);
+	text = json_dumps(answer, JSON_COMPACT);
+	if (asprintf(&cred, "%s/cred.json", dir) < 0)
+		fail_msg("oom");
+	tu_write_file(cred, text);
+	if (asprintf(&user,
+		     "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+		     "      interactiveMode: Never\n"
+		     "      command: /bin/cat\n      args: ['%s']\n",
+		     cred) < 0)
+		fail_msg("oom");
+	kcpath = write_kubeconfig(dir, "exec-cert", tu_env("DS_KUBECONFIG_V1"), NULL, user);
+	k = connect_to(kcpath, NULL);
+	CHECK(ds_kube_resource_find(k, "v1", "Namespace", &r, &ke), ke);
+	{
+		json_t *got = NULL;
+		CHECK(ds_kube_get(k, &r, NULL, "default", NULL, &got, &ke), ke);
+		json_decref(got);
+	}
+	assert_int_equal(ds_kubeconfig_exec_runs(ds_kube_get_config(k)), 1);
+	ds_kube_free(k);
+	ds_kube_credentials_dispose(&c);
+	ds_kubeconfig_free(admin);
+	json_decref(answer);
+	free(text);
+	free(cred);
+	free(user);
+	free(kcpath);
+	free(dir);
 }
 
 static void test_itest_kube_client__service_account_token_without_rights_gets_403(void **state)
@@ -987,6 +1132,22 @@ static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors
 	ds_kube_free(k);
 	free(kcpath);
 
+	/* no CA but insecure-skip-tls-verify: not verified, so it gets through (401: no user) */
+	kcpath = write_kubeconfig(dir, "insecure", NULL, "    insecure-skip-tls-verify: true\n",
+				  NULL);
+	k = connect_to(kcpath, NULL);
+	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EACCES);
+	assert_int_equal(ke.code, 401);
+	ds_kube_free(k);
+	free(kcpath);
+	/* no CA and no insecure flag: the system trust store does not know this CA */
+	kcpath = write_kubeconfig(dir, "system-ca", NULL, NULL, NULL);
+	k = connect_to(kcpath, NULL);
+	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EKEYREJECTED);
+	assert_int_equal(ke.tls, DS_KUBE_TLS_UNKNOWN_CA);
+	ds_kube_free(k);
+	free(kcpath);
+
 	/* tls-server-name naming a SAN the certificate has: fine (401: no user) */
 	kcpath = write_kubeconfig(dir, "sni", tu_env("DS_KUBECONFIG_V1"),
 				  "    tls-server-name: kubernetes.default.svc\n", NULL);
@@ -1013,6 +1174,8 @@ int main(void)
 		cmocka_unit_test(test_itest_kube_client__status_subresource),
 		cmocka_unit_test(test_itest_kube_client__batch_creates_concurrently),
 		cmocka_unit_test(test_itest_kube_client__service_account_token_without_rights_gets_403),
+		cmocka_unit_test(test_itest_kube_client__in_cluster_config_rereads_a_rotated_token),
+		cmocka_unit_test(test_itest_kube_client__exec_plugin_client_certificate),
 		cmocka_unit_test(test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -489,6 +489,37 @@ static void test_kube_transport__oversized_answer_refused(void **state)
 	assert_non_null(strstr(ke.message, "larger than 16 bytes"));
 }
 
+static void test_kube_transport__proxy_url_is_used(void **state)
+{
+	struct fx *f = *state;
+	struct ds_kube_response resp = {0};
+	char *path, *text;
+	ds_err err;
+
+	/* the test server plays an HTTP proxy for a server name that does not resolve */
+	if (asprintf(&path, "%s/proxied", f->dir) < 0 ||
+	    asprintf(&text,
+		     "current-context: t\n"
+		     "clusters: [{name: c, cluster: {server: 'http://api.cluster.invalid:6443', "
+		     "proxy-url: '%s'}}]\n"
+		     "users: [{name: u, user: {token: via-proxy}}]\n"
+		     "contexts: [{name: t, context: {cluster: c, user: u}}]\n",
+		     f->h.url) < 0)
+		fail_msg("oom");
+	tu_write_file(path, text);
+	assert_int_equal(ds_kubeconfig_load(&f->kc, path, NULL, &err), 0);
+	assert_string_equal(ds_kubeconfig_proxy_url(f->kc), f->h.url);
+	assert_int_equal(ds_kube_transport_new(&f->t, f->kc, &f->opts, &err), 0);
+	assert_int_equal(ds_kube_transport_request(f->t, &GET_CM, &resp, NULL), 0);
+	ds_kube_response_dispose(&resp);
+	assert_int_equal(f->h.hits, 1);
+	assert_string_equal(f->h.reqs[0].url,
+			    "http://api.cluster.invalid:6443/api/v1/namespaces/a/configmaps/x");
+	assert_string_equal(f->h.reqs[0].auth, "Bearer via-proxy");
+	free(text);
+	free(path);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -511,6 +542,7 @@ int main(void)
 		T(test_kube_transport__stream_delivers_lines_across_chunks),
 		T(test_kube_transport__stream_error_answer_is_a_status),
 		T(test_kube_transport__oversized_answer_refused),
+		T(test_kube_transport__proxy_url_is_used),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -520,6 +520,12 @@ static void test_kubeconfig__malformed_files_name_the_place(void **state)
 			 "contexts: [{name: x, context: {cluster: c, user: ghost}}]\n");
 	assert_int_equal(ds_kubeconfig_load(&kc, f, NULL, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "user 'ghost' not found"));
+	tu_write_file(f, "current-context: x\n"
+			 "clusters: [{name: c, cluster: {server: 'h:6443', "
+			 "insecure-skip-tls-verify: true, certificate-authority-data: Q0EtUEVN}}]\n"
+			 "contexts: [{name: x, context: {cluster: c}}]\n");
+	assert_int_equal(ds_kubeconfig_load(&kc, f, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "cannot both be set"));
 	/* kubectl accepts a server without a scheme and means https */
 	tu_write_file(f, "current-context: x\n"
 			 "clusters: [{name: c, cluster: {server: 'h:6443'}}]\n"
