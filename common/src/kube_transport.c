@@ -35,7 +35,7 @@ struct ds_kube_transport {
 	pthread_mutex_t multi_lock; /* one batch at a time keeps the multi's connections */
 	CURLM *multi;
 
-	atomic_ulong requests, retries, connections;
+	atomic_ulong requests, retries, connections, http2;
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -298,6 +298,7 @@ void ds_kube_transport_stats(ds_kube_transport *t, struct ds_kube_transport_stat
 	out->requests = atomic_load(&t->requests);
 	out->retries = atomic_load(&t->retries);
 	out->connections = atomic_load(&t->connections);
+	out->http2 = atomic_load(&t->http2);
 }
 
 static CURL *pool_get(ds_kube_transport *t)
@@ -731,6 +732,12 @@ static int xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLco
 		}
 	}
 	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+	{
+		long ver = 0;
+		if (curl_easy_getinfo(x->h, CURLINFO_HTTP_VERSION, &ver) == CURLE_OK &&
+		    ver == CURL_HTTP_VERSION_2_0)
+			atomic_fetch_add(&t->http2, 1);
+	}
 	if (x->fn) { /* stream: 2xx already delivered */
 		if (code >= 200 && code < 300)
 			return x->stopped ? 1 : 0;

@@ -796,6 +796,16 @@ static void test_itest_kube_client__batch_creates_concurrently(void **state)
 		}
 		assert_int_equal(already, 1);
 	}
+	/* HTTP/2, offered by the API server over TLS: all of it multiplexed on the
+	 * connections opened for discovery and the namespace (at most a couple) */
+	{
+		struct ds_kube_transport_stats st;
+		ds_kube_transport_stats(ds_kube_get_transport(k), &st);
+		assert_true(st.http2 >= 43);
+		assert_int_equal(st.http2, st.requests);
+		if (st.connections > 3)
+			fail_msg("%lu connections for %lu requests", st.connections, st.requests);
+	}
 	CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
 	assert_int_equal(json_array_size(json_object_get(list, "items")), 40);
 	json_decref(list);

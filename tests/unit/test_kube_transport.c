@@ -363,6 +363,7 @@ static void test_kube_transport__connection_is_reused(void **state)
 	assert_int_equal(f->h.connections, 1);
 	ds_kube_transport_stats(f->t, &st);
 	assert_int_equal(st.connections, 1);
+	assert_int_equal(st.http2, 0); /* plain http: HTTP/1.1 */
 }
 
 static void test_kube_transport__many_in_parallel_with_retries(void **state)

@@ -120,6 +120,7 @@ struct ds_kube_transport_stats {
 	unsigned long requests; /* attempts sent, retries included */
 	unsigned long retries;
 	unsigned long connections; /* new connections opened */
+	unsigned long http2;       /* answers received over HTTP/2 */
 };
 void ds_kube_transport_stats(ds_kube_transport *t, struct ds_kube_transport_stats *out);
 
