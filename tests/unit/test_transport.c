@@ -248,6 +248,8 @@ static void make_keys(const char *dir, const char *const *sources, size_t n,
 
 /* ---- in-process receiver ---------------------------------------------- */
 
+static uint32_t rx_credit; /* 0: the default */
+
 struct rx {
 	ds_receiver *r;
 	pthread_t thread;
@@ -277,8 +279,6 @@ static void *rx_main(void *arg)
 	ds_receiver_run(rx->r, &err);
 	return NULL;
 }
-
-static uint32_t rx_credit; /* 0: the default */
 
 static void rx_start(struct rx *rx, const char *dir, const ds_keypair *server, size_t max_frame)
 {
@@ -558,11 +558,17 @@ static void test_transport__round_trip_10000_records(void **state)
 	snprintf(outbox, sizeof(outbox), "%s/prod-east-outbox.db", dir);
 	path_in(inbox, sizeof(inbox), dir, "inbox.db");
 	fill_outbox(outbox, N_RECORDS);
+	/* A credit that is no multiple of the batch size: the sender must cut its
+	 * batches to what was granted, or the receiver drops it. */
+	rx_credit = 300;
 	rx_start(&rx, dir, &server, 0);
+	rx_credit = 0;
 	tx_new(&tx, dir, "prod-east", ds_receiver_endpoint(rx.r), &server, &client, 0);
 	tx.until = N_RECORDS;
 	tx.timeout_ms = 60000;
 	tx_main(&tx);
+	assert_false(events_has(&rx.ev, "peer_dropped", NULL));
+	assert_int_equal(events_count(&tx.ev, "session_open", NULL), 1);
 	assert_int_equal(tx.rc, 0);
 	assert_int_equal(ds_sender_acked(tx.s), N_RECORDS);
 	assert_int_equal(tx.results, N_RECORDS);
@@ -1031,6 +1037,122 @@ static void test_transport__sender_beyond_credit_dropped(void **state)
 	free(dir);
 }
 
+/* Receive what a sender sends for `ms` milliseconds; returns the records, sets *max_seq. */
+static size_t drain_batches(void *router, int ms, uint64_t *max_seq)
+{
+	ds_wire_decoder *dec;
+	size_t n = 0;
+
+	assert_int_equal(ds_wire_decoder_new(&dec, NULL), 0);
+	for (int waited = 0; waited < ms; waited += 20) {
+		zmq_msg_t rid, body;
+		ds_wire_msg *msg;
+		ds_err err;
+		zmq_msg_init(&rid);
+		zmq_msg_init(&body);
+		if (zmq_msg_recv(&rid, router, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&rid);
+			zmq_msg_close(&body);
+			msleep(20);
+			continue;
+		}
+		assert_true(zmq_msg_recv(&body, router, 0) >= 0);
+		assert_int_equal(ds_wire_decode(dec, zmq_msg_data(&body), zmq_msg_size(&body), &msg,
+						&err),
+				 0);
+		assert_int_equal(ds_wire_msg_kind(msg), DS_WIRE_BATCH);
+		for (size_t i = 0; i < ds_wire_msg_record_count(msg); i++) {
+			uint64_t seq = ds_wire_msg_record(msg, i)->seq;
+			*max_seq = seq > *max_seq ? seq : *max_seq;
+			n++;
+		}
+		ds_wire_msg_free(msg);
+		zmq_msg_close(&rid);
+		zmq_msg_close(&body);
+	}
+	ds_wire_decoder_free(dec);
+	return n;
+}
+
+static void send_to_peer(void *router, const void *rid, size_t rid_len, uint8_t *buf, size_t len)
+{
+	assert_true(zmq_send(router, rid, rid_len, ZMQ_SNDMORE) >= 0);
+	assert_true(zmq_send(router, buf, len, 0) >= 0);
+	free(buf);
+}
+
+/* The sender's side of flow control, seen from a hand-driven target. */
+static void test_transport__sender_never_exceeds_credit(void **state)
+{
+	char *dir = tu_mkdtemp("transport-flow");
+	const char *names[] = {"prod-east"};
+	ds_keypair server, client;
+	char outbox[1024], ep[256];
+	size_t epl = sizeof(ep), len;
+	void *ctx, *router;
+	int one = 1, linger = 0, timeout = 10000;
+	uint8_t rid[256], *buf, hello_buf[4096];
+	int rid_len, hello_len;
+	uint64_t max_seq = 0, epoch;
+	ds_wire_decoder *dec;
+	ds_wire_msg *msg;
+	struct tx tx;
+	ds_err err;
+
+	(void)state;
+	make_keys(dir, names, 1, &server, &client);
+	snprintf(outbox, sizeof(outbox), "%s/prod-east-outbox.db", dir);
+	fill_outbox(outbox, 100);
+	ctx = zmq_ctx_new();
+	router = zmq_socket(ctx, ZMQ_ROUTER);
+	zmq_setsockopt(router, ZMQ_CURVE_SERVER, &one, sizeof(one));
+	zmq_setsockopt(router, ZMQ_CURVE_SECRETKEY, server.secret_z85, 40);
+	zmq_setsockopt(router, ZMQ_LINGER, &linger, sizeof(linger));
+	zmq_setsockopt(router, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
+	assert_int_equal(zmq_bind(router, "tcp://127.0.0.1:*"), 0);
+	zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, ep, &epl);
+
+	tx_new(&tx, dir, "prod-east", ep, &server, &client, 0);
+	tx.until = 100;
+	tx.timeout_ms = 20000;
+	assert_int_equal(pthread_create(&tx.thread, NULL, tx_main, &tx), 0);
+
+	rid_len = zmq_recv(router, rid, sizeof(rid), 0);
+	assert_true(rid_len > 0);
+	hello_len = zmq_recv(router, hello_buf, sizeof(hello_buf), 0);
+	assert_true(hello_len > 0);
+	assert_int_equal(ds_wire_decoder_new(&dec, NULL), 0);
+	assert_int_equal(ds_wire_decode(dec, hello_buf, (size_t)hello_len, &msg, &err), 0);
+	assert_int_equal(ds_wire_msg_kind(msg), DS_WIRE_HELLO);
+	epoch = ds_wire_msg_hello(msg)->epoch;
+	ds_wire_msg_free(msg);
+	ds_wire_decoder_free(dec);
+	{
+		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "test", epoch, 0, 10, "prod-east"};
+		assert_int_equal(ds_wire_welcome_encode(&w, &buf, &len), 0);
+		send_to_peer(router, rid, (size_t)rid_len, buf, len);
+	}
+	/* Credit 10 and no ack: exactly records 1..10, then silence. */
+	assert_int_equal(drain_batches(router, 1500, &max_seq), 10);
+	assert_int_equal(max_seq, 10);
+	{
+		ds_wire_ack a = {epoch, 4, 10, NULL, 0};
+		assert_int_equal(ds_wire_ack_encode(&a, &buf, &len), 0);
+		send_to_peer(router, rid, (size_t)rid_len, buf, len);
+	}
+	/* Acked up to 4, credit 10: up to seq 14, i.e. 4 more. */
+	assert_int_equal(drain_batches(router, 1500, &max_seq), 4);
+	assert_int_equal(max_seq, 14);
+	assert_int_equal(ds_sender_acked(tx.s), 4);
+	ds_sender_stop(tx.s);
+	pthread_join(tx.thread, NULL);
+	assert_int_equal(tx.rc, 0);
+	tx_free(&tx);
+	zmq_close(router);
+	zmq_ctx_term(ctx);
+	free(dir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1042,6 +1164,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_transport__garbage_and_oversized_frames_drop_only_that_peer),
 		cmocka_unit_test(test_transport__lost_ledger_gets_a_snapshot),
 		cmocka_unit_test(test_transport__sender_beyond_credit_dropped),
+		cmocka_unit_test(test_transport__sender_never_exceeds_credit),
 	};
 
 	if (argc == 4 && strcmp(argv[1], "--receiver") == 0)
