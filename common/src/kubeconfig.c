@@ -696,8 +696,8 @@ static int build(ds_kubeconfig **out, const json_t *merged, const char *context,
 		}
 	}
 	kc->auth_kind = kc->exec ? "exec"
-		      : kc->token ? "token"
 		      : kc->token_file ? "tokenFile"
+		      : kc->token ? "token"
 		      : kc->cert_pem ? "client-certificate"
 				     : "none";
 	*out = kc;
@@ -1247,11 +1247,13 @@ int ds_kubeconfig_credentials(ds_kubeconfig *kc, ds_kube_credentials *out, ds_er
 			key = kc->cached.key_pem;
 		}
 	}
-	if (!tok && kc->token_file) {
+	if (kc->token_file && !(kc->exec && kc->cached.token)) {
+		/* as client-go: the file, when it could be read, wins over `token` */
 		rc = file_token(kc, err);
-		if (rc < 0)
+		if (rc == 0 || kc->file_token)
+			tok = kc->file_token;
+		else if (!kc->token)
 			goto out;
-		tok = kc->file_token;
 	}
 	rc = -ENOMEM;
 	if (dupstr(&c.token, tok) < 0 || dupstr(&c.cert_pem, cert) < 0 ||

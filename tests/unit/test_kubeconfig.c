@@ -247,9 +247,30 @@ static void test_kubeconfig__token_file_is_reread_when_rotated(void **state)
 	assert_int_equal(ds_kubeconfig_credentials(kc, &c, &err), 0);
 	assert_string_equal(c.token, "second-token-longer");
 	ds_kube_credentials_dispose(&c);
+	/* a file that disappears: the last token read stays in use */
 	unlink(tok);
+	assert_int_equal(ds_kubeconfig_credentials(kc, &c, &err), 0);
+	assert_string_equal(c.token, "second-token-longer");
+	ds_kube_credentials_dispose(&c);
+	ds_kubeconfig_free(kc);
+	/* never readable and no `token`: an error naming the file */
+	assert_int_equal(ds_kubeconfig_load(&kc, f, NULL, &err), 0);
 	assert_int_equal(ds_kubeconfig_credentials(kc, &c, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "token"));
+	ds_kubeconfig_free(kc);
+	/* both: the file wins; `token` when the file cannot be read */
+	tu_write_file(f, "current-context: x\n"
+			 "clusters: [{name: c, cluster: {server: 'https://h:1'}}]\n"
+			 "users: [{name: u, user: {token: inline, tokenFile: token}}]\n"
+			 "contexts: [{name: x, context: {cluster: c, user: u}}]\n");
+	assert_int_equal(ds_kubeconfig_load(&kc, f, NULL, &err), 0);
+	assert_int_equal(ds_kubeconfig_credentials(kc, &c, &err), 0);
+	assert_string_equal(c.token, "inline");
+	ds_kube_credentials_dispose(&c);
+	tu_write_file(tok, "from-file\n");
+	assert_int_equal(ds_kubeconfig_credentials(kc, &c, &err), 0);
+	assert_string_equal(c.token, "from-file");
+	ds_kube_credentials_dispose(&c);
 	ds_kubeconfig_free(kc);
 	free(tok);
 	free(f);
