@@ -31,7 +31,7 @@ if [ -n "${DS_KUBE_BIN:-}" ]; then
   exit 0
 fi
 
-key=$(cd "$here" && cat go.mod go.sum ./*.go | sha256sum | cut -c1-16)
+key=$(cd "$here" && cat go.mod go.sum ./*.go compat/go.mod compat/go.sum compat/*.go | sha256sum | cut -c1-16)
 root=${DS_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/drasync/kube}
 dir=$root/$key
 bin=$dir/kube
@@ -71,20 +71,27 @@ fi
 # module proxy.
 export GOTOOLCHAIN=${DS_KUBE_GOTOOLCHAIN:-auto}
 export GOFLAGS="-mod=readonly -buildvcs=false"
-cd "$here"
-kver=$("$GO" list -m -f '{{.Version}}' k8s.io/kubernetes)
-kminor=$(echo "$kver" | cut -d. -f2)
-pkgs="k8s.io/component-base/version k8s.io/client-go/pkg/version"
-ldflags="-s -w"
-for p in $pkgs; do
-  ldflags="$ldflags -X $p.gitVersion=$kver -X $p.gitMajor=1 -X $p.gitMinor=$kminor"
-  ldflags="$ldflags -X $p.gitTreeState=clean -X $p.gitCommit=drasync-$key"
-done
+# build_one MODULE-DIR OUTPUT: go build of one module, stamped with the
+# Kubernetes version it pins.
+build_one() {
+  local mod=$1 out=$2 kver kminor ldflags p
+  kver=$(cd "$mod" && "$GO" list -m -f '{{.Version}}' k8s.io/kubernetes)
+  kminor=$(echo "$kver" | cut -d. -f2)
+  ldflags="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags="$ldflags -X $p.gitVersion=$kver -X $p.gitMajor=1 -X $p.gitMinor=$kminor"
+    ldflags="$ldflags -X $p.gitTreeState=clean -X $p.gitCommit=drasync-$key"
+  done
+  echo "kube: building Kubernetes $kver ($mod) into $out (-p ${DS_KUBE_GO_P:-2})" >&2
+  (cd "$mod" && "$GO" build -p "${DS_KUBE_GO_P:-2}" -trimpath -ldflags "$ldflags" -o "$out.tmp" .) >&2
+  mv "$out.tmp" "$out"
+}
 
-echo "kube: building Kubernetes $kver into $bin (cold builds take a long while; -p ${DS_KUBE_GO_P:-2})" >&2
 start=$(date +%s)
-"$GO" build -p "${DS_KUBE_GO_P:-2}" -trimpath -ldflags "$ldflags" -o "$dir/kube.tmp" . >&2
-mv "$dir/kube.tmp" "$bin"
+build_one "$here" "$dir/kube.new"
+# Kubernetes 1.33's scheduler and claim controller, for --dra-api v1beta1.
+build_one "$here/compat" "$dir/kube-compat"
+mv "$dir/kube.new" "$bin"
 ln -sf kube "$dir/kubectl"
 end=$(date +%s)
 echo "kube: built in $((end - start))s" >&2

@@ -104,9 +104,17 @@ stop_one() {
 
 gen_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
 
-# gen_cert PKI NAME SUBJECT EXT-USAGE [SANS]: NAME.crt/NAME.key signed by PKI/ca.
+# gen_ca PKI NAME SUBJECT: a self-signed CA NAME.crt/NAME.key.
+gen_ca() {
+  gen_key "$1/$2.key"
+  openssl req -x509 -new -key "$1/$2.key" -subj "$3" -days 3650 -sha256 \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+    -out "$1/$2.crt" 2>/dev/null
+}
+
+# gen_cert PKI NAME SUBJECT EXT-USAGE [SANS] [CA]: NAME.crt/NAME.key signed by PKI/CA (default ca).
 gen_cert() {
-  local pki=$1 name=$2 subj=$3 usage=$4 sans=${5:-}
+  local pki=$1 name=$2 subj=$3 usage=$4 sans=${5:-} ca=${6:-ca}
   gen_key "$pki/$name.key"
   {
     echo "basicConstraints=critical,CA:FALSE"
@@ -115,7 +123,7 @@ gen_cert() {
     [ -z "$sans" ] || echo "subjectAltName=$sans"
   } >"$pki/$name.ext"
   openssl req -new -key "$pki/$name.key" -subj "$subj" -out "$pki/$name.csr" 2>/dev/null
-  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" \
+  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/$ca.crt" -CAkey "$pki/$ca.key" \
     -CAcreateserial -days 3650 -sha256 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
   rm -f "$pki/$name.csr" "$pki/$name.ext"
 }
@@ -123,10 +131,10 @@ gen_cert() {
 make_pki() {
   local pki=$1 name=$2
   mkdir -p "$pki"
-  gen_key "$pki/ca.key"
-  openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=drasync-$name-ca" -days 3650 -sha256 \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
-    -out "$pki/ca.crt" 2>/dev/null
+  gen_ca "$pki" ca "/CN=drasync-$name-ca"
+  # The aggregation layer's front proxy has its own CA, as in kubeadm.
+  gen_ca "$pki" front-proxy-ca "/CN=drasync-$name-front-proxy-ca"
+  gen_cert "$pki" front-proxy-client "/CN=front-proxy-client" clientAuth "" front-proxy-ca
   local local_sans="IP:127.0.0.1,DNS:localhost"
   gen_cert "$pki" etcd "/CN=etcd" "serverAuth,clientAuth" "$local_sans"
   gen_cert "$pki" apiserver-etcd-client "/CN=kube-apiserver-etcd-client" clientAuth
@@ -178,7 +186,7 @@ wait_https() {
       return 0
     fi
     local n
-    for n in etcd kube-apiserver kube-scheduler kube-controller-manager; do
+    for n in etcd kube-apiserver kube-scheduler kube-controller-manager dra-controller-manager; do
       if [ -f "$dir/pids/$n" ] && ! pid_alive "$dir" "$n"; then
         tail -n 30 "$dir/logs/$n.log" >&2 || true
         die "$n exited while waiting for $what (log: $dir/logs/$n.log)"
@@ -213,6 +221,8 @@ cmd_up() {
   local bin
   bin=$(kube_bin)
   mkdir -p "$dir"/{pids,logs,etcd}
+  # A failed start stops what it started (the logs stay for a look).
+  trap "stop_all '$dir'" EXIT
   echo "$api" >"$dir/dra-api"
   ln -sf "$bin" "$dir/kube"
 
@@ -221,14 +231,16 @@ cmd_up() {
   make_pki "$dir/pki" "$name"
   local pki=$dir/pki
   local ports etcd_client etcd_peer api_port sched_port cm_port
-  ports=$(free_ports 5)
-  read -r etcd_client etcd_peer api_port sched_port cm_port <<<"$ports"
+  local dra_cm_port
+  ports=$(free_ports 6)
+  read -r etcd_client etcd_peer api_port sched_port cm_port dra_cm_port <<<"$ports"
   cat >"$dir/ports" <<EOF
 etcd_client=$etcd_client
 etcd_peer=$etcd_peer
 apiserver=$api_port
 scheduler=$sched_port
 controller_manager=$cm_port
+dra_controller_manager=$dra_cm_port
 EOF
   local server=https://127.0.0.1:$api_port
   echo "$server" >"$dir/server"
@@ -242,21 +254,33 @@ EOF
     --unsafe-no-fsync
 
   local runtime_config=""
-  local cm_controllers="*"
-  local sched_extra=()
+  local cm_controllers="*" cm_extra=()
+  local sched_bin=$bin sched_extra=() dra_cm=""
   if [ "$api" = v1beta1 ]; then
-    # Serve resource.k8s.io as Kubernetes 1.32/1.33 did: v1beta1, no v1.
+    # Serve resource.k8s.io as Kubernetes 1.32 did: v1beta1 only, no v1.
     runtime_config="resource.k8s.io/v1=false,resource.k8s.io/v1beta1=true"
-    # These controllers speak resource.k8s.io/v1 only and would wait for it forever.
+    # These 1.37 controllers speak resource.k8s.io/v1 only and would wait for it forever.
     cm_controllers="*,-resourceclaim-controller,-device-taint-eviction-controller,-resourcepoolstatusrequest-controller"
-    # The scheduler's DRA support (locked on since 1.35) waits for v1
-    # informers that never sync; as a 1.34 scheduler it can be turned off.
-    # Pods are then scheduled without claim allocation (the node agent does
-    # not start pods whose claims are unallocated).
-    sched_extra=(--emulated-version=1.34 --min-compatibility-version=1.34
-      --feature-gates=DynamicResourceAllocation=false,DRAPrioritizedList=false,DRASchedulerFilterTimeout=false,DRAAdminAccess=false)
+    local compat=${DS_KUBE_COMPAT_BIN:-$(dirname "$(readlink -f "$bin")")/kube-compat}
+    if [ -x "$compat" ]; then
+      # Kubernetes 1.33's scheduler and ResourceClaim controller allocate
+      # and generate claims through resource.k8s.io/v1beta1.
+      sched_bin=$compat
+      sched_extra=(--feature-gates=DynamicResourceAllocation=true)
+      dra_cm=$compat
+    else
+      # A 1.37 scheduler's DRA support (locked on since 1.35) waits for v1
+      # informers that never sync; as a 1.34 scheduler it can be turned off.
+      # Pods are then bound without claim allocation, and the node agent
+      # never starts them.
+      log "no $compat: the v1beta1 cluster's scheduler will not allocate claims"
+      sched_extra=(--emulated-version=1.34 --min-compatibility-version=1.34
+        --feature-gates=DynamicResourceAllocation=false,DRAPrioritizedList=false,DRASchedulerFilterTimeout=false,DRAAdminAccess=false)
+    fi
   fi
 
+  local t_api
+  t_api=$(now_ms)
   start "$dir" kube-apiserver "$bin" kube-apiserver \
     --etcd-servers "https://127.0.0.1:$etcd_client" \
     --etcd-cafile "$pki/ca.crt" --etcd-certfile "$pki/apiserver-etcd-client.crt" \
@@ -265,6 +289,13 @@ EOF
     --cert-dir "$dir/apiserver" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --client-ca-file "$pki/ca.crt" \
+    --requestheader-client-ca-file "$pki/front-proxy-ca.crt" \
+    --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User \
+    --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "$pki/front-proxy-client.crt" \
+    --proxy-client-key-file "$pki/front-proxy-client.key" \
     --authorization-mode RBAC \
     --anonymous-auth=false \
     --service-account-issuer "$server" \
@@ -280,7 +311,7 @@ EOF
   local t_ready
   t_ready=$(now_ms)
 
-  start "$dir" kube-scheduler "$bin" kube-scheduler \
+  start "$dir" kube-scheduler "$sched_bin" kube-scheduler \
     --kubeconfig "$dir/scheduler.kubeconfig" \
     --authentication-kubeconfig "$dir/scheduler.kubeconfig" \
     --authorization-kubeconfig "$dir/scheduler.kubeconfig" \
@@ -302,10 +333,26 @@ EOF
     --use-service-account-credentials=true \
     --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
     --controllers "$cm_controllers" \
-    --leader-elect=false --profiling=false
+    --leader-elect=false --profiling=false ${cm_extra[@]+"${cm_extra[@]}"}
+
+  if [ -n "$dra_cm" ]; then
+    start "$dir" dra-controller-manager "$dra_cm" kube-controller-manager \
+      --kubeconfig "$dir/controller-manager.kubeconfig" \
+      --authentication-kubeconfig "$dir/controller-manager.kubeconfig" \
+      --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
+      --bind-address 127.0.0.1 --secure-port "$dra_cm_port" \
+      --tls-cert-file "$pki/controller-manager-serving.crt" \
+      --tls-private-key-file "$pki/controller-manager-serving.key" \
+      --client-ca-file "$pki/ca.crt" \
+      --use-service-account-credentials=true \
+      --feature-gates=DynamicResourceAllocation=true \
+      --controllers resourceclaim-controller \
+      --leader-elect=false --profiling=false
+  fi
 
   wait_https "https://127.0.0.1:$sched_port/healthz" "$pki" "kube-scheduler /healthz" "$dir"
   wait_https "https://127.0.0.1:$cm_port/healthz" "$pki" "kube-controller-manager /healthz" "$dir"
+  [ -z "$dra_cm" ] || wait_https "https://127.0.0.1:$dra_cm_port/healthz" "$pki" "1.33 resourceclaim controller /healthz" "$dir"
   # Pods can only be created once the service-account controller made the
   # namespace's default ServiceAccount.
   local deadline=$(($(date +%s) + timeout))
@@ -315,7 +362,9 @@ EOF
   done
   local t_done
   t_done=$(now_ms)
-  log "$name up (resource.k8s.io/$api) at $server: /readyz after $(((t_ready - t0)))ms, controllers ready after $(((t_done - t0)))ms"
+  log "$name up (resource.k8s.io/$api) at $server: /readyz $((t_ready - t_api))ms after kube-apiserver start" \
+    "($((t_ready - t0))ms with PKI and etcd), all components ready after $((t_done - t0))ms"
+  trap - EXIT
   echo "KUBECONFIG=$dir/admin.kubeconfig"
 }
 
@@ -377,7 +426,7 @@ cmd_status() {
   local dir=$root/$name
   [ -d "$dir" ] || die "cluster $name does not exist under $root"
   echo "cluster $name: $(cat "$dir/server" 2>/dev/null) resource.k8s.io/$(cat "$dir/dra-api" 2>/dev/null)"
-  for n in etcd kube-apiserver kube-scheduler kube-controller-manager nodeagent; do
+  for n in etcd kube-apiserver kube-scheduler kube-controller-manager dra-controller-manager nodeagent; do
     if pid_alive "$dir" "$n"; then
       echo "  $n running (pid $(cat "$dir/pids/$n"))"
     elif [ -f "$dir/pids/$n" ]; then
@@ -388,15 +437,20 @@ cmd_status() {
   return $rc
 }
 
+stop_all() {
+  local n
+  for n in nodeagent dra-controller-manager kube-controller-manager kube-scheduler kube-apiserver etcd; do
+    stop_one "$1" "$n"
+  done
+}
+
 cmd_down() {
-  local name=${1:-} n
+  local name=${1:-}
   [ -n "$name" ] || usage
   check_name "$name"
   local dir=$root/$name
   [ -d "$dir" ] || { log "$name: nothing to stop"; return 0; }
-  for n in nodeagent kube-controller-manager kube-scheduler kube-apiserver etcd; do
-    stop_one "$dir" "$n"
-  done
+  stop_all "$dir"
   rm -rf "$dir"
   log "$name down"
 }

@@ -25,7 +25,8 @@ set(DS_KUBE_STATE "${_ds_kube_state}" CACHE PATH "Where the test clusters keep t
 # The binary's path is known without building it (build.sh --path); the
 # kube_build fixture builds it when the cache has none.
 file(GLOB _ds_kube_inputs ${CMAKE_CURRENT_LIST_DIR}/go.mod ${CMAKE_CURRENT_LIST_DIR}/go.sum
-  ${CMAKE_CURRENT_LIST_DIR}/*.go)
+  ${CMAKE_CURRENT_LIST_DIR}/*.go
+  ${CMAKE_CURRENT_LIST_DIR}/compat/go.mod ${CMAKE_CURRENT_LIST_DIR}/compat/go.sum ${CMAKE_CURRENT_LIST_DIR}/compat/*.go)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_ds_kube_inputs})
 execute_process(COMMAND ${CMAKE_CURRENT_LIST_DIR}/build.sh --path
   OUTPUT_VARIABLE DS_KUBE_BIN_PATH OUTPUT_STRIP_TRAILING_WHITESPACE

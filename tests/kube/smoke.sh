@@ -7,8 +7,9 @@
 # claim template are applied; the generated claims must exist and be
 # allocated to devices published in the ResourceSlices, and every pod must be
 # Running and Ready on a fake node.
-# v1beta1 cluster: serves resource.k8s.io/v1beta1 and not v1, and accepts the
-# v1beta1 gpu-test4 example.
+# v1beta1 cluster: serves resource.k8s.io/v1beta1 and not v1, accepts the
+# v1beta1 gpu-test4 example, and its shared claim is allocated (by the 1.33
+# scheduler) and both pods run.
 #
 # Environment: DS_KUBECONFIG_V1, DS_KUBECONFIG_V1BETA1, DS_KUBE_BIN, DS_FIXTURES.
 set -euo pipefail
@@ -191,8 +192,39 @@ check "GET /apis/resource.k8s.io/v1 is 404" bash -c \
 check "v1beta1 cluster accepts gpu-test4.yaml" kb apply -f "$dra/v1beta1/gpu-test4.yaml"
 check "gpu-test4 claim stored as resource.k8s.io/v1beta1" bash -c \
   "'$DS_KUBE_BIN' kubectl --kubeconfig '$DS_KUBECONFIG_V1BETA1' -n gpu-test4 get resourceclaims.v1beta1.resource.k8s.io single-gpu -o jsonpath='{.apiVersion} {.spec.devices.requests[0].deviceClassName}' | grep -qx 'resource.k8s.io/v1beta1 gpu.example.com'"
-check "gpu-test4 has 2 pods" bash -c \
-  "[ \$('$DS_KUBE_BIN' kubectl --kubeconfig '$DS_KUBECONFIG_V1BETA1' -n gpu-test4 get pods -o name | wc -l) -eq 2 ]"
+kb -n gpu-test4 wait --for=condition=Ready pod --all --timeout=120s || true
+kb -n gpu-test4 get pods -o json >"$tmp/b-pods.json" || true
+kb -n gpu-test4 get resourceclaims.v1beta1.resource.k8s.io single-gpu -o json >"$tmp/b-claim.json" || true
+kb get resourceslices.v1beta1.resource.k8s.io -o json >"$tmp/b-slices.json" || true
+python3 - "$tmp" <<'PY' || fail=1
+import json, sys, os
+tmp = sys.argv[1]
+def load(name):
+    with open(os.path.join(tmp, name)) as f:
+        return json.load(f)
+bad = 0
+def check(ok, what):
+    global bad
+    print(("ok - " if ok else "not ok - ") + what)
+    if not ok:
+        bad = 1
+pods = load("b-pods.json")["items"]
+claim = load("b-claim.json")
+published = {(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
+             for s in load("b-slices.json")["items"] for d in s["spec"].get("devices", [])}
+check(len(published) == 8, "v1beta1: 8 devices published (got %d)" % len(published))
+check(len(pods) == 2, "gpu-test4: 2 pods (got %d)" % len(pods))
+for p in pods:
+    st = p.get("status", {})
+    ready = any(c["type"] == "Ready" and c["status"] == "True" for c in st.get("conditions", []))
+    check(st.get("phase") == "Running" and ready, "gpu-test4/%s Running and Ready (phase %s)" % (p["metadata"]["name"], st.get("phase")))
+results = (claim.get("status", {}).get("allocation") or {}).get("devices", {}).get("results", [])
+check(len(results) == 1 and (results[0]["driver"], results[0]["pool"], results[0]["device"]) in published,
+      "gpu-test4/single-gpu allocated one published device through v1beta1 (%s)" % results)
+reserved = {r["uid"] for r in claim.get("status", {}).get("reservedFor", [])}
+check(len(pods) == 2 and {p["metadata"]["uid"] for p in pods} <= reserved, "gpu-test4/single-gpu reserved for both pods")
+sys.exit(bad)
+PY
 
 if [ "$fail" -ne 0 ]; then
   echo "smoke: FAILED" >&2
