@@ -58,6 +58,22 @@ static double server_cpu(void)
 	return total;
 }
 
+/* CPU seconds the whole machine has been busy (all processes), from /proc/stat. */
+static double machine_busy(void)
+{
+	unsigned long long v[8] = {0};
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]) != 8)
+		v[0] = v[1] = v[2] = v[5] = v[6] = v[7] = 0;
+	fclose(f);
+	/* user nice system (idle iowait) irq softirq steal */
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static double own_cpu(void)
 {
 	struct timespec ts;
@@ -66,11 +82,15 @@ static double own_cpu(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void print_cpu(const char *what, long n, double server, double own)
+static void print_cpu(const char *what, long n, double server, double own, double busy,
+		      double secs)
 {
-	if (getenv("DS_BENCH_SERVER_PIDS"))
-		printf("%s: CPU per object: API server + etcd %.2f ms, client %.2f ms\n", what,
-		       server * 1000.0 / (double)n, own * 1000.0 / (double)n);
+	if (!getenv("DS_BENCH_SERVER_PIDS"))
+		return;
+	printf("%s: CPU per object: API server + etcd %.2f ms, client %.2f ms\n", what,
+	       server * 1000.0 / (double)n, own * 1000.0 / (double)n);
+	printf("%s: cores busy: API server + etcd %.2f, client %.2f, whole machine %.2f of %ld\n",
+	       what, server / secs, own / secs, busy / secs, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 static json_t *configmap(const char *ns, long i)
@@ -116,7 +136,7 @@ int main(int argc, char **argv)
 	ds_kube_error ke;
 	ds_err err;
 	long n;
-	double t0, dt, s0, c0;
+	double t0, dt, s0, c0, m0;
 	int rc = 1, failed;
 	FILE *mf;
 
@@ -149,10 +169,12 @@ int main(int argc, char **argv)
 	t0 = now_s();
 	s0 = server_cpu();
 	c0 = own_cpu();
+	m0 = machine_busy();
 	failed = ds_kube_batch(k, ops, (size_t)n, "drasync-bench", false);
 	dt = now_s() - t0;
 	s0 = server_cpu() - s0;
 	c0 = own_cpu() - c0;
+	m0 = machine_busy() - m0;
 	if (failed != 0) {
 		char b[600];
 		for (long i = 0; i < n; i++)
@@ -169,7 +191,7 @@ int main(int argc, char **argv)
 		objs[i] = NULL;
 	}
 	printf("concurrent: %ld objects in %.3f s\n", n, dt);
-	print_cpu("concurrent", n, s0, c0);
+	print_cpu("concurrent", n, s0, c0, m0, dt);
 	printf("concurrent_per_s=%.0f\n", (double)n / dt);
 	fflush(stdout);
 
@@ -179,6 +201,7 @@ int main(int argc, char **argv)
 	t0 = now_s();
 	s0 = server_cpu();
 	c0 = own_cpu();
+	m0 = machine_busy();
 	for (long i = 0; i < n; i++) {
 		if (ds_kube_create(k, &r, NULL, objs[i], NULL, &ke) < 0) {
 			char b[600];
@@ -190,8 +213,9 @@ int main(int argc, char **argv)
 	dt = now_s() - t0;
 	s0 = server_cpu() - s0;
 	c0 = own_cpu() - c0;
+	m0 = machine_busy() - m0;
 	printf("serial: %ld objects in %.3f s\n", n, dt);
-	print_cpu("serial", n, s0, c0);
+	print_cpu("serial", n, s0, c0, m0, dt);
 	printf("serial_per_s=%.0f\n", (double)n / dt);
 	fflush(stdout);
 
