@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The demo: two real local Kubernetes control planes (built from Go modules),
-# a GPU workload on the "source" cluster (NVIDIA-named DeviceClass), and its
-# replication to the "target" cluster (another driver's DeviceClass) through
-# drasync's import pipeline: selection, sanitizing, namespace and DRA mapping,
-# version conversion. The pods then run on the target with their claims
-# allocated from the target's devices. The same plan for a target that serves
-# only resource.k8s.io/v1beta1 is shown too.
+# a GPU workload on the "source" cluster (resource.k8s.io/v1beta1 as a
+# 1.32/1.33 cluster serves it, NVIDIA-named DeviceClass), and its replication
+# to the "target" cluster (resource.k8s.io/v1, another driver's DeviceClass)
+# through drasync's import pipeline: selection, sanitizing, namespace and DRA
+# mapping, version conversion. The pods then run on the target with their
+# claims allocated from the target's devices.
 #
 # Until the agents' `run` commands exist, the objects travel as
 # `kubectl get -o json` output through `drasync-target plan` and are applied
@@ -40,10 +40,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "Starting the source cluster"
-$cluster up "$src" --dra-api v1
+step "Starting the source cluster (serves resource.k8s.io/v1beta1, like 1.32/1.33)"
+$cluster up "$src" --dra-api v1beta1
 $cluster nodes "$src" --nodes 2 --devices 4 --driver gpu.nvidia.com
-step "Starting the target cluster"
+step "Starting the target cluster (serves resource.k8s.io/v1)"
 $cluster up "$dst" --dra-api v1
 $cluster nodes "$dst" --nodes 2 --devices 4 --driver gpu.example.com
 ksrc() { $cluster kubectl "$src" "$@"; }
@@ -55,22 +55,22 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: ml-team}
 ---
-apiVersion: resource.k8s.io/v1
+apiVersion: resource.k8s.io/v1beta1
 kind: ResourceClaimTemplate
 metadata: {name: gpu-template, namespace: ml-team}
 spec:
   spec:
     devices:
       requests:
-      - {name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}
+      - {name: gpu, deviceClassName: gpu.nvidia.com}
 ---
-apiVersion: resource.k8s.io/v1
+apiVersion: resource.k8s.io/v1beta1
 kind: ResourceClaim
 metadata: {name: shared-gpu, namespace: ml-team}
 spec:
   devices:
     requests:
-    - {name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}
+    - {name: gpu, deviceClassName: gpu.nvidia.com}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -134,10 +134,8 @@ ksrc get resourceclaimtemplates,resourceclaims,deployments,replicasets,pods -n m
 "$target_bin" plan --config "$work/target.yaml" --source-cluster "$src" \
   -f "$work/ns.json" -f "$work/objects.json" -o yaml >"$work/plan.yaml"
 
-step "The same plan for a target that serves only resource.k8s.io/v1beta1 (1.32/1.33)"
-"$target_bin" plan --config "$work/target.yaml" --target-api resource.k8s.io/v1beta1 -q \
-  -f "$work/ns.json" -f "$work/objects.json" -o yaml |
-  awk 'BEGIN { RS = "---\n" } /\nkind: ResourceClaim/ { printf "---\n%s", $0 }'
+step "What the target receives, converted to resource.k8s.io/v1"
+awk 'BEGIN { RS = "---\n" } /\nkind: ResourceClaim/ { printf "---\n%s", $0 }' "$work/plan.yaml"
 
 step "The target needs the template the rule maps to: its platform team provides it"
 kdst create namespace ml-team-dr
