@@ -10,20 +10,22 @@
 
 static void keygen_usage(FILE *out)
 {
-	fprintf(out, "Usage: drasync-target keygen --out DIR [--name NAME] [--force]\n"
-		     "\n"
-		     "Writes a CURVE key pair in Z85: DIR/NAME.key (secret, mode 0600) and\n"
-		     "DIR/NAME.pub. NAME defaults to 'target'. Existing keys are kept unless --force.\n");
+	fprintf(
+	    out,
+	    "Usage: drasync-target keygen --out DIR [--name NAME] [--force]\n"
+	    "\n"
+	    "Writes a CURVE key pair in Z85: DIR/NAME.key (secret, mode 0600) and\n"
+	    "DIR/NAME.pub. NAME defaults to 'target'. Existing keys are kept unless --force.\n");
 }
 
 int ds_cmd_keygen(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"out", required_argument, NULL, 'o'},
-		{"name", required_argument, NULL, 'n'},
-		{"force", no_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"out", required_argument, NULL, 'o'},
+	    {"name", required_argument, NULL, 'n'},
+	    {"force", no_argument, NULL, 'f'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *dir = NULL, *name = "target";
 	bool force = false;
@@ -65,12 +67,14 @@ int ds_cmd_keygen(int argc, char **argv)
 	if (rc == 0)
 		rc = ds_keys_write(dir, name, &kp, force, &err);
 	if (rc < 0) {
-		fprintf(stderr, "drasync-target keygen: %s\n", ds_err_format(&err, msg, sizeof(msg)));
+		fprintf(stderr, "drasync-target keygen: %s\n",
+			ds_err_format(&err, msg, sizeof(msg)));
 		return 1;
 	}
 	printf("wrote %s/%s.key (secret, mode 0600) and %s/%s.pub\n", dir, name, dir, name);
 	printf("public key: %s\n", kp.public_z85);
-	printf("Give the sources this server public key (source.yaml target.serverPublicKey):\n  %s\n",
-	       kp.public_z85);
+	printf(
+	    "Give the sources this server public key (source.yaml target.serverPublicKey):\n  %s\n",
+	    kp.public_z85);
 	return 0;
 }

@@ -18,18 +18,18 @@ struct ds_inbox {
 };
 
 static const char schema[] =
-	"CREATE TABLE IF NOT EXISTS sources(name TEXT PRIMARY KEY, cluster_name TEXT,"
-	" epoch INTEGER NOT NULL, committed_seq INTEGER NOT NULL, updated_at INTEGER);"
-	"CREATE TABLE IF NOT EXISTS records(id INTEGER PRIMARY KEY, source TEXT NOT NULL,"
-	" epoch INTEGER NOT NULL, seq INTEGER NOT NULL, op INTEGER NOT NULL, api_version TEXT,"
-	" kind TEXT, namespace TEXT, name TEXT, source_uid TEXT, source_resource_version TEXT,"
-	" content_hash BLOB, compression INTEGER NOT NULL DEFAULT 0, payload BLOB,"
-	" snapshot_id TEXT, status INTEGER NOT NULL, message TEXT, committed_at INTEGER,"
-	" UNIQUE(source, epoch, seq));"
-	/* The key -> hash manifest of each snapshot-end, for pruning after the apply. */
-	"CREATE TABLE IF NOT EXISTS manifests(source TEXT NOT NULL, epoch INTEGER NOT NULL,"
-	" seq INTEGER NOT NULL, key TEXT NOT NULL, content_hash BLOB NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS manifests_by_seq ON manifests(source, epoch, seq);";
+    "CREATE TABLE IF NOT EXISTS sources(name TEXT PRIMARY KEY, cluster_name TEXT,"
+    " epoch INTEGER NOT NULL, committed_seq INTEGER NOT NULL, updated_at INTEGER);"
+    "CREATE TABLE IF NOT EXISTS records(id INTEGER PRIMARY KEY, source TEXT NOT NULL,"
+    " epoch INTEGER NOT NULL, seq INTEGER NOT NULL, op INTEGER NOT NULL, api_version TEXT,"
+    " kind TEXT, namespace TEXT, name TEXT, source_uid TEXT, source_resource_version TEXT,"
+    " content_hash BLOB, compression INTEGER NOT NULL DEFAULT 0, payload BLOB,"
+    " snapshot_id TEXT, status INTEGER NOT NULL, message TEXT, committed_at INTEGER,"
+    " UNIQUE(source, epoch, seq));"
+    /* The key -> hash manifest of each snapshot-end, for pruning after the apply. */
+    "CREATE TABLE IF NOT EXISTS manifests(source TEXT NOT NULL, epoch INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL, key TEXT NOT NULL, content_hash BLOB NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS manifests_by_seq ON manifests(source, epoch, seq);";
 
 int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
 {
@@ -45,29 +45,30 @@ int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
 	if (rc < 0)
 		goto out;
 	rc = sqlite3_prepare_v2(
-		ib->db,
-		"INSERT INTO records(source, epoch, seq, op, api_version, kind, namespace, name,"
-		" source_uid, source_resource_version, content_hash, compression, payload,"
-		" snapshot_id, status, message, committed_at)"
-		" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-		-1, &ib->ins, NULL);
+	    ib->db,
+	    "INSERT INTO records(source, epoch, seq, op, api_version, kind, namespace, name,"
+	    " source_uid, source_resource_version, content_hash, compression, payload,"
+	    " snapshot_id, status, message, committed_at)"
+	    " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	    -1, &ib->ins, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(ib->db,
 					"SELECT epoch, committed_seq FROM sources WHERE name = ?",
 					-1, &ib->get, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(
-			ib->db,
-			"INSERT INTO sources(name, cluster_name, epoch, committed_seq, updated_at)"
-			" VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(name) DO UPDATE SET"
-			" cluster_name = coalesce(?2, cluster_name), epoch = ?3,"
-			" committed_seq = ?4, updated_at = ?5",
-			-1, &ib->upd, NULL);
+		    ib->db,
+		    "INSERT INTO sources(name, cluster_name, epoch, committed_seq, updated_at)"
+		    " VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(name) DO UPDATE SET"
+		    " cluster_name = coalesce(?2, cluster_name), epoch = ?3,"
+		    " committed_seq = ?4, updated_at = ?5",
+		    -1, &ib->upd, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(ib->db,
-					"INSERT INTO manifests(source, epoch, seq, key, content_hash)"
-					" VALUES(?,?,?,?,?)",
-					-1, &ib->man, NULL);
+		rc = sqlite3_prepare_v2(
+		    ib->db,
+		    "INSERT INTO manifests(source, epoch, seq, key, content_hash)"
+		    " VALUES(?,?,?,?,?)",
+		    -1, &ib->man, NULL);
 	rc = rc == SQLITE_OK ? 0 : ds_sqlite_fail(ib->db, rc, "inbox statements", err);
 out:
 	if (rc < 0) {
@@ -91,8 +92,7 @@ void ds_inbox_free(ds_inbox *ib)
 	free(ib);
 }
 
-static int get_state(ds_inbox *ib, const char *source, uint64_t *epoch, uint64_t *seq,
-		     ds_err *err)
+static int get_state(ds_inbox *ib, const char *source, uint64_t *epoch, uint64_t *seq, ds_err *err)
 {
 	int rc;
 
@@ -270,8 +270,9 @@ int ds_inbox_commit(ds_inbox *ib, const char *source, uint64_t epoch, const ds_w
 			/* Only a snapshot may start after a gap: the source lost the records
 			 * in between and resends the whole state instead. */
 			if (r->seq != seq + 1 && r->op != DS_RECORD_SNAPSHOT_BEGIN) {
-				ds_err_set(err, "record seq %llu after committed seq %llu leaves a "
-						"gap",
+				ds_err_set(err,
+					   "record seq %llu after committed seq %llu leaves a "
+					   "gap",
 					   (unsigned long long)r->seq, (unsigned long long)seq);
 				rc = -EPROTO;
 				goto out;

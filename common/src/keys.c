@@ -80,8 +80,7 @@ out:
 	return rc;
 }
 
-int ds_keys_write(const char *dir, const char *name, const ds_keypair *kp, bool force,
-		  ds_err *err)
+int ds_keys_write(const char *dir, const char *name, const ds_keypair *kp, bool force, ds_err *err)
 {
 	char key_path[4096], pub_path[4096], text[256];
 	struct stat st;
@@ -99,9 +98,9 @@ int ds_keys_write(const char *dir, const char *name, const ds_keypair *kp, bool 
 		return -ENOTDIR;
 	}
 	if ((size_t)snprintf(key_path, sizeof(key_path), "%s/%s.key", dir, name) >=
-		    sizeof(key_path) ||
+		sizeof(key_path) ||
 	    (size_t)snprintf(pub_path, sizeof(pub_path), "%s/%s.pub", dir, name) >=
-		    sizeof(pub_path)) {
+		sizeof(pub_path)) {
 		ds_err_set(err, "path too long: %s", dir);
 		return -ENAMETOOLONG;
 	}
@@ -121,8 +120,7 @@ int ds_keys_write(const char *dir, const char *name, const ds_keypair *kp, bool 
 }
 
 /* Read a key file: '#' comments and blank lines, then exactly one Z85 key line. */
-static int read_key_file(const char *path, bool secret, char out[DS_KEY_Z85_LEN + 1],
-			 ds_err *err)
+static int read_key_file(const char *path, bool secret, char out[DS_KEY_Z85_LEN + 1], ds_err *err)
 {
 	char buf[KEY_FILE_MAX + 1];
 	char key[DS_KEY_Z85_LEN + 1] = "";

@@ -23,9 +23,9 @@ struct ds_outbox {
 };
 
 static const char schema[] =
-	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS outbox(seq INTEGER PRIMARY KEY, op INTEGER NOT NULL,"
-	" record BLOB NOT NULL);";
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS outbox(seq INTEGER PRIMARY KEY, op INTEGER NOT NULL,"
+    " record BLOB NOT NULL);";
 
 void ds_outbox_options_default(ds_outbox_options *opt)
 {
@@ -130,10 +130,11 @@ int ds_outbox_open(ds_outbox **out, const char *path, const ds_outbox_options *o
 	rc = sqlite3_prepare_v2(ob->db, "INSERT INTO outbox(seq, op, record) VALUES(?, ?, ?)", -1,
 				&ob->ins, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(ob->db,
-					"SELECT seq, record FROM outbox WHERE seq >= ? ORDER BY seq "
-					"LIMIT ?",
-					-1, &ob->read, NULL);
+		rc =
+		    sqlite3_prepare_v2(ob->db,
+				       "SELECT seq, record FROM outbox WHERE seq >= ? ORDER BY seq "
+				       "LIMIT ?",
+				       -1, &ob->read, NULL);
 	rc = rc == SQLITE_OK ? 0 : ds_sqlite_fail(ob->db, rc, "outbox statements", err);
 out:
 	if (rc < 0) {
@@ -160,8 +161,7 @@ uint64_t ds_outbox_epoch(const ds_outbox *ob)
 	return ob->epoch;
 }
 
-int ds_outbox_push(ds_outbox *ob, const ds_record *recs, size_t n, uint64_t *last_seq,
-		   ds_err *err)
+int ds_outbox_push(ds_outbox *ob, const ds_record *recs, size_t n, uint64_t *last_seq, ds_err *err)
 {
 	uint64_t seq = 0;
 	int rc;
@@ -339,9 +339,8 @@ int ds_outbox_resume_point(ds_outbox *ob, uint64_t committed, uint64_t *from, ds
 		*from = committed + 1;
 		return 0;
 	}
-	rc = sqlite3_prepare_v2(ob->db,
-				"SELECT min(seq) FROM outbox WHERE seq > ? AND op = ?", -1, &st,
-				NULL);
+	rc = sqlite3_prepare_v2(ob->db, "SELECT min(seq) FROM outbox WHERE seq > ? AND op = ?", -1,
+				&st, NULL);
 	if (rc != SQLITE_OK)
 		return ds_sqlite_fail(ob->db, rc, "outbox resume", err);
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)committed);
@@ -351,8 +350,9 @@ int ds_outbox_resume_point(ds_outbox *ob, uint64_t committed, uint64_t *from, ds
 		*from = (uint64_t)sqlite3_column_int64(st, 0);
 		rc = 0;
 	} else {
-		ds_err_set(err, "the target committed seq %llu; the outbox holds %llu..%llu: a "
-				"snapshot is required",
+		ds_err_set(err,
+			   "the target committed seq %llu; the outbox holds %llu..%llu: a "
+			   "snapshot is required",
 			   (unsigned long long)committed, (unsigned long long)s.first_seq,
 			   (unsigned long long)s.last_seq);
 	}
@@ -377,8 +377,8 @@ int ds_outbox_ack(ds_outbox *ob, uint64_t seq, ds_err *err)
 	if (seq > ob->opt.retain_acked + ob->pruned_through + PRUNE_CHUNK) {
 		uint64_t upto = seq - ob->opt.retain_acked;
 		sqlite3_stmt *st = NULL;
-		int src = sqlite3_prepare_v2(ob->db, "DELETE FROM outbox WHERE seq <= ?", -1, &st,
-					     NULL);
+		int src =
+		    sqlite3_prepare_v2(ob->db, "DELETE FROM outbox WHERE seq <= ?", -1, &st, NULL);
 		if (src == SQLITE_OK) {
 			sqlite3_bind_int64(st, 1, (sqlite3_int64)upto);
 			src = sqlite3_step(st);

@@ -125,7 +125,8 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 	if (!r->cfg.credit)
 		r->cfg.credit = 2048;
 	if (!cfg->endpoint || !cfg->keys || !cfg->authorized_sources || !cfg->inbox_path) {
-		ds_err_set(err, "receiver: endpoint, keys, authorized sources and inbox are required");
+		ds_err_set(err,
+			   "receiver: endpoint, keys, authorized sources and inbox are required");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -408,7 +409,8 @@ static void on_hello(ds_receiver *r, const uint8_t *rid, size_t rid_len, const c
 
 	if (h->protocol_version != DS_PROTOCOL_VERSION) {
 		char why[128];
-		snprintf(why, sizeof(why), "protocol version %u not supported (this target speaks %u)",
+		snprintf(why, sizeof(why),
+			 "protocol version %u not supported (this target speaks %u)",
 			 h->protocol_version, DS_PROTOCOL_VERSION);
 		if (ds_wire_goodbye_encode(why, &buf, &len) == 0)
 			send_to(r, rid, rid_len, buf, len);
@@ -439,9 +441,8 @@ static void on_hello(ds_receiver *r, const uint8_t *rid, size_t rid_len, const c
 	if (ds_wire_welcome_encode(&w, &buf, &len) == 0)
 		send_to(r, rid, rid_len, buf, len);
 	emit(r, DS_LOG_INFO, "session_open", peer,
-	     "source %s cluster %s agent %s epoch %llu committed_seq %llu", source,
-	     h->cluster_name, h->agent_version, (unsigned long long)h->epoch,
-	     (unsigned long long)committed);
+	     "source %s cluster %s agent %s epoch %llu committed_seq %llu", source, h->cluster_name,
+	     h->agent_version, (unsigned long long)h->epoch, (unsigned long long)committed);
 }
 
 static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t *rid,
@@ -480,8 +481,8 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 		r->results = nr;
 		r->results_cap = n;
 	}
-	rc = ds_inbox_commit(r->inbox, s->source, s->epoch, msg, r->cfg.handler,
-			     r->cfg.handler_ud, r->results, &committed, &err);
+	rc = ds_inbox_commit(r->inbox, s->source, s->epoch, msg, r->cfg.handler, r->cfg.handler_ud,
+			     r->results, &committed, &err);
 	if (rc == -EPROTO) {
 		drop_peer(r, fd, peer_ip, rid, rid_len, err.msg);
 		return;
@@ -589,7 +590,7 @@ int ds_receiver_run(ds_receiver *r, ds_err *err)
 	(void)err;
 	while (!atomic_load(&r->stop)) {
 		zmq_pollitem_t items[1] = {
-			{r->router, 0, ZMQ_POLLIN, 0},
+		    {r->router, 0, ZMQ_POLLIN, 0},
 		};
 		int rc = zmq_poll(items, 1, 100);
 		if (rc < 0) {

@@ -6,10 +6,10 @@
 const char *ds_record_op_name(enum ds_record_op op)
 {
 	static const char *const names[DS_RECORD_OP_MAX] = {
-		[DS_RECORD_UPSERT] = "upsert",
-		[DS_RECORD_DELETE] = "delete",
-		[DS_RECORD_SNAPSHOT_BEGIN] = "snapshot-begin",
-		[DS_RECORD_SNAPSHOT_END] = "snapshot-end",
+	    [DS_RECORD_UPSERT] = "upsert",
+	    [DS_RECORD_DELETE] = "delete",
+	    [DS_RECORD_SNAPSHOT_BEGIN] = "snapshot-begin",
+	    [DS_RECORD_SNAPSHOT_END] = "snapshot-end",
 	};
 	if ((int)op <= 0 || op >= DS_RECORD_OP_MAX)
 		return "unknown";
@@ -19,10 +19,10 @@ const char *ds_record_op_name(enum ds_record_op op)
 const char *ds_result_status_name(enum ds_result_status status)
 {
 	static const char *const names[DS_RESULT_STATUS_MAX] = {
-		[DS_RESULT_OK] = "ok",
-		[DS_RESULT_DUPLICATE] = "duplicate",
-		[DS_RESULT_FAILED] = "failed",
-		[DS_RESULT_SKIPPED] = "skipped",
+	    [DS_RESULT_OK] = "ok",
+	    [DS_RESULT_DUPLICATE] = "duplicate",
+	    [DS_RESULT_FAILED] = "failed",
+	    [DS_RESULT_SKIPPED] = "skipped",
 	};
 	if ((int)status <= 0 || status >= DS_RESULT_STATUS_MAX)
 		return "unknown";

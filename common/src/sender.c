@@ -16,11 +16,11 @@
 #include <zmq.h>
 
 enum state {
-	S_IDLE,         /* no socket; a new one after the backoff */
-	S_HELLO,        /* socket open, Hello not sent yet (no connection yet) */
-	S_WELCOME,      /* Hello sent, waiting for Welcome */
-	S_STREAM,       /* sending records */
-	S_SNAPSHOT,     /* the target needs a snapshot the outbox does not hold yet */
+	S_IDLE,	    /* no socket; a new one after the backoff */
+	S_HELLO,    /* socket open, Hello not sent yet (no connection yet) */
+	S_WELCOME,  /* Hello sent, waiting for Welcome */
+	S_STREAM,   /* sending records */
+	S_SNAPSHOT, /* the target needs a snapshot the outbox does not hold yet */
 };
 
 struct ds_sender {
@@ -52,7 +52,7 @@ struct ds_sender {
 };
 
 static void emit(ds_sender *s, enum ds_log_level level, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static void emit(ds_sender *s, enum ds_log_level level, const char *name, const char *fmt, ...)
 {
@@ -277,8 +277,9 @@ static void monitor_events(ds_sender *s)
 			     ds_handshake_reason(ev, value, why, sizeof(why)));
 			break;
 		case ZMQ_EVENT_DISCONNECTED:
-			emit(s, DS_LOG_WARN, "disconnected", "connection to %s lost; resuming from "
-							     "the target's committed seq",
+			emit(s, DS_LOG_WARN, "disconnected",
+			     "connection to %s lost; resuming from "
+			     "the target's committed seq",
 			     addr);
 			if (s->state != S_IDLE) {
 				reset(s, true);
@@ -308,8 +309,7 @@ static int try_send(ds_sender *s, uint8_t *buf, size_t len)
 
 static void send_hello(ds_sender *s)
 {
-	ds_wire_hello h = {DS_PROTOCOL_VERSION, s->cluster, DS_VERSION,
-			   ds_outbox_epoch(s->outbox)};
+	ds_wire_hello h = {DS_PROTOCOL_VERSION, s->cluster, DS_VERSION, ds_outbox_epoch(s->outbox)};
 	uint8_t *buf;
 	size_t len;
 
@@ -434,7 +434,8 @@ static void read_incoming(ds_sender *s)
 			reset(s, true);
 			break;
 		default:
-			emit(s, DS_LOG_WARN, "protocol_error", "unexpected message from the target");
+			emit(s, DS_LOG_WARN, "protocol_error",
+			     "unexpected message from the target");
 			reset(s, true);
 			break;
 		}

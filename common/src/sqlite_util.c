@@ -38,8 +38,8 @@ int ds_sqlite_open(sqlite3 **out, const char *path, ds_err *err)
 	sqlite3 *db = NULL;
 	int rc;
 
-	rc = sqlite3_open_v2(path, &db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	rc = sqlite3_open_v2(
+	    path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		ds_err_set(err, "cannot open %s: %s", path,
 			   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));

@@ -102,14 +102,17 @@ const char *ds_handshake_reason(uint16_t event, uint32_t value, char *buf, size_
 	const char *why = NULL;
 
 	if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
-		snprintf(buf, len, "authentication refused by the server (ZAP status %u: key not "
-				   "authorized)", value);
+		snprintf(buf, len,
+			 "authentication refused by the server (ZAP status %u: key not "
+			 "authorized)",
+			 value);
 		return buf;
 	}
 	if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
 		if (value == EPIPE || value == ECONNRESET)
-			snprintf(buf, len, "the peer hung up during the CURVE handshake (a "
-					   "plaintext peer, or one with the wrong server key?)");
+			snprintf(buf, len,
+				 "the peer hung up during the CURVE handshake (a "
+				 "plaintext peer, or one with the wrong server key?)");
 		else
 			snprintf(buf, len, "handshake failed: %s", strerror((int)value));
 		return buf;

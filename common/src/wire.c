@@ -284,7 +284,7 @@ int ds_wire_record_encode(ds_wire_encoder *enc, const ds_record *rec, uint8_t **
 			entries[i] = init;
 			entries[i].key = str(rec->manifest[i].key);
 			entries[i].content_hash.data =
-				(uint8_t *)(uintptr_t)rec->manifest[i].content_hash;
+			    (uint8_t *)(uintptr_t)rec->manifest[i].content_hash;
 			entries[i].content_hash.len = DS_HASH_LEN;
 			eptrs[i] = &entries[i];
 		}
@@ -501,8 +501,10 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 		const Drasync__ObjectRef *ref = r->ref;
 		if (!ref || !ref->api_version || !ref->api_version[0] || !ref->kind ||
 		    !ref->kind[0] || !ref->name || !ref->name[0]) {
-			ds_err_set(err, "record seq %llu: object reference without apiVersion, kind "
-					"or name", seq);
+			ds_err_set(err,
+				   "record seq %llu: object reference without apiVersion, kind "
+				   "or name",
+				   seq);
 			return -EBADMSG;
 		}
 		out->api_version = ref->api_version;
@@ -511,11 +513,12 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 		out->name = ref->name;
 		out->source_uid = ref->source_uid ? ref->source_uid : "";
 		out->source_resource_version =
-			ref->source_resource_version ? ref->source_resource_version : "";
+		    ref->source_resource_version ? ref->source_resource_version : "";
 	}
 	if (out->op == DS_RECORD_SNAPSHOT_BEGIN) {
 		if (!r->snapshot_begin || !r->snapshot_begin->snapshot_id[0]) {
-			ds_err_set(err, "record seq %llu: snapshot-begin without a snapshot id", seq);
+			ds_err_set(err, "record seq %llu: snapshot-begin without a snapshot id",
+				   seq);
 			return -EBADMSG;
 		}
 		out->snapshot_id = r->snapshot_begin->snapshot_id;
@@ -530,14 +533,17 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 		if (se->n_manifest) {
 			ds_manifest_entry *m = charge(msg, se->n_manifest, sizeof(*m));
 			if (!m) {
-				ds_err_set(err, "record seq %llu: manifest over the memory limit", seq);
+				ds_err_set(err, "record seq %llu: manifest over the memory limit",
+					   seq);
 				return -E2BIG;
 			}
 			msg->manifests[i] = m;
 			for (size_t k = 0; k < se->n_manifest; k++) {
 				if (!hash_ok(&se->manifest[k]->content_hash)) {
-					ds_err_set(err, "record seq %llu: manifest entry %zu: hash "
-							"not 32 bytes", seq, k);
+					ds_err_set(err,
+						   "record seq %llu: manifest entry %zu: hash "
+						   "not 32 bytes",
+						   seq, k);
 					return -EBADMSG;
 				}
 				m[k].key = se->manifest[k]->key;
@@ -557,38 +563,48 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 			return -EBADMSG;
 		}
 		if (raw > dec->lim.max_record) {
-			ds_err_set(err, "record seq %llu: payload of %llu bytes over the limit of "
-					"%zu", seq, (unsigned long long)raw, dec->lim.max_record);
+			ds_err_set(err,
+				   "record seq %llu: payload of %llu bytes over the limit of "
+				   "%zu",
+				   seq, (unsigned long long)raw, dec->lim.max_record);
 			return -E2BIG;
 		}
-		if (!r->has_compression || r->compression == DRASYNC__COMPRESSION__COMPRESSION_NONE) {
+		if (!r->has_compression ||
+		    r->compression == DRASYNC__COMPRESSION__COMPRESSION_NONE) {
 			if (raw != r->payload.len) {
-				ds_err_set(err, "record seq %llu: raw size %llu but %zu payload "
-						"bytes", seq, (unsigned long long)raw,
-					   r->payload.len);
+				ds_err_set(err,
+					   "record seq %llu: raw size %llu but %zu payload "
+					   "bytes",
+					   seq, (unsigned long long)raw, r->payload.len);
 				return -EBADMSG;
 			}
 			out->payload = r->payload.data;
 			out->payload_len = r->payload.len;
 		} else if (r->compression == DRASYNC__COMPRESSION__COMPRESSION_ZSTD) {
 			unsigned long long fcs =
-				ZSTD_getFrameContentSize(r->payload.data, r->payload.len);
+			    ZSTD_getFrameContentSize(r->payload.data, r->payload.len);
 			uint8_t *buf;
 			size_t got;
 			if (!zstd_has_checksum(r->payload.data, r->payload.len)) {
-				ds_err_set(err, "record seq %llu: zstd payload without a content "
-						"checksum", seq);
+				ds_err_set(err,
+					   "record seq %llu: zstd payload without a content "
+					   "checksum",
+					   seq);
 				return -EBADMSG;
 			}
 			if (fcs != raw || raw == 0) {
-				ds_err_set(err, "record seq %llu: zstd frame size does not match the "
-						"declared %llu bytes", seq, (unsigned long long)raw);
+				ds_err_set(err,
+					   "record seq %llu: zstd frame size does not match the "
+					   "declared %llu bytes",
+					   seq, (unsigned long long)raw);
 				return -EBADMSG;
 			}
 			buf = budget_alloc(&msg->budget, (size_t)raw);
 			if (!buf) {
-				ds_err_set(err, "record seq %llu: decompressed payloads over the "
-						"memory limit", seq);
+				ds_err_set(err,
+					   "record seq %llu: decompressed payloads over the "
+					   "memory limit",
+					   seq);
 				return -E2BIG;
 			}
 			msg->inflated[i] = buf;
@@ -596,8 +612,7 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 						  r->payload.len);
 			if (ZSTD_isError(got) || got != raw) {
 				ds_err_set(err, "record seq %llu: corrupt zstd payload (%s)", seq,
-					   ZSTD_isError(got) ? ZSTD_getErrorName(got)
-							     : "short");
+					   ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
 				return -EBADMSG;
 			}
 			out->payload = buf;
@@ -612,8 +627,10 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 		if (out->payload == r->payload.data) {
 			ds_record_hash(out->payload, out->payload_len, h);
 			if (memcmp(h, out->content_hash, DS_HASH_LEN) != 0) {
-				ds_err_set(err, "record seq %llu: payload does not match its "
-						"content hash", seq);
+				ds_err_set(err,
+					   "record seq %llu: payload does not match its "
+					   "content hash",
+					   seq);
 				return -EBADMSG;
 			}
 		}
@@ -657,8 +674,8 @@ static int decode_batch(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 			return -EBADMSG;
 		}
 		if (msg->records[i].op == DS_RECORD_SNAPSHOT_BEGIN
-			    ? msg->records[i].seq <= msg->records[i - 1].seq
-			    : msg->records[i].seq != msg->records[i - 1].seq + 1) {
+			? msg->records[i].seq <= msg->records[i - 1].seq
+			: msg->records[i].seq != msg->records[i - 1].seq + 1) {
 			ds_err_set(err, "batch seq %llu follows %llu (not consecutive)",
 				   (unsigned long long)msg->records[i].seq,
 				   (unsigned long long)msg->records[i - 1].seq);
@@ -677,8 +694,8 @@ static int decode_body(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 		msg->kind = DS_WIRE_HELLO;
 		msg->u.hello.protocol_version = env->hello->protocol_version;
 		msg->u.hello.cluster_name = env->hello->cluster_name;
-		msg->u.hello.agent_version = env->hello->agent_version ? env->hello->agent_version
-								       : "";
+		msg->u.hello.agent_version =
+		    env->hello->agent_version ? env->hello->agent_version : "";
 		msg->u.hello.epoch = env->hello->epoch;
 		if (!env->hello->cluster_name[0] || env->hello->epoch == 0) {
 			ds_err_set(err, "hello without a cluster name or epoch");
@@ -689,12 +706,12 @@ static int decode_body(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 		msg->kind = DS_WIRE_WELCOME;
 		msg->u.welcome.protocol_version = env->welcome->protocol_version;
 		msg->u.welcome.agent_version =
-			env->welcome->agent_version ? env->welcome->agent_version : "";
+		    env->welcome->agent_version ? env->welcome->agent_version : "";
 		msg->u.welcome.epoch = env->welcome->epoch;
 		msg->u.welcome.committed_seq = env->welcome->committed_seq;
 		msg->u.welcome.credit = env->welcome->credit;
 		msg->u.welcome.source_name =
-			env->welcome->source_name ? env->welcome->source_name : "";
+		    env->welcome->source_name ? env->welcome->source_name : "";
 		return 0;
 	case DRASYNC__ENVELOPE__BODY_ACK: {
 		const Drasync__Ack *a = env->ack;
@@ -742,7 +759,8 @@ int ds_wire_decode(ds_wire_decoder *dec, const void *frame, size_t len, ds_wire_
 	int rc;
 
 	if (len > dec->lim.max_frame) {
-		ds_err_set(err, "frame of %zu bytes over the limit of %zu", len, dec->lim.max_frame);
+		ds_err_set(err, "frame of %zu bytes over the limit of %zu", len,
+			   dec->lim.max_frame);
 		return -E2BIG;
 	}
 	msg = calloc(1, sizeof(*msg));
@@ -754,7 +772,8 @@ int ds_wire_decode(ds_wire_decoder *dec, const void *frame, size_t len, ds_wire_
 	msg->alloc.allocator_data = &msg->budget;
 	msg->env = drasync__envelope__unpack(&msg->alloc, len, frame);
 	if (!msg->env) {
-		ds_err_set(err, "not a valid protobuf Envelope (%zu bytes, or over the memory limit)",
+		ds_err_set(err,
+			   "not a valid protobuf Envelope (%zu bytes, or over the memory limit)",
 			   len);
 		rc = -EBADMSG;
 		goto out;

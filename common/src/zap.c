@@ -192,7 +192,8 @@ static void refresh(ds_zap *zap)
 	}
 	if (zap->auth && st.st_ino == zap->seen.st_ino && st.st_size == zap->seen.st_size &&
 	    st.st_mtim.tv_sec == zap->seen.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == zap->seen.st_mtim.tv_nsec && st.st_ctim.tv_sec == zap->seen.st_ctim.tv_sec &&
+	    st.st_mtim.tv_nsec == zap->seen.st_mtim.tv_nsec &&
+	    st.st_ctim.tv_sec == zap->seen.st_ctim.tv_sec &&
 	    st.st_ctim.tv_nsec == zap->seen.st_ctim.tv_nsec)
 		return;
 	rc = ds_authorized_load(&a, zap->path, zap->on_event, zap->event_ud, &err);

@@ -58,14 +58,14 @@ static char *workload_json(size_t size, unsigned id)
 			      id, rnd() % 64, rnd() % 8);
 	while (o + 400 < size) {
 		o += (size_t)snprintf(
-			buf + o, size - o,
-			"%s{\"name\":\"worker-%d\",\"image\":\"registry.example.net/ml/trainer@"
-			"sha256:%08x%08x\",\"env\":[{\"name\":\"SHARD\",\"value\":\"%u\"},{\"name\":"
-			"\"RUN_ID\",\"value\":\"%08x\"}],\"resources\":{\"limits\":{\"cpu\":\"%u\","
-			"\"memory\":\"%uGi\"},\"claims\":[{\"name\":\"gpu-%d\"}]},\"ports\":[{"
-			"\"containerPort\":%u}]}",
-			c ? "," : "", c, rnd(), rnd(), rnd() % 1000, rnd(), 1 + rnd() % 16,
-			1 + rnd() % 64, c % 4, 8000 + rnd() % 1000);
+		    buf + o, size - o,
+		    "%s{\"name\":\"worker-%d\",\"image\":\"registry.example.net/ml/trainer@"
+		    "sha256:%08x%08x\",\"env\":[{\"name\":\"SHARD\",\"value\":\"%u\"},{\"name\":"
+		    "\"RUN_ID\",\"value\":\"%08x\"}],\"resources\":{\"limits\":{\"cpu\":\"%u\","
+		    "\"memory\":\"%uGi\"},\"claims\":[{\"name\":\"gpu-%d\"}]},\"ports\":[{"
+		    "\"containerPort\":%u}]}",
+		    c ? "," : "", c, rnd(), rnd(), rnd() % 1000, rnd(), 1 + rnd() % 16,
+		    1 + rnd() % 64, c % 4, 8000 + rnd() % 1000);
 		c++;
 	}
 	o += (size_t)snprintf(buf + o, size - o, "]}}},\"x\":\"");
@@ -270,8 +270,8 @@ static double raw_curve(size_t size, unsigned n, char **payloads, unsigned n_pay
 	zmq_close(dealer);
 	zmq_close(router);
 	zmq_ctx_term(ctx);
-	printf("raw  %6zu B x %u: %.2f s, %.0f msg/s, %.1f MB/s\n", size, n, t1 - t0,
-	       n / (t1 - t0), (double)size * n / 1e6 / (t1 - t0));
+	printf("raw  %6zu B x %u: %.2f s, %.0f msg/s, %.1f MB/s\n", size, n, t1 - t0, n / (t1 - t0),
+	       (double)size * n / 1e6 / (t1 - t0));
 	return n / (t1 - t0);
 }
 

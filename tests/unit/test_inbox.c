@@ -91,18 +91,16 @@ static void test_inbox__duplicates_acked_not_handed_on_and_gaps_refused(void **s
 	assert_int_equal(committed, 0);
 
 	m = batch(7, 1, 5, DS_RECORD_UPSERT, "cm");
-	assert_int_equal(ds_inbox_commit(ib, "prod-east", 7, m, handler, &seen, res, &committed,
-					 &err),
-			 0);
+	assert_int_equal(
+	    ds_inbox_commit(ib, "prod-east", 7, m, handler, &seen, res, &committed, &err), 0);
 	ds_wire_msg_free(m);
 	assert_int_equal(committed, 5);
 	assert_int_equal(seen.n, 5);
 
 	/* Resent 3..7: 3..5 are duplicates, acknowledged and not handed on. */
 	m = batch(7, 3, 7, DS_RECORD_UPSERT, "cm");
-	assert_int_equal(ds_inbox_commit(ib, "prod-east", 7, m, handler, &seen, res, &committed,
-					 &err),
-			 0);
+	assert_int_equal(
+	    ds_inbox_commit(ib, "prod-east", 7, m, handler, &seen, res, &committed, &err), 0);
 	ds_wire_msg_free(m);
 	assert_int_equal(committed, 7);
 	assert_int_equal(seen.n, 7);
@@ -113,9 +111,8 @@ static void test_inbox__duplicates_acked_not_handed_on_and_gaps_refused(void **s
 
 	/* A gap (8 missing) is a protocol error and commits nothing. */
 	m = batch(7, 9, 10, DS_RECORD_UPSERT, "cm");
-	assert_int_equal(ds_inbox_commit(ib, "prod-east", 7, m, handler, &seen, res, &committed,
-					 &err),
-			 -EPROTO);
+	assert_int_equal(
+	    ds_inbox_commit(ib, "prod-east", 7, m, handler, &seen, res, &committed, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "gap"));
 	ds_wire_msg_free(m);
 	assert_int_equal(ds_inbox_committed(ib, "prod-east", &epoch, &seq, &err), 0);
@@ -124,9 +121,8 @@ static void test_inbox__duplicates_acked_not_handed_on_and_gaps_refused(void **s
 
 	/* ...unless a snapshot starts there: the source resends the whole state. */
 	m = batch(7, 20, 21, DS_RECORD_SNAPSHOT_BEGIN, "broken");
-	assert_int_equal(ds_inbox_commit(ib, "prod-east", 7, m, handler, &seen, res, &committed,
-					 &err),
-			 0);
+	assert_int_equal(
+	    ds_inbox_commit(ib, "prod-east", 7, m, handler, &seen, res, &committed, &err), 0);
 	ds_wire_msg_free(m);
 	assert_int_equal(committed, 21);
 	/* The handler's failure is committed with the record and reported. */
@@ -135,9 +131,8 @@ static void test_inbox__duplicates_acked_not_handed_on_and_gaps_refused(void **s
 
 	/* A batch of another epoch than the session's is refused. */
 	m = batch(8, 22, 22, DS_RECORD_UPSERT, "cm");
-	assert_int_equal(ds_inbox_commit(ib, "prod-east", 7, m, handler, &seen, res, &committed,
-					 &err),
-			 -EPROTO);
+	assert_int_equal(
+	    ds_inbox_commit(ib, "prod-east", 7, m, handler, &seen, res, &committed, &err), -EPROTO);
 	ds_wire_msg_free(m);
 
 	/* A new epoch (the source's outbox was recreated) restarts at 0. */
@@ -156,7 +151,7 @@ static void test_inbox__duplicates_acked_not_handed_on_and_gaps_refused(void **s
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_inbox__duplicates_acked_not_handed_on_and_gaps_refused),
+	    cmocka_unit_test(test_inbox__duplicates_acked_not_handed_on_and_gaps_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -132,10 +132,10 @@ static void test_keys__keygen_subcommand_on_both_agents(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_keys__written_pair_loads_back_and_matches),
-		cmocka_unit_test(test_keys__secret_readable_by_others_is_refused),
-		cmocka_unit_test(test_keys__malformed_files_are_rejected_with_location),
-		cmocka_unit_test(test_keys__keygen_subcommand_on_both_agents),
+	    cmocka_unit_test(test_keys__written_pair_loads_back_and_matches),
+	    cmocka_unit_test(test_keys__secret_readable_by_others_is_refused),
+	    cmocka_unit_test(test_keys__malformed_files_are_rejected_with_location),
+	    cmocka_unit_test(test_keys__keygen_subcommand_on_both_agents),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,9 +139,9 @@ static void test_outbox__invalid_record_pushes_nothing(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_outbox__seqs_survive_reopen_and_read_in_order),
-		cmocka_unit_test(test_outbox__pruned_seq_requires_a_snapshot),
-		cmocka_unit_test(test_outbox__invalid_record_pushes_nothing),
+	    cmocka_unit_test(test_outbox__seqs_survive_reopen_and_read_in_order),
+	    cmocka_unit_test(test_outbox__pruned_seq_requires_a_snapshot),
+	    cmocka_unit_test(test_outbox__invalid_record_pushes_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -109,15 +109,16 @@ static void path_in(char *out, size_t len, const char *dir, const char *name)
 /* A JSON object of a realistic shape, different for each seq. */
 static size_t json_for(char *buf, size_t cap, unsigned i)
 {
-	int n = snprintf(buf, cap,
-			 "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"
-			 "\"name\":\"trainer-%u\",\"namespace\":\"ml-team\",\"labels\":{\"app\":"
-			 "\"trainer\",\"shard\":\"%u\"}},\"spec\":{\"replicas\":%u,\"template\":{"
-			 "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"registry."
-			 "example/ml/trainer:1.%u\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}],"
-			 "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimTemplateName\":"
-			 "\"gpu-%u\"}]}}}}",
-			 i, i % 16, i % 5, i % 100, i % 7);
+	int n =
+	    snprintf(buf, cap,
+		     "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"
+		     "\"name\":\"trainer-%u\",\"namespace\":\"ml-team\",\"labels\":{\"app\":"
+		     "\"trainer\",\"shard\":\"%u\"}},\"spec\":{\"replicas\":%u,\"template\":{"
+		     "\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"registry."
+		     "example/ml/trainer:1.%u\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}],"
+		     "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimTemplateName\":"
+		     "\"gpu-%u\"}]}}}}",
+		     i, i % 16, i % 5, i % 100, i % 7);
 	return (size_t)n;
 }
 
@@ -125,8 +126,8 @@ static void fill_outbox(const char *path, unsigned n)
 {
 	ds_outbox *ob;
 	ds_err err;
-	char (*json)[1024] = malloc(500 * sizeof(*json));
-	char (*names)[64] = malloc(500 * sizeof(*names));
+	char(*json)[1024] = malloc(500 * sizeof(*json));
+	char(*names)[64] = malloc(500 * sizeof(*names));
 	ds_record *recs = calloc(500, sizeof(*recs));
 	unsigned done = 0;
 
@@ -225,8 +226,8 @@ static void msleep(int ms)
 }
 
 /* Key files for a test directory: server.key/.pub, NAME.key/.pub, authorized. */
-static void make_keys(const char *dir, const char *const *sources, size_t n,
-		      ds_keypair *server, ds_keypair *clients)
+static void make_keys(const char *dir, const char *const *sources, size_t n, ds_keypair *server,
+		      ds_keypair *clients)
 {
 	char path[1024];
 	FILE *f;
@@ -258,8 +259,7 @@ struct rx {
 	long handled;
 };
 
-static void slow_handler(void *ud, const char *source, const ds_record *rec,
-			 ds_record_result *res)
+static void slow_handler(void *ud, const char *source, const ds_record *rec, ds_record_result *res)
 {
 	struct rx *rx = ud;
 
@@ -394,8 +394,7 @@ static void on_term(int sig)
 		ds_receiver_stop(child_receiver);
 }
 
-static void child_handler(void *ud, const char *source, const ds_record *rec,
-			  ds_record_result *res)
+static void child_handler(void *ud, const char *source, const ds_record *rec, ds_record_result *res)
 {
 	(void)ud;
 	(void)source;
@@ -643,8 +642,8 @@ static void test_transport__sender_killed_and_restarted(void **state)
 	rx.handler_sleep_us = 200;
 	rx_start(&rx, dir, &server, 0);
 	snprintf(until, sizeof(until), "%d", N_RECORDS);
-	const char *argv[] = {"test_transport", "--sender", dir, ds_receiver_endpoint(rx.r),
-			      until, NULL};
+	const char *argv[] = {"test_transport",		  "--sender", dir,
+			      ds_receiver_endpoint(rx.r), until,      NULL};
 	pid = spawn(argv);
 	for (int k = 1; k <= 3; k++) {
 		long long target = k * 2500, c = 0;
@@ -1057,9 +1056,8 @@ static size_t drain_batches(void *router, int ms, uint64_t *max_seq)
 			continue;
 		}
 		assert_true(zmq_msg_recv(&body, router, 0) >= 0);
-		assert_int_equal(ds_wire_decode(dec, zmq_msg_data(&body), zmq_msg_size(&body), &msg,
-						&err),
-				 0);
+		assert_int_equal(
+		    ds_wire_decode(dec, zmq_msg_data(&body), zmq_msg_size(&body), &msg, &err), 0);
 		assert_int_equal(ds_wire_msg_kind(msg), DS_WIRE_BATCH);
 		for (size_t i = 0; i < ds_wire_msg_record_count(msg); i++) {
 			uint64_t seq = ds_wire_msg_record(msg, i)->seq;
@@ -1156,15 +1154,15 @@ static void test_transport__sender_never_exceeds_credit(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_transport__round_trip_10000_records),
-		cmocka_unit_test(test_transport__receiver_sigkilled_5_times),
-		cmocka_unit_test(test_transport__sender_killed_and_restarted),
-		cmocka_unit_test(test_transport__unknown_key_refused_until_authorized),
-		cmocka_unit_test(test_transport__plaintext_client_refused),
-		cmocka_unit_test(test_transport__garbage_and_oversized_frames_drop_only_that_peer),
-		cmocka_unit_test(test_transport__lost_ledger_gets_a_snapshot),
-		cmocka_unit_test(test_transport__sender_beyond_credit_dropped),
-		cmocka_unit_test(test_transport__sender_never_exceeds_credit),
+	    cmocka_unit_test(test_transport__round_trip_10000_records),
+	    cmocka_unit_test(test_transport__receiver_sigkilled_5_times),
+	    cmocka_unit_test(test_transport__sender_killed_and_restarted),
+	    cmocka_unit_test(test_transport__unknown_key_refused_until_authorized),
+	    cmocka_unit_test(test_transport__plaintext_client_refused),
+	    cmocka_unit_test(test_transport__garbage_and_oversized_frames_drop_only_that_peer),
+	    cmocka_unit_test(test_transport__lost_ledger_gets_a_snapshot),
+	    cmocka_unit_test(test_transport__sender_beyond_credit_dropped),
+	    cmocka_unit_test(test_transport__sender_never_exceeds_credit),
 	};
 
 	if (argc == 4 && strcmp(argv[1], "--receiver") == 0)

@@ -263,9 +263,9 @@ static void test_wire__hostile_frames_are_rejected(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_wire__batch_round_trip_with_compression),
-		cmocka_unit_test(test_wire__control_messages_round_trip),
-		cmocka_unit_test(test_wire__hostile_frames_are_rejected),
+	    cmocka_unit_test(test_wire__batch_round_trip_with_compression),
+	    cmocka_unit_test(test_wire__control_messages_round_trip),
+	    cmocka_unit_test(test_wire__hostile_frames_are_rejected),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,7 +68,7 @@ static void test_zap__authorized_file_bad_lines_reported_and_skipped(void **stat
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_zap__authorized_file_bad_lines_reported_and_skipped),
+	    cmocka_unit_test(test_zap__authorized_file_bad_lines_reported_and_skipped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,8 +29,7 @@ int ds_keys_generate(ds_keypair *out, ds_err *err);
  * Existing files are never overwritten unless `force`.
  * @return 0, -EEXIST when a file exists, or another negative errno
  */
-int ds_keys_write(const char *dir, const char *name, const ds_keypair *kp, bool force,
-		  ds_err *err);
+int ds_keys_write(const char *dir, const char *name, const ds_keypair *kp, bool force, ds_err *err);
 
 /**
  * Load a secret key file and derive its public key. Refuses (-EPERM) a file

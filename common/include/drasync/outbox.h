@@ -21,9 +21,9 @@
 typedef struct ds_outbox ds_outbox;
 
 typedef struct ds_outbox_options {
-	int zstd_level;            /* default 3 */
+	int zstd_level;		   /* default 3 */
 	size_t compress_threshold; /* payloads at least this big are compressed; default 512 */
-	uint64_t retain_acked;     /* acked records kept for a target restored from backup; 0 */
+	uint64_t retain_acked;	   /* acked records kept for a target restored from backup; 0 */
 } ds_outbox_options;
 
 void ds_outbox_options_default(ds_outbox_options *opt);
@@ -40,8 +40,7 @@ uint64_t ds_outbox_epoch(const ds_outbox *ob);
  * @param last_seq  set to the seq of the last record pushed (may be NULL)
  * @return 0, -EINVAL for an invalid record (nothing pushed), or a negative errno
  */
-int ds_outbox_push(ds_outbox *ob, const ds_record *recs, size_t n, uint64_t *last_seq,
-		   ds_err *err);
+int ds_outbox_push(ds_outbox *ob, const ds_record *recs, size_t n, uint64_t *last_seq, ds_err *err);
 
 typedef struct ds_outbox_state {
 	uint64_t first_seq; /* lowest seq still held; last_seq + 1 when empty */

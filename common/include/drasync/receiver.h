@@ -21,14 +21,14 @@
 typedef struct ds_receiver ds_receiver;
 
 typedef struct ds_receiver_config {
-	const char *endpoint;           /* e.g. "tcp://0.0.0.0:7450"; port "*": any free port */
-	const ds_keypair *keys;         /* the server's key pair */
+	const char *endpoint;		/* e.g. "tcp://0.0.0.0:7450"; port "*": any free port */
+	const ds_keypair *keys;		/* the server's key pair */
 	const char *authorized_sources; /* file of "name Z85-public-key" lines */
-	const char *inbox_path;         /* SQLite ledger */
-	const char *zap_domain;         /* NULL: DS_ZAP_DOMAIN */
-	uint32_t credit;                /* records a source may have unacknowledged; 0: 2048 */
-	ds_transport_tuning tuning;     /* fill with ds_transport_tuning_default() first */
-	ds_record_handler handler;      /* may be NULL: records are only committed */
+	const char *inbox_path;		/* SQLite ledger */
+	const char *zap_domain;		/* NULL: DS_ZAP_DOMAIN */
+	uint32_t credit;		/* records a source may have unacknowledged; 0: 2048 */
+	ds_transport_tuning tuning;	/* fill with ds_transport_tuning_default() first */
+	ds_record_handler handler;	/* may be NULL: records are only committed */
 	void *handler_ud;
 	ds_transport_event_fn on_event; /* may be NULL */
 	void *event_ud;

@@ -14,7 +14,7 @@
 
 enum ds_record_op {
 	DS_RECORD_UPSERT = 1,
-	DS_RECORD_DELETE = 2,         /* tombstone: no payload */
+	DS_RECORD_DELETE = 2,	      /* tombstone: no payload */
 	DS_RECORD_SNAPSHOT_BEGIN = 3, /* snapshot_id set */
 	DS_RECORD_SNAPSHOT_END = 4,   /* snapshot_id and the manifest set */
 	DS_RECORD_OP_MAX
@@ -24,8 +24,8 @@ enum ds_record_op {
 enum ds_result_status {
 	DS_RESULT_OK = 1,
 	DS_RESULT_DUPLICATE = 2, /* already committed earlier: acknowledged, not handed on */
-	DS_RESULT_FAILED = 3,    /* committed; the handler failed (message says why) */
-	DS_RESULT_SKIPPED = 4,   /* committed; the handler chose not to act */
+	DS_RESULT_FAILED = 3,	 /* committed; the handler failed (message says why) */
+	DS_RESULT_SKIPPED = 4,	 /* committed; the handler chose not to act */
 	DS_RESULT_STATUS_MAX
 };
 
@@ -37,7 +37,7 @@ typedef struct ds_manifest_entry {
 
 typedef struct ds_record {
 	uint64_t epoch; /* set by the outbox on push */
-	uint64_t seq;   /* set by the outbox on push */
+	uint64_t seq;	/* set by the outbox on push */
 	enum ds_record_op op;
 	const char *api_version;
 	const char *kind;
@@ -49,7 +49,7 @@ typedef struct ds_record {
 	uint8_t content_hash[DS_HASH_LEN];
 	const uint8_t *payload; /* the object as canonical JSON, uncompressed */
 	size_t payload_len;
-	const char *snapshot_id;           /* SNAPSHOT_BEGIN / SNAPSHOT_END */
+	const char *snapshot_id;	   /* SNAPSHOT_BEGIN / SNAPSHOT_END */
 	const ds_manifest_entry *manifest; /* SNAPSHOT_END */
 	size_t manifest_len;
 } ds_record;

@@ -25,9 +25,9 @@
 typedef struct ds_sender ds_sender;
 
 typedef struct ds_sender_config {
-	const char *endpoint;          /* the target, e.g. "tcp://dr.example.net:7450" */
+	const char *endpoint;	       /* the target, e.g. "tcp://dr.example.net:7450" */
 	const char *server_public_key; /* Z85 */
-	const ds_keypair *keys;        /* this source's key pair */
+	const ds_keypair *keys;	       /* this source's key pair */
 	const char *outbox_path;
 	const char *cluster_name;
 	size_t batch_records; /* records per batch; default 256 */

@@ -29,12 +29,12 @@ typedef void (*ds_transport_event_fn)(void *ud, const ds_transport_event *ev);
 void ds_transport_event_log(void *ud, const ds_transport_event *ev);
 
 typedef struct ds_transport_tuning {
-	int heartbeat_ivl_ms;     /* ZMTP PING interval; default 1000 */
+	int heartbeat_ivl_ms;	  /* ZMTP PING interval; default 1000 */
 	int heartbeat_timeout_ms; /* no traffic for this long: peer dead; default 5000 */
-	int linger_ms;            /* ZMQ_LINGER on close; default 500 */
-	int reconnect_ivl_ms;     /* first reconnect delay; default 100 */
+	int linger_ms;		  /* ZMQ_LINGER on close; default 500 */
+	int reconnect_ivl_ms;	  /* first reconnect delay; default 100 */
 	int reconnect_ivl_max_ms; /* backoff ceiling; default 5000 */
-	ds_wire_limits limits;    /* max_frame is also ZMQ_MAXMSGSIZE */
+	ds_wire_limits limits;	  /* max_frame is also ZMQ_MAXMSGSIZE */
 } ds_transport_tuning;
 
 void ds_transport_tuning_default(ds_transport_tuning *t);
