@@ -371,6 +371,22 @@ int ds_kube_resource_find(ds_kube *k, const char *api_version, const char *kind,
 	return rc;
 }
 
+int ds_kube_resource_of(ds_kube *k, const json_t *obj, struct ds_kube_resource *out,
+			ds_kube_error *ke)
+{
+	const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+
+	if (!api || !api[0] || !kind || !kind[0]) {
+		ds_kube_error_clear(ke);
+		if (ke)
+			snprintf(ke->message, sizeof(ke->message),
+				 "the object has no apiVersion or kind");
+		return -EINVAL;
+	}
+	return ds_kube_resource_find(k, api, kind, out, ke);
+}
+
 int ds_kube_group_versions(ds_kube *k, const char *group, char *preferred, size_t size,
 			   json_t **served, ds_kube_error *ke)
 {

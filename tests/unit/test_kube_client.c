@@ -130,6 +130,17 @@ static void test_kube_client__discovery_is_cached_and_refreshed_on_a_miss(void *
 			 0);
 	assert_false(r.namespaced);
 	assert_false(r.has_status);
+	{
+		json_t *claim = json_pack("{s:s,s:s}", "apiVersion", "resource.k8s.io/v1beta1",
+					  "kind", "ResourceClaim");
+		json_t *bare = json_pack("{s:s}", "kind", "ResourceClaim");
+		assert_int_equal(ds_kube_resource_of(f->k, claim, &r, &ke), 0);
+		assert_string_equal(r.resource, "resourceclaims");
+		assert_int_equal(ds_kube_resource_of(f->k, bare, &r, &ke), -EINVAL);
+		assert_non_null(strstr(ke.message, "apiVersion"));
+		json_decref(claim);
+		json_decref(bare);
+	}
 	assert_int_equal(f->h.hits, 3); /* cached */
 	assert_string_equal(f->h.reqs[0].url, "/api");
 	assert_string_equal(f->h.reqs[1].url, "/apis");

@@ -57,6 +57,13 @@ int ds_kube_resource_find(ds_kube *k, const char *api_version, const char *kind,
 			  struct ds_kube_resource *out, ds_kube_error *ke);
 
 /**
+ * Resource of an object, from its apiVersion and kind.
+ * @return 0, -EINVAL (no apiVersion or kind), -ENOENT when not served
+ */
+int ds_kube_resource_of(ds_kube *k, const json_t *obj, struct ds_kube_resource *out,
+			ds_kube_error *ke);
+
+/**
  * A group's versions: the preferred one and all served ones (a new JSON array of
  * strings, preferred first as the server orders them). group "" is the core group.
  * Either output may be NULL. @return 0, -ENOENT when the group is not served
