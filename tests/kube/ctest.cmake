@@ -46,14 +46,15 @@ add_test(NAME kube_build COMMAND ${CMAKE_CURRENT_LIST_DIR}/build.sh)
 set_tests_properties(kube_build PROPERTIES FIXTURES_SETUP kube_bin LABELS kube TIMEOUT 5400
   ENVIRONMENT "DS_KUBE_BIN=$ENV{DS_KUBE_BIN}")
 
+# One retry: a port picked free can be taken before the component binds it.
 add_test(NAME kube_v1_up COMMAND bash -c
-  "\"$0\" down \"$1\" && \"$0\" up \"$1\" --dra-api v1 && \"$0\" nodes \"$1\" --nodes 2 --devices 4 --driver gpu.example.com"
+  "\"$0\" down \"$1\" && { \"$0\" up \"$1\" --dra-api v1 || { \"$0\" down \"$1\" && \"$0\" up \"$1\" --dra-api v1; }; } && \"$0\" nodes \"$1\" --nodes 2 --devices 4 --driver gpu.example.com"
   ${DS_CLUSTER_SH} ${DS_KUBE_CLUSTER_V1})
 set_tests_properties(kube_v1_up PROPERTIES FIXTURES_SETUP kube_v1 FIXTURES_REQUIRED kube_bin
   LABELS kube TIMEOUT 600 ENVIRONMENT "${_ds_kube_test_env}")
 
 add_test(NAME kube_v1beta1_up COMMAND bash -c
-  "\"$0\" down \"$1\" && \"$0\" up \"$1\" --dra-api v1beta1 && \"$0\" nodes \"$1\" --nodes 2 --devices 4 --driver gpu.example.com"
+  "\"$0\" down \"$1\" && { \"$0\" up \"$1\" --dra-api v1beta1 || { \"$0\" down \"$1\" && \"$0\" up \"$1\" --dra-api v1beta1; }; } && \"$0\" nodes \"$1\" --nodes 2 --devices 4 --driver gpu.example.com"
   ${DS_CLUSTER_SH} ${DS_KUBE_CLUSTER_V1BETA1})
 set_tests_properties(kube_v1beta1_up PROPERTIES FIXTURES_SETUP kube_v1beta1 FIXTURES_REQUIRED kube_bin
   LABELS kube TIMEOUT 600 ENVIRONMENT "${_ds_kube_test_env}")
