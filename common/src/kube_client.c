@@ -12,8 +12,8 @@ struct ds_kube {
 	ds_kube_transport *t;
 
 	pthread_mutex_t disc_lock; /* guards the two caches */
-	json_t *groups;            /* {group: {"preferred": v, "versions": [v...]}}, NULL: not loaded */
-	json_t *resources;         /* {"group/version": APIResourceList.resources} */
+	json_t *groups;	   /* {group: {"preferred": v, "versions": [v...]}}, NULL: not loaded */
+	json_t *resources; /* {"group/version": APIResourceList.resources} */
 };
 
 /* ---- small string builder ------------------------------------------------ */
@@ -207,24 +207,24 @@ static int load_groups(ds_kube *k, ds_kube_error *ke)
 	core = json_array();
 	if (!groups || !core)
 		goto out;
-	json_array_foreach(json_object_get(api, "versions"), i, v)
-		if (json_is_string(v))
-			json_array_append(core, v);
+	json_array_foreach(json_object_get(api, "versions"), i, v) if (json_is_string(v))
+	    json_array_append(core, v);
 	if (json_array_size(core) > 0 &&
-	    json_object_set_new(groups, "",
-				json_pack("{s:O,s:O}", "preferred", json_array_get(core, 0),
-					  "versions", core)) < 0)
+	    json_object_set_new(
+		groups, "",
+		json_pack("{s:O,s:O}", "preferred", json_array_get(core, 0), "versions", core)) < 0)
 		goto out;
-	json_array_foreach(json_object_get(apis, "groups"), i, g) {
+	json_array_foreach(json_object_get(apis, "groups"), i, g)
+	{
 		const char *name = json_string_value(json_object_get(g, "name"));
 		json_t *pref = json_object_get(json_object_get(g, "preferredVersion"), "version");
 		json_t *vs = json_array(), *ver;
 
 		if (!vs)
 			goto out;
-		json_array_foreach(json_object_get(g, "versions"), j, ver)
-			if (json_is_string(json_object_get(ver, "version")))
-				json_array_append(vs, json_object_get(ver, "version"));
+		json_array_foreach(json_object_get(g, "versions"), j,
+				   ver) if (json_is_string(json_object_get(ver, "version")))
+		    json_array_append(vs, json_object_get(ver, "version"));
 		if (!name || !json_is_string(pref)) {
 			json_decref(vs);
 			continue;
@@ -309,15 +309,15 @@ static int find_locked(ds_kube *k, const char *group, const char *version, const
 	if (rc < 0)
 		return rc;
 	info = json_object_get(k->groups, group);
-	json_array_foreach(json_object_get(info, "versions"), i, v)
-		if (strcmp(json_string_value(v), version) == 0)
-			served = true;
+	json_array_foreach(json_object_get(info, "versions"), i,
+			   v) if (strcmp(json_string_value(v), version) == 0) served = true;
 	if (!served)
 		return -ENOENT;
 	rc = load_gv(k, group, version, &list, ke);
 	if (rc < 0)
 		return rc;
-	json_array_foreach(list, i, r) {
+	json_array_foreach(list, i, r)
+	{
 		const char *name = json_string_value(json_object_get(r, "name"));
 		const char *rk = json_string_value(json_object_get(r, "kind"));
 		size_t j;
@@ -331,7 +331,8 @@ static int find_locked(ds_kube *k, const char *group, const char *version, const
 		snprintf(out->resource, sizeof(out->resource), "%s", name);
 		snprintf(out->kind, sizeof(out->kind), "%s", kind);
 		out->namespaced = json_is_true(json_object_get(r, "namespaced"));
-		json_array_foreach(list, j, s) {
+		json_array_foreach(list, j, s)
+		{
 			const char *sn = json_string_value(json_object_get(s, "name"));
 			size_t nl = strlen(name);
 			if (sn && strncmp(sn, name, nl) == 0 && strcmp(sn + nl, "/status") == 0)
@@ -583,7 +584,7 @@ int ds_kube_list(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
 			if (json_array_extend(json_object_get(all, "items"),
 					      json_object_get(page, "items")) < 0 ||
 			    json_object_set(all, "metadata", json_object_get(page, "metadata")) <
-				    0) {
+				0) {
 				rc = -ENOMEM;
 				goto out;
 			}
@@ -593,7 +594,7 @@ int ds_kube_list(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
 		free(cont);
 		cont = NULL;
 		c = json_string_value(
-			json_object_get(json_object_get(all, "metadata"), "continue"));
+		    json_object_get(json_object_get(all, "metadata"), "continue"));
 		if (!c || !c[0])
 			break;
 		if (!(cont = strdup(c))) {
@@ -749,21 +750,20 @@ static int do_write(ds_kube *k, enum ds_kube_op_kind kind, const struct ds_kube_
 int ds_kube_create(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
 		   const json_t *obj, json_t **out, ds_kube_error *ke)
 {
-	return do_write(k, DS_KUBE_OP_CREATE, res, ns, NULL, obj, NULL, false, NULL, NULL, out,
-			ke);
+	return do_write(k, DS_KUBE_OP_CREATE, res, ns, NULL, obj, NULL, false, NULL, NULL, out, ke);
 }
 
-int ds_kube_apply(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
-		  const json_t *obj, const char *field_manager, bool force, const char *subresource,
-		  json_t **out, ds_kube_error *ke)
+int ds_kube_apply(ds_kube *k, const struct ds_kube_resource *res, const char *ns, const json_t *obj,
+		  const char *field_manager, bool force, const char *subresource, json_t **out,
+		  ds_kube_error *ke)
 {
-	return do_write(k, DS_KUBE_OP_APPLY, res, ns, NULL, obj, field_manager, force,
-			subresource, NULL, out, ke);
+	return do_write(k, DS_KUBE_OP_APPLY, res, ns, NULL, obj, field_manager, force, subresource,
+			NULL, out, ke);
 }
 
 int ds_kube_merge_patch(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
-			const char *name, const json_t *patch, const char *subresource, json_t **out,
-			ds_kube_error *ke)
+			const char *name, const json_t *patch, const char *subresource,
+			json_t **out, ds_kube_error *ke)
 {
 	return do_write(k, DS_KUBE_OP_MERGE_PATCH, res, ns, name, patch, NULL, false, subresource,
 			NULL, out, ke);
@@ -776,8 +776,8 @@ int ds_kube_update(ds_kube *k, const struct ds_kube_resource *res, const char *n
 			out, ke);
 }
 
-int ds_kube_delete(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
-		   const char *name, const struct ds_kube_delete_opts *opts, ds_kube_error *ke)
+int ds_kube_delete(ds_kube *k, const struct ds_kube_resource *res, const char *ns, const char *name,
+		   const struct ds_kube_delete_opts *opts, ds_kube_error *ke)
 {
 	return do_write(k, DS_KUBE_OP_DELETE, res, ns, name, NULL, NULL, false, NULL, opts, NULL,
 			ke);
@@ -832,8 +832,8 @@ int ds_kube_batch(ds_kube *k, struct ds_kube_op *ops, size_t n, const char *fiel
 		op->rc = calls[c].rc;
 		op->error = calls[c].error;
 		if (op->rc == 0 && calls[c].resp.len > 0)
-			op->rc = parse_body(&calls[c].resp, calls[c].req.path, &op->result,
-					    &op->error);
+			op->rc =
+			    parse_body(&calls[c].resp, calls[c].req.path, &op->result, &op->error);
 		if (op->rc < 0)
 			failed++;
 	}
@@ -856,10 +856,10 @@ out:
 struct watch_state {
 	ds_kube_watch_fn fn;
 	void *user;
-	char rv[128];    /* last resourceVersion seen */
-	bool gone;       /* an ERROR event with 410 */
-	bool stopped;    /* the callback asked to stop */
-	unsigned events; /* events in this stream */
+	char rv[128];	   /* last resourceVersion seen */
+	bool gone;	   /* an ERROR event with 410 */
+	bool stopped;	   /* the callback asked to stop */
+	unsigned events;   /* events in this stream */
 	ds_kube_error err; /* an ERROR event other than 410 */
 	bool failed;
 };
@@ -867,7 +867,7 @@ struct watch_state {
 static void set_rv(struct watch_state *ws, const json_t *obj)
 {
 	const char *rv =
-		json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+	    json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
 
 	if (rv && rv[0])
 		snprintf(ws->rv, sizeof(ws->rv), "%s", rv);

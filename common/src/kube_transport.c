@@ -17,7 +17,7 @@
 struct ds_kube_transport {
 	ds_kubeconfig *kc;
 	struct ds_kube_transport_opts opts;
-	char *base;                /* URL prefix the request paths are appended to */
+	char *base;		       /* URL prefix the request paths are appended to */
 	struct curl_slist *connect_to; /* tls-server-name: connect to the real host */
 	char *ua;
 
@@ -158,7 +158,8 @@ static void share_unlock(CURL *h, curl_lock_data data, void *user)
  * verification use it) and CONNECT_TO sends the connection to the real one. */
 static int make_base(ds_kube_transport *t, ds_err *err)
 {
-	const char *server = ds_kubeconfig_server(t->kc), *sni = ds_kubeconfig_tls_server_name(t->kc);
+	const char *server = ds_kubeconfig_server(t->kc),
+		   *sni = ds_kubeconfig_tls_server_name(t->kc);
 	CURLU *u = curl_url();
 	char *host = NULL, *port = NULL, *url = NULL, *ct = NULL;
 	int rc = -ENOMEM;
@@ -237,8 +238,8 @@ int ds_kube_transport_new(ds_kube_transport **out, ds_kubeconfig *kc,
 	t->tokens = (double)t->opts.burst;
 	t->last = now_s();
 	rc = -ENOMEM;
-	if (asprintf(&t->ua, "%s", t->opts.user_agent ? t->opts.user_agent : "drasync/" DS_VERSION) <
-	    0) {
+	if (asprintf(&t->ua, "%s",
+		     t->opts.user_agent ? t->opts.user_agent : "drasync/" DS_VERSION) < 0) {
 		t->ua = NULL;
 		goto fail;
 	}
@@ -441,9 +442,8 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
 				p++;
 			if (strptime(p, "%a, %d %b %Y %H:%M:%S GMT", &tm)) {
 				time_t when = timegm(&tm), now = time(NULL);
-				x->retry_after = when > now ? (int)(when - now > 3600 ? 3600
-										: when - now)
-							    : 0;
+				x->retry_after =
+				    when > now ? (int)(when - now > 3600 ? 3600 : when - now) : 0;
 			}
 		}
 	}
@@ -592,7 +592,8 @@ static int xfer_setup(struct xfer *x, const struct ds_kube_request *req, bool st
 	else if (strcmp(m, "POST") != 0)
 		curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, m);
 	else if (!req->body)
-		curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE, 0L), curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE, 0L),
+		    curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, "");
 	curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdrs);
 	rc = 0;
 out:
@@ -604,9 +605,9 @@ out:
 
 enum retry_kind {
 	RETRY_NO,
-	RETRY_ANY,        /* the request was certainly not processed */
+	RETRY_ANY,	  /* the request was certainly not processed */
 	RETRY_IDEMPOTENT, /* may have been processed */
-	RETRY_AUTH,       /* 401: fresh credentials */
+	RETRY_AUTH,	  /* 401: fresh credentials */
 };
 
 static enum ds_kube_tls_cause tls_cause(CURL *h, CURLcode cc, const char *errbuf)
@@ -644,7 +645,8 @@ static enum ds_kube_tls_cause tls_cause(CURL *h, CURLcode cc, const char *errbuf
 		return DS_KUBE_TLS_HANDSHAKE;
 	}
 	if (cc == CURLE_SSL_CONNECT_ERROR) {
-		if (strstr(errbuf, "certificate") && (strstr(errbuf, "alert") || strstr(errbuf, "bad")))
+		if (strstr(errbuf, "certificate") &&
+		    (strstr(errbuf, "alert") || strstr(errbuf, "bad")))
 			return DS_KUBE_TLS_CLIENT_CERT;
 		return DS_KUBE_TLS_HANDSHAKE;
 	}
@@ -658,7 +660,8 @@ static const char *tls_advice(enum ds_kube_tls_cause c)
 		return "the server's certificate is not signed by the configured "
 		       "certificate-authority";
 	case DS_KUBE_TLS_NAME_MISMATCH:
-		return "the server's certificate does not name the server host (or tls-server-name)";
+		return "the server's certificate does not name the server host (or "
+		       "tls-server-name)";
 	case DS_KUBE_TLS_EXPIRED:
 		return "the server's certificate is expired or not yet valid";
 	case DS_KUBE_TLS_CLIENT_CERT:

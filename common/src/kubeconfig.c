@@ -21,17 +21,17 @@
 
 extern char **environ;
 
-#define MAX_FILE (16u << 20)       /* kubeconfig, CA, cert, key or token file */
+#define MAX_FILE (16u << 20)	   /* kubeconfig, CA, cert, key or token file */
 #define MAX_EXEC_OUTPUT (1u << 20) /* ExecCredential on stdout, messages on stderr */
 #define EXEC_TIMEOUT_MS 60000
 
 struct exec_plugin {
-	char *command;     /* as resolved (absolute when it had a '/') */
-	char **argv;       /* argv[0] = command, NULL-terminated */
-	char **env;        /* "NAME=value", NULL-terminated */
+	char *command;	   /* as resolved (absolute when it had a '/') */
+	char **argv;	   /* argv[0] = command, NULL-terminated */
+	char **env;	   /* "NAME=value", NULL-terminated */
 	char *api_version; /* client.authentication.k8s.io/v1 or v1beta1 */
 	char *install_hint;
-	char *exec_info;   /* KUBERNETES_EXEC_INFO value */
+	char *exec_info; /* KUBERNETES_EXEC_INFO value */
 };
 
 struct ds_kubeconfig {
@@ -46,7 +46,7 @@ struct ds_kubeconfig {
 	struct stat file_stat;
 	bool file_valid;
 	ds_kube_credentials cached; /* exec plugin answer */
-	time_t cached_expiry;       /* 0: no expiry given */
+	time_t cached_expiry;	    /* 0: no expiry given */
 	bool cached_valid;
 	unsigned exec_runs;
 };
@@ -158,7 +158,7 @@ static int b64_decode(const char *in, char **out)
 		int v;
 		unsigned char c = (unsigned char)in[i];
 
-		if (c == '=' )
+		if (c == '=')
 			break;
 		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
 			continue;
@@ -257,7 +257,8 @@ static int merge_named(json_t *merged, const char *section, const json_t *list, 
 		ds_err_set(err, "%s: '%s' must be a list", file, section);
 		return -EBADMSG;
 	}
-	json_array_foreach(list, i, item) {
+	json_array_foreach(list, i, item)
+	{
 		const char *name = json_string_value(json_object_get(item, "name"));
 		json_t *body = json_object_get(item, singular);
 
@@ -274,8 +275,8 @@ static int merge_named(json_t *merged, const char *section, const json_t *list, 
 		}
 		if (json_object_set_new(map, name,
 					json_pack("{s:O,s:s}", "v",
-						  json_is_object(body) ? body : json_object(), "dir",
-						  dir)) < 0)
+						  json_is_object(body) ? body : json_object(),
+						  "dir", dir)) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -435,13 +436,15 @@ static int exec_parse(const json_t *x, const char *dir, const json_t *cluster_in
 	}
 	if (mode && strcmp(mode, "Never") != 0 && strcmp(mode, "IfAvailable") != 0 &&
 	    strcmp(mode, "Always") != 0) {
-		ds_err_set(err, "%s: exec: interactiveMode '%s' is not Never, IfAvailable or Always",
+		ds_err_set(err,
+			   "%s: exec: interactiveMode '%s' is not Never, IfAvailable or Always",
 			   what, mode);
 		rc = -EBADMSG;
 		goto out;
 	}
 	if (mode && strcmp(mode, "Always") == 0) {
-		ds_err_set(err, "%s: exec: interactiveMode Always needs a terminal; drasync has none",
+		ds_err_set(err,
+			   "%s: exec: interactiveMode Always needs a terminal; drasync has none",
 			   what);
 		rc = -EINVAL;
 		goto out;
@@ -465,7 +468,8 @@ static int exec_parse(const json_t *x, const char *dir, const json_t *cluster_in
 		goto out;
 	if (!(e->argv[0] = strdup(e->command)))
 		goto out;
-	json_array_foreach(args, i, a) {
+	json_array_foreach(args, i, a)
+	{
 		if (!json_is_string(a)) {
 			ds_err_set(err, "%s: exec: args[%zu] must be a string", what, i);
 			rc = -EBADMSG;
@@ -474,7 +478,8 @@ static int exec_parse(const json_t *x, const char *dir, const json_t *cluster_in
 		if (!(e->argv[i + 1] = strdup(json_string_value(a))))
 			goto out;
 	}
-	json_array_foreach(env, i, a) {
+	json_array_foreach(env, i, a)
+	{
 		const char *n = str_field(a, "name");
 		const char *v = json_string_value(json_object_get(a, "value"));
 
@@ -616,8 +621,8 @@ static int build(ds_kubeconfig **out, const json_t *merged, const char *context,
 		goto out;
 	rc = -ENOMEM;
 	if (dupstr(&kc->context, context) < 0 ||
-	    dupstr(&kc->ns, str_field(ctx, "namespace") ? str_field(ctx, "namespace")
-							 : "default") < 0 ||
+	    dupstr(&kc->ns, str_field(ctx, "namespace") ? str_field(ctx, "namespace") : "default") <
+		0 ||
 	    dupstr(&kc->tls_server_name, str_field(cl, "tls-server-name")) < 0 ||
 	    dupstr(&kc->proxy_url, str_field(cl, "proxy-url")) < 0)
 		goto out;
@@ -669,9 +674,9 @@ static int build(ds_kubeconfig **out, const json_t *merged, const char *context,
 			if (!cluster_info)
 				goto out;
 			if (str_field(cl, "certificate-authority-data"))
-				json_object_set_new(cluster_info, "certificate-authority-data",
-						    json_string(str_field(
-							    cl, "certificate-authority-data")));
+				json_object_set_new(
+				    cluster_info, "certificate-authority-data",
+				    json_string(str_field(cl, "certificate-authority-data")));
 			if (kc->tls_server_name)
 				json_object_set_new(cluster_info, "tls-server-name",
 						    json_string(kc->tls_server_name));
@@ -695,11 +700,11 @@ static int build(ds_kubeconfig **out, const json_t *merged, const char *context,
 			goto out;
 		}
 	}
-	kc->auth_kind = kc->exec ? "exec"
-		      : kc->token_file ? "tokenFile"
-		      : kc->token ? "token"
-		      : kc->cert_pem ? "client-certificate"
-				     : "none";
+	kc->auth_kind = kc->exec	 ? "exec"
+			: kc->token_file ? "tokenFile"
+			: kc->token	 ? "token"
+			: kc->cert_pem	 ? "client-certificate"
+					 : "none";
 	*out = kc;
 	kc = NULL;
 	rc = 0;
@@ -760,7 +765,8 @@ out:
 
 int ds_kubeconfig_in_cluster(ds_kubeconfig **out, const char *sa_dir, ds_err *err)
 {
-	const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+	const char *host = getenv("KUBERNETES_SERVICE_HOST"),
+		   *port = getenv("KUBERNETES_SERVICE_PORT");
 	ds_kubeconfig *kc = NULL;
 	char *p = NULL, *ns = NULL;
 	int rc = -ENOMEM;
@@ -1132,7 +1138,8 @@ static int exec_parse_answer(const struct exec_plugin *e, const char *text,
 		goto out;
 	}
 	if (!cert != !key) {
-		ds_err_set(err, "exec plugin %s: clientCertificateData and clientKeyData go together",
+		ds_err_set(err,
+			   "exec plugin %s: clientCertificateData and clientKeyData go together",
 			   e->command);
 		goto out;
 	}

@@ -82,8 +82,7 @@ static double own_cpu(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void print_cpu(const char *what, long n, double server, double own, double busy,
-		      double secs)
+static void print_cpu(const char *what, long n, double server, double own, double busy, double secs)
 {
 	if (!getenv("DS_BENCH_SERVER_PIDS"))
 		return;
@@ -145,11 +144,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ds_kube_transport_opts_init(&o);
-	o.qps = 0;            /* no client-side limit: the server is what we measure against */
+	o.qps = 0;	     /* no client-side limit: the server is what we measure against */
 	o.max_parallel = 16; /* streams in flight: more only queue up on a small server */
 	if (getenv("DS_BENCH_PARALLEL"))
 		o.max_parallel = atoi(getenv("DS_BENCH_PARALLEL"));
-	if (ds_kubeconfig_load(&kc, argv[1], NULL, &err) < 0 || ds_kube_new(&k, &kc, &o, &err) < 0) {
+	if (ds_kubeconfig_load(&kc, argv[1], NULL, &err) < 0 ||
+	    ds_kube_new(&k, &kc, &o, &err) < 0) {
 		fprintf(stderr, "bench: %s\n", err.msg);
 		goto out;
 	}
@@ -180,7 +180,8 @@ int main(int argc, char **argv)
 		for (long i = 0; i < n; i++)
 			if (ops[i].rc < 0) {
 				fprintf(stderr, "bench: concurrent: %ld failed, first: %s\n",
-					(long)failed, ds_kube_error_format(&ops[i].error, b, sizeof(b)));
+					(long)failed,
+					ds_kube_error_format(&ops[i].error, b, sizeof(b)));
 				break;
 			}
 		goto out;
@@ -224,7 +225,8 @@ int main(int argc, char **argv)
 	if (!mf)
 		goto out;
 	{
-		json_t *list = json_pack("{s:s,s:s,s:[]}", "apiVersion", "v1", "kind", "List", "items");
+		json_t *list =
+		    json_pack("{s:s,s:s,s:[]}", "apiVersion", "v1", "kind", "List", "items");
 		for (long i = 0; i < n; i++)
 			json_array_append_new(json_object_get(list, "items"),
 					      configmap("bench-kubectl", i));

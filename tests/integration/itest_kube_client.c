@@ -68,13 +68,14 @@ static ds_kube *connect_env(const char *var)
 	return connect_to(tu_env(var), NULL);
 }
 
-#define CHECK(call, ke)                                                                    \
-	do {                                                                               \
-		int rc_ = (call);                                                          \
-		if (rc_ < 0) {                                                             \
-			char b_[800];                                                      \
-			fail_msg("%s: %d %s", #call, rc_, ds_kube_error_format(&(ke), b_, sizeof(b_))); \
-		}                                                                          \
+#define CHECK(call, ke)                                                                            \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_ < 0) {                                                                     \
+			char b_[800];                                                              \
+			fail_msg("%s: %d %s", #call, rc_,                                          \
+				 ds_kube_error_format(&(ke), b_, sizeof(b_)));                     \
+		}                                                                                  \
 	} while (0)
 
 /* One YAML document, printf-formatted. */
@@ -186,61 +187,61 @@ static void test_itest_kube_client__discovery(void **state)
 
 /* ---- CRUD of every kind ------------------------------------------------------------- */
 
-static const char POD_SPEC[] =
-	"      containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n";
+static const char POD_SPEC[] = "      containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n";
 
 /* Manifests of every kind drasync touches; %1$s the namespace, %2$u a suffix. */
 static const char *const V1_KINDS[] = {
-	"apiVersion: v1\nkind: Namespace\nmetadata: {name: 'itest-obj-%2$u'}\n",
-	"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: '%1$s'}\n"
-	"data: {a: '1'}\n",
-	"apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: '%1$s'}\n"
-	"type: Opaque\nstringData: {password: hunter2}\n",
-	"apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa, namespace: '%1$s'}\n",
-	"apiVersion: v1\nkind: Service\nmetadata: {name: svc, namespace: '%1$s'}\n"
-	"spec: {selector: {app: x}, ports: [{port: 80, targetPort: 8080}]}\n",
-	"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: pvc, namespace: '%1$s'}\n"
-	"spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n",
-	"apiVersion: v1\nkind: Pod\nmetadata: {name: pod, namespace: '%1$s'}\n"
-	"spec:\n  containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n",
-	"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: dep, namespace: '%1$s'}\n"
-	"spec:\n  replicas: 0\n  selector: {matchLabels: {app: dep}}\n"
-	"  template:\n    metadata: {labels: {app: dep}}\n    spec:\n%3$s",
-	"apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: '%1$s'}\n"
-	"spec:\n  replicas: 0\n  selector: {matchLabels: {app: rs}}\n"
-	"  template:\n    metadata: {labels: {app: rs}}\n    spec:\n%3$s",
-	"apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: sts, namespace: '%1$s'}\n"
-	"spec:\n  replicas: 0\n  serviceName: svc\n  selector: {matchLabels: {app: sts}}\n"
-	"  template:\n    metadata: {labels: {app: sts}}\n    spec:\n%3$s",
-	"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds, namespace: '%1$s'}\n"
-	"spec:\n  selector: {matchLabels: {app: ds}}\n"
-	"  template:\n    metadata: {labels: {app: ds}}\n    spec:\n%3$s",
-	"apiVersion: batch/v1\nkind: Job\nmetadata: {name: job, namespace: '%1$s'}\n"
-	"spec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: Never\n%3$s",
-	"apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cron, namespace: '%1$s'}\n"
-	"spec:\n  schedule: '*/5 * * * *'\n  suspend: true\n  jobTemplate:\n    spec:\n"
-	"      template:\n        spec:\n          restartPolicy: Never\n"
-	"          containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n",
-	"apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: 'itest-gpu-%2$u'}\n"
-	"spec:\n  selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]\n",
-	"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: rc, namespace: '%1$s'}\n"
-	"spec:\n  devices:\n    requests:\n    - name: gpu\n      exactly: {deviceClassName: gpu.example.com}\n",
-	"apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
-	"metadata: {name: rct, namespace: '%1$s'}\n"
-	"spec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n"
-	"        exactly: {deviceClassName: gpu.example.com, count: 2}\n",
+    "apiVersion: v1\nkind: Namespace\nmetadata: {name: 'itest-obj-%2$u'}\n",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: '%1$s'}\n"
+    "data: {a: '1'}\n",
+    "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: '%1$s'}\n"
+    "type: Opaque\nstringData: {password: hunter2}\n",
+    "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa, namespace: '%1$s'}\n",
+    "apiVersion: v1\nkind: Service\nmetadata: {name: svc, namespace: '%1$s'}\n"
+    "spec: {selector: {app: x}, ports: [{port: 80, targetPort: 8080}]}\n",
+    "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: pvc, namespace: '%1$s'}\n"
+    "spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n",
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: pod, namespace: '%1$s'}\n"
+    "spec:\n  containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n",
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: dep, namespace: '%1$s'}\n"
+    "spec:\n  replicas: 0\n  selector: {matchLabels: {app: dep}}\n"
+    "  template:\n    metadata: {labels: {app: dep}}\n    spec:\n%3$s",
+    "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: '%1$s'}\n"
+    "spec:\n  replicas: 0\n  selector: {matchLabels: {app: rs}}\n"
+    "  template:\n    metadata: {labels: {app: rs}}\n    spec:\n%3$s",
+    "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: sts, namespace: '%1$s'}\n"
+    "spec:\n  replicas: 0\n  serviceName: svc\n  selector: {matchLabels: {app: sts}}\n"
+    "  template:\n    metadata: {labels: {app: sts}}\n    spec:\n%3$s",
+    "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds, namespace: '%1$s'}\n"
+    "spec:\n  selector: {matchLabels: {app: ds}}\n"
+    "  template:\n    metadata: {labels: {app: ds}}\n    spec:\n%3$s",
+    "apiVersion: batch/v1\nkind: Job\nmetadata: {name: job, namespace: '%1$s'}\n"
+    "spec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: Never\n%3$s",
+    "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cron, namespace: '%1$s'}\n"
+    "spec:\n  schedule: '*/5 * * * *'\n  suspend: true\n  jobTemplate:\n    spec:\n"
+    "      template:\n        spec:\n          restartPolicy: Never\n"
+    "          containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n",
+    "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: 'itest-gpu-%2$u'}\n"
+    "spec:\n  selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]\n",
+    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: rc, namespace: '%1$s'}\n"
+    "spec:\n  devices:\n    requests:\n    - name: gpu\n      exactly: {deviceClassName: "
+    "gpu.example.com}\n",
+    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+    "metadata: {name: rct, namespace: '%1$s'}\n"
+    "spec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n"
+    "        exactly: {deviceClassName: gpu.example.com, count: 2}\n",
 };
 
 static const char *const V1BETA1_KINDS[] = {
-	"apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: 'itest-gpu-%2$u'}\n"
-	"spec:\n  selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]\n",
-	"apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\n"
-	"metadata: {name: rc, namespace: '%1$s'}\n"
-	"spec:\n  devices:\n    requests:\n    - {name: gpu, deviceClassName: gpu.example.com}\n",
-	"apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\n"
-	"metadata: {name: rct, namespace: '%1$s'}\n"
-	"spec:\n  spec:\n    devices:\n      requests:\n"
-	"      - {name: gpu, deviceClassName: gpu.example.com, count: 2}\n",
+    "apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: 'itest-gpu-%2$u'}\n"
+    "spec:\n  selectors: [{cel: {expression: 'device.driver == \"gpu.example.com\"'}}]\n",
+    "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\n"
+    "metadata: {name: rc, namespace: '%1$s'}\n"
+    "spec:\n  devices:\n    requests:\n    - {name: gpu, deviceClassName: gpu.example.com}\n",
+    "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\n"
+    "metadata: {name: rct, namespace: '%1$s'}\n"
+    "spec:\n  spec:\n    devices:\n      requests:\n"
+    "      - {name: gpu, deviceClassName: gpu.example.com, count: 2}\n",
 };
 
 /* create, get, merge patch, update (retrying a conflict as a controller may
@@ -283,8 +284,8 @@ static void crud_one(ds_kube *k, const char *ns, const char *tmpl)
 	CHECK(ds_kube_merge_patch(k, &r, ns, name, patch, NULL, &patched, &ke), ke);
 	json_decref(patch);
 	assert_string_equal(json_string_value(json_object_get(
-				    json_object_get(json_object_get(patched, "metadata"), "labels"),
-				    "drasync.io/itest")),
+				json_object_get(json_object_get(patched, "metadata"), "labels"),
+				"drasync.io/itest")),
 			    "patched");
 	for (tries = 0;; tries++) {
 		json_t *cur = NULL;
@@ -380,7 +381,8 @@ static void test_itest_kube_client__pagination_limit_2_over_7(void **state)
 	assert_non_null(meta(list, "resourceVersion"));
 	for (size_t i = 0; i < 7; i++) {
 		int n = -1;
-		sscanf(meta(json_array_get(json_object_get(list, "items"), i), "name"), "cm-%d", &n);
+		sscanf(meta(json_array_get(json_object_get(list, "items"), i), "name"), "cm-%d",
+		       &n);
 		assert_true(n >= 0 && n < 7);
 		assert_false(seen[n]);
 		seen[n] = true;
@@ -585,7 +587,8 @@ static void test_itest_kube_client__server_side_apply_twice_is_a_no_op(void **st
 		size_t i;
 		bool ours = false;
 
-		json_array_foreach(mf, i, e) {
+		json_array_foreach(mf, i, e)
+		{
 			const char *m = json_string_value(json_object_get(e, "manager"));
 			const char *op = json_string_value(json_object_get(e, "operation"));
 			if (m && op && strcmp(m, "drasync") == 0 && strcmp(op, "Apply") == 0)
@@ -601,7 +604,8 @@ static void test_itest_kube_client__server_side_apply_twice_is_a_no_op(void **st
 	assert_string_equal(ke.reason, "Conflict");
 	assert_non_null(strstr(ke.message, "drasync"));
 	CHECK(ds_kube_apply(k, &r, ns, other, "someone-else", true, NULL, &c, &ke), ke);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "data"), "k")), "w");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "data"), "k")),
+			    "w");
 	json_decref(cm);
 	json_decref(other);
 	json_decref(a);
@@ -815,7 +819,8 @@ static void test_itest_kube_client__batch_creates_concurrently(void **state)
 
 /* ---- authentication and TLS ----------------------------------------------------------------- */
 
-/* A kubeconfig for `server` with the CA of `ca_from` (a kubeconfig) and extra user/cluster lines. */
+/* A kubeconfig for `server` with the CA of `ca_from` (a kubeconfig) and extra user/cluster lines.
+ */
 static char *write_kubeconfig(const char *dir, const char *name, const char *ca_from,
 			      const char *cluster_extra, const char *user_yaml)
 {
@@ -831,9 +836,8 @@ static char *write_kubeconfig(const char *dir, const char *name, const char *ca_
 		assert_int_equal(ds_yaml_parse_file(ca_from, 0, &docs, NULL, &err), 0);
 		d = json_array_get(docs, 0);
 		cad = json_string_value(json_object_get(
-			json_object_get(json_array_get(json_object_get(d, "clusters"), 0),
-					"cluster"),
-			"certificate-authority-data"));
+		    json_object_get(json_array_get(json_object_get(d, "clusters"), 0), "cluster"),
+		    "certificate-authority-data"));
 		assert_non_null(cad);
 		if (asprintf(&b64, "    certificate-authority-data: %s\n", cad) < 0)
 			fail_msg("oom");
@@ -877,7 +881,8 @@ static char *request_token(ds_kube *k, const char *ns, const char *sa)
 	req.body_len = strlen(body);
 	CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
 	answer = json_loads(resp.body, 0, NULL);
-	token = strdup(json_string_value(json_object_get(json_object_get(answer, "status"), "token")));
+	token =
+	    strdup(json_string_value(json_object_get(json_object_get(answer, "status"), "token")));
 	json_decref(answer);
 	json_decref(tr);
 	free(body);
@@ -1005,8 +1010,7 @@ static void test_itest_kube_client__service_account_token_without_rights_gets_40
 	struct ds_kube_resource sa_r = resource(k, "v1", "ServiceAccount");
 	struct ds_kube_resource cm_r = resource(k, "v1", "ConfigMap");
 	struct ds_kube_resource role_r = resource(k, "rbac.authorization.k8s.io/v1", "Role");
-	struct ds_kube_resource rb_r =
-		resource(k, "rbac.authorization.k8s.io/v1", "RoleBinding");
+	struct ds_kube_resource rb_r = resource(k, "rbac.authorization.k8s.io/v1", "RoleBinding");
 	struct ds_kube_request req = {"POST", NULL, NULL, NULL, 0};
 	struct ds_kube_response resp = {0};
 	json_t *sa, *tr, *answer = NULL, *list = NULL, *role, *rb;
@@ -1143,8 +1147,8 @@ static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors
 	free(kcpath);
 
 	/* no CA but insecure-skip-tls-verify: not verified, so it gets through (401: no user) */
-	kcpath = write_kubeconfig(dir, "insecure", NULL, "    insecure-skip-tls-verify: true\n",
-				  NULL);
+	kcpath =
+	    write_kubeconfig(dir, "insecure", NULL, "    insecure-skip-tls-verify: true\n", NULL);
 	k = connect_to(kcpath, NULL);
 	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EACCES);
 	assert_int_equal(ke.code, 401);
@@ -1172,21 +1176,21 @@ static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_itest_kube_client__discovery),
-		cmocka_unit_test(test_itest_kube_client__crud_every_kind_v1),
-		cmocka_unit_test(test_itest_kube_client__crud_dra_kinds_v1beta1),
-		cmocka_unit_test(test_itest_kube_client__pagination_limit_2_over_7),
-		cmocka_unit_test(test_itest_kube_client__watch_add_modify_delete_across_stream_ends),
-		cmocka_unit_test(test_itest_kube_client__watch_resumes_from_a_resource_version),
-		cmocka_unit_test(test_itest_kube_client__server_side_apply_twice_is_a_no_op),
-		cmocka_unit_test(test_itest_kube_client__stale_update_is_a_409),
-		cmocka_unit_test(test_itest_kube_client__delete_preconditions_and_propagation),
-		cmocka_unit_test(test_itest_kube_client__status_subresource),
-		cmocka_unit_test(test_itest_kube_client__batch_creates_concurrently),
-		cmocka_unit_test(test_itest_kube_client__service_account_token_without_rights_gets_403),
-		cmocka_unit_test(test_itest_kube_client__in_cluster_config_rereads_a_rotated_token),
-		cmocka_unit_test(test_itest_kube_client__exec_plugin_client_certificate),
-		cmocka_unit_test(test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors),
+	    cmocka_unit_test(test_itest_kube_client__discovery),
+	    cmocka_unit_test(test_itest_kube_client__crud_every_kind_v1),
+	    cmocka_unit_test(test_itest_kube_client__crud_dra_kinds_v1beta1),
+	    cmocka_unit_test(test_itest_kube_client__pagination_limit_2_over_7),
+	    cmocka_unit_test(test_itest_kube_client__watch_add_modify_delete_across_stream_ends),
+	    cmocka_unit_test(test_itest_kube_client__watch_resumes_from_a_resource_version),
+	    cmocka_unit_test(test_itest_kube_client__server_side_apply_twice_is_a_no_op),
+	    cmocka_unit_test(test_itest_kube_client__stale_update_is_a_409),
+	    cmocka_unit_test(test_itest_kube_client__delete_preconditions_and_propagation),
+	    cmocka_unit_test(test_itest_kube_client__status_subresource),
+	    cmocka_unit_test(test_itest_kube_client__batch_creates_concurrently),
+	    cmocka_unit_test(test_itest_kube_client__service_account_token_without_rights_gets_403),
+	    cmocka_unit_test(test_itest_kube_client__in_cluster_config_rereads_a_rotated_token),
+	    cmocka_unit_test(test_itest_kube_client__exec_plugin_client_certificate),
+	    cmocka_unit_test(test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,13 +54,15 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	return (ssize_t)n;
 }
 
-static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+			       const char *value)
 {
 	char *url = cls;
 	size_t n = strlen(url);
 
 	(void)kind;
-	snprintf(url + n, 512 - n, "%s%s=%s", strchr(url, '?') ? "&" : "?", key, value ? value : "");
+	snprintf(url + n, 512 - n, "%s%s=%s", strchr(url, '?') ? "&" : "?", key,
+		 value ? value : "");
 	return MHD_YES;
 }
 
@@ -123,10 +125,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		snprintf(want, sizeof(want), "Bearer %s", h->require_token);
 		if (!auth || strcmp(auth, want) != 0)
 			step = (struct tu_httpd_step){
-				.code = 401,
-				.body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
-					"\"Failure\",\"message\":\"Unauthorized\",\"reason\":"
-					"\"Unauthorized\",\"code\":401}"};
+			    .code = 401,
+			    .body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
+				    "\"Failure\",\"message\":\"Unauthorized\",\"reason\":"
+				    "\"Unauthorized\",\"code\":401}"};
 	}
 	if ((step.chunks || h->stream_chunks) && step.code == 200) {
 		struct stream_state *s = calloc(1, sizeof(*s));
@@ -179,8 +181,8 @@ void tu_httpd_start(struct tu_httpd *h)
 	sa.sin_family = AF_INET;
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	pthread_mutex_init(&h->mu, NULL);
-	h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
-				0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, &sa,
+	h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0,
+				NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, &sa,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, h,
 				MHD_OPTION_NOTIFY_CONNECTION, notify, h,
 				MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);

@@ -14,11 +14,11 @@
 #define TU_HTTPD_STEPS 64
 
 struct tu_httpd_step {
-	int code;                /* 0: the end of the script */
-	const char *body;        /* NULL: "" */
-	const char *retry_after; /* Retry-After header, or NULL */
-	int delay_ms;            /* wait before answering */
-	bool close;              /* drop the connection without an answer */
+	int code;		   /* 0: the end of the script */
+	const char *body;	   /* NULL: "" */
+	const char *retry_after;   /* Retry-After header, or NULL */
+	int delay_ms;		   /* wait before answering */
+	bool close;		   /* drop the connection without an answer */
 	const char *const *chunks; /* a streamed answer: these chunks, then the end */
 };
 

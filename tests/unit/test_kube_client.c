@@ -63,8 +63,8 @@ static const struct ds_kube_resource CM = {"", "v1", "configmaps", "ConfigMap", 
 static void test_kube_client__paths(void **state)
 {
 	struct ds_kube_resource dep = {"apps", "v1", "deployments", "Deployment", true, true};
-	struct ds_kube_resource dc = {"resource.k8s.io", "v1", "deviceclasses", "DeviceClass",
-				      false, false};
+	struct ds_kube_resource dc = {"resource.k8s.io", "v1",	"deviceclasses",
+				      "DeviceClass",	 false, false};
 	char *p;
 
 	(void)state;
@@ -88,18 +88,18 @@ static void test_kube_client__paths(void **state)
 
 static const char API[] = "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}";
 static const char APIS[] =
-	"{\"kind\":\"APIGroupList\",\"groups\":["
-	"{\"name\":\"apps\",\"versions\":[{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"}],"
-	"\"preferredVersion\":{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"}},"
-	"{\"name\":\"resource.k8s.io\",\"versions\":["
-	"{\"groupVersion\":\"resource.k8s.io/v1\",\"version\":\"v1\"},"
-	"{\"groupVersion\":\"resource.k8s.io/v1beta1\",\"version\":\"v1beta1\"}],"
-	"\"preferredVersion\":{\"groupVersion\":\"resource.k8s.io/v1\",\"version\":\"v1\"}}]}";
+    "{\"kind\":\"APIGroupList\",\"groups\":["
+    "{\"name\":\"apps\",\"versions\":[{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"}],"
+    "\"preferredVersion\":{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"}},"
+    "{\"name\":\"resource.k8s.io\",\"versions\":["
+    "{\"groupVersion\":\"resource.k8s.io/v1\",\"version\":\"v1\"},"
+    "{\"groupVersion\":\"resource.k8s.io/v1beta1\",\"version\":\"v1beta1\"}],"
+    "\"preferredVersion\":{\"groupVersion\":\"resource.k8s.io/v1\",\"version\":\"v1\"}}]}";
 static const char RES_V1BETA1[] =
-	"{\"kind\":\"APIResourceList\",\"groupVersion\":\"resource.k8s.io/v1beta1\",\"resources\":["
-	"{\"name\":\"deviceclasses\",\"namespaced\":false,\"kind\":\"DeviceClass\"},"
-	"{\"name\":\"resourceclaims\",\"namespaced\":true,\"kind\":\"ResourceClaim\"},"
-	"{\"name\":\"resourceclaims/status\",\"namespaced\":true,\"kind\":\"ResourceClaim\"}]}";
+    "{\"kind\":\"APIResourceList\",\"groupVersion\":\"resource.k8s.io/v1beta1\",\"resources\":["
+    "{\"name\":\"deviceclasses\",\"namespaced\":false,\"kind\":\"DeviceClass\"},"
+    "{\"name\":\"resourceclaims\",\"namespaced\":true,\"kind\":\"ResourceClaim\"},"
+    "{\"name\":\"resourceclaims/status\",\"namespaced\":true,\"kind\":\"ResourceClaim\"}]}";
 
 static void test_kube_client__discovery_is_cached_and_refreshed_on_a_miss(void **state)
 {
@@ -117,17 +117,15 @@ static void test_kube_client__discovery_is_cached_and_refreshed_on_a_miss(void *
 	f->h.steps[5] = (struct tu_httpd_step){.code = 200, .body = RES_V1BETA1};
 	f->h.nsteps = 6;
 	client(f);
-	assert_int_equal(ds_kube_resource_find(f->k, "resource.k8s.io/v1beta1", "ResourceClaim",
-					       &r, &ke),
-			 0);
+	assert_int_equal(
+	    ds_kube_resource_find(f->k, "resource.k8s.io/v1beta1", "ResourceClaim", &r, &ke), 0);
 	assert_string_equal(r.group, "resource.k8s.io");
 	assert_string_equal(r.version, "v1beta1");
 	assert_string_equal(r.resource, "resourceclaims");
 	assert_true(r.namespaced);
 	assert_true(r.has_status);
-	assert_int_equal(ds_kube_resource_find(f->k, "resource.k8s.io/v1beta1", "DeviceClass", &r,
-					       &ke),
-			 0);
+	assert_int_equal(
+	    ds_kube_resource_find(f->k, "resource.k8s.io/v1beta1", "DeviceClass", &r, &ke), 0);
 	assert_false(r.namespaced);
 	assert_false(r.has_status);
 	{
@@ -146,9 +144,8 @@ static void test_kube_client__discovery_is_cached_and_refreshed_on_a_miss(void *
 	assert_string_equal(f->h.reqs[1].url, "/apis");
 	assert_string_equal(f->h.reqs[2].url, "/apis/resource.k8s.io/v1beta1");
 	assert_string_equal(f->h.reqs[2].auth, "Bearer tok");
-	assert_int_equal(ds_kube_group_versions(f->k, "resource.k8s.io", pref, sizeof(pref),
-						&served, &ke),
-			 0);
+	assert_int_equal(
+	    ds_kube_group_versions(f->k, "resource.k8s.io", pref, sizeof(pref), &served, &ke), 0);
 	assert_string_equal(pref, "v1");
 	assert_int_equal(json_array_size(served), 2);
 	assert_string_equal(json_string_value(json_array_get(served, 1)), "v1beta1");
@@ -160,9 +157,8 @@ static void test_kube_client__discovery_is_cached_and_refreshed_on_a_miss(void *
 	assert_int_equal(ke.code, 404);
 	assert_non_null(strstr(ke.message, "Nope"));
 	/* a version nobody serves: no resource list is fetched for it */
-	assert_int_equal(ds_kube_resource_find(f->k, "resource.k8s.io/v9", "ResourceClaim", &r,
-					       &ke),
-			 -ENOENT);
+	assert_int_equal(
+	    ds_kube_resource_find(f->k, "resource.k8s.io/v9", "ResourceClaim", &r, &ke), -ENOENT);
 }
 
 static void test_kube_client__list_follows_continue_and_restarts_when_it_expires(void **state)
@@ -174,25 +170,25 @@ static void test_kube_client__list_follows_continue_and_restarts_when_it_expires
 	ds_kube_error ke;
 
 	f->h.steps[0] = (struct tu_httpd_step){
-		.code = 200,
-		.body = "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"10\","
-			"\"continue\":\"t1\",\"remainingItemCount\":1},"
-			"\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}}]}"};
+	    .code = 200,
+	    .body = "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"10\","
+		    "\"continue\":\"t1\",\"remainingItemCount\":1},"
+		    "\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}}]}"};
 	f->h.steps[1] = (struct tu_httpd_step){
-		.code = 200,
-		.body = "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"10\"},"
-			"\"items\":[{\"metadata\":{\"name\":\"c\"}}]}"};
+	    .code = 200,
+	    .body = "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"10\"},"
+		    "\"items\":[{\"metadata\":{\"name\":\"c\"}}]}"};
 	/* second list: the token expires between pages */
 	f->h.steps[2] = f->h.steps[0];
 	f->h.steps[3] = (struct tu_httpd_step){
-		.code = 410,
-		.body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Expired\","
-			"\"message\":\"The provided continue parameter is too old\",\"code\":410}"};
+	    .code = 410,
+	    .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Expired\","
+		    "\"message\":\"The provided continue parameter is too old\",\"code\":410}"};
 	f->h.steps[4] = (struct tu_httpd_step){
-		.code = 200,
-		.body = "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"12\"},"
-			"\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}},"
-			"{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{\"name\":\"d\"}}]}"};
+	    .code = 200,
+	    .body = "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"12\"},"
+		    "\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"}},"
+		    "{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{\"name\":\"d\"}}]}"};
 	f->h.nsteps = 5;
 	client(f);
 	assert_int_equal(ds_kube_list(f->k, &CM, "ns", &lo, &list, &pages, &ke), 0);
@@ -202,8 +198,9 @@ static void test_kube_client__list_follows_continue_and_restarts_when_it_expires
 	assert_null(json_object_get(json_object_get(list, "metadata"), "remainingItemCount"));
 	assert_string_equal(f->h.reqs[0].url,
 			    "/api/v1/namespaces/ns/configmaps?labelSelector=app=x&limit=2");
-	assert_string_equal(f->h.reqs[1].url,
-			    "/api/v1/namespaces/ns/configmaps?labelSelector=app=x&continue=t1&limit=2");
+	assert_string_equal(
+	    f->h.reqs[1].url,
+	    "/api/v1/namespaces/ns/configmaps?labelSelector=app=x&continue=t1&limit=2");
 	json_decref(list);
 	assert_int_equal(ds_kube_list(f->k, &CM, "ns", &lo, &list, &pages, &ke), 0);
 	assert_int_equal(pages, 3);
@@ -211,7 +208,8 @@ static void test_kube_client__list_follows_continue_and_restarts_when_it_expires
 	assert_string_equal(json_string_value(json_object_get(json_object_get(list, "metadata"),
 							      "resourceVersion")),
 			    "12");
-	assert_string_equal(f->h.reqs[4].url, "/api/v1/namespaces/ns/configmaps?labelSelector=app=x");
+	assert_string_equal(f->h.reqs[4].url,
+			    "/api/v1/namespaces/ns/configmaps?labelSelector=app=x");
 	json_decref(list);
 }
 
@@ -226,7 +224,7 @@ static int on_event(void *user, enum ds_kube_event_type type, json_t *obj)
 	static const char *const names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "SYNC"};
 	struct events *e = user;
 	const char *name =
-		json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+	    json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 
 	if (e->n < 16)
 		snprintf(e->got[e->n++], sizeof(e->got[0]), "%s %s", names[type],
@@ -238,30 +236,34 @@ static void test_kube_client__watch_resumes_and_relists_on_410(void **state)
 {
 	struct fx *f = *state;
 	static const char *const stream1[] = {
-		"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"6\"}}}\n",
-		"{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}\n"
-		"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"7\"}}}\n",
-		NULL};
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":"
+	    "\"6\"}}}\n",
+	    "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"9\"}}}\n"
+	    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":"
+	    "\"7\"}}}\n",
+	    NULL};
 	static const char *const stream2[] = {
-		"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\","
-		"\"message\":\"too old resource version: 7 (15)\"}}\n",
-		NULL};
-	static const char *const stream3[] = {
-		"not json at all\n",
-		"{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"21\"}}}\n",
-		NULL};
+	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":"
+	    "\"Expired\","
+	    "\"message\":\"too old resource version: 7 (15)\"}}\n",
+	    NULL};
+	static const char *const stream3[] = {"not json at all\n",
+					      "{\"type\":\"DELETED\",\"object\":{\"metadata\":{"
+					      "\"name\":\"b\",\"resourceVersion\":\"21\"}}}\n",
+					      NULL};
 	struct ds_kube_watch_opts o = {0};
 	struct events e = {.stop_after = 6};
 	unsigned reconnects = 0, relists = 0;
 	ds_kube_error ke;
 
 	f->h.steps[0] = (struct tu_httpd_step){
-		.code = 200, .body = "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[]}"};
+	    .code = 200, .body = "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[]}"};
 	f->h.steps[1] = (struct tu_httpd_step){.code = 200, .chunks = stream1};
 	f->h.steps[2] = (struct tu_httpd_step){.code = 200, .chunks = stream2};
-	f->h.steps[3] = (struct tu_httpd_step){
-		.code = 200, .body = "{\"metadata\":{\"resourceVersion\":\"20\"},"
-				     "\"items\":[{\"metadata\":{\"name\":\"b\"}}]}"};
+	f->h.steps[3] =
+	    (struct tu_httpd_step){.code = 200,
+				   .body = "{\"metadata\":{\"resourceVersion\":\"20\"},"
+					   "\"items\":[{\"metadata\":{\"name\":\"b\"}}]}"};
 	f->h.steps[4] = (struct tu_httpd_step){.code = 200, .chunks = stream3};
 	f->h.nsteps = 5;
 	client(f);
@@ -296,9 +298,9 @@ static void test_kube_client__watch_gives_up_on_forbidden(void **state)
 	ds_kube_error ke;
 
 	f->h.steps[0] = (struct tu_httpd_step){
-		.code = 403,
-		.body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Forbidden\","
-			"\"message\":\"configmaps is forbidden\",\"code\":403}"};
+	    .code = 403,
+	    .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Forbidden\","
+		    "\"message\":\"configmaps is forbidden\",\"code\":403}"};
 	f->h.nsteps = 1;
 	client(f);
 	o.resource_version = "3";
@@ -314,13 +316,14 @@ static void test_kube_client__batch_builds_each_kind_of_request(void **state)
 	json_t *obj = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
 				"metadata", "name", "c");
 	struct ds_kube_op ops[4] = {
-		{.kind = DS_KUBE_OP_CREATE, .res = &CM, .ns = "a", .obj = obj},
-		{.kind = DS_KUBE_OP_APPLY, .res = &CM, .ns = "a", .obj = obj},
-		{.kind = DS_KUBE_OP_DELETE, .res = &CM, .ns = "a", .name = "c"},
-		{.kind = DS_KUBE_OP_APPLY, .res = &CM, .ns = "a", .obj = NULL},
+	    {.kind = DS_KUBE_OP_CREATE, .res = &CM, .ns = "a", .obj = obj},
+	    {.kind = DS_KUBE_OP_APPLY, .res = &CM, .ns = "a", .obj = obj},
+	    {.kind = DS_KUBE_OP_DELETE, .res = &CM, .ns = "a", .name = "c"},
+	    {.kind = DS_KUBE_OP_APPLY, .res = &CM, .ns = "a", .obj = NULL},
 	};
 
-	f->h.steps[0] = (struct tu_httpd_step){.code = 201, .body = "{\"metadata\":{\"uid\":\"u\"}}"};
+	f->h.steps[0] =
+	    (struct tu_httpd_step){.code = 201, .body = "{\"metadata\":{\"uid\":\"u\"}}"};
 	f->h.steps[1] = (struct tu_httpd_step){.code = 200, .body = "{}"};
 	f->h.steps[2] = (struct tu_httpd_step){.code = 200, .body = "not json"};
 	f->h.nsteps = 3;
@@ -328,9 +331,9 @@ static void test_kube_client__batch_builds_each_kind_of_request(void **state)
 	/* the last op has no object: refused before sending; the delete's answer is not JSON */
 	assert_int_equal(ds_kube_batch(f->k, ops, 4, "drasync", true), 2);
 	assert_int_equal(ops[0].rc, 0);
-	assert_string_equal(json_string_value(json_object_get(
-				    json_object_get(ops[0].result, "metadata"), "uid")),
-			    "u");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(ops[0].result, "metadata"), "uid")),
+	    "u");
 	assert_int_equal(ops[1].rc, 0);
 	assert_int_equal(ops[2].rc, -EBADMSG);
 	assert_int_equal(ops[3].rc, -EINVAL);
@@ -355,23 +358,24 @@ static void test_kube_client__delete_options_and_update(void **state)
 {
 	struct fx *f = *state;
 	struct ds_kube_delete_opts d = {"Foreground", "uid-1", "42", 0};
-	json_t *obj = json_pack("{s:{s:s,s:s,s:s}}", "metadata", "name", "c", "namespace", "meta-ns",
-				"resourceVersion", "41");
+	json_t *obj = json_pack("{s:{s:s,s:s,s:s}}", "metadata", "name", "c", "namespace",
+				"meta-ns", "resourceVersion", "41");
 	ds_kube_error ke;
 
 	f->h.steps[0] = (struct tu_httpd_step){.code = 200, .body = "{}"};
 	f->h.steps[1] = (struct tu_httpd_step){
-		.code = 409,
-		.body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Conflict\","
-			"\"message\":\"the object has been modified\",\"code\":409,"
-			"\"details\":{\"name\":\"c\",\"kind\":\"configmaps\"}}"};
+	    .code = 409,
+	    .body = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Conflict\","
+		    "\"message\":\"the object has been modified\",\"code\":409,"
+		    "\"details\":{\"name\":\"c\",\"kind\":\"configmaps\"}}"};
 	f->h.nsteps = 2;
 	client(f);
 	assert_int_equal(ds_kube_delete(f->k, &CM, "a", "c", &d, &ke), 0);
-	assert_string_equal(f->h.reqs[0].body,
-			    "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
-			    "\"Foreground\",\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":"
-			    "\"uid-1\",\"resourceVersion\":\"42\"}}");
+	assert_string_equal(
+	    f->h.reqs[0].body,
+	    "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
+	    "\"Foreground\",\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":"
+	    "\"uid-1\",\"resourceVersion\":\"42\"}}");
 	/* namespace from the object when none is given; a 409 is not retried */
 	assert_int_equal(ds_kube_update(f->k, &CM, NULL, obj, NULL, NULL, &ke), -ESTALE);
 	assert_int_equal(f->h.hits, 2);
@@ -386,13 +390,13 @@ static void test_kube_client__delete_options_and_update(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kube_client__paths),
-		T(test_kube_client__discovery_is_cached_and_refreshed_on_a_miss),
-		T(test_kube_client__list_follows_continue_and_restarts_when_it_expires),
-		T(test_kube_client__watch_resumes_and_relists_on_410),
-		T(test_kube_client__watch_gives_up_on_forbidden),
-		T(test_kube_client__batch_builds_each_kind_of_request),
-		T(test_kube_client__delete_options_and_update),
+	    cmocka_unit_test(test_kube_client__paths),
+	    T(test_kube_client__discovery_is_cached_and_refreshed_on_a_miss),
+	    T(test_kube_client__list_follows_continue_and_restarts_when_it_expires),
+	    T(test_kube_client__watch_resumes_and_relists_on_410),
+	    T(test_kube_client__watch_gives_up_on_forbidden),
+	    T(test_kube_client__batch_builds_each_kind_of_request),
+	    T(test_kube_client__delete_options_and_update),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,23 +17,32 @@ static void test_kube_error__http_status_to_errno(void **state)
 		const char *reason;
 		int rc;
 	} map[] = {
-		{200, NULL, 0},           {201, "", 0},
-		{400, "BadRequest", -EINVAL}, {422, "Invalid", -EINVAL},
-		{401, "Unauthorized", -EACCES}, {403, "Forbidden", -EPERM},
-		{404, "NotFound", -ENOENT}, {405, "MethodNotAllowed", -EOPNOTSUPP},
-		{409, "AlreadyExists", -EEXIST}, {409, "Conflict", -ESTALE},
-		{410, "Expired", -EIDRM}, {413, "RequestEntityTooLarge", -E2BIG},
-		{415, "UnsupportedMediaType", -EPROTO}, {429, "TooManyRequests", -EAGAIN},
-		{500, "InternalError", -EIO}, {502, NULL, -EIO},
-		{503, "ServiceUnavailable", -EAGAIN}, {504, "Timeout", -ETIMEDOUT},
-		{418, NULL, -EPROTO},
+	    {200, NULL, 0},
+	    {201, "", 0},
+	    {400, "BadRequest", -EINVAL},
+	    {422, "Invalid", -EINVAL},
+	    {401, "Unauthorized", -EACCES},
+	    {403, "Forbidden", -EPERM},
+	    {404, "NotFound", -ENOENT},
+	    {405, "MethodNotAllowed", -EOPNOTSUPP},
+	    {409, "AlreadyExists", -EEXIST},
+	    {409, "Conflict", -ESTALE},
+	    {410, "Expired", -EIDRM},
+	    {413, "RequestEntityTooLarge", -E2BIG},
+	    {415, "UnsupportedMediaType", -EPROTO},
+	    {429, "TooManyRequests", -EAGAIN},
+	    {500, "InternalError", -EIO},
+	    {502, NULL, -EIO},
+	    {503, "ServiceUnavailable", -EAGAIN},
+	    {504, "Timeout", -ETIMEDOUT},
+	    {418, NULL, -EPROTO},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (ds_kube_error_errno(map[i].code, map[i].reason) != map[i].rc)
 			fail_msg("%d %s -> %d, want %d", map[i].code,
-				 map[i].reason ? map[i].reason : "", ds_kube_error_errno(map[i].code, map[i].reason),
-				 map[i].rc);
+				 map[i].reason ? map[i].reason : "",
+				 ds_kube_error_errno(map[i].code, map[i].reason), map[i].rc);
 	assert_true(ds_kube_error_is_transient(429));
 	assert_true(ds_kube_error_is_transient(503));
 	assert_false(ds_kube_error_is_transient(409));
@@ -43,13 +52,13 @@ static void test_kube_error__http_status_to_errno(void **state)
 static void test_kube_error__status_message_reason_details_kept(void **state)
 {
 	const char *body =
-		"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-		"\"message\":\"Deployment.apps \\\"web\\\" is invalid: spec.replicas: Invalid value: "
-		"-1: must be greater than or equal to 0\",\"reason\":\"Invalid\",\"details\":{"
-		"\"name\":\"web\",\"group\":\"apps\",\"kind\":\"Deployment\",\"causes\":[{"
-		"\"reason\":\"FieldValueInvalid\",\"message\":\"Invalid value: -1\",\"field\":"
-		"\"spec.replicas\"},{\"message\":\"second\",\"field\":\"spec.x\"}],"
-		"\"retryAfterSeconds\":3},\"code\":422}";
+	    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+	    "\"message\":\"Deployment.apps \\\"web\\\" is invalid: spec.replicas: Invalid value: "
+	    "-1: must be greater than or equal to 0\",\"reason\":\"Invalid\",\"details\":{"
+	    "\"name\":\"web\",\"group\":\"apps\",\"kind\":\"Deployment\",\"causes\":[{"
+	    "\"reason\":\"FieldValueInvalid\",\"message\":\"Invalid value: -1\",\"field\":"
+	    "\"spec.replicas\"},{\"message\":\"second\",\"field\":\"spec.x\"}],"
+	    "\"retryAfterSeconds\":3},\"code\":422}";
 	ds_kube_error ke;
 	char buf[1024];
 
@@ -96,9 +105,9 @@ static void test_kube_error__non_status_bodies(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kube_error__http_status_to_errno),
-		cmocka_unit_test(test_kube_error__status_message_reason_details_kept),
-		cmocka_unit_test(test_kube_error__non_status_bodies),
+	    cmocka_unit_test(test_kube_error__http_status_to_errno),
+	    cmocka_unit_test(test_kube_error__status_message_reason_details_kept),
+	    cmocka_unit_test(test_kube_error__non_status_bodies),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#define STATUS(code, reason, msg)                                                              \
-	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"" msg \
+#define STATUS(code, reason, msg)                                                                  \
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"" msg     \
 	"\",\"reason\":\"" reason "\",\"code\":" #code "}"
 
 struct fx {
@@ -82,8 +82,10 @@ static void test_kube_transport__get_retried_on_503_until_it_succeeds(void **sta
 	struct ds_kube_response resp = {0};
 	ds_kube_error ke;
 
-	f->h.steps[0] = (struct tu_httpd_step){.code = 503, .body = STATUS(503, "ServiceUnavailable", "busy")};
-	f->h.steps[1] = (struct tu_httpd_step){.code = 500, .body = STATUS(500, "InternalError", "oops")};
+	f->h.steps[0] =
+	    (struct tu_httpd_step){.code = 503, .body = STATUS(503, "ServiceUnavailable", "busy")};
+	f->h.steps[1] =
+	    (struct tu_httpd_step){.code = 500, .body = STATUS(500, "InternalError", "oops")};
 	f->h.steps[2] = (struct tu_httpd_step){.code = 200, .body = "{\"kind\":\"ConfigMap\"}"};
 	f->h.nsteps = 3;
 	client(f, "secret-token");
@@ -104,8 +106,8 @@ static void test_kube_transport__retries_are_bounded_and_status_kept(void **stat
 	struct ds_kube_transport_stats st;
 	ds_kube_error ke;
 
-	f->h.steps[0] = (struct tu_httpd_step){.code = 503, .body = STATUS(503, "ServiceUnavailable",
-							 "the server is shutting down")};
+	f->h.steps[0] = (struct tu_httpd_step){
+	    .code = 503, .body = STATUS(503, "ServiceUnavailable", "the server is shutting down")};
 	f->h.nsteps = 1;
 	client(f, NULL);
 	assert_int_equal(ds_kube_transport_request(f->t, &GET_CM, &resp, &ke), -EAGAIN);
@@ -127,7 +129,8 @@ static void test_kube_transport__retry_after_is_honoured(void **state)
 	ds_kube_error ke;
 	double t0, dt;
 
-	f->h.steps[0] = (struct tu_httpd_step){.code = 429, .body = STATUS(429, "TooManyRequests", "slow down"), .retry_after = "1"};
+	f->h.steps[0] = (struct tu_httpd_step){
+	    .code = 429, .body = STATUS(429, "TooManyRequests", "slow down"), .retry_after = "1"};
 	f->h.steps[1] = (struct tu_httpd_step){.code = 200, .body = "{}"};
 	f->h.nsteps = 2;
 	client(f, NULL);
@@ -149,7 +152,8 @@ static void test_kube_transport__create_is_not_resent_after_a_5xx(void **state)
 				       "{\"metadata\":{\"name\":\"x\"}}", 26};
 	ds_kube_error ke;
 
-	f->h.steps[0] = (struct tu_httpd_step){.code = 500, .body = STATUS(500, "InternalError", "etcd timeout")};
+	f->h.steps[0] = (struct tu_httpd_step){
+	    .code = 500, .body = STATUS(500, "InternalError", "etcd timeout")};
 	f->h.steps[1] = (struct tu_httpd_step){.code = 201, .body = "{}"};
 	f->h.nsteps = 2;
 	client(f, NULL);
@@ -167,7 +171,8 @@ static void test_kube_transport__create_is_resent_after_429(void **state)
 	struct ds_kube_response resp = {0};
 	struct ds_kube_request post = {"POST", "/api/v1/namespaces/a/configmaps", NULL, "{}", 2};
 
-	f->h.steps[0] = (struct tu_httpd_step){.code = 429, .body = STATUS(429, "TooManyRequests", "later")};
+	f->h.steps[0] =
+	    (struct tu_httpd_step){.code = 429, .body = STATUS(429, "TooManyRequests", "later")};
 	f->h.steps[1] = (struct tu_httpd_step){.code = 201, .body = "{\"ok\":1}"};
 	f->h.nsteps = 2;
 	client(f, NULL);
@@ -377,8 +382,13 @@ static void test_kube_transport__many_in_parallel_with_retries(void **state)
 	memset(calls, 0, sizeof(calls));
 	/* the first 3 answers are 503: three calls must be retried; the rest take 100 ms */
 	for (int i = 0; i < 3; i++)
-		f->h.steps[i] = (struct tu_httpd_step){.code = 503, .body = STATUS(503, "ServiceUnavailable", "x"), .retry_after = NULL, .delay_ms = 100};
-	f->h.steps[3] = (struct tu_httpd_step){.code = 200, .body = "{\"ok\":true}", .retry_after = NULL, .delay_ms = 100};
+		f->h.steps[i] =
+		    (struct tu_httpd_step){.code = 503,
+					   .body = STATUS(503, "ServiceUnavailable", "x"),
+					   .retry_after = NULL,
+					   .delay_ms = 100};
+	f->h.steps[3] = (struct tu_httpd_step){
+	    .code = 200, .body = "{\"ok\":true}", .retry_after = NULL, .delay_ms = 100};
 	f->h.nsteps = 4;
 	f->opts.max_parallel = 10;
 	client(f, "t");
@@ -410,13 +420,15 @@ static void test_kube_transport__many_reports_each_failure(void **state)
 
 	memset(calls, 0, sizeof(calls));
 	f->h.steps[0] = (struct tu_httpd_step){.code = 201, .body = "{}"};
-	f->h.steps[1] = (struct tu_httpd_step){.code = 409, .body = STATUS(409, "AlreadyExists", "exists")};
+	f->h.steps[1] =
+	    (struct tu_httpd_step){.code = 409, .body = STATUS(409, "AlreadyExists", "exists")};
 	f->h.steps[2] = (struct tu_httpd_step){.code = 201, .body = "{}"};
 	f->h.nsteps = 3;
 	f->opts.max_parallel = 1; /* keep the script order */
 	client(f, NULL);
 	for (int i = 0; i < 3; i++)
-		calls[i].req = (struct ds_kube_request){"POST", "/api/v1/namespaces", NULL, "{}", 2};
+		calls[i].req =
+		    (struct ds_kube_request){"POST", "/api/v1/namespaces", NULL, "{}", 2};
 	assert_int_equal(ds_kube_transport_request_many(f->t, calls, 3), 1);
 	assert_int_equal(calls[0].rc, 0);
 	assert_int_equal(calls[1].rc, -EEXIST);
@@ -467,7 +479,8 @@ static void test_kube_transport__stream_error_answer_is_a_status(void **state)
 	ds_kube_error ke;
 
 	f->h.stream_chunks = chunks;
-	f->h.steps[0] = (struct tu_httpd_step){.code = 403, .body = STATUS(403, "Forbidden", "no watch for you")};
+	f->h.steps[0] = (struct tu_httpd_step){
+	    .code = 403, .body = STATUS(403, "Forbidden", "no watch for you")};
 	f->h.nsteps = 1;
 	client(f, NULL);
 	assert_int_equal(ds_kube_transport_stream(f->t, &req, on_line, &l, NULL, &ke), -EPERM);
@@ -482,7 +495,8 @@ static void test_kube_transport__oversized_answer_refused(void **state)
 	struct ds_kube_response resp = {0};
 	ds_kube_error ke;
 
-	f->h.steps[0] = (struct tu_httpd_step){.code = 200, .body = "{\"data\":\"0123456789012345678901234567890\"}"};
+	f->h.steps[0] = (struct tu_httpd_step){
+	    .code = 200, .body = "{\"data\":\"0123456789012345678901234567890\"}"};
 	f->h.nsteps = 1;
 	f->opts.max_body = 16;
 	client(f, NULL);
@@ -526,24 +540,24 @@ static void test_kube_transport__proxy_url_is_used(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_kube_transport__get_retried_on_503_until_it_succeeds),
-		T(test_kube_transport__retries_are_bounded_and_status_kept),
-		T(test_kube_transport__retry_after_is_honoured),
-		T(test_kube_transport__create_is_not_resent_after_a_5xx),
-		T(test_kube_transport__create_is_resent_after_429),
-		T(test_kube_transport__apply_patch_is_idempotent_json_patch_is_not),
-		T(test_kube_transport__dropped_connection_retried_for_get_only),
-		T(test_kube_transport__connection_refused_backs_off_exponentially),
-		T(test_kube_transport__backoff_grows_with_jitter_and_caps),
-		T(test_kube_transport__401_refreshes_exec_credentials_once),
-		T(test_kube_transport__rate_limit_spaces_requests),
-		T(test_kube_transport__connection_is_reused),
-		T(test_kube_transport__many_in_parallel_with_retries),
-		T(test_kube_transport__many_reports_each_failure),
-		T(test_kube_transport__stream_delivers_lines_across_chunks),
-		T(test_kube_transport__stream_error_answer_is_a_status),
-		T(test_kube_transport__oversized_answer_refused),
-		T(test_kube_transport__proxy_url_is_used),
+	    T(test_kube_transport__get_retried_on_503_until_it_succeeds),
+	    T(test_kube_transport__retries_are_bounded_and_status_kept),
+	    T(test_kube_transport__retry_after_is_honoured),
+	    T(test_kube_transport__create_is_not_resent_after_a_5xx),
+	    T(test_kube_transport__create_is_resent_after_429),
+	    T(test_kube_transport__apply_patch_is_idempotent_json_patch_is_not),
+	    T(test_kube_transport__dropped_connection_retried_for_get_only),
+	    T(test_kube_transport__connection_refused_backs_off_exponentially),
+	    T(test_kube_transport__backoff_grows_with_jitter_and_caps),
+	    T(test_kube_transport__401_refreshes_exec_credentials_once),
+	    T(test_kube_transport__rate_limit_spaces_requests),
+	    T(test_kube_transport__connection_is_reused),
+	    T(test_kube_transport__many_in_parallel_with_retries),
+	    T(test_kube_transport__many_reports_each_failure),
+	    T(test_kube_transport__stream_delivers_lines_across_chunks),
+	    T(test_kube_transport__stream_error_answer_is_a_status),
+	    T(test_kube_transport__oversized_answer_refused),
+	    T(test_kube_transport__proxy_url_is_used),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

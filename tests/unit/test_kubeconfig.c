@@ -408,10 +408,11 @@ static void test_kubeconfig__exec_plugin_failures_are_explained(void **state)
 		int rc;
 		const char *msg;
 	} cases[] = {
-		{"fail", -EACCES, "exited with 3: error: not logged in; run 'corp-sso login'; "
-				  "install corp-sso from the portal"},
-		{"wrong", -EBADMSG, "answered apiVersion 'client.authentication.k8s.io/v1alpha1'"},
-		{"junk", -EBADMSG, "not an ExecCredential JSON object"},
+	    {"fail", -EACCES,
+	     "exited with 3: error: not logged in; run 'corp-sso login'; "
+	     "install corp-sso from the portal"},
+	    {"wrong", -EBADMSG, "answered apiVersion 'client.authentication.k8s.io/v1alpha1'"},
+	    {"junk", -EBADMSG, "not an ExecCredential JSON object"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -579,18 +580,18 @@ static void test_kubeconfig__rfc3339_times(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kubeconfig__token_context_and_namespace),
-		cmocka_unit_test(test_kubeconfig__kubeconfig_env_merges_files_first_wins),
-		cmocka_unit_test(test_kubeconfig__certificates_inline_and_from_files),
-		cmocka_unit_test(test_kubeconfig__token_file_is_reread_when_rotated),
-		cmocka_unit_test(test_kubeconfig__exec_plugin_v1_token_cached_until_expiry),
-		cmocka_unit_test(test_kubeconfig__exec_plugin_v1beta1_expired_runs_again),
-		cmocka_unit_test(test_kubeconfig__exec_plugin_client_certificate),
-		cmocka_unit_test(test_kubeconfig__exec_plugin_failures_are_explained),
-		cmocka_unit_test(test_kubeconfig__exec_plugin_config_errors),
-		cmocka_unit_test(test_kubeconfig__in_cluster_service_account),
-		cmocka_unit_test(test_kubeconfig__malformed_files_name_the_place),
-		cmocka_unit_test(test_kubeconfig__rfc3339_times),
+	    cmocka_unit_test(test_kubeconfig__token_context_and_namespace),
+	    cmocka_unit_test(test_kubeconfig__kubeconfig_env_merges_files_first_wins),
+	    cmocka_unit_test(test_kubeconfig__certificates_inline_and_from_files),
+	    cmocka_unit_test(test_kubeconfig__token_file_is_reread_when_rotated),
+	    cmocka_unit_test(test_kubeconfig__exec_plugin_v1_token_cached_until_expiry),
+	    cmocka_unit_test(test_kubeconfig__exec_plugin_v1beta1_expired_runs_again),
+	    cmocka_unit_test(test_kubeconfig__exec_plugin_client_certificate),
+	    cmocka_unit_test(test_kubeconfig__exec_plugin_failures_are_explained),
+	    cmocka_unit_test(test_kubeconfig__exec_plugin_config_errors),
+	    cmocka_unit_test(test_kubeconfig__in_cluster_service_account),
+	    cmocka_unit_test(test_kubeconfig__malformed_files_name_the_place),
+	    cmocka_unit_test(test_kubeconfig__rfc3339_times),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,9 +27,9 @@ struct ds_kube_resource {
 	char group[128];    /* "" for the core group */
 	char version[64];   /* "v1", "v1beta1" */
 	char resource[128]; /* plural, "configmaps" */
-	char kind[128];     /* "ConfigMap" */
+	char kind[128];	    /* "ConfigMap" */
 	bool namespaced;
-	bool has_status;    /* the status subresource is served */
+	bool has_status; /* the status subresource is served */
 };
 
 /**
@@ -112,14 +112,14 @@ int ds_kube_create(ds_kube *k, const struct ds_kube_resource *res, const char *n
  * (named by metadata.name) as `field_manager`, with force to take over fields
  * other managers own. subresource NULL or "status".
  */
-int ds_kube_apply(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
-		  const json_t *obj, const char *field_manager, bool force, const char *subresource,
-		  json_t **out, ds_kube_error *ke);
+int ds_kube_apply(ds_kube *k, const struct ds_kube_resource *res, const char *ns, const json_t *obj,
+		  const char *field_manager, bool force, const char *subresource, json_t **out,
+		  ds_kube_error *ke);
 
 /** JSON merge patch (RFC 7386). subresource NULL or "status". */
 int ds_kube_merge_patch(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
-			const char *name, const json_t *patch, const char *subresource, json_t **out,
-			ds_kube_error *ke);
+			const char *name, const json_t *patch, const char *subresource,
+			json_t **out, ds_kube_error *ke);
 
 /**
  * PUT `obj`; with metadata.resourceVersion set the server refuses a stale one
@@ -130,14 +130,14 @@ int ds_kube_update(ds_kube *k, const struct ds_kube_resource *res, const char *n
 
 struct ds_kube_delete_opts {
 	const char *propagation;      /* "Foreground", "Background", "Orphan" or NULL */
-	const char *uid;              /* precondition, or NULL */
+	const char *uid;	      /* precondition, or NULL */
 	const char *resource_version; /* precondition, or NULL */
-	long grace_seconds;           /* < 0: the object's default */
+	long grace_seconds;	      /* < 0: the object's default */
 };
 
 /** DELETE one object (opts may be NULL). */
-int ds_kube_delete(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
-		   const char *name, const struct ds_kube_delete_opts *opts, ds_kube_error *ke);
+int ds_kube_delete(ds_kube *k, const struct ds_kube_resource *res, const char *ns, const char *name,
+		   const struct ds_kube_delete_opts *opts, ds_kube_error *ke);
 
 /* ---- watch ---- */
 
@@ -157,14 +157,14 @@ struct ds_kube_watch_opts {
 	const char *label_selector;
 	const char *field_selector;
 	const char *resource_version; /* resume from here; NULL or "": list first (SYNC) */
-	int timeout_seconds;          /* per watch request; the server then closes it and
+	int timeout_seconds;	      /* per watch request; the server then closes it and
 				       * we reconnect (default 300) */
-	bool bookmarks;               /* allowWatchBookmarks */
+	bool bookmarks;		      /* allowWatchBookmarks */
 	const atomic_bool *stop;      /* set from another thread to end the watch */
-	int max_failures;             /* consecutive failed (re)connects before giving up
+	int max_failures;	      /* consecutive failed (re)connects before giving up
 				       * (default 10; backoff between them) */
-	unsigned *reconnects;         /* out, may be NULL: streams reopened */
-	unsigned *relists;            /* out, may be NULL: lists made because of 410 Gone */
+	unsigned *reconnects;	      /* out, may be NULL: streams reopened */
+	unsigned *relists;	      /* out, may be NULL: lists made because of 410 Gone */
 };
 
 /**
@@ -193,10 +193,10 @@ struct ds_kube_op {
 	enum ds_kube_op_kind kind;
 	const struct ds_kube_resource *res;
 	const char *ns;
-	const char *name;   /* GET, DELETE, MERGE_PATCH; else metadata.name */
-	const json_t *obj;  /* the object (CREATE, APPLY, UPDATE) or patch */
-	int rc;             /* out */
-	json_t *result;     /* out: the server's object on success (caller decrefs), may stay NULL */
+	const char *name;  /* GET, DELETE, MERGE_PATCH; else metadata.name */
+	const json_t *obj; /* the object (CREATE, APPLY, UPDATE) or patch */
+	int rc;		   /* out */
+	json_t *result;	   /* out: the server's object on success (caller decrefs), may stay NULL */
 	ds_kube_error error; /* out */
 };
 

@@ -31,25 +31,25 @@
 
 enum ds_kube_tls_cause {
 	DS_KUBE_TLS_OK,
-	DS_KUBE_TLS_UNKNOWN_CA,     /* server certificate not signed by a trusted CA */
-	DS_KUBE_TLS_NAME_MISMATCH,  /* certificate does not name the host (or tls-server-name) */
-	DS_KUBE_TLS_EXPIRED,        /* certificate expired or not yet valid */
-	DS_KUBE_TLS_CLIENT_CERT,    /* our client certificate/key was refused or unusable */
-	DS_KUBE_TLS_HANDSHAKE,      /* any other handshake failure */
+	DS_KUBE_TLS_UNKNOWN_CA,	   /* server certificate not signed by a trusted CA */
+	DS_KUBE_TLS_NAME_MISMATCH, /* certificate does not name the host (or tls-server-name) */
+	DS_KUBE_TLS_EXPIRED,	   /* certificate expired or not yet valid */
+	DS_KUBE_TLS_CLIENT_CERT,   /* our client certificate/key was refused or unusable */
+	DS_KUBE_TLS_HANDSHAKE,	   /* any other handshake failure */
 	DS_KUBE_TLS_CAUSE_MAX
 };
 
 typedef struct ds_kube_error {
-	int code;                     /* HTTP status; 0 when no response was received */
-	char reason[64];              /* Status.reason ("NotFound", "Conflict", ...), "" if none */
-	char message[512];            /* Status.message, or the transport/TLS failure */
-	char details_kind[64];        /* Status.details.kind */
-	char details_name[256];       /* Status.details.name */
-	char details_group[128];      /* Status.details.group */
-	char causes[512];             /* Status.details.causes as "field: message; ..." */
-	enum ds_kube_tls_cause tls;   /* TLS failure cause, DS_KUBE_TLS_OK otherwise */
-	int retry_after;              /* seconds from Retry-After / details.retryAfterSeconds, -1 */
-	int attempts;                 /* how many times the request was sent */
+	int code;		    /* HTTP status; 0 when no response was received */
+	char reason[64];	    /* Status.reason ("NotFound", "Conflict", ...), "" if none */
+	char message[512];	    /* Status.message, or the transport/TLS failure */
+	char details_kind[64];	    /* Status.details.kind */
+	char details_name[256];	    /* Status.details.name */
+	char details_group[128];    /* Status.details.group */
+	char causes[512];	    /* Status.details.causes as "field: message; ..." */
+	enum ds_kube_tls_cause tls; /* TLS failure cause, DS_KUBE_TLS_OK otherwise */
+	int retry_after;	    /* seconds from Retry-After / details.retryAfterSeconds, -1 */
+	int attempts;		    /* how many times the request was sent */
 } ds_kube_error;
 
 /** Reset to "no error". NULL-safe. */

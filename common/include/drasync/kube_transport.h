@@ -34,27 +34,27 @@
 typedef struct ds_kube_transport ds_kube_transport;
 
 struct ds_kube_transport_opts {
-	double qps;              /* sustained requests per second; <= 0: unlimited (default 200) */
-	int burst;               /* bucket size (default 400) */
-	long timeout_ms;         /* whole request, not streams (default 60000) */
+	double qps;		 /* sustained requests per second; <= 0: unlimited (default 200) */
+	int burst;		 /* bucket size (default 400) */
+	long timeout_ms;	 /* whole request, not streams (default 60000) */
 	long connect_timeout_ms; /* TCP + TLS (default 10000) */
-	int max_retries;         /* resends after the first attempt (default 6) */
-	long backoff_base_ms;    /* first backoff (default 200) */
-	long backoff_max_ms;     /* cap of one backoff (default 30000) */
+	int max_retries;	 /* resends after the first attempt (default 6) */
+	long backoff_base_ms;	 /* first backoff (default 200) */
+	long backoff_max_ms;	 /* cap of one backoff (default 30000) */
 	long retry_after_max_ms; /* cap on the server's Retry-After (default 60000) */
-	int max_parallel;        /* requests in flight on the concurrent path (default 64) */
-	size_t max_body;         /* largest response accepted (default 512 MiB) */
-	const char *user_agent;  /* default "drasync/<version>" */
+	int max_parallel;	 /* requests in flight on the concurrent path (default 64) */
+	size_t max_body;	 /* largest response accepted (default 512 MiB) */
+	const char *user_agent;	 /* default "drasync/<version>" */
 };
 
 /** Fill with the defaults above. */
 void ds_kube_transport_opts_init(struct ds_kube_transport_opts *opts);
 
 struct ds_kube_request {
-	const char *method;       /* GET, POST, PUT, PATCH, DELETE */
-	const char *path;         /* "/api/v1/namespaces/a/configmaps?limit=2", appended to the server */
+	const char *method; /* GET, POST, PUT, PATCH, DELETE */
+	const char *path;   /* "/api/v1/namespaces/a/configmaps?limit=2", appended to the server */
 	const char *content_type; /* of the body; NULL: application/json */
-	const char *body;         /* NULL: none */
+	const char *body;	  /* NULL: none */
 	size_t body_len;
 };
 
@@ -88,9 +88,9 @@ int ds_kube_transport_request(ds_kube_transport *t, const struct ds_kube_request
 /* One request of a batch and, after ds_kube_transport_request_many(), its outcome. */
 struct ds_kube_call {
 	struct ds_kube_request req;   /* in */
-	int rc;                       /* out: as ds_kube_transport_request() returns */
+	int rc;			      /* out: as ds_kube_transport_request() returns */
 	struct ds_kube_response resp; /* out: on rc == 0 (caller disposes) */
-	ds_kube_error error;          /* out: on rc < 0 */
+	ds_kube_error error;	      /* out: on rc < 0 */
 };
 
 /**
@@ -120,7 +120,7 @@ struct ds_kube_transport_stats {
 	unsigned long requests; /* attempts sent, retries included */
 	unsigned long retries;
 	unsigned long connections; /* new connections opened */
-	unsigned long http2;       /* answers received over HTTP/2 */
+	unsigned long http2;	   /* answers received over HTTP/2 */
 };
 void ds_kube_transport_stats(ds_kube_transport *t, struct ds_kube_transport_stats *out);
 

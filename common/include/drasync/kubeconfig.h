@@ -36,9 +36,9 @@ typedef struct ds_kubeconfig ds_kubeconfig;
 
 /** What to authenticate with right now. Strings are owned by the struct. */
 typedef struct ds_kube_credentials {
-	char *token;     /* bearer token, NULL when none */
-	char *cert_pem;  /* client certificate (PEM), NULL when none */
-	char *key_pem;   /* client key (PEM), NULL when none */
+	char *token;	/* bearer token, NULL when none */
+	char *cert_pem; /* client certificate (PEM), NULL when none */
+	char *key_pem;	/* client key (PEM), NULL when none */
 } ds_kube_credentials;
 
 /** Release what a ds_kube_credentials holds (not the struct). NULL-safe. */
@@ -83,7 +83,8 @@ bool ds_kubeconfig_insecure(const ds_kubeconfig *kc);
 const char *ds_kubeconfig_tls_server_name(const ds_kubeconfig *kc);
 /** proxy-url, NULL when unset. */
 const char *ds_kubeconfig_proxy_url(const ds_kubeconfig *kc);
-/** A description of the auth form for logs: "token", "tokenFile", "exec", "client-certificate", "none". */
+/** A description of the auth form for logs: "token", "tokenFile", "exec", "client-certificate",
+ * "none". */
 const char *ds_kubeconfig_auth_kind(const ds_kubeconfig *kc);
 
 /**
