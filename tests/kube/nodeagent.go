@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -454,14 +455,93 @@ func (a *nodeAgent) syncPod(ctx context.Context, key string) (bool, error) {
 		}
 		return false, err
 	}
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || podRunningReady(pod) {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return false, nil
+	}
+	if podRunningReady(pod) {
+		return a.maybeExit(ctx, pod)
 	}
 	ready, err := a.claimsReady(ctx, pod)
 	if err != nil || !ready {
 		return !ready, err
 	}
 	return false, a.markRunning(ctx, pod)
+}
+
+// exitCodeAnnotation on a pod (or a Job's pod template) makes its
+// containers exit with that code once the pod has run for
+// runSecondsAnnotation seconds (default 0), so Jobs can complete.
+const (
+	exitCodeAnnotation   = "drasync.dev/fake-exit-code"
+	runSecondsAnnotation = "drasync.dev/fake-run-seconds"
+)
+
+func (a *nodeAgent) maybeExit(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	codeText, ok := pod.Annotations[exitCodeAnnotation]
+	if !ok {
+		return false, nil
+	}
+	code, err := strconv.ParseInt(codeText, 10, 32)
+	if err != nil || code < 0 || code > 255 {
+		fmt.Fprintf(os.Stderr, "nodeagent: pod %s/%s: %s=%q is not an exit code 0..255; ignored\n",
+			pod.Namespace, pod.Name, exitCodeAnnotation, codeText)
+		return false, nil
+	}
+	run := int64(0)
+	if t, ok := pod.Annotations[runSecondsAnnotation]; ok {
+		if run, err = strconv.ParseInt(t, 10, 32); err != nil || run < 0 {
+			fmt.Fprintf(os.Stderr, "nodeagent: pod %s/%s: %s=%q is not a number of seconds; using 0\n",
+				pod.Namespace, pod.Name, runSecondsAnnotation, t)
+			run = 0
+		}
+	}
+	if pod.Status.StartTime != nil {
+		if left := time.Duration(run)*time.Second - time.Since(pod.Status.StartTime.Time); left > 0 {
+			a.queue.AddAfter(pod.Namespace+"/"+pod.Name, left)
+			return false, nil
+		}
+	}
+	return false, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := a.cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cur.UID != pod.UID || cur.Status.Phase != corev1.PodRunning {
+			return nil
+		}
+		now := metav1.Now()
+		cur.Status.Phase = corev1.PodSucceeded
+		reason := "Completed"
+		if code != 0 {
+			cur.Status.Phase = corev1.PodFailed
+			reason = "Error"
+		}
+		for i := range cur.Status.ContainerStatuses {
+			c := &cur.Status.ContainerStatuses[i]
+			started := now
+			if c.State.Running != nil {
+				started = c.State.Running.StartedAt
+			}
+			c.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: int32(code), Reason: reason, StartedAt: started, FinishedAt: now,
+				ContainerID: c.ContainerID,
+			}}
+			c.Ready, c.Started = false, ptr.To(false)
+		}
+		for i := range cur.Status.Conditions {
+			switch cur.Status.Conditions[i].Type {
+			case corev1.PodReady, corev1.ContainersReady, corev1.PodReadyToStartContainers:
+				cur.Status.Conditions[i].Status = corev1.ConditionFalse
+				cur.Status.Conditions[i].Reason = "PodCompleted"
+				cur.Status.Conditions[i].LastTransitionTime = now
+			}
+		}
+		_, err = a.cs.CoreV1().Pods(cur.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
 }
 
 func podRunningReady(pod *corev1.Pod) bool {

@@ -28,9 +28,11 @@ namespaces_v1="basic-resourceclaimtemplate basic-shared-claim-across-pods kube-s
 cleanup() {
   local ns
   for ns in $namespaces_v1; do k1 delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true; done
+  k1 delete namespace kube-smoke-job --ignore-not-found --wait=false >/dev/null 2>&1 || true
   kb delete namespace gpu-test4 --ignore-not-found --wait=false >/dev/null 2>&1 || true
   # Wait for the namespaces to go so later tests find the devices free.
   for ns in $namespaces_v1; do k1 wait --for=delete "namespace/$ns" --timeout=120s >/dev/null 2>&1 || true; done
+  k1 wait --for=delete namespace/kube-smoke-job --timeout=120s >/dev/null 2>&1 || true
   kb wait --for=delete namespace/gpu-test4 --timeout=120s >/dev/null 2>&1 || true
   rm -rf "$tmp"
 }
@@ -182,6 +184,33 @@ d = load("deployment.json")
 check(d.get("status", {}).get("readyReplicas") == 2, "Deployment gpu-app has 2 ready replicas")
 sys.exit(bad)
 EOF
+
+# A Job whose pods the node agent lets exit 0 (annotation) completes.
+k1 apply -f - <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: kube-smoke-job
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  namespace: kube-smoke-job
+  name: done
+spec:
+  template:
+    metadata:
+      annotations:
+        drasync.dev/fake-exit-code: "0"
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: ctr0
+        image: ubuntu:22.04
+        command: ["true"]
+EOF
+check "Job with drasync.dev/fake-exit-code=0 completes" \
+  "$DS_KUBE_BIN" kubectl --kubeconfig "$DS_KUBECONFIG_V1" -n kube-smoke-job wait --for=condition=Complete job/done --timeout=90s
 
 echo "# v1beta1 cluster"
 kb api-versions >"$tmp/versions"
