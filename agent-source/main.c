@@ -7,8 +7,8 @@
 #include <string.h>
 
 static const struct ds_command commands[] = {
-	{"keygen", "write a CURVE key pair (--out DIR)", ds_cmd_keygen},
-	{NULL, NULL, NULL},
+    {"keygen", "write a CURVE key pair (--out DIR)", ds_cmd_keygen},
+    {NULL, NULL, NULL},
 };
 
 static void usage(FILE *out)

@@ -55,9 +55,9 @@ struct key {
 };
 
 struct plan {
-	json_t *out;       /* objects to apply */
-	json_t *held;      /* standby: kept in the ledger, still checked */
-	struct key *keys;  /* identity of each, for the preflight */
+	json_t *out;	  /* objects to apply */
+	json_t *held;	  /* standby: kept in the ledger, still checked */
+	struct key *keys; /* identity of each, for the preflight */
 	size_t n_keys;
 	ds_report *rep;
 	const char *obj_desc;
@@ -90,8 +90,10 @@ static int need(void *ud, const char *kind, const char *ns, const char *name)
 		    strstr(e->message, kind))
 			return 0;
 	}
-	snprintf(msg, sizeof(msg), "needs %s %s%s%s, which must exist on the target (it is not in "
-		 "this plan)", kind, ns ? ns : "", ns ? "/" : "", name);
+	snprintf(msg, sizeof(msg),
+		 "needs %s %s%s%s, which must exist on the target (it is not in "
+		 "this plan)",
+		 kind, ns ? ns : "", ns ? "/" : "", name);
 	p->n_required++;
 	return ds_report_add(p->rep, DS_REPORT_REQUIRE, p->obj_desc, NULL, NULL, NULL, NULL, msg);
 }
@@ -151,7 +153,8 @@ static int print_output(json_t *out, int json_out)
 		fputc('\n', stdout);
 		return r < 0 ? -EIO : 0;
 	}
-	json_array_foreach(out, i, o) {
+	json_array_foreach(out, i, o)
+	{
 		if (i > 0)
 			fputs("---\n", stdout);
 		if (ds_yaml_emit(stdout, o, &err) < 0) {
@@ -165,14 +168,14 @@ static int print_output(json_t *out, int json_out)
 int ds_cmd_plan(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"filename", required_argument, NULL, 'f'},
-		{"output", required_argument, NULL, 'o'},
-		{"target-api", required_argument, NULL, 'A'},
-		{"source-cluster", required_argument, NULL, 'S'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"filename", required_argument, NULL, 'f'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"target-api", required_argument, NULL, 'A'},
+	    {"source-cluster", required_argument, NULL, 'S'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *config = NULL, *source_cluster = NULL;
 	const char **files = NULL;
@@ -192,8 +195,12 @@ int ds_cmd_plan(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:f:o:qh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': config = optarg; break;
-		case 'f': files[n_files++] = optarg; break;
+		case 'c':
+			config = optarg;
+			break;
+		case 'f':
+			files[n_files++] = optarg;
+			break;
 		case 'o':
 			if (strcmp(optarg, "json") == 0)
 				json_out = 1;
@@ -204,15 +211,23 @@ int ds_cmd_plan(int argc, char **argv)
 			break;
 		case 'A':
 			if (ds_dra_version_parse(optarg, &api) < 0 || api == DS_DRA_V1ALPHA3) {
-				fprintf(stderr, "plan: --target-api %s: expected resource.k8s.io/v1, "
-						"resource.k8s.io/v1beta2 or resource.k8s.io/v1beta1\n",
+				fprintf(stderr,
+					"plan: --target-api %s: expected resource.k8s.io/v1, "
+					"resource.k8s.io/v1beta2 or resource.k8s.io/v1beta1\n",
 					optarg);
 				goto out;
 			}
 			break;
-		case 'S': source_cluster = optarg; break;
-		case 'q': quiet = 1; break;
-		case 'h': usage(stdout); rc = EXIT_OK; goto out;
+		case 'S':
+			source_cluster = optarg;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			rc = EXIT_OK;
+			goto out;
 		default:
 			fprintf(stderr, "plan: try 'drasync-target plan --help'\n");
 			goto out;
@@ -232,7 +247,8 @@ int ds_cmd_plan(int argc, char **argv)
 	if (r < 0) {
 		if (!err.msg[0])
 			ds_err_set(&err, "%s", strerror(-r));
-		fprintf(stderr, "plan: configuration error: %s\n", ds_err_format(&err, buf, sizeof(buf)));
+		fprintf(stderr, "plan: configuration error: %s\n",
+			ds_err_format(&err, buf, sizeof(buf)));
 		goto out;
 	}
 	if (ds_manifest_new(&man) < 0 || ds_report_new(&p.rep) < 0 || !(p.out = json_array()) ||
@@ -255,7 +271,8 @@ int ds_cmd_plan(int argc, char **argv)
 	p.keys = calloc(ds_manifest_count(man) + 1, sizeof(*p.keys));
 	if (!p.keys)
 		goto oom;
-	ds_transform_opts topts = {.cfg = cfg, .dra_version = api, .source_cluster = source_cluster};
+	ds_transform_opts topts = {
+	    .cfg = cfg, .dra_version = api, .source_cluster = source_cluster};
 	for (size_t i = 0; i < ds_manifest_count(man); i++) {
 		json_t *obj = ds_manifest_object(man, i);
 		size_t first = ds_report_count(p.rep);
@@ -268,16 +285,20 @@ int ds_cmd_plan(int argc, char **argv)
 			n_apply++;
 			if (json_array_append(p.out, obj) < 0)
 				goto oom;
-			p.keys[p.n_keys++] = (struct key){ds_obj_kind(obj), ds_obj_namespace(obj),
-							  ds_obj_name(obj)};
+			p.keys[p.n_keys++] =
+			    (struct key){ds_obj_kind(obj), ds_obj_namespace(obj), ds_obj_name(obj)};
 			break;
-		case DS_TRANSFORM_SKIP: n_skip++; break;
+		case DS_TRANSFORM_SKIP:
+			n_skip++;
+			break;
 		case DS_TRANSFORM_HOLD:
 			n_hold++;
 			if (json_array_append(p.held, obj) < 0)
 				goto oom;
 			break;
-		default: n_fail++; break;
+		default:
+			n_fail++;
+			break;
 		}
 		for (size_t k = first; k < ds_report_count(p.rep); k++) {
 			const ds_report_entry *e = ds_report_get(p.rep, k);
@@ -295,7 +316,8 @@ int ds_cmd_plan(int argc, char **argv)
 	/* Preflight: what the planned objects reference but the plan does not contain. */
 	for (size_t i = 0; i < json_array_size(p.out) + json_array_size(p.held); i++) {
 		size_t n_out = json_array_size(p.out);
-		json_t *obj = i < n_out ? json_array_get(p.out, i) : json_array_get(p.held, i - n_out);
+		json_t *obj =
+		    i < n_out ? json_array_get(p.out, i) : json_array_get(p.held, i - n_out);
 		size_t first = ds_report_count(p.rep);
 		char desc[300];
 

@@ -7,20 +7,19 @@
 #include <string.h>
 
 static const struct ds_command commands[] = {
-	{"keygen", "write a CURVE key pair (--out DIR)", ds_cmd_keygen},
-	{"plan", "show offline what the target would receive from manifests", ds_cmd_plan},
-	{NULL, NULL, NULL},
+    {"keygen", "write a CURVE key pair (--out DIR)", ds_cmd_keygen},
+    {"plan", "show offline what the target would receive from manifests", ds_cmd_plan},
+    {NULL, NULL, NULL},
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: drasync-target COMMAND [OPTIONS]\n"
-		"\n"
-		"The importer of drasync: accepts authenticated sources over CURVE ZeroMQ,\n"
-		"maps DRA references and creates the objects in this cluster.\n"
-		"\n"
-		"Commands:\n");
+	fprintf(out, "Usage: drasync-target COMMAND [OPTIONS]\n"
+		     "\n"
+		     "The importer of drasync: accepts authenticated sources over CURVE ZeroMQ,\n"
+		     "maps DRA references and creates the objects in this cluster.\n"
+		     "\n"
+		     "Commands:\n");
 	for (const struct ds_command *c = commands; c->name; c++)
 		fprintf(out, "  %-10s %s\n", c->name, c->summary);
 	fprintf(out, "\n"

@@ -10,17 +10,20 @@
 #define GROUP "resource.k8s.io"
 
 static const char *const versions[DS_DRA_VERSION_MAX] = {"v1alpha3", "v1beta1", "v1beta2", "v1"};
-static const char *const api_versions[DS_DRA_VERSION_MAX] = {
-	GROUP "/v1alpha3", GROUP "/v1beta1", GROUP "/v1beta2", GROUP "/v1"};
+static const char *const api_versions[DS_DRA_VERSION_MAX] = {GROUP "/v1alpha3", GROUP "/v1beta1",
+							     GROUP "/v1beta2", GROUP "/v1"};
 
 /* What selects devices for an exact request: flat in v1beta1, under `exactly` in v1. */
 static const char *const exact_fields[] = {
-	"deviceClassName", "selectors", "allocationMode", "count",
-	"adminAccess",     "tolerations", "capacity",     NULL,
+    "deviceClassName", "selectors",   "allocationMode", "count",
+    "adminAccess",     "tolerations", "capacity",	NULL,
 };
 
 static const char *const device_class_spec_fields[] = {
-	"selectors", "config", "extendedResourceName", NULL,
+    "selectors",
+    "config",
+    "extendedResourceName",
+    NULL,
 };
 
 int ds_dra_version_parse(const char *s, enum ds_dra_version *out)
@@ -72,12 +75,14 @@ static int request_to_nested(json_t *rq, const char *path, enum ds_dra_version f
 	const char *key;
 	json_t *v, *tmp;
 
-	json_object_foreach_safe(rq, tmp, key, v) {
+	json_object_foreach_safe(rq, tmp, key, v)
+	{
 		if (strcmp(key, "name") == 0 || strcmp(key, "firstAvailable") == 0)
 			continue;
 		if (!in_list(key, exact_fields)) {
-			ds_err_set(err, "%s.%s: field not known in %s, cannot be converted without "
-					"losing it",
+			ds_err_set(err,
+				   "%s.%s: field not known in %s, cannot be converted without "
+				   "losing it",
 				   path, key, api_versions[from]);
 			json_decref(exactly);
 			return -EINVAL;
@@ -91,8 +96,9 @@ static int request_to_nested(json_t *rq, const char *path, enum ds_dra_version f
 		json_object_del(rq, key);
 	}
 	if (exactly && json_object_get(rq, "firstAvailable")) {
-		ds_err_set(err, "%s: both firstAvailable and %s are set; a request is either exact "
-				"or a list of alternatives",
+		ds_err_set(err,
+			   "%s: both firstAvailable and %s are set; a request is either exact "
+			   "or a list of alternatives",
 			   path, json_object_iter_key(json_object_iter(exactly)));
 		json_decref(exactly);
 		return -EINVAL;
@@ -109,11 +115,13 @@ static int request_to_flat(json_t *rq, const char *path, enum ds_dra_version fro
 	const char *key;
 	json_t *v, *tmp;
 
-	json_object_foreach_safe(rq, tmp, key, v) {
+	json_object_foreach_safe(rq, tmp, key, v)
+	{
 		if (strcmp(key, "name") != 0 && strcmp(key, "firstAvailable") != 0 &&
 		    strcmp(key, "exactly") != 0) {
-			ds_err_set(err, "%s.%s: field not known in %s, cannot be converted without "
-					"losing it",
+			ds_err_set(err,
+				   "%s.%s: field not known in %s, cannot be converted without "
+				   "losing it",
 				   path, key, api_versions[from]);
 			return -EINVAL;
 		}
@@ -130,10 +138,12 @@ static int request_to_flat(json_t *rq, const char *path, enum ds_dra_version fro
 	}
 	json_incref(exactly);
 	json_object_del(rq, "exactly");
-	json_object_foreach_safe(exactly, tmp, key, v) {
+	json_object_foreach_safe(exactly, tmp, key, v)
+	{
 		if (!in_list(key, exact_fields)) {
-			ds_err_set(err, "%s.exactly.%s: field not known in %s, cannot be converted "
-					"without losing it",
+			ds_err_set(err,
+				   "%s.exactly.%s: field not known in %s, cannot be converted "
+				   "without losing it",
 				   path, key, api_versions[from]);
 			json_decref(exactly);
 			return -EINVAL;
@@ -162,7 +172,8 @@ static int convert_claim_spec(json_t *spec, const char *path, enum ds_dra_versio
 		ds_err_set(err, "%s.devices.requests: expected a list", path);
 		return -EINVAL;
 	}
-	json_array_foreach(requests, i, rq) {
+	json_array_foreach(requests, i, rq)
+	{
 		snprintf(rpath, sizeof(rpath), "%s.devices.requests[%zu]", path, i);
 		if (!json_is_object(rq)) {
 			ds_err_set(err, "%s: expected a mapping", rpath);
@@ -190,8 +201,9 @@ int ds_dra_convert(json_t *obj, enum ds_dra_version to, ds_err *err)
 		return -EINVAL;
 	}
 	if (ds_dra_version_parse(ds_obj_api_version(obj), &from) < 0) {
-		ds_err_set(err, "apiVersion %s is not a resource.k8s.io version drasync knows "
-				"(v1alpha3, v1beta1, v1beta2, v1)",
+		ds_err_set(err,
+			   "apiVersion %s is not a resource.k8s.io version drasync knows "
+			   "(v1alpha3, v1beta1, v1beta2, v1)",
 			   ds_obj_api_version(obj));
 		return -EINVAL;
 	}
@@ -207,10 +219,12 @@ int ds_dra_convert(json_t *obj, enum ds_dra_version to, ds_err *err)
 		json_t *v;
 
 		spec = json_object_get(copy, "spec");
-		json_object_foreach(spec, key, v) {
+		json_object_foreach(spec, key, v)
+		{
 			if (!in_list(key, device_class_spec_fields)) {
-				ds_err_set(err, "spec.%s: field not known in %s, cannot be converted "
-						"without losing it",
+				ds_err_set(err,
+					   "spec.%s: field not known in %s, cannot be converted "
+					   "without losing it",
 					   key, api_versions[from]);
 				r = -EINVAL;
 				goto out;

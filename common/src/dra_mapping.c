@@ -12,8 +12,8 @@
 #define NAME_MAX_LEN 64 /* DNS label + NUL */
 
 static const char *const ref_field[DS_TARGET_KIND_MAX] = {
-	"resourceClaimName",
-	"resourceClaimTemplateName",
+    "resourceClaimName",
+    "resourceClaimTemplateName",
 };
 
 /* A pod-level spec.resourceClaims entry. */
@@ -21,7 +21,7 @@ struct entry {
 	json_t *json;
 	const char *name;
 	enum ds_target_kind kind; /* what it references now */
-	const char *source;       /* the claim or template it references now */
+	const char *source;	  /* the claim or template it references now */
 	size_t index;
 	int listed; /* some container lists it */
 };
@@ -57,8 +57,8 @@ int ds_dra_rule_specificity(const ds_dra_rule *rule)
 	       (rule->object_type >= 0 ? 1 : 0);
 }
 
-static int matches(const ds_dra_rule *r, int workload, const char *instance,
-		   const char *container, const char *entry, const char *source)
+static int matches(const ds_dra_rule *r, int workload, const char *instance, const char *container,
+		   const char *entry, const char *source)
 {
 	if (r->object_type >= 0 && r->object_type != workload)
 		return 0;
@@ -88,10 +88,9 @@ static void describe_tie(const ds_dra_rule *a, const ds_dra_rule *b, char *why, 
 }
 
 /* Pick the winner among rules that match; `want_attach` limits to attach rules. */
-static int pick(const ds_dra_config *dra, int workload, const char *instance,
-		const char *container, const char *entry, const char *source, int has_current,
-		enum ds_target_kind current, int want_attach, const ds_dra_rule **winner, char *why,
-		size_t why_size)
+static int pick(const ds_dra_config *dra, int workload, const char *instance, const char *container,
+		const char *entry, const char *source, int has_current, enum ds_target_kind current,
+		int want_attach, const ds_dra_rule **winner, char *why, size_t why_size)
 {
 	const ds_dra_rule *best = NULL;
 	int best_score = -1;
@@ -158,7 +157,8 @@ static int pick(const ds_dra_config *dra, int workload, const char *instance,
 
 int ds_dra_resolve(const ds_dra_config *dra, int workload, const char *instance,
 		   const char *container, const char *entry, const char *source,
-		   enum ds_target_kind current, const ds_dra_rule **winner, char *why, size_t why_size)
+		   enum ds_target_kind current, const ds_dra_rule **winner, char *why,
+		   size_t why_size)
 {
 	return pick(dra, workload, instance, container, entry, source, 1, current, 0, winner, why,
 		    why_size);
@@ -286,7 +286,8 @@ static json_t *new_entry_json(const char *name, enum ds_target_kind kind, const 
 /* Point an entry at (kind, target), removing the other reference field. */
 static int retarget(json_t *entry, enum ds_target_kind kind, const char *target)
 {
-	json_object_del(entry, ref_field[kind == DS_TARGET_CLAIM ? DS_TARGET_TEMPLATE : DS_TARGET_CLAIM]);
+	json_object_del(entry,
+			ref_field[kind == DS_TARGET_CLAIM ? DS_TARGET_TEMPLATE : DS_TARGET_CLAIM]);
 	return json_object_set_new(entry, ref_field[kind], json_string(target)) < 0 ? -ENOMEM : 0;
 }
 
@@ -332,8 +333,8 @@ static int add_ref(struct ctx *c, json_t *container, const char *cname, json_t *
 		c->refs = nv;
 		c->cap_refs = ncap;
 	}
-	c->refs[c->n_refs++] = (struct ref){.container = container, .cname = cname,
-					    .claim_item = item, .e = e};
+	c->refs[c->n_refs++] =
+	    (struct ref){.container = container, .cname = cname, .claim_item = item, .e = e};
 	return 0;
 }
 
@@ -350,7 +351,8 @@ static int collect_entries(struct ctx *c)
 	c->entries = calloc(json_array_size(rcs) + 1, sizeof(*c->entries));
 	if (!c->entries)
 		return -ENOMEM;
-	json_array_foreach(rcs, i, v) {
+	json_array_foreach(rcs, i, v)
+	{
 		struct entry *e = &c->entries[c->n_entries];
 		const char *claim = ds_json_str(v, "resourceClaimName");
 		const char *tmpl = ds_json_str(v, "resourceClaimTemplateName");
@@ -361,8 +363,9 @@ static int collect_entries(struct ctx *c)
 		if (!e->name)
 			return fail(c, "spec.resourceClaims[%zu] has no name", i);
 		if ((claim && tmpl) || (!claim && !tmpl))
-			return fail(c, "spec.resourceClaims[%zu] (%s) must set exactly one of "
-				       "resourceClaimName and resourceClaimTemplateName",
+			return fail(c,
+				    "spec.resourceClaims[%zu] (%s) must set exactly one of "
+				    "resourceClaimName and resourceClaimTemplateName",
 				    i, e->name);
 		e->kind = claim ? DS_TARGET_CLAIM : DS_TARGET_TEMPLATE;
 		e->source = claim ? claim : tmpl;
@@ -396,7 +399,8 @@ static int collect_refs(struct ctx *c)
 
 		if (!json_is_array(arr))
 			continue;
-		json_array_foreach(arr, i, ctr) {
+		json_array_foreach(arr, i, ctr)
+		{
 			const char *cname = ds_json_str(ctr, "name");
 			json_t *claims = ds_json_path(ctr, "resources.claims");
 			size_t k;
@@ -413,16 +417,18 @@ static int collect_refs(struct ctx *c)
 					return -ENOMEM;
 				c->attaches = na;
 				c->attaches[c->n_attaches++] =
-					(struct attach){.container = ctr, .cname = cname};
+				    (struct attach){.container = ctr, .cname = cname};
 				continue;
 			}
-			json_array_foreach(claims, k, item) {
+			json_array_foreach(claims, k, item)
+			{
 				const char *en = ds_json_str(item, "name");
 				struct entry *e = find_entry(c, en);
 
 				if (!e)
-					return fail(c, "container %s uses claim '%s', which "
-						       "spec.resourceClaims does not define",
+					return fail(c,
+						    "container %s uses claim '%s', which "
+						    "spec.resourceClaims does not define",
 						    cname, en ? en : "(no name)");
 				e->listed = 1;
 				if ((r = add_ref(c, ctr, cname, item, e)) < 0)
@@ -431,8 +437,7 @@ static int collect_refs(struct ctx *c)
 		}
 	}
 	for (size_t i = 0; i < c->n_entries; i++)
-		if (!c->entries[i].listed &&
-		    (r = add_ref(c, NULL, NULL, NULL, &c->entries[i])) < 0)
+		if (!c->entries[i].listed && (r = add_ref(c, NULL, NULL, NULL, &c->entries[i])) < 0)
 			return r;
 	return 0;
 }
@@ -540,7 +545,8 @@ static int apply_entry(struct ctx *c, struct entry *e, json_t *rcs, size_t *inse
 			if (rf->claim_item && name != e->name &&
 			    json_object_set_new(rf->claim_item, "name", json_string(name)) < 0)
 				return -ENOMEM;
-			if (rf->winner && !(rf->kind == e->kind && strcmp(rf->target, e->source) == 0)) {
+			if (rf->winner &&
+			    !(rf->kind == e->kind && strcmp(rf->target, e->source) == 0)) {
 				report_rewrite(c, rf, name);
 				c->changed++;
 			}
@@ -553,8 +559,9 @@ static int apply_entry(struct ctx *c, struct entry *e, json_t *rcs, size_t *inse
 		for (size_t g = 0; g < n_groups; g++)
 			for (size_t i = 0; i < c->n_refs; i++)
 				if (c->refs[i].e == e && same_ref_target(&c->refs[i], groups[g])) {
-					o += (size_t)snprintf(names + o, o < sizeof(names) ? sizeof(names) - o : 0,
-							      "%s%s", g ? ", " : "", c->refs[i].new_name);
+					o += (size_t)snprintf(
+					    names + o, o < sizeof(names) ? sizeof(names) - o : 0,
+					    "%s%s", g ? ", " : "", c->refs[i].new_name);
 					break;
 				}
 		ds_report_addf(c->rep, DS_REPORT_SPLIT, c->what,
@@ -576,21 +583,23 @@ static int remove_extended(struct ctx *c, const struct attach *a)
 		const char *res = a->rule->extended_resources[k];
 
 		for (size_t m = 0; m < 2; m++) {
-			json_t *map = ds_json_path(json_object_get(a->container, "resources"), maps[m]);
+			json_t *map =
+			    ds_json_path(json_object_get(a->container, "resources"), maps[m]);
 			json_t *v = json_object_get(map, res);
 			char from[300], msg[200];
 
 			if (!v)
 				continue;
 			if (json_is_string(v))
-				snprintf(from, sizeof(from), "%s.%s=%s", maps[m], res, json_string_value(v));
+				snprintf(from, sizeof(from), "%s.%s=%s", maps[m], res,
+					 json_string_value(v));
 			else if (json_is_integer(v))
 				snprintf(from, sizeof(from), "%s.%s=%lld", maps[m], res,
 					 (long long)json_integer_value(v));
 			else
 				snprintf(from, sizeof(from), "%s.%s", maps[m], res);
-			snprintf(msg, sizeof(msg), "(replaced by DRA, rule dra.%s[%zu])", a->rule->list,
-				 a->rule->index);
+			snprintf(msg, sizeof(msg), "(replaced by DRA, rule dra.%s[%zu])",
+				 a->rule->list, a->rule->index);
 			ds_report_add(c->rep, DS_REPORT_RESOURCE, c->what, a->cname, NULL, from,
 				      "(removed)", msg);
 			json_object_del(map, res);
@@ -617,7 +626,8 @@ static int apply_attach(struct ctx *c, const struct attach *a)
 			return -ENOMEM;
 	}
 	/* Reuse an entry that already points at the target. */
-	json_array_foreach(rcs, i, v) {
+	json_array_foreach(rcs, i, v)
+	{
 		const char *t = ds_json_str(v, ref_field[a->rule->target_kind]);
 		if (t && strcmp(t, a->rule->target) == 0) {
 			entry_name = ds_json_str(v, "name");
@@ -651,7 +661,8 @@ static int apply_attach(struct ctx *c, const struct attach *a)
 	}
 	ref_text(a->rule->target_kind, a->rule->target, to, sizeof(to));
 	snprintf(msg, sizeof(msg), "(attach, rule dra.%s[%zu])", a->rule->list, a->rule->index);
-	ds_report_add(c->rep, DS_REPORT_ATTACH, c->what, a->cname, entry_name, "(no claim)", to, msg);
+	ds_report_add(c->rep, DS_REPORT_ATTACH, c->what, a->cname, entry_name, "(no claim)", to,
+		      msg);
 	c->changed++;
 	return remove_extended(c, a);
 }
@@ -686,7 +697,8 @@ int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep)
 out:
 	if (r == -ENOMEM) {
 		ds_report_truncate(rep, rep_start);
-		ds_report_add(rep, DS_REPORT_ERROR, c.what, NULL, NULL, NULL, NULL, "out of memory");
+		ds_report_add(rep, DS_REPORT_ERROR, c.what, NULL, NULL, NULL, NULL,
+			      "out of memory");
 	}
 	names_dispose(&c.names);
 	free(c.entries);
@@ -740,7 +752,8 @@ int ds_dra_map_device_classes(const ds_dra_config *dra, json_t *obj, ds_report *
 	if (!json_is_array(requests))
 		return 0;
 	ds_obj_describe(obj, what, sizeof(what));
-	json_array_foreach(requests, i, rq) {
+	json_array_foreach(requests, i, rq)
+	{
 		const char *rname = ds_json_str(rq, "name");
 		json_t *subs = json_object_get(rq, "firstAvailable");
 		size_t k;
@@ -753,10 +766,12 @@ int ds_dra_map_device_classes(const ds_dra_config *dra, json_t *obj, ds_report *
 		if ((r = rename_class(dra, json_object_get(rq, "exactly"), what, req, rep)) < 0)
 			return r;
 		changed += r;
-		json_array_foreach(subs, k, sub) {
+		json_array_foreach(subs, k, sub)
+		{
 			const char *sname = ds_json_str(sub, "name");
 
-			snprintf(req, sizeof(req), "%s/%s", rname ? rname : "?", sname ? sname : "?");
+			snprintf(req, sizeof(req), "%s/%s", rname ? rname : "?",
+				 sname ? sname : "?");
 			if ((r = rename_class(dra, sub, what, req, rep)) < 0)
 				return r;
 			changed += r;

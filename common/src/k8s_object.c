@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const char *const workload_names[DS_WORKLOAD_MAX] = {
-	"Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
+    "Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
 };
 
 const char *ds_workload_name(enum ds_workload w)

@@ -10,13 +10,12 @@
 
 static void keygen_usage(FILE *out, const char *agent, const char *dflt)
 {
-	fprintf(
-	    out,
-	    "Usage: %s keygen --out DIR [--name NAME] [--force]\n"
-	    "\n"
-	    "Writes a CURVE key pair in Z85: DIR/NAME.key (secret, mode 0600) and\n"
-	    "DIR/NAME.pub. NAME defaults to '%s'. Existing keys are kept unless --force.\n",
-	    agent, dflt);
+	fprintf(out,
+		"Usage: %s keygen --out DIR [--name NAME] [--force]\n"
+		"\n"
+		"Writes a CURVE key pair in Z85: DIR/NAME.key (secret, mode 0600) and\n"
+		"DIR/NAME.pub. NAME defaults to '%s'. Existing keys are kept unless --force.\n",
+		agent, dflt);
 }
 
 int ds_keygen_command(enum ds_keygen_role role, int argc, char **argv)

@@ -45,8 +45,7 @@ void ds_manifest_free(ds_manifest *m)
 	free(m);
 }
 
-static int push(ds_manifest *m, json_t *obj, const ds_yaml_locs *locs, size_t doc,
-		const char *ptr)
+static int push(ds_manifest *m, json_t *obj, const ds_yaml_locs *locs, size_t doc, const char *ptr)
 {
 	ds_yaml_loc loc = {0, 0, 0, 0};
 
@@ -82,20 +81,23 @@ static int add_docs(ds_manifest *m, json_t *docs, const ds_yaml_locs *locs)
 	json_t *doc, *it;
 	int added = 0, r;
 
-	json_array_foreach(docs, d, doc) {
+	json_array_foreach(docs, d, doc)
+	{
 		if (is_list(doc)) {
 			const char *av = ds_obj_api_version(doc);
 			const char *lk = ds_obj_kind(doc);
 			char ptr[48];
 
-			json_array_foreach(json_object_get(doc, "items"), i, it) {
+			json_array_foreach(json_object_get(doc, "items"), i, it)
+			{
 				/* A typed list (PodList) may leave kind off its items. */
 				if (json_is_object(it) && !json_object_get(it, "kind") &&
 				    strcmp(lk, "List") != 0) {
 					json_object_set_new(it, "kind",
 							    json_stringn(lk, strlen(lk) - 4));
 					if (av && !json_object_get(it, "apiVersion"))
-						json_object_set_new(it, "apiVersion", json_string(av));
+						json_object_set_new(it, "apiVersion",
+								    json_string(av));
 				}
 				snprintf(ptr, sizeof(ptr), "/items/%zu", i);
 				if ((r = push(m, it, locs, d, ptr)) < 0)

@@ -11,8 +11,8 @@ struct ds_report {
 };
 
 static const char *const type_names[DS_REPORT_TYPE_MAX] = {
-	"rewrite", "split", "attach", "resource", "deviceclass", "namespace",
-	"convert", "standby", "hold",   "require",  "skip",        "error",
+    "rewrite", "split",	  "attach", "resource", "deviceclass", "namespace",
+    "convert", "standby", "hold",   "require",	"skip",	       "error",
 };
 
 const char *ds_report_type_name(enum ds_report_type type)
@@ -91,8 +91,8 @@ int ds_report_add(ds_report *rep, enum ds_report_type type, const char *object,
 	return 0;
 }
 
-int ds_report_addf(ds_report *rep, enum ds_report_type type, const char *object,
-		   const char *fmt, ...)
+int ds_report_addf(ds_report *rep, enum ds_report_type type, const char *object, const char *fmt,
+		   ...)
 {
 	char msg[512];
 	va_list ap;

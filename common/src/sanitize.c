@@ -6,18 +6,26 @@
 #include <string.h>
 
 static const char *const server_metadata[] = {
-	"uid",      "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
-	"deletionGracePeriodSeconds", "managedFields", "selfLink", "ownerReferences", NULL,
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "ownerReferences",
+    NULL,
 };
 
 /* Annotations the PV controller and schedulers write on a bound claim. */
 static const char *const pvc_bind_annotations[] = {
-	"pv.kubernetes.io/bind-completed",
-	"pv.kubernetes.io/bound-by-controller",
-	"volume.beta.kubernetes.io/storage-provisioner",
-	"volume.kubernetes.io/storage-provisioner",
-	"volume.kubernetes.io/selected-node",
-	NULL,
+    "pv.kubernetes.io/bind-completed",
+    "pv.kubernetes.io/bound-by-controller",
+    "volume.beta.kubernetes.io/storage-provisioner",
+    "volume.kubernetes.io/storage-provisioner",
+    "volume.kubernetes.io/selected-node",
+    NULL,
 };
 
 /*
@@ -26,8 +34,8 @@ static const char *const pvc_bind_annotations[] = {
  * would mislead a later `kubectl apply` there.
  */
 static const char *const source_only_annotations[] = {
-	"kubectl.kubernetes.io/last-applied-configuration",
-	NULL,
+    "kubectl.kubernetes.io/last-applied-configuration",
+    NULL,
 };
 
 static void del_keys(json_t *obj, const char *const *keys)
@@ -66,8 +74,7 @@ static void sanitize_service(json_t *spec)
 		json_object_del(spec, "clusterIP");
 		json_object_del(spec, "clusterIPs");
 	}
-	json_array_foreach(ports, i, p)
-		json_object_del(p, "nodePort");
+	json_array_foreach(ports, i, p) json_object_del(p, "nodePort");
 	json_object_del(spec, "healthCheckNodePort");
 }
 

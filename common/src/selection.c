@@ -13,22 +13,22 @@ struct kind_rule {
 
 /* Everything that is replicated; anything else is skipped and said so. */
 static const struct kind_rule replicated[] = {
-	{"", "Pod", true},
-	{"apps", "Deployment", true},
-	{"apps", "ReplicaSet", true},
-	{"apps", "StatefulSet", true},
-	{"apps", "DaemonSet", true},
-	{"batch", "Job", true},
-	{"batch", "CronJob", true},
-	{"resource.k8s.io", "ResourceClaim", true},
-	{"resource.k8s.io", "ResourceClaimTemplate", true},
-	{"resource.k8s.io", "DeviceClass", false},
-	{"", "ConfigMap", true},
-	{"", "Secret", true},
-	{"", "ServiceAccount", true},
-	{"", "Service", true},
-	{"", "PersistentVolumeClaim", true},
-	{"", "Namespace", false},
+    {"", "Pod", true},
+    {"apps", "Deployment", true},
+    {"apps", "ReplicaSet", true},
+    {"apps", "StatefulSet", true},
+    {"apps", "DaemonSet", true},
+    {"batch", "Job", true},
+    {"batch", "CronJob", true},
+    {"resource.k8s.io", "ResourceClaim", true},
+    {"resource.k8s.io", "ResourceClaimTemplate", true},
+    {"resource.k8s.io", "DeviceClass", false},
+    {"", "ConfigMap", true},
+    {"", "Secret", true},
+    {"", "ServiceAccount", true},
+    {"", "Service", true},
+    {"", "PersistentVolumeClaim", true},
+    {"", "Namespace", false},
 };
 
 bool ds_selection_namespaced(const char *kind)
@@ -45,9 +45,8 @@ static const json_t *controller_of(const json_t *obj)
 	size_t i;
 	json_t *ref;
 
-	json_array_foreach(refs, i, ref)
-		if (json_is_true(json_object_get(ref, "controller")))
-			return ref;
+	json_array_foreach(refs, i,
+			   ref) if (json_is_true(json_object_get(ref, "controller"))) return ref;
 	return NULL;
 }
 
@@ -57,7 +56,8 @@ static const json_t *owner_of_kind(const json_t *obj, const char *kind)
 	size_t i;
 	json_t *ref;
 
-	json_array_foreach(refs, i, ref) {
+	json_array_foreach(refs, i, ref)
+	{
 		const char *k = ds_json_str(ref, "kind");
 		if (k && strcmp(k, kind) == 0)
 			return ref;
@@ -77,12 +77,14 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, char *w
 		return 0;
 	}
 	for (i = 0; i < n; i++)
-		if (strcmp(replicated[i].kind, kind) == 0 && strcmp(replicated[i].group, group) == 0)
+		if (strcmp(replicated[i].kind, kind) == 0 &&
+		    strcmp(replicated[i].group, group) == 0)
 			break;
 	if (i == n) {
 		if (strcmp(kind, "ResourceSlice") == 0)
-			snprintf(why, size, "ResourceSlices describe the source's devices; the "
-					    "target's drivers publish their own");
+			snprintf(why, size,
+				 "ResourceSlices describe the source's devices; the "
+				 "target's drivers publish their own");
 		else if (strcmp(kind, "Event") == 0 || strcmp(kind, "Endpoints") == 0 ||
 			 strcmp(kind, "EndpointSlice") == 0)
 			snprintf(why, size, "%ss are made by the target cluster itself", kind);
@@ -101,15 +103,19 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, char *w
 		const char *pcn = ds_obj_annotation(obj, "resource.kubernetes.io/pod-claim-name");
 
 		if (pcn || (pod = owner_of_kind(obj, "Pod"))) {
-			snprintf(why, size, "generated from a template for a pod (%s); the target "
-					    "generates its own",
-				 pcn ? pcn : ds_json_str(pod, "name") ? ds_json_str(pod, "name") : "?");
+			snprintf(why, size,
+				 "generated from a template for a pod (%s); the target "
+				 "generates its own",
+				 pcn			    ? pcn
+				 : ds_json_str(pod, "name") ? ds_json_str(pod, "name")
+							    : "?");
 			return 0;
 		}
 	}
 	if (strcmp(kind, "DeviceClass") == 0 && !replicate_device_classes) {
-		snprintf(why, size, "DeviceClasses belong to the target's infrastructure (set "
-				    "dra.replicateDeviceClasses to copy them)");
+		snprintf(why, size,
+			 "DeviceClasses belong to the target's infrastructure (set "
+			 "dra.replicateDeviceClasses to copy them)");
 		return 0;
 	}
 	if (strcmp(kind, "ConfigMap") == 0 && name && strcmp(name, "kube-root-ca.crt") == 0) {
@@ -120,7 +126,8 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, char *w
 		const char *type = ds_json_str(obj, "type");
 
 		if (type && strcmp(type, "kubernetes.io/service-account-token") == 0) {
-			snprintf(why, size, "service-account token Secrets are issued by the target");
+			snprintf(why, size,
+				 "service-account token Secrets are issued by the target");
 			return 0;
 		}
 	}
@@ -130,8 +137,10 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, char *w
 int ds_selection_apply_rank(const json_t *obj)
 {
 	static const char *const order[] = {
-		"Namespace", "ServiceAccount", "ConfigMap", "Secret", "PersistentVolumeClaim",
-		"Service", "DeviceClass", "ResourceClaimTemplate", "ResourceClaim", NULL,
+	    "Namespace",   "ServiceAccount",	    "ConfigMap",
+	    "Secret",	   "PersistentVolumeClaim", "Service",
+	    "DeviceClass", "ResourceClaimTemplate", "ResourceClaim",
+	    NULL,
 	};
 	const char *kind = ds_obj_kind(obj);
 	int i;

@@ -35,8 +35,8 @@ static int suspend(json_t *obj, const char *what, ds_report *rep)
 	if (ds_obj_set_annotation(obj, DS_ANNOTATION_SUSPEND, was ? "true" : "false") < 0 ||
 	    json_object_set_new(spec, "suspend", json_true()) < 0)
 		return -ENOMEM;
-	ds_report_add(rep, DS_REPORT_STANDBY, what, NULL, NULL, was ? "suspend=true" : "suspend=false",
-		      "suspend=true", NULL);
+	ds_report_add(rep, DS_REPORT_STANDBY, what, NULL, NULL,
+		      was ? "suspend=true" : "suspend=false", "suspend=true", NULL);
 	return DS_STANDBY_CHANGED;
 }
 

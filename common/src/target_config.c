@@ -23,7 +23,7 @@ struct ds_target_config {
 	size_t n_nsm;
 	ds_dra_config dra;
 	const char *listen, *secret_key_file, *authorized_sources, *kubeconfig, *state_dir,
-		*metrics_listen;
+	    *metrics_listen;
 };
 
 /* Validation walk: the JSON pointer and the user-facing dotted path of the node at hand. */
@@ -77,7 +77,7 @@ static void pop(struct walk *w, struct mark m)
 
 /* Record an error at the current node (its key when at_key and it has one). */
 static int fail(struct walk *w, int at_key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(struct walk *w, int at_key, const char *fmt, ...)
 {
@@ -130,7 +130,8 @@ static int check_keys(struct walk *w, const json_t *obj, const char *const *allo
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)(uintptr_t)obj, key, v) {
+	json_object_foreach((json_t *)(uintptr_t)obj, key, v)
+	{
 		const char *best = NULL;
 		size_t best_d = 3;
 		int ok = 0;
@@ -163,26 +164,32 @@ static int check_keys(struct walk *w, const json_t *obj, const char *const *allo
 static const char *type_name(const json_t *v)
 {
 	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "a mapping";
-	case JSON_ARRAY: return "a list";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a number";
+	case JSON_OBJECT:
+		return "a mapping";
+	case JSON_ARRAY:
+		return "a list";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a number";
 	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	default: return "null";
+	case JSON_FALSE:
+		return "a boolean";
+	default:
+		return "null";
 	}
 }
 
 /* Optional member of a given type: 0 with *out NULL when absent. */
-static int member(struct walk *w, const json_t *obj, const char *key, json_type type,
-		  json_t **out)
+static int member(struct walk *w, const json_t *obj, const char *key, json_type type, json_t **out)
 {
 	json_t *v = json_object_get(obj, key);
 	static const char *const want[] = {
-		[JSON_OBJECT] = "a mapping", [JSON_ARRAY] = "a list", [JSON_STRING] = "a string",
-		[JSON_INTEGER] = "an integer", [JSON_REAL] = "a number", [JSON_TRUE] = "a boolean",
-		[JSON_FALSE] = "a boolean", [JSON_NULL] = "null",
+	    [JSON_OBJECT] = "a mapping",   [JSON_ARRAY] = "a list",  [JSON_STRING] = "a string",
+	    [JSON_INTEGER] = "an integer", [JSON_REAL] = "a number", [JSON_TRUE] = "a boolean",
+	    [JSON_FALSE] = "a boolean",	   [JSON_NULL] = "null",
 	};
 
 	*out = NULL;
@@ -226,8 +233,9 @@ static int is_all(const char *s)
 }
 
 static const char *const rule_keys[] = {
-	"objectType", "objectInstance", "container", "source", "resourceClaim",
-	"resourceClaimTemplate", "attach", "extendedResources", NULL,
+    "objectType", "objectInstance",    "container",
+    "source",	  "resourceClaim",     "resourceClaimTemplate",
+    "attach",	  "extendedResources", NULL,
 };
 
 /* A required selector of a rule: "ALL" or a name that passes `valid`. NULL out = ALL. */
@@ -250,8 +258,9 @@ static int selector(struct walk *w, const json_t *rule, const char *key, int req
 		return 0;
 	if (!valid(s)) {
 		m = push_key(w, key);
-		r = fail(w, 0, "'%s' is not a valid %s (lowercase letters, digits and '-'%s) nor ALL",
-			 s, what, valid == ds_dns_subdomain_valid ? ", '.'" : "");
+		r = fail(w, 0,
+			 "'%s' is not a valid %s (lowercase letters, digits and '-'%s) nor ALL", s,
+			 what, valid == ds_dns_subdomain_valid ? ", '.'" : "");
 		pop(w, m);
 		return r;
 	}
@@ -276,8 +285,8 @@ static bool resource_name_valid(const char *s)
 	return true;
 }
 
-static int load_rule(struct walk *w, ds_target_config *cfg, const json_t *rule,
-		     const char *list, size_t index, ds_dra_rule *out, size_t *n_ext_used)
+static int load_rule(struct walk *w, ds_target_config *cfg, const json_t *rule, const char *list,
+		     size_t index, ds_dra_rule *out, size_t *n_ext_used)
 {
 	const char *type, *claim, *tmpl;
 	json_t *ext;
@@ -285,8 +294,9 @@ static int load_rule(struct walk *w, ds_target_config *cfg, const json_t *rule,
 	int r;
 
 	if (!json_is_object(rule))
-		return fail(w, 0, "expected a mapping with objectType, objectInstance, container "
-				  "and resourceClaim or resourceClaimTemplate, found %s",
+		return fail(w, 0,
+			    "expected a mapping with objectType, objectInstance, container "
+			    "and resourceClaim or resourceClaimTemplate, found %s",
 			    type_name(rule));
 	memset(out, 0, sizeof(*out));
 	out->list = list;
@@ -300,16 +310,18 @@ static int load_rule(struct walk *w, ds_target_config *cfg, const json_t *rule,
 	if ((r = member_str(w, rule, "objectType", &type)) < 0)
 		return r;
 	if (!type)
-		return fail(w, 0, "missing 'objectType' (one of Pod, Deployment, ReplicaSet, "
-				  "StatefulSet, DaemonSet, Job, CronJob, All)");
+		return fail(w, 0,
+			    "missing 'objectType' (one of Pod, Deployment, ReplicaSet, "
+			    "StatefulSet, DaemonSet, Job, CronJob, All)");
 	if (is_all(type)) {
 		out->object_type = -1;
 	} else {
 		out->object_type = ds_workload_from_kind(type);
 		if (out->object_type < 0) {
 			struct mark m = push_key(w, "objectType");
-			r = fail(w, 0, "unknown objectType '%s' (expected one of Pod, Deployment, "
-				       "ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, All)",
+			r = fail(w, 0,
+				 "unknown objectType '%s' (expected one of Pod, Deployment, "
+				 "ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, All)",
 				 type);
 			pop(w, m);
 			return r;
@@ -319,23 +331,25 @@ static int load_rule(struct walk *w, ds_target_config *cfg, const json_t *rule,
 			  &out->instance)) < 0 ||
 	    (r = selector(w, rule, "container", 1, ds_dns_label_valid, "container name",
 			  &out->container)) < 0 ||
-	    (r = selector(w, rule, "source", 0, ds_dns_subdomain_valid, "claim, template or entry name",
-			  &out->source)) < 0)
+	    (r = selector(w, rule, "source", 0, ds_dns_subdomain_valid,
+			  "claim, template or entry name", &out->source)) < 0)
 		return r;
 	if ((r = member_str(w, rule, "resourceClaim", &claim)) < 0 ||
 	    (r = member_str(w, rule, "resourceClaimTemplate", &tmpl)) < 0)
 		return r;
 	if (claim && tmpl)
-		return fail(w, 0, "both resourceClaim and resourceClaimTemplate are set; a rule has "
-				  "exactly one target");
+		return fail(w, 0,
+			    "both resourceClaim and resourceClaimTemplate are set; a rule has "
+			    "exactly one target");
 	if (!claim && !tmpl)
 		return fail(w, 0, "no target: set resourceClaim or resourceClaimTemplate");
 	out->target_kind = claim ? DS_TARGET_CLAIM : DS_TARGET_TEMPLATE;
 	out->target = claim ? claim : tmpl;
 	if (!ds_dns_subdomain_valid(out->target)) {
 		struct mark m = push_key(w, claim ? "resourceClaim" : "resourceClaimTemplate");
-		r = fail(w, 0, "'%s' is not a valid object name (lowercase letters, digits, '-' "
-			       "and '.', at most 253)",
+		r = fail(w, 0,
+			 "'%s' is not a valid object name (lowercase letters, digits, '-' "
+			 "and '.', at most 253)",
 			 out->target);
 		pop(w, m);
 		return r;
@@ -350,13 +364,15 @@ static int load_rule(struct walk *w, ds_target_config *cfg, const json_t *rule,
 		json_t *v;
 
 		if (!out->attach) {
-			r = fail(w, 1, "extendedResources needs attach: true (only attached "
-				       "containers have their extended resources replaced)");
+			r = fail(w, 1,
+				 "extendedResources needs attach: true (only attached "
+				 "containers have their extended resources replaced)");
 			pop(w, m);
 			return r;
 		}
 		out->extended_resources = cfg->ext + *n_ext_used;
-		json_array_foreach(ext, i, v) {
+		json_array_foreach(ext, i, v)
+		{
 			struct mark mi = push_index(w, i);
 			if (!json_is_string(v) || !resource_name_valid(json_string_value(v))) {
 				r = fail(w, 0, "expected a resource name such as nvidia.com/gpu");
@@ -386,9 +402,11 @@ static int check_conflicts(struct walk *w, const ds_target_config *cfg)
 		for (size_t j = i + 1; j < cfg->n_rules; j++) {
 			const ds_dra_rule *a = &cfg->rules[i], *b = &cfg->rules[j];
 
-			if (a->object_type != b->object_type || !same_opt(a->instance, b->instance) ||
-			    !same_opt(a->container, b->container) || !same_opt(a->source, b->source) ||
-			    a->target_kind != b->target_kind || strcmp(a->target, b->target) == 0)
+			if (a->object_type != b->object_type ||
+			    !same_opt(a->instance, b->instance) ||
+			    !same_opt(a->container, b->container) ||
+			    !same_opt(a->source, b->source) || a->target_kind != b->target_kind ||
+			    strcmp(a->target, b->target) == 0)
 				continue;
 			w->ptr[0] = '\0';
 			w->path[0] = '\0';
@@ -406,10 +424,11 @@ static int check_conflicts(struct walk *w, const ds_target_config *cfg)
 static int load_dra(struct walk *w, ds_target_config *cfg, const json_t *dra)
 {
 	static const char *const keys[] = {
-		"resourceClaimMappings", "resourceClaimTemplateMappings", "deviceClassMappings",
-		"requireTargetObjects", "replicateDeviceClasses", NULL,
+	    "resourceClaimMappings", "resourceClaimTemplateMappings", "deviceClassMappings",
+	    "requireTargetObjects",  "replicateDeviceClasses",	      NULL,
 	};
-	static const char *const lists[] = {"resourceClaimMappings", "resourceClaimTemplateMappings"};
+	static const char *const lists[] = {"resourceClaimMappings",
+					    "resourceClaimTemplateMappings"};
 	json_t *arr[2], *dcm;
 	size_t n = 0, n_ext = 0, i;
 	struct mark m;
@@ -423,7 +442,8 @@ static int load_dra(struct walk *w, ds_target_config *cfg, const json_t *dra)
 			return r;
 		if (arr[l]) {
 			n += json_array_size(arr[l]);
-			json_array_foreach(arr[l], i, v) {
+			json_array_foreach(arr[l], i, v)
+			{
 				json_t *e = json_object_get(v, "extendedResources");
 				n_ext += json_is_array(e) ? json_array_size(e) + 1 : 0;
 			}
@@ -438,7 +458,8 @@ static int load_dra(struct walk *w, ds_target_config *cfg, const json_t *dra)
 		if (!arr[l])
 			continue;
 		m = push_key(w, lists[l]);
-		json_array_foreach(arr[l], i, v) {
+		json_array_foreach(arr[l], i, v)
+		{
 			struct mark mi = push_index(w, i);
 			r = load_rule(w, cfg, v, lists[l], i, &cfg->rules[cfg->n_rules], &n_ext);
 			if (r < 0)
@@ -458,7 +479,8 @@ static int load_dra(struct walk *w, ds_target_config *cfg, const json_t *dra)
 		if (!cfg->dcm)
 			return -ENOMEM;
 		m = push_key(w, "deviceClassMappings");
-		json_array_foreach(dcm, i, v) {
+		json_array_foreach(dcm, i, v)
+		{
 			struct mark mi = push_index(w, i);
 			const char *from, *to;
 
@@ -473,7 +495,8 @@ static int load_dra(struct walk *w, ds_target_config *cfg, const json_t *dra)
 				return fail(w, 0, "missing '%s' (a DeviceClass name)",
 					    from ? "to" : "from");
 			if (!ds_dns_subdomain_valid(from) || !ds_dns_subdomain_valid(to)) {
-				struct mark mk = push_key(w, ds_dns_subdomain_valid(from) ? "to" : "from");
+				struct mark mk =
+				    push_key(w, ds_dns_subdomain_valid(from) ? "to" : "from");
 				r = fail(w, 0, "'%s' is not a valid DeviceClass name",
 					 ds_dns_subdomain_valid(from) ? to : from);
 				pop(w, mk);
@@ -482,8 +505,9 @@ static int load_dra(struct walk *w, ds_target_config *cfg, const json_t *dra)
 			for (size_t k = 0; k < cfg->n_dcm; k++) {
 				if (strcmp(cfg->dcm[k].from, from) == 0 &&
 				    strcmp(cfg->dcm[k].to, to) != 0)
-					return fail(w, 0, "DeviceClass '%s' is already mapped to '%s' "
-							  "by deviceClassMappings[%zu]",
+					return fail(w, 0,
+						    "DeviceClass '%s' is already mapped to '%s' "
+						    "by deviceClassMappings[%zu]",
 						    from, cfg->dcm[k].to, k);
 			}
 			cfg->dcm[cfg->n_dcm].from = from;
@@ -509,7 +533,8 @@ static int load_namespaces(struct walk *w, ds_target_config *cfg, const json_t *
 	cfg->nsm = calloc(json_object_size(map) + 1, sizeof(*cfg->nsm));
 	if (!cfg->nsm)
 		return -ENOMEM;
-	json_object_foreach((json_t *)(uintptr_t)map, key, v) {
+	json_object_foreach((json_t *)(uintptr_t)map, key, v)
+	{
 		struct mark m = push_key(w, key);
 		int r;
 
@@ -553,8 +578,8 @@ static int load_section_str(struct walk *w, const json_t *obj, const char *secti
 static int load_root(struct walk *w, ds_target_config *cfg, const json_t *root)
 {
 	static const char *const keys[] = {
-		"apiVersion", "kind", "listen", "keys", "kubeconfig", "stateDir", "mode",
-		"namespaceMappings", "dra", "metrics", NULL,
+	    "apiVersion",	 "kind", "listen",  "keys", "kubeconfig", "stateDir", "mode",
+	    "namespaceMappings", "dra",	 "metrics", NULL,
 	};
 	static const char *const key_keys[] = {"secretKeyFile", "authorizedSources", NULL};
 	static const char *const metric_keys[] = {"listen", NULL};
@@ -573,7 +598,8 @@ static int load_root(struct walk *w, ds_target_config *cfg, const json_t *root)
 		return r;
 	if (api && strcmp(api, CONFIG_API_VERSION) != 0) {
 		struct mark m = push_key(w, "apiVersion");
-		r = fail(w, 0, "unsupported apiVersion '%s' (expected %s)", api, CONFIG_API_VERSION);
+		r = fail(w, 0, "unsupported apiVersion '%s' (expected %s)", api,
+			 CONFIG_API_VERSION);
 		pop(w, m);
 		return r;
 	}
@@ -630,8 +656,8 @@ static void finish(ds_target_config *cfg)
 	cfg->dra.n_device_classes = cfg->n_dcm;
 }
 
-static int from_docs(ds_target_config **out, json_t *docs, ds_yaml_locs *locs,
-		     const char *filename, ds_err *err)
+static int from_docs(ds_target_config **out, json_t *docs, ds_yaml_locs *locs, const char *filename,
+		     ds_err *err)
 {
 	ds_target_config *cfg = calloc(1, sizeof(*cfg));
 	struct walk w = {.locs = locs, .file = filename, .err = err};
@@ -645,8 +671,8 @@ static int from_docs(ds_target_config **out, json_t *docs, ds_yaml_locs *locs,
 	if (json_array_size(docs) != 1) {
 		ds_err_setloc(err, filename, 0, 0,
 			      json_array_size(docs) == 0
-				      ? "the file is empty; expected a TargetConfig document"
-				      : "expected one TargetConfig document, found %zu",
+				  ? "the file is empty; expected a TargetConfig document"
+				  : "expected one TargetConfig document, found %zu",
 			      json_array_size(docs));
 		r = -EINVAL;
 		goto out;
@@ -742,12 +768,30 @@ const ds_namespace_mapping *ds_target_config_namespaces(const ds_target_config *
 	return cfg->nsm;
 }
 
-const char *ds_target_config_listen(const ds_target_config *cfg) { return cfg->listen; }
-const char *ds_target_config_secret_key_file(const ds_target_config *cfg) { return cfg->secret_key_file; }
-const char *ds_target_config_authorized_sources(const ds_target_config *cfg) { return cfg->authorized_sources; }
-const char *ds_target_config_kubeconfig(const ds_target_config *cfg) { return cfg->kubeconfig; }
-const char *ds_target_config_state_dir(const ds_target_config *cfg) { return cfg->state_dir; }
-const char *ds_target_config_metrics_listen(const ds_target_config *cfg) { return cfg->metrics_listen; }
+const char *ds_target_config_listen(const ds_target_config *cfg)
+{
+	return cfg->listen;
+}
+const char *ds_target_config_secret_key_file(const ds_target_config *cfg)
+{
+	return cfg->secret_key_file;
+}
+const char *ds_target_config_authorized_sources(const ds_target_config *cfg)
+{
+	return cfg->authorized_sources;
+}
+const char *ds_target_config_kubeconfig(const ds_target_config *cfg)
+{
+	return cfg->kubeconfig;
+}
+const char *ds_target_config_state_dir(const ds_target_config *cfg)
+{
+	return cfg->state_dir;
+}
+const char *ds_target_config_metrics_listen(const ds_target_config *cfg)
+{
+	return cfg->metrics_listen;
+}
 
 const char *ds_mode_name(enum ds_mode mode)
 {

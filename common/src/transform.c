@@ -14,12 +14,11 @@
 static int error(ds_report *rep, const char *what, const char *msg)
 {
 	return ds_report_add(rep, DS_REPORT_ERROR, what, NULL, NULL, NULL, NULL, msg) < 0
-		       ? -ENOMEM
-		       : DS_TRANSFORM_ERROR;
+		   ? -ENOMEM
+		   : DS_TRANSFORM_ERROR;
 }
 
-static int map_namespace(const ds_transform_opts *o, json_t *obj, const char *what,
-			 ds_report *rep)
+static int map_namespace(const ds_transform_opts *o, json_t *obj, const char *what, ds_report *rep)
 {
 	const char *kind = ds_obj_kind(obj);
 	json_t *meta = json_object_get(obj, "metadata");
@@ -98,7 +97,8 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 	    (o->source_cluster &&
 	     ds_obj_set_annotation(obj, DS_ANNOTATION_SOURCE_CLUSTER, o->source_cluster) < 0) ||
 	    ((o->source_uid || uid) &&
-	     ds_obj_set_annotation(obj, DS_ANNOTATION_SOURCE_UID, o->source_uid ? o->source_uid : uid) < 0)) {
+	     ds_obj_set_annotation(obj, DS_ANNOTATION_SOURCE_UID,
+				   o->source_uid ? o->source_uid : uid) < 0)) {
 		r = -ENOMEM;
 		goto out;
 	}

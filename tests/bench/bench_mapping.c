@@ -20,30 +20,35 @@
 #include <time.h>
 
 static const char *const config_text =
-	"kind: TargetConfig\nmode: migrate\nnamespaceMappings: {ml: ml-dr}\n"
-	"dra:\n"
-	"  resourceClaimMappings:\n"
-	"  - {objectType: Pod, objectInstance: pod-7, container: trainer, resourceClaim: dr-claim-a}\n"
-	"  - {objectType: Deployment, objectInstance: ALL, container: sidecar, resourceClaim: dr-shared}\n"
-	"  - {objectType: All, objectInstance: ALL, container: ALL, source: legacy-claim, resourceClaim: dr-claim-b}\n"
-	"  - {objectType: StatefulSet, objectInstance: ALL, container: ALL, resourceClaim: dr-sts}\n"
-	"  resourceClaimTemplateMappings:\n"
-	"  - {objectType: All, objectInstance: ALL, container: ALL, resourceClaimTemplate: dr-template}\n"
-	"  - {objectType: Job, objectInstance: ALL, container: ALL, source: gpu, resourceClaimTemplate: dr-batch}\n"
-	"  - {objectType: CronJob, objectInstance: ALL, container: init, resourceClaimTemplate: dr-init}\n"
-	"  deviceClassMappings:\n"
-	"  - {from: gpu.nvidia.com, to: gpu.example.com}\n"
-	"  - {from: mig.nvidia.com, to: mig.example.com}\n";
+    "kind: TargetConfig\nmode: migrate\nnamespaceMappings: {ml: ml-dr}\n"
+    "dra:\n"
+    "  resourceClaimMappings:\n"
+    "  - {objectType: Pod, objectInstance: pod-7, container: trainer, resourceClaim: dr-claim-a}\n"
+    "  - {objectType: Deployment, objectInstance: ALL, container: sidecar, resourceClaim: "
+    "dr-shared}\n"
+    "  - {objectType: All, objectInstance: ALL, container: ALL, source: legacy-claim, "
+    "resourceClaim: dr-claim-b}\n"
+    "  - {objectType: StatefulSet, objectInstance: ALL, container: ALL, resourceClaim: dr-sts}\n"
+    "  resourceClaimTemplateMappings:\n"
+    "  - {objectType: All, objectInstance: ALL, container: ALL, resourceClaimTemplate: "
+    "dr-template}\n"
+    "  - {objectType: Job, objectInstance: ALL, container: ALL, source: gpu, "
+    "resourceClaimTemplate: dr-batch}\n"
+    "  - {objectType: CronJob, objectInstance: ALL, container: init, resourceClaimTemplate: "
+    "dr-init}\n"
+    "  deviceClassMappings:\n"
+    "  - {from: gpu.nvidia.com, to: gpu.example.com}\n"
+    "  - {from: mig.nvidia.com, to: mig.example.com}\n";
 
 static const char *const kinds[][3] = {
-	/* kind, apiVersion, where the pod spec sits */
-	{"Pod", "v1", ""},
-	{"Deployment", "apps/v1", "template"},
-	{"StatefulSet", "apps/v1", "template"},
-	{"DaemonSet", "apps/v1", "template"},
-	{"ReplicaSet", "apps/v1", "template"},
-	{"Job", "batch/v1", "template"},
-	{"CronJob", "batch/v1", "cron"},
+    /* kind, apiVersion, where the pod spec sits */
+    {"Pod", "v1", ""},
+    {"Deployment", "apps/v1", "template"},
+    {"StatefulSet", "apps/v1", "template"},
+    {"DaemonSet", "apps/v1", "template"},
+    {"ReplicaSet", "apps/v1", "template"},
+    {"Job", "batch/v1", "template"},
+    {"CronJob", "batch/v1", "cron"},
 };
 
 static void append(char **buf, size_t *len, size_t *cap, const char *s)
@@ -64,7 +69,8 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s)
 static void pod_spec(char *out, size_t size, const char *in, int i)
 {
 	const char *field = i % 3 == 0 ? "resourceClaimName" : "resourceClaimTemplateName";
-	const char *target = i % 3 == 0 ? (i % 2 ? "legacy-claim" : "shared-claim") : "gpu-template";
+	const char *target =
+	    i % 3 == 0 ? (i % 2 ? "legacy-claim" : "shared-claim") : "gpu-template";
 
 	snprintf(out, size,
 		 "%sinitContainers:\n"
@@ -81,8 +87,8 @@ static void pod_spec(char *out, size_t size, const char *in, int i)
 		 "%sresourceClaims:\n"
 		 "%s- name: gpu\n%s  %s: %s\n"
 		 "%snodeSelector: {gpu: \"true\"}\n",
-		 in, in, in, in, in, in, in, i % 10, in, i % 50, in, in, i % 8, in, in, in, in, in, in,
-		 in, in, in, in, in, in, field, target, in);
+		 in, in, in, in, in, in, in, i % 10, in, i % 50, in, in, i % 8, in, in, in, in, in,
+		 in, in, in, in, in, in, in, field, target, in);
 }
 
 static char *generate(int workloads, int dra, size_t *len_out)
@@ -96,49 +102,59 @@ static char *generate(int workloads, int dra, size_t *len_out)
 		if (strcmp(k[2], "") == 0) {
 			pod_spec(spec, sizeof(spec), "  ", i);
 			snprintf(obj, sizeof(obj),
-				 "---\napiVersion: %s\nkind: %s\nmetadata:\n  name: pod-%d\n  namespace: ml\n"
+				 "---\napiVersion: %s\nkind: %s\nmetadata:\n  name: pod-%d\n  "
+				 "namespace: ml\n"
 				 "  uid: 6f1c%08d\n  resourceVersion: \"%d\"\n"
 				 "  labels: {app: trainer, shard: \"%d\"}\n"
 				 "spec:\n%s  nodeName: node-%d\nstatus: {phase: Running}\n",
 				 k[1], k[0], i, i, 1000 + i, i % 16, spec, i % 32);
 		} else if (strcmp(k[2], "template") == 0) {
 			pod_spec(spec, sizeof(spec), "      ", i);
-			snprintf(obj, sizeof(obj),
-				 "---\napiVersion: %s\nkind: %s\nmetadata:\n  name: w-%d\n  namespace: ml\n"
-				 "  uid: 6f1c%08d\n  generation: 4\n  labels: {app: trainer}\n"
-				 "spec:\n  replicas: %d\n  selector: {matchLabels: {app: trainer}}\n"
-				 "  template:\n    metadata: {labels: {app: trainer}}\n    spec:\n%s"
-				 "status: {readyReplicas: 2}\n",
-				 k[1], k[0], i, i, 1 + i % 5, spec);
+			snprintf(
+			    obj, sizeof(obj),
+			    "---\napiVersion: %s\nkind: %s\nmetadata:\n  name: w-%d\n  namespace: "
+			    "ml\n"
+			    "  uid: 6f1c%08d\n  generation: 4\n  labels: {app: trainer}\n"
+			    "spec:\n  replicas: %d\n  selector: {matchLabels: {app: trainer}}\n"
+			    "  template:\n    metadata: {labels: {app: trainer}}\n    spec:\n%s"
+			    "status: {readyReplicas: 2}\n",
+			    k[1], k[0], i, i, 1 + i % 5, spec);
 		} else {
 			pod_spec(spec, sizeof(spec), "          ", i);
-			snprintf(obj, sizeof(obj),
-				 "---\napiVersion: %s\nkind: %s\nmetadata:\n  name: nightly-%d\n"
-				 "  namespace: ml\nspec:\n  schedule: \"0 3 * * *\"\n  jobTemplate:\n"
-				 "    spec:\n      template:\n        spec:\n%s",
-				 k[1], k[0], i, spec);
+			snprintf(
+			    obj, sizeof(obj),
+			    "---\napiVersion: %s\nkind: %s\nmetadata:\n  name: nightly-%d\n"
+			    "  namespace: ml\nspec:\n  schedule: \"0 3 * * *\"\n  jobTemplate:\n"
+			    "    spec:\n      template:\n        spec:\n%s",
+			    k[1], k[0], i, spec);
 		}
 		append(&buf, &len, &cap, obj);
 	}
 	for (int i = 0; i < dra; i++) {
 		if (i % 2)
-			snprintf(obj, sizeof(obj),
-				 "---\napiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\n"
-				 "metadata: {name: gpu-template-%d, namespace: ml}\nspec:\n  spec:\n"
-				 "    devices:\n      requests:\n      - name: gpu\n"
-				 "        deviceClassName: gpu.nvidia.com\n        allocationMode: ExactCount\n"
-				 "        count: %d\n        selectors:\n        - cel: {expression: "
-				 "\"device.attributes['gpu.nvidia.com'].memory.isGreaterThan(quantity('40Gi'))\"}\n",
-				 i, 1 + i % 4);
+			snprintf(
+			    obj, sizeof(obj),
+			    "---\napiVersion: resource.k8s.io/v1beta1\nkind: "
+			    "ResourceClaimTemplate\n"
+			    "metadata: {name: gpu-template-%d, namespace: ml}\nspec:\n  spec:\n"
+			    "    devices:\n      requests:\n      - name: gpu\n"
+			    "        deviceClassName: gpu.nvidia.com\n        allocationMode: "
+			    "ExactCount\n"
+			    "        count: %d\n        selectors:\n        - cel: {expression: "
+			    "\"device.attributes['gpu.nvidia.com'].memory.isGreaterThan(quantity('"
+			    "40Gi'))\"}\n",
+			    i, 1 + i % 4);
 		else
 			snprintf(obj, sizeof(obj),
 				 "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
 				 "metadata: {name: claim-%d, namespace: ml, finalizers: "
 				 "[resource.kubernetes.io/delete-protection]}\n"
-				 "spec:\n  devices:\n    requests:\n    - name: gpu\n      firstAvailable:\n"
+				 "spec:\n  devices:\n    requests:\n    - name: gpu\n      "
+				 "firstAvailable:\n"
 				 "      - {name: big, deviceClassName: gpu.nvidia.com}\n"
 				 "      - {name: slice, deviceClassName: mig.nvidia.com}\n"
-				 "status:\n  allocation: {devices: {results: [{request: gpu/big, driver: "
+				 "status:\n  allocation: {devices: {results: [{request: gpu/big, "
+				 "driver: "
 				 "gpu.nvidia.com, pool: n1, device: gpu-%d}]}}\n",
 				 i, i % 8);
 		append(&buf, &len, &cap, obj);
@@ -172,7 +188,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	text = generate(workloads, dra, &len);
-	if (ds_target_config_parse(&cfg, config_text, strlen(config_text), "bench.yaml", &err) < 0 ||
+	if (ds_target_config_parse(&cfg, config_text, strlen(config_text), "bench.yaml", &err) <
+		0 ||
 	    ds_report_new(&rep) < 0) {
 		fprintf(stderr, "bench: setup failed: %s\n", err.msg);
 		return 1;
@@ -188,7 +205,8 @@ int main(int argc, char **argv)
 	char **payloads = calloc(n_docs, sizeof(*payloads));
 	size_t *plens = calloc(n_docs, sizeof(*plens)), json_bytes = 0, json_out = 0, json_ok = 0;
 	for (size_t i = 0; i < n_docs; i++) {
-		payloads[i] = json_dumps(json_array_get(docs, i), JSON_COMPACT | JSON_PRESERVE_ORDER);
+		payloads[i] =
+		    json_dumps(json_array_get(docs, i), JSON_COMPACT | JSON_PRESERVE_ORDER);
 		plens[i] = strlen(payloads[i]);
 		json_bytes += plens[i];
 	}
@@ -213,7 +231,9 @@ int main(int argc, char **argv)
 		json_decref(obj);
 	}
 	double j1 = now(CLOCK_MONOTONIC), jc1 = now(CLOCK_PROCESS_CPUTIME_ID);
-	fprintf(stderr, "bench: importer path (JSON payloads): %.3fs wall, %.3fs cpu, %.1f MB in, %.1f MB out\n",
+	fprintf(stderr,
+		"bench: importer path (JSON payloads): %.3fs wall, %.3fs cpu, %.1f MB in, %.1f MB "
+		"out\n",
 		j1 - j0, jc1 - jc0, (double)json_bytes / 1e6, (double)json_out / 1e6);
 	for (size_t i = 0; i < n_docs; i++)
 		free(payloads[i]);
@@ -253,13 +273,15 @@ int main(int argc, char **argv)
 	t3 = now(CLOCK_MONOTONIC);
 	c1 = now(CLOCK_PROCESS_CPUTIME_ID);
 	fprintf(stderr,
-		"bench: plan path (YAML stream): parse %.3fs, select+sanitize+map+convert %.3fs, serialize %.3fs; "
+		"bench: plan path (YAML stream): parse %.3fs, select+sanitize+map+convert %.3fs, "
+		"serialize %.3fs; "
 		"total %.3fs wall, %.3fs cpu\n",
 		t1 - t0, t2 - t1, t3 - t2, t3 - t0, c1 - c0);
 	fprintf(stderr,
 		"bench: %zu applied, %zu not, %zu report entries (%zu rewrites, %zu splits), "
 		"%.1f MB out\n",
-		n_apply, n_other, ds_report_count(rep), ds_report_count_type(rep, DS_REPORT_REWRITE),
+		n_apply, n_other, ds_report_count(rep),
+		ds_report_count_type(rep, DS_REPORT_REWRITE),
 		ds_report_count_type(rep, DS_REPORT_SPLIT), (double)out_bytes / 1e6);
 	if (n_apply != (size_t)(workloads + dra)) {
 		fprintf(stderr, "bench: expected every object to be applied\n");

@@ -43,7 +43,8 @@ static char *plan_folder(const char *const *files, const char *api, const char *
 	size_t n = 0;
 	struct tu_run r;
 
-	o += (size_t)snprintf(cfg + o, sizeof(cfg) - o, "kind: TargetConfig\nmode: migrate\nnamespaceMappings:\n");
+	o += (size_t)snprintf(cfg + o, sizeof(cfg) - o,
+			      "kind: TargetConfig\nmode: migrate\nnamespaceMappings:\n");
 	for (const char *const *ns = namespaces; *ns; ns++)
 		o += (size_t)snprintf(cfg + o, sizeof(cfg) - o, "  %s: plan-%s\n", *ns, *ns);
 	if (asprintf(&cfg_path, "%s/target-%s.yaml", tmpdir, strrchr(api, '/') + 1) < 0 ||
@@ -77,7 +78,8 @@ static void apply(const char *kubeconfig, const char *path)
 	struct tu_run r;
 
 	kubectl(&r, kubeconfig,
-		(const char *[]){"apply", "--server-side", "--field-manager=drasync", "-f", path, NULL});
+		(const char *[]){"apply", "--server-side", "--field-manager=drasync", "-f", path,
+				 NULL});
 	if (r.status != 0)
 		fail_msg("the API server refused the plan:\n%s\n%s", r.out, r.err);
 	tu_run_dispose(&r);
@@ -88,11 +90,13 @@ static void wait_running(const char *kubeconfig, const char *ns)
 	struct tu_run r;
 
 	kubectl(&r, kubeconfig,
-		(const char *[]){"wait", "-n", ns, "--for=jsonpath={.status.phase}=Running", "pod", "--all",
-				 "--timeout=120s", NULL});
+		(const char *[]){"wait", "-n", ns, "--for=jsonpath={.status.phase}=Running", "pod",
+				 "--all", "--timeout=120s", NULL});
 	if (r.status != 0) {
 		struct tu_run d;
-		kubectl(&d, kubeconfig, (const char *[]){"get", "pods,resourceclaims", "-n", ns, "-o", "wide", NULL});
+		kubectl(
+		    &d, kubeconfig,
+		    (const char *[]){"get", "pods,resourceclaims", "-n", ns, "-o", "wide", NULL});
 		fail_msg("pods of %s not Running:\n%s\n%s\n%s", ns, r.err, d.out, d.err);
 	}
 	tu_run_dispose(&r);
@@ -106,16 +110,21 @@ static void claims_allocated(const char *kubeconfig, const char *ns, size_t want
 	json_error_t je;
 	size_t i;
 
-	kubectl(&r, kubeconfig, (const char *[]){"get", "resourceclaims", "-n", ns, "-o", "json", NULL});
+	kubectl(&r, kubeconfig,
+		(const char *[]){"get", "resourceclaims", "-n", ns, "-o", "json", NULL});
 	assert_int_equal(r.status, 0);
 	list = json_loads(r.out, 0, &je);
 	assert_non_null(list);
 	items = json_object_get(list, "items");
 	assert_int_equal(json_array_size(items), want);
-	json_array_foreach(items, i, c) {
-		json_t *res = json_object_get(json_object_get(json_object_get(json_object_get(c, "status"),
-							"allocation"), "devices"), "results");
-		const char *driver = json_string_value(json_object_get(json_array_get(res, 0), "driver"));
+	json_array_foreach(items, i, c)
+	{
+		json_t *res = json_object_get(
+		    json_object_get(json_object_get(json_object_get(c, "status"), "allocation"),
+				    "devices"),
+		    "results");
+		const char *driver =
+		    json_string_value(json_object_get(json_array_get(res, 0), "driver"));
 
 		if (!driver || strcmp(driver, "gpu.example.com") != 0)
 			fail_msg("claim %zu of %s is not allocated:\n%s", i, ns, r.out);
@@ -131,8 +140,9 @@ static void delete_namespaces(const char *kubeconfig, const char *const *namespa
 		struct tu_run r;
 
 		snprintf(name, sizeof(name), "namespace/plan-%s", *ns);
-		kubectl(&r, kubeconfig, (const char *[]){"delete", name, "--ignore-not-found", "--wait=true",
-							 "--timeout=120s", NULL});
+		kubectl(&r, kubeconfig,
+			(const char *[]){"delete", name, "--ignore-not-found", "--wait=true",
+					 "--timeout=120s", NULL});
 		tu_run_dispose(&r);
 	}
 }
@@ -141,10 +151,14 @@ static void delete_namespaces(const char *kubeconfig, const char *const *namespa
 static void test_plan_apply__v1beta1_fixtures_run_on_a_v1_cluster(void **state)
 {
 	static const char *const files[] = {
-		"dra-example-driver/v1beta1/gpu-test1.yaml", "dra-example-driver/v1beta1/gpu-test2.yaml",
-		"dra-example-driver/v1beta1/gpu-test3.yaml", "dra-example-driver/v1beta1/gpu-test4.yaml", NULL,
+	    "dra-example-driver/v1beta1/gpu-test1.yaml",
+	    "dra-example-driver/v1beta1/gpu-test2.yaml",
+	    "dra-example-driver/v1beta1/gpu-test3.yaml",
+	    "dra-example-driver/v1beta1/gpu-test4.yaml",
+	    NULL,
 	};
-	static const char *const namespaces[] = {"gpu-test1", "gpu-test2", "gpu-test3", "gpu-test4", NULL};
+	static const char *const namespaces[] = {"gpu-test1", "gpu-test2", "gpu-test3", "gpu-test4",
+						 NULL};
 	/* claims: test1 two generated, test2 one, test3 one, test4 the shared one */
 	static const size_t claims[] = {2, 1, 1, 1};
 	const char *kc = tu_env("DS_KUBECONFIG_V1");
@@ -169,25 +183,34 @@ static void test_plan_apply__v1beta1_fixtures_run_on_a_v1_cluster(void **state)
 static void test_plan_apply__v1_fixtures_on_a_v1beta1_cluster(void **state)
 {
 	static const char *const run_files[] = {
-		"dra-example-driver/v1/basic-resourceclaimtemplate.yaml",
-		"dra-example-driver/v1/basic-shared-claim-across-pods.yaml",
-		"dra-example-driver/v1/initcontainer-shared-gpu.yaml", NULL,
+	    "dra-example-driver/v1/basic-resourceclaimtemplate.yaml",
+	    "dra-example-driver/v1/basic-shared-claim-across-pods.yaml",
+	    "dra-example-driver/v1/initcontainer-shared-gpu.yaml",
+	    NULL,
 	};
 	static const char *const run_namespaces[] = {
-		"basic-resourceclaimtemplate", "basic-shared-claim-across-pods", "initcontainer-shared-gpu", NULL,
+	    "basic-resourceclaimtemplate",
+	    "basic-shared-claim-across-pods",
+	    "initcontainer-shared-gpu",
+	    NULL,
 	};
 	static const size_t claims[] = {2, 1, 1};
 	/* The rest only has to be accepted: some need features a 1.33 scheduler lacks. */
 	static const char *const accept_files[] = {
-		"dra-example-driver/v1/basic-multiple-requests.yaml",
-		"dra-example-driver/v1/basic-resourceclaim-opaque-config.yaml",
-		"dra-example-driver/v1/basic-shared-claim-across-containers.yaml",
-		"dra-example-driver/v1/cel-selector.yaml",
-		"dra-example-driver/v1/prioritized-alternatives.yaml", NULL,
+	    "dra-example-driver/v1/basic-multiple-requests.yaml",
+	    "dra-example-driver/v1/basic-resourceclaim-opaque-config.yaml",
+	    "dra-example-driver/v1/basic-shared-claim-across-containers.yaml",
+	    "dra-example-driver/v1/cel-selector.yaml",
+	    "dra-example-driver/v1/prioritized-alternatives.yaml",
+	    NULL,
 	};
 	static const char *const accept_namespaces[] = {
-		"basic-multiple-requests", "basic-resourceclaim-opaque-config",
-		"basic-shared-claim-across-containers", "cel-selector", "prioritized-alternatives", NULL,
+	    "basic-multiple-requests",
+	    "basic-resourceclaim-opaque-config",
+	    "basic-shared-claim-across-containers",
+	    "cel-selector",
+	    "prioritized-alternatives",
+	    NULL,
 	};
 	const char *kc = tu_env("DS_KUBECONFIG_V1BETA1");
 	char *out;
@@ -229,8 +252,8 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_plan_apply__v1beta1_fixtures_run_on_a_v1_cluster),
-		cmocka_unit_test(test_plan_apply__v1_fixtures_on_a_v1beta1_cluster),
+	    cmocka_unit_test(test_plan_apply__v1beta1_fixtures_run_on_a_v1_cluster),
+	    cmocka_unit_test(test_plan_apply__v1_fixtures_on_a_v1beta1_cluster),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

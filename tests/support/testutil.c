@@ -114,7 +114,12 @@ void tu_run(struct tu_run *r, const char *input, const char *const argv[])
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		dup2(err[1], 2);
-		close(in[0]); close(in[1]); close(out[0]); close(out[1]); close(err[0]); close(err[1]);
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		close(err[0]);
+		close(err[1]);
 		execv(argv[0], (char *const *)(uintptr_t)argv);
 		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -142,17 +147,26 @@ void tu_run(struct tu_run *r, const char *input, const char *const argv[])
 			fail_msg("poll: %s", strerror(errno));
 		if (out[0] >= 0 && (p[0].revents & (POLLIN | POLLHUP))) {
 			ssize_t k = read(out[0], buf, sizeof(buf));
-			if (k <= 0) { close(out[0]); out[0] = -1; }
-			else append(&r->out, &olen, &ocap, buf, (size_t)k);
+			if (k <= 0) {
+				close(out[0]);
+				out[0] = -1;
+			} else
+				append(&r->out, &olen, &ocap, buf, (size_t)k);
 		}
 		if (err[0] >= 0 && (p[1].revents & (POLLIN | POLLHUP))) {
 			ssize_t k = read(err[0], buf, sizeof(buf));
-			if (k <= 0) { close(err[0]); err[0] = -1; }
-			else append(&r->err, &elen, &ecap, buf, (size_t)k);
+			if (k <= 0) {
+				close(err[0]);
+				err[0] = -1;
+			} else
+				append(&r->err, &elen, &ecap, buf, (size_t)k);
 		}
 		if (in[1] >= 0 && (p[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
 			ssize_t k = write(in[1], input + ioff, ilen - ioff);
-			if (k <= 0 || (ioff += (size_t)k) >= ilen) { close(in[1]); in[1] = -1; }
+			if (k <= 0 || (ioff += (size_t)k) >= ilen) {
+				close(in[1]);
+				in[1] = -1;
+			}
 		}
 	}
 	if (in[1] >= 0)

@@ -17,7 +17,8 @@
 #include <string.h>
 
 /* Every DRA object of every fixture file in a folder, through `via` and back. */
-static size_t round_trip_folder(const char *folder, enum ds_dra_version home, enum ds_dra_version via)
+static size_t round_trip_folder(const char *folder, enum ds_dra_version home,
+				enum ds_dra_version via)
 {
 	char dir[1024];
 	DIR *d;
@@ -37,7 +38,8 @@ static size_t round_trip_folder(const char *folder, enum ds_dra_version home, en
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		docs = dt_load_file(path);
-		json_array_foreach(docs, i, o) {
+		json_array_foreach(docs, i, o)
+		{
 			json_t *orig;
 			ds_err err;
 
@@ -51,7 +53,8 @@ static size_t round_trip_folder(const char *folder, enum ds_dra_version home, en
 			assert_false(json_equal(o, orig));
 			assert_int_equal(ds_dra_convert(o, home, &err), 1);
 			if (!json_equal(o, orig)) {
-				char *a = json_dumps(orig, JSON_SORT_KEYS), *b = json_dumps(o, JSON_SORT_KEYS);
+				char *a = json_dumps(orig, JSON_SORT_KEYS),
+				     *b = json_dumps(o, JSON_SORT_KEYS);
 				fail_msg("%s: round trip differs:\n%s\n%s", de->d_name, a, b);
 			}
 			json_decref(orig);
@@ -66,8 +69,10 @@ static size_t round_trip_folder(const char *folder, enum ds_dra_version home, en
 static void test_dra_convert__v1beta1_fixtures_round_trip_through_v1_and_v1beta2(void **state)
 {
 	(void)state;
-	assert_true(round_trip_folder("dra-example-driver/v1beta1", DS_DRA_V1BETA1, DS_DRA_V1) >= 4);
-	assert_true(round_trip_folder("dra-example-driver/v1beta1", DS_DRA_V1BETA1, DS_DRA_V1BETA2) >= 4);
+	assert_true(round_trip_folder("dra-example-driver/v1beta1", DS_DRA_V1BETA1, DS_DRA_V1) >=
+		    4);
+	assert_true(
+	    round_trip_folder("dra-example-driver/v1beta1", DS_DRA_V1BETA1, DS_DRA_V1BETA2) >= 4);
 }
 
 static void test_dra_convert__v1_fixtures_round_trip_through_v1beta1(void **state)
@@ -97,7 +102,8 @@ static void test_dra_convert__flat_request_moves_under_exactly(void **state)
 
 static void test_dra_convert__first_available_keeps_its_shape(void **state)
 {
-	json_t *docs = dt_load_file(tu_fixture("dra-example-driver/v1/prioritized-alternatives.yaml"));
+	json_t *docs =
+	    dt_load_file(tu_fixture("dra-example-driver/v1/prioritized-alternatives.yaml"));
 	json_t *t = dt_find(docs, "ResourceClaimTemplate", "prioritized-gpu");
 	json_t *before = json_deep_copy(dt_get(t, "/spec/spec/devices/requests/0/firstAvailable"));
 
@@ -112,30 +118,36 @@ static void test_dra_convert__first_available_keeps_its_shape(void **state)
 
 static void test_dra_convert__unknown_field_is_an_error_never_dropped(void **state)
 {
-	json_t *c = dt_object("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\n"
-			      "spec:\n  devices:\n    requests:\n    - name: gpu\n"
-			      "      exactly: {deviceClassName: gpu.example.com, bindingConditions: [x]}\n");
+	json_t *c = dt_object(
+	    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\n"
+	    "spec:\n  devices:\n    requests:\n    - name: gpu\n"
+	    "      exactly: {deviceClassName: gpu.example.com, bindingConditions: [x]}\n");
 	json_t *before = json_deep_copy(c);
 	ds_err err;
 
 	(void)state;
 	ds_err_clear(&err);
 	assert_int_equal(ds_dra_convert(c, DS_DRA_V1BETA1, &err), -EINVAL);
-	assert_string_equal(err.msg, "spec.devices.requests[0].exactly.bindingConditions: field not known "
-				     "in resource.k8s.io/v1, cannot be converted without losing it");
+	assert_string_equal(err.msg,
+			    "spec.devices.requests[0].exactly.bindingConditions: field not known "
+			    "in resource.k8s.io/v1, cannot be converted without losing it");
 	assert_true(json_equal(c, before));
 	json_decref(c);
 	json_decref(before);
 
-	c = dt_object("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\n"
-		      "spec:\n  spec:\n    devices:\n      requests:\n      - {name: gpu, deviceClassName: a, futureField: 1}\n");
+	c = dt_object("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\nmetadata: "
+		      "{name: t}\n"
+		      "spec:\n  spec:\n    devices:\n      requests:\n      - {name: gpu, "
+		      "deviceClassName: a, futureField: 1}\n");
 	assert_int_equal(ds_dra_convert(c, DS_DRA_V1, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "spec.spec.devices.requests[0].futureField: field not known in resource.k8s.io/v1beta1"));
+	assert_non_null(strstr(err.msg, "spec.spec.devices.requests[0].futureField: field not "
+					"known in resource.k8s.io/v1beta1"));
 	assert_string_equal(ds_obj_api_version(c), "resource.k8s.io/v1beta1");
 	json_decref(c);
 
-	c = dt_object("apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceClass\nmetadata: {name: d}\n"
-		      "spec: {selectors: [], suitableNodes: {nodeSelectorTerms: []}}\n");
+	c = dt_object(
+	    "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceClass\nmetadata: {name: d}\n"
+	    "spec: {selectors: [], suitableNodes: {nodeSelectorTerms: []}}\n");
 	assert_int_equal(ds_dra_convert(c, DS_DRA_V1, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "spec.suitableNodes"));
 	json_decref(c);
@@ -143,21 +155,25 @@ static void test_dra_convert__unknown_field_is_an_error_never_dropped(void **sta
 
 static void test_dra_convert__exact_and_alternatives_together_is_an_error(void **state)
 {
-	json_t *c = dt_object("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata: {name: c}\n"
-			      "spec:\n  devices:\n    requests:\n    - name: gpu\n      deviceClassName: a\n"
-			      "      firstAvailable: [{name: x, deviceClassName: b}]\n");
+	json_t *c = dt_object(
+	    "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata: {name: c}\n"
+	    "spec:\n  devices:\n    requests:\n    - name: gpu\n      deviceClassName: a\n"
+	    "      firstAvailable: [{name: x, deviceClassName: b}]\n");
 	ds_err err;
 
 	(void)state;
 	assert_int_equal(ds_dra_convert(c, DS_DRA_V1, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "spec.devices.requests[0]: both firstAvailable and deviceClassName"));
+	assert_non_null(
+	    strstr(err.msg, "spec.devices.requests[0]: both firstAvailable and deviceClassName"));
 	json_decref(c);
 }
 
 static void test_dra_convert__device_class_and_same_version(void **state)
 {
-	json_t *dc = dt_object("apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\n"
-			       "spec:\n  selectors:\n  - cel: {expression: \"device.driver == 'gpu.example.com'\"}\n");
+	json_t *dc = dt_object(
+	    "apiVersion: resource.k8s.io/v1beta1\nkind: DeviceClass\nmetadata: {name: "
+	    "gpu.example.com}\n"
+	    "spec:\n  selectors:\n  - cel: {expression: \"device.driver == 'gpu.example.com'\"}\n");
 	json_t *pod = dt_object("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n");
 	json_t *before = json_deep_copy(dc);
 
@@ -188,14 +204,14 @@ static void test_dra_convert__version_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_dra_convert__v1beta1_fixtures_round_trip_through_v1_and_v1beta2),
-		cmocka_unit_test(test_dra_convert__v1_fixtures_round_trip_through_v1beta1),
-		cmocka_unit_test(test_dra_convert__flat_request_moves_under_exactly),
-		cmocka_unit_test(test_dra_convert__first_available_keeps_its_shape),
-		cmocka_unit_test(test_dra_convert__unknown_field_is_an_error_never_dropped),
-		cmocka_unit_test(test_dra_convert__exact_and_alternatives_together_is_an_error),
-		cmocka_unit_test(test_dra_convert__device_class_and_same_version),
-		cmocka_unit_test(test_dra_convert__version_names),
+	    cmocka_unit_test(test_dra_convert__v1beta1_fixtures_round_trip_through_v1_and_v1beta2),
+	    cmocka_unit_test(test_dra_convert__v1_fixtures_round_trip_through_v1beta1),
+	    cmocka_unit_test(test_dra_convert__flat_request_moves_under_exactly),
+	    cmocka_unit_test(test_dra_convert__first_available_keeps_its_shape),
+	    cmocka_unit_test(test_dra_convert__unknown_field_is_an_error_never_dropped),
+	    cmocka_unit_test(test_dra_convert__exact_and_alternatives_together_is_an_error),
+	    cmocka_unit_test(test_dra_convert__device_class_and_same_version),
+	    cmocka_unit_test(test_dra_convert__version_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

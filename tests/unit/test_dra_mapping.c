@@ -17,18 +17,23 @@
 
 /* The seed's two example lists, verbatim, plus a device class mapping. */
 static const char *const seed_config =
-	"apiVersion: drasync.io/v1alpha1\n"
-	"kind: TargetConfig\n"
-	"dra:\n"
-	"  resourceClaimMappings:\n"
-	"    - {objectType: Pod,        objectInstance: test-pod1, container: gpu-container, resourceClaim: gpu-rc-claim1}\n"
-	"    - {objectType: Pod,        objectInstance: ALL,       container: ALL,           resourceClaim: gpu-rc-claim2}\n"
-	"    - {objectType: Deployment, objectInstance: gpu-app,   container: ALL,           resourceClaim: gpu-rc-claim3}\n"
-	"  resourceClaimTemplateMappings:\n"
-	"    - {objectType: Pod, objectInstance: test-pod1, container: gpu-container, resourceClaimTemplate: gpu-rct1}\n"
-	"    - {objectType: Pod, objectInstance: ALL,       container: ALL,           resourceClaimTemplate: gpu-rct2}\n"
-	"  deviceClassMappings:\n"
-	"    - {from: gpu.nvidia.com, to: gpu.example.com}\n";
+    "apiVersion: drasync.io/v1alpha1\n"
+    "kind: TargetConfig\n"
+    "dra:\n"
+    "  resourceClaimMappings:\n"
+    "    - {objectType: Pod,        objectInstance: test-pod1, container: gpu-container, "
+    "resourceClaim: gpu-rc-claim1}\n"
+    "    - {objectType: Pod,        objectInstance: ALL,       container: ALL,           "
+    "resourceClaim: gpu-rc-claim2}\n"
+    "    - {objectType: Deployment, objectInstance: gpu-app,   container: ALL,           "
+    "resourceClaim: gpu-rc-claim3}\n"
+    "  resourceClaimTemplateMappings:\n"
+    "    - {objectType: Pod, objectInstance: test-pod1, container: gpu-container, "
+    "resourceClaimTemplate: gpu-rct1}\n"
+    "    - {objectType: Pod, objectInstance: ALL,       container: ALL,           "
+    "resourceClaimTemplate: gpu-rct2}\n"
+    "  deviceClassMappings:\n"
+    "    - {from: gpu.nvidia.com, to: gpu.example.com}\n";
 
 /* A pod with one container using one entry of the given kind. */
 static json_t *pod(const char *name, const char *container, const char *field, const char *target)
@@ -87,8 +92,8 @@ static void test_dra_mapping__seed_specific_pod_container_wins(void **state)
 	assert_int_equal(ds_dra_map_workload(dra(state), p, rep(state)), 1);
 	assert_string_equal(dt_str(p, "/spec/resourceClaims/0/resourceClaimName"), "gpu-rc-claim1");
 	assert_null(dt_get(p, "/spec/resourceClaims/0/resourceClaimTemplateName"));
-	assert_int_equal(dt_count(rep(state), DS_REPORT_REWRITE, "Pod ml/test-pod1", "gpu-container",
-				  "gpu", "resourceClaimName=src-claim",
+	assert_int_equal(dt_count(rep(state), DS_REPORT_REWRITE, "Pod ml/test-pod1",
+				  "gpu-container", "gpu", "resourceClaimName=src-claim",
 				  "resourceClaimName=gpu-rc-claim1"),
 			 1);
 	json_decref(p);
@@ -120,8 +125,10 @@ static void test_dra_mapping__same_kind_tie_break_for_templates(void **state)
 
 	assert_int_equal(ds_dra_map_workload(dra(state), p1, rep(state)), 1);
 	assert_int_equal(ds_dra_map_workload(dra(state), p2, rep(state)), 1);
-	assert_string_equal(dt_str(p1, "/spec/resourceClaims/0/resourceClaimTemplateName"), "gpu-rct1");
-	assert_string_equal(dt_str(p2, "/spec/resourceClaims/0/resourceClaimTemplateName"), "gpu-rct2");
+	assert_string_equal(dt_str(p1, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "gpu-rct1");
+	assert_string_equal(dt_str(p2, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "gpu-rct2");
 	assert_null(dt_get(p1, "/spec/resourceClaims/0/resourceClaimName"));
 	json_decref(p1);
 	json_decref(p2);
@@ -130,14 +137,16 @@ static void test_dra_mapping__same_kind_tie_break_for_templates(void **state)
 static void test_dra_mapping__deployment_rule_only_for_that_deployment(void **state)
 {
 	json_t *d = dt_object(
-		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: gpu-app, namespace: ml}\n"
-		"spec:\n  template:\n    spec:\n      containers:\n      - name: a\n        resources: {claims: [{name: g}]}\n"
-		"      - name: b\n        resources: {claims: [{name: g}]}\n"
-		"      resourceClaims: [{name: g, resourceClaimTemplateName: gpu-template}]\n");
+	    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: gpu-app, namespace: ml}\n"
+	    "spec:\n  template:\n    spec:\n      containers:\n      - name: a\n        resources: "
+	    "{claims: [{name: g}]}\n"
+	    "      - name: b\n        resources: {claims: [{name: g}]}\n"
+	    "      resourceClaims: [{name: g, resourceClaimTemplateName: gpu-template}]\n");
 	json_t *other = dt_object(
-		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: ml}\n"
-		"spec:\n  template:\n    spec:\n      containers:\n      - name: a\n        resources: {claims: [{name: g}]}\n"
-		"      resourceClaims: [{name: g, resourceClaimTemplateName: gpu-template}]\n");
+	    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: ml}\n"
+	    "spec:\n  template:\n    spec:\n      containers:\n      - name: a\n        resources: "
+	    "{claims: [{name: g}]}\n"
+	    "      resourceClaims: [{name: g, resourceClaimTemplateName: gpu-template}]\n");
 
 	/* A claim rule against a template reference: the claim rule is the only match, it wins. */
 	assert_int_equal(ds_dra_map_workload(dra(state), d, rep(state)), 2);
@@ -147,8 +156,9 @@ static void test_dra_mapping__deployment_rule_only_for_that_deployment(void **st
 	assert_int_equal(json_array_size(dt_get(d, "/spec/template/spec/resourceClaims")), 1);
 	/* Pod rules do not apply to Deployments; no Deployment rule for "web". */
 	assert_int_equal(ds_dra_map_workload(dra(state), other, rep(state)), 0);
-	assert_string_equal(dt_str(other, "/spec/template/spec/resourceClaims/0/resourceClaimTemplateName"),
-			    "gpu-template");
+	assert_string_equal(
+	    dt_str(other, "/spec/template/spec/resourceClaims/0/resourceClaimTemplateName"),
+	    "gpu-template");
 	json_decref(d);
 	json_decref(other);
 }
@@ -157,11 +167,13 @@ static void test_dra_mapping__deployment_rule_only_for_that_deployment(void **st
 static void test_dra_mapping__specificity_weights(void **state)
 {
 	ds_target_config *cfg = dt_config(
-		"dra:\n  resourceClaimMappings:\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: c, source: gpu, resourceClaim: seven}\n"
-		"  - {objectType: All, objectInstance: p, container: ALL, resourceClaim: eight}\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ALL, source: src-claim, resourceClaim: three}\n"
-		"  - {objectType: All, objectInstance: ALL, container: c, resourceClaim: four}\n");
+	    "dra:\n  resourceClaimMappings:\n"
+	    "  - {objectType: Pod, objectInstance: ALL, container: c, source: gpu, resourceClaim: "
+	    "seven}\n"
+	    "  - {objectType: All, objectInstance: p, container: ALL, resourceClaim: eight}\n"
+	    "  - {objectType: Pod, objectInstance: ALL, container: ALL, source: src-claim, "
+	    "resourceClaim: three}\n"
+	    "  - {objectType: All, objectInstance: ALL, container: c, resourceClaim: four}\n");
 	const ds_dra_config *d = ds_target_config_dra(cfg);
 	const ds_dra_rule *w = NULL;
 	char why[200];
@@ -191,11 +203,12 @@ static void test_dra_mapping__specificity_weights(void **state)
 /* `source` names the source claim/template or the pod-level entry. */
 static void test_dra_mapping__source_selector(void **state)
 {
-	ds_target_config *cfg = dt_config(
-		"dra:\n  resourceClaimMappings:\n"
-		"  - {objectType: All, objectInstance: ALL, container: ALL, source: src-claim, resourceClaim: by-claim}\n"
-		"  resourceClaimTemplateMappings:\n"
-		"  - {objectType: All, objectInstance: ALL, container: ALL, source: gpu, resourceClaimTemplate: by-entry}\n");
+	ds_target_config *cfg = dt_config("dra:\n  resourceClaimMappings:\n"
+					  "  - {objectType: All, objectInstance: ALL, container: "
+					  "ALL, source: src-claim, resourceClaim: by-claim}\n"
+					  "  resourceClaimTemplateMappings:\n"
+					  "  - {objectType: All, objectInstance: ALL, container: "
+					  "ALL, source: gpu, resourceClaimTemplate: by-entry}\n");
 	const ds_dra_config *d = ds_target_config_dra(cfg);
 	json_t *a = pod("a", "c", "resourceClaimName", "src-claim");
 	json_t *b = pod("b", "c", "resourceClaimTemplateName", "some-template");
@@ -207,11 +220,13 @@ static void test_dra_mapping__source_selector(void **state)
 	assert_string_equal(dt_str(a, "/spec/resourceClaims/0/resourceClaimName"), "by-claim");
 	/* b: only the entry-name rule matches. */
 	assert_int_equal(ds_dra_map_workload(d, b, NULL), 1);
-	assert_string_equal(dt_str(b, "/spec/resourceClaims/0/resourceClaimTemplateName"), "by-entry");
+	assert_string_equal(dt_str(b, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "by-entry");
 	/* c: the entry is named gpu, so the template rule matches a claim reference: it still wins
 	 * (no tie), turning the claim into a template reference. */
 	assert_int_equal(ds_dra_map_workload(d, c, NULL), 1);
-	assert_string_equal(dt_str(c, "/spec/resourceClaims/0/resourceClaimTemplateName"), "by-entry");
+	assert_string_equal(dt_str(c, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "by-entry");
 	assert_null(dt_get(c, "/spec/resourceClaims/0/resourceClaimName"));
 	json_decref(a);
 	json_decref(b);
@@ -222,10 +237,11 @@ static void test_dra_mapping__source_selector(void **state)
 /* Same specificity, same kind, different targets: an error for that workload only. */
 static void test_dra_mapping__ambiguous_tie_is_a_workload_error(void **state)
 {
-	ds_target_config *cfg = dt_config(
-		"dra:\n  resourceClaimMappings:\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ALL, source: gpu, resourceClaim: t1}\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ALL, source: src-claim, resourceClaim: t2}\n");
+	ds_target_config *cfg = dt_config("dra:\n  resourceClaimMappings:\n"
+					  "  - {objectType: Pod, objectInstance: ALL, container: "
+					  "ALL, source: gpu, resourceClaim: t1}\n"
+					  "  - {objectType: Pod, objectInstance: ALL, container: "
+					  "ALL, source: src-claim, resourceClaim: t2}\n");
 	const ds_dra_config *d = ds_target_config_dra(cfg);
 	json_t *p = pod("p", "c", "resourceClaimName", "src-claim");
 	json_t *before = json_deep_copy(p);
@@ -253,10 +269,11 @@ static void test_dra_mapping__ambiguous_tie_is_a_workload_error(void **state)
 /* Two containers share an entry but resolve differently: the entry is split. */
 static void test_dra_mapping__split_shared_entry(void **state)
 {
-	ds_target_config *cfg = dt_config(
-		"dra:\n  resourceClaimMappings:\n"
-		"  - {objectType: Pod, objectInstance: pod0, container: ts-ctr0, resourceClaim: fast-gpu}\n");
-	json_t *docs = dt_load_file(tu_fixture("dra-example-driver/v1/basic-resourceclaim-opaque-config.yaml"));
+	ds_target_config *cfg = dt_config("dra:\n  resourceClaimMappings:\n"
+					  "  - {objectType: Pod, objectInstance: pod0, container: "
+					  "ts-ctr0, resourceClaim: fast-gpu}\n");
+	json_t *docs = dt_load_file(
+	    tu_fixture("dra-example-driver/v1/basic-resourceclaim-opaque-config.yaml"));
 	json_t *p = dt_find(docs, "Pod", "pod0");
 	json_t *rcs = dt_get(p, "/spec/resourceClaims");
 	ds_report *r;
@@ -272,7 +289,8 @@ static void test_dra_mapping__split_shared_entry(void **state)
 	assert_string_equal(dt_str(rcs, "/1/resourceClaimName"), "fast-gpu");
 	assert_true(ds_dns_label_valid(dt_str(rcs, "/1/name")));
 	/* Only ts-ctr0 moves; its request is kept. */
-	assert_string_equal(dt_str(p, "/spec/containers/0/resources/claims/0/name"), "shared-gpus-fast-gpu");
+	assert_string_equal(dt_str(p, "/spec/containers/0/resources/claims/0/name"),
+			    "shared-gpus-fast-gpu");
 	assert_string_equal(dt_str(p, "/spec/containers/0/resources/claims/0/request"), "ts-gpu");
 	for (int i = 1; i < 4; i++) {
 		char ptr[64];
@@ -280,8 +298,9 @@ static void test_dra_mapping__split_shared_entry(void **state)
 		assert_string_equal(dt_str(p, ptr), "shared-gpus");
 	}
 	assert_int_equal(ds_report_count_type(r, DS_REPORT_SPLIT), 1);
-	assert_int_equal(dt_count(r, DS_REPORT_REWRITE, "Pod basic-resourceclaim-opaque-config/pod0",
-				  "ts-ctr0", "shared-gpus", "multiple-gpus", "fast-gpu"),
+	assert_int_equal(dt_count(r, DS_REPORT_REWRITE,
+				  "Pod basic-resourceclaim-opaque-config/pod0", "ts-ctr0",
+				  "shared-gpus", "multiple-gpus", "fast-gpu"),
 			 1);
 	ds_report_free(r);
 	json_decref(docs);
@@ -291,10 +310,11 @@ static void test_dra_mapping__split_shared_entry(void **state)
 /* Every group mapped: the first keeps the name, names stay unique and deterministic. */
 static void test_dra_mapping__split_all_groups_mapped(void **state)
 {
-	ds_target_config *cfg = dt_config(
-		"dra:\n  resourceClaimTemplateMappings:\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ctr0, resourceClaimTemplate: a.gpu.example.com}\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ctr1, resourceClaimTemplate: b-template}\n");
+	ds_target_config *cfg = dt_config("dra:\n  resourceClaimTemplateMappings:\n"
+					  "  - {objectType: Pod, objectInstance: ALL, container: "
+					  "ctr0, resourceClaimTemplate: a.gpu.example.com}\n"
+					  "  - {objectType: Pod, objectInstance: ALL, container: "
+					  "ctr1, resourceClaimTemplate: b-template}\n");
 	json_t *docs, *p, *again;
 
 	(void)state;
@@ -302,9 +322,11 @@ static void test_dra_mapping__split_all_groups_mapped(void **state)
 	{
 		ds_target_config *bad = NULL;
 		const char *y = "dra:\n  resourceClaimTemplateMappings:\n"
-				"  - {objectType: Pod, objectInstance: ALL, container: ctr1, resourceClaimTemplate: B-Template}\n";
+				"  - {objectType: Pod, objectInstance: ALL, container: ctr1, "
+				"resourceClaimTemplate: B-Template}\n";
 		ds_err err;
-		assert_int_equal(ds_target_config_parse(&bad, y, strlen(y), "t.yaml", &err), -EINVAL);
+		assert_int_equal(ds_target_config_parse(&bad, y, strlen(y), "t.yaml", &err),
+				 -EINVAL);
 		assert_null(bad);
 	}
 	docs = dt_load_file(tu_fixture("dra-example-driver/v1beta1/gpu-test3.yaml"));
@@ -314,10 +336,12 @@ static void test_dra_mapping__split_all_groups_mapped(void **state)
 	assert_int_equal(ds_dra_map_workload(ds_target_config_dra(cfg), again, NULL), 2);
 	assert_true(json_equal(p, again));
 	assert_string_equal(dt_str(p, "/spec/resourceClaims/0/name"), "shared-gpu");
-	assert_string_equal(dt_str(p, "/spec/resourceClaims/0/resourceClaimTemplateName"), "a.gpu.example.com");
+	assert_string_equal(dt_str(p, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "a.gpu.example.com");
 	assert_string_equal(dt_str(p, "/spec/resourceClaims/1/name"), "shared-gpu-b-template");
 	assert_string_equal(dt_str(p, "/spec/containers/0/resources/claims/0/name"), "shared-gpu");
-	assert_string_equal(dt_str(p, "/spec/containers/1/resources/claims/0/name"), "shared-gpu-b-template");
+	assert_string_equal(dt_str(p, "/spec/containers/1/resources/claims/0/name"),
+			    "shared-gpu-b-template");
 	json_decref(again);
 	json_decref(docs);
 	ds_target_config_free(cfg);
@@ -350,7 +374,8 @@ static void test_dra_mapping__split_names_are_dns_labels_and_unique(void **state
 		      "  - {name: b, resources: {claims: [{name: e}]}}\n"
 		      "  - {name: c, resources: {claims: [{name: e}]}}\n"
 		      "  - {name: d, resources: {claims: [{name: e-t}]}}\n"
-		      "  resourceClaims: [{name: e, resourceClaimName: orig}, {name: e-t, resourceClaimName: other}]\n");
+		      "  resourceClaims: [{name: e, resourceClaimName: orig}, {name: e-t, "
+		      "resourceClaimName: other}]\n");
 	assert_int_equal(ds_dra_map_workload(ds_target_config_dra(cfg), p, NULL), 3);
 	assert_int_equal(json_array_size(dt_get(p, "/spec/resourceClaims")), 5);
 	n1 = dt_str(p, "/spec/containers/1/resources/claims/0/name");
@@ -367,18 +392,21 @@ static void test_dra_mapping__split_names_are_dns_labels_and_unique(void **state
 
 static void test_dra_mapping__init_containers(void **state)
 {
-	ds_target_config *cfg = dt_config(
-		"dra:\n  resourceClaimTemplateMappings:\n"
-		"  - {objectType: Pod, objectInstance: pod0, container: init0, resourceClaimTemplate: init-gpu}\n");
-	json_t *docs = dt_load_file(tu_fixture("dra-example-driver/v1/initcontainer-shared-gpu.yaml"));
+	ds_target_config *cfg = dt_config("dra:\n  resourceClaimTemplateMappings:\n"
+					  "  - {objectType: Pod, objectInstance: pod0, container: "
+					  "init0, resourceClaimTemplate: init-gpu}\n");
+	json_t *docs =
+	    dt_load_file(tu_fixture("dra-example-driver/v1/initcontainer-shared-gpu.yaml"));
 	json_t *p = dt_find(docs, "Pod", "pod0");
 
 	(void)state;
 	assert_int_equal(ds_dra_map_workload(ds_target_config_dra(cfg), p, NULL), 1);
 	/* init0 comes first in pod-spec order but ctr0 is unchanged, so ctr0 keeps the entry. */
 	assert_string_equal(dt_str(p, "/spec/resourceClaims/0/name"), "shared-gpu");
-	assert_string_equal(dt_str(p, "/spec/resourceClaims/0/resourceClaimTemplateName"), "single-gpu");
-	assert_string_equal(dt_str(p, "/spec/resourceClaims/1/resourceClaimTemplateName"), "init-gpu");
+	assert_string_equal(dt_str(p, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "single-gpu");
+	assert_string_equal(dt_str(p, "/spec/resourceClaims/1/resourceClaimTemplateName"),
+			    "init-gpu");
 	assert_string_equal(dt_str(p, "/spec/initContainers/0/resources/claims/0/name"),
 			    dt_str(p, "/spec/resourceClaims/1/name"));
 	assert_string_equal(dt_str(p, "/spec/containers/0/resources/claims/0/name"), "shared-gpu");
@@ -392,19 +420,20 @@ static void test_dra_mapping__all_seven_workload_types(void **state)
 	static const struct {
 		const char *kind, *api, *wrap_pre, *wrap_post, *ptr;
 	} kinds[] = {
-		{"Pod", "v1", "spec:\n", "", "/spec"},
-		{"Deployment", "apps/v1", "spec:\n template:\n  spec:\n", "", "/spec/template/spec"},
-		{"ReplicaSet", "apps/v1", "spec:\n template:\n  spec:\n", "", "/spec/template/spec"},
-		{"StatefulSet", "apps/v1", "spec:\n template:\n  spec:\n", "", "/spec/template/spec"},
-		{"DaemonSet", "apps/v1", "spec:\n template:\n  spec:\n", "", "/spec/template/spec"},
-		{"Job", "batch/v1", "spec:\n template:\n  spec:\n", "", "/spec/template/spec"},
-		{"CronJob", "batch/v1", "spec:\n jobTemplate:\n  spec:\n   template:\n    spec:\n", "",
-		 "/spec/jobTemplate/spec/template/spec"},
+	    {"Pod", "v1", "spec:\n", "", "/spec"},
+	    {"Deployment", "apps/v1", "spec:\n template:\n  spec:\n", "", "/spec/template/spec"},
+	    {"ReplicaSet", "apps/v1", "spec:\n template:\n  spec:\n", "", "/spec/template/spec"},
+	    {"StatefulSet", "apps/v1", "spec:\n template:\n  spec:\n", "", "/spec/template/spec"},
+	    {"DaemonSet", "apps/v1", "spec:\n template:\n  spec:\n", "", "/spec/template/spec"},
+	    {"Job", "batch/v1", "spec:\n template:\n  spec:\n", "", "/spec/template/spec"},
+	    {"CronJob", "batch/v1", "spec:\n jobTemplate:\n  spec:\n   template:\n    spec:\n", "",
+	     "/spec/jobTemplate/spec/template/spec"},
 	};
 	ds_target_config *cfg = dt_config(
-		"dra:\n  resourceClaimMappings:\n"
-		"  - {objectType: All, objectInstance: ALL, container: ALL, resourceClaim: any}\n"
-		"  - {objectType: StatefulSet, objectInstance: ALL, container: ALL, resourceClaim: sts-only}\n");
+	    "dra:\n  resourceClaimMappings:\n"
+	    "  - {objectType: All, objectInstance: ALL, container: ALL, resourceClaim: any}\n"
+	    "  - {objectType: StatefulSet, objectInstance: ALL, container: ALL, resourceClaim: "
+	    "sts-only}\n");
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -430,9 +459,10 @@ static void test_dra_mapping__all_seven_workload_types(void **state)
 static void test_dra_mapping__unlisted_entry_uses_container_all(void **state)
 {
 	ds_target_config *cfg = dt_config(
-		"dra:\n  resourceClaimMappings:\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: c, resourceClaim: named}\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ALL, source: spare, resourceClaim: for-all}\n");
+	    "dra:\n  resourceClaimMappings:\n"
+	    "  - {objectType: Pod, objectInstance: ALL, container: c, resourceClaim: named}\n"
+	    "  - {objectType: Pod, objectInstance: ALL, container: ALL, source: spare, "
+	    "resourceClaim: for-all}\n");
 	json_t *p = dt_object("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
 			      "  containers: [{name: c}]\n"
 			      "  resourceClaims: [{name: spare, resourceClaimName: x}]\n");
@@ -442,7 +472,8 @@ static void test_dra_mapping__unlisted_entry_uses_container_all(void **state)
 	assert_int_equal(ds_report_new(&r), 0);
 	assert_int_equal(ds_dra_map_workload(ds_target_config_dra(cfg), p, r), 1);
 	assert_string_equal(dt_str(p, "/spec/resourceClaims/0/resourceClaimName"), "for-all");
-	assert_int_equal(dt_count(r, DS_REPORT_REWRITE, "Pod p", "ALL", "spare", "x", "for-all"), 1);
+	assert_int_equal(dt_count(r, DS_REPORT_REWRITE, "Pod p", "ALL", "spare", "x", "for-all"),
+			 1);
 	ds_report_free(r);
 	json_decref(p);
 	ds_target_config_free(cfg);
@@ -450,9 +481,10 @@ static void test_dra_mapping__unlisted_entry_uses_container_all(void **state)
 
 static void test_dra_mapping__no_rule_leaves_reference(void **state)
 {
-	json_t *d = dt_object("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n template:\n  spec:\n"
-			      "   containers: [{name: c, resources: {claims: [{name: g}]}}]\n"
-			      "   resourceClaims: [{name: g, resourceClaimTemplateName: keep}]\n");
+	json_t *d = dt_object(
+	    "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n template:\n  spec:\n"
+	    "   containers: [{name: c, resources: {claims: [{name: g}]}}]\n"
+	    "   resourceClaims: [{name: g, resourceClaimTemplateName: keep}]\n");
 	json_t *before = json_deep_copy(d);
 
 	assert_int_equal(ds_dra_map_workload(dra(state), d, rep(state)), 0);
@@ -471,8 +503,9 @@ static void test_dra_mapping__undefined_entry_is_an_error(void **state)
 
 	assert_int_equal(ds_dra_map_workload(dra(state), p, rep(state)), -EINVAL);
 	assert_true(json_equal(p, before));
-	assert_non_null(strstr(ds_report_get(rep(state), 0)->message,
-			       "container c uses claim 'missing', which spec.resourceClaims does not define"));
+	assert_non_null(
+	    strstr(ds_report_get(rep(state), 0)->message,
+		   "container c uses claim 'missing', which spec.resourceClaims does not define"));
 	json_decref(p);
 	json_decref(before);
 }
@@ -480,11 +513,14 @@ static void test_dra_mapping__undefined_entry_is_an_error(void **state)
 /* attach: containers without claims get the target; extendedResources are removed. */
 static void test_dra_mapping__attach_replaces_extended_resources(void **state)
 {
-	ds_target_config *cfg = dt_config(
-		"dra:\n  resourceClaimTemplateMappings:\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ALL, resourceClaimTemplate: single-gpu,\n"
-		"     attach: true, extendedResources: [deviceclass.resource.kubernetes.io/gpu.example.com, example.com/gpu]}\n");
-	json_t *docs = dt_load_file(tu_fixture("dra-example-driver/v1/extended-resource-request.yaml"));
+	ds_target_config *cfg =
+	    dt_config("dra:\n  resourceClaimTemplateMappings:\n"
+		      "  - {objectType: Pod, objectInstance: ALL, container: ALL, "
+		      "resourceClaimTemplate: single-gpu,\n"
+		      "     attach: true, extendedResources: "
+		      "[deviceclass.resource.kubernetes.io/gpu.example.com, example.com/gpu]}\n");
+	json_t *docs =
+	    dt_load_file(tu_fixture("dra-example-driver/v1/extended-resource-request.yaml"));
 	ds_report *r;
 
 	(void)state;
@@ -493,16 +529,22 @@ static void test_dra_mapping__attach_replaces_extended_resources(void **state)
 		json_t *p = dt_find(docs, "Pod", i == 0 ? "pod0" : "pod1");
 
 		assert_int_equal(ds_dra_map_workload(ds_target_config_dra(cfg), p, r), 2);
-		assert_string_equal(dt_str(p, "/spec/resourceClaims/0/resourceClaimTemplateName"), "single-gpu");
+		assert_string_equal(dt_str(p, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+				    "single-gpu");
 		assert_string_equal(dt_str(p, "/spec/resourceClaims/0/name"), "single-gpu");
-		assert_string_equal(dt_str(p, "/spec/containers/0/resources/claims/0/name"), "single-gpu");
-		assert_int_equal(json_object_size(dt_get(p, "/spec/containers/0/resources/limits")), 0);
+		assert_string_equal(dt_str(p, "/spec/containers/0/resources/claims/0/name"),
+				    "single-gpu");
+		assert_int_equal(json_object_size(dt_get(p, "/spec/containers/0/resources/limits")),
+				 0);
 	}
 	assert_int_equal(ds_report_count_type(r, DS_REPORT_ATTACH), 2);
 	assert_int_equal(dt_count(r, DS_REPORT_RESOURCE, "pod0", "ctr0", NULL,
-				  "limits.deviceclass.resource.kubernetes.io/gpu.example.com=1", NULL),
+				  "limits.deviceclass.resource.kubernetes.io/gpu.example.com=1",
+				  NULL),
 			 1);
-	assert_int_equal(dt_count(r, DS_REPORT_RESOURCE, "pod1", "ctr0", NULL, "limits.example.com/gpu=1", NULL), 1);
+	assert_int_equal(
+	    dt_count(r, DS_REPORT_RESOURCE, "pod1", "ctr0", NULL, "limits.example.com/gpu=1", NULL),
+	    1);
 	ds_report_free(r);
 	json_decref(docs);
 	ds_target_config_free(cfg);
@@ -512,14 +554,15 @@ static void test_dra_mapping__attach_replaces_extended_resources(void **state)
 static void test_dra_mapping__attach_off_by_default_and_reuses_entry(void **state)
 {
 	ds_target_config *off = dt_config(
-		"dra:\n  resourceClaimMappings:\n"
-		"  - {objectType: All, objectInstance: ALL, container: ALL, resourceClaim: shared}\n");
-	ds_target_config *on = dt_config(
-		"dra:\n  resourceClaimMappings:\n"
-		"  - {objectType: All, objectInstance: ALL, container: ALL, resourceClaim: shared, attach: true}\n");
-	const char *y = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
-			"  containers:\n  - {name: a, resources: {claims: [{name: g}]}}\n  - {name: b}\n"
-			"  resourceClaims: [{name: g, resourceClaimName: src}]\n";
+	    "dra:\n  resourceClaimMappings:\n"
+	    "  - {objectType: All, objectInstance: ALL, container: ALL, resourceClaim: shared}\n");
+	ds_target_config *on = dt_config("dra:\n  resourceClaimMappings:\n"
+					 "  - {objectType: All, objectInstance: ALL, container: "
+					 "ALL, resourceClaim: shared, attach: true}\n");
+	const char *y =
+	    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+	    "  containers:\n  - {name: a, resources: {claims: [{name: g}]}}\n  - {name: b}\n"
+	    "  resourceClaims: [{name: g, resourceClaimName: src}]\n";
 	json_t *p1 = dt_object(y), *p2 = dt_object(y);
 
 	(void)state;
@@ -537,10 +580,12 @@ static void test_dra_mapping__attach_off_by_default_and_reuses_entry(void **stat
 static void test_dra_mapping__device_classes_everywhere(void **state)
 {
 	ds_target_config *cfg = dt_config(
-		"dra:\n  deviceClassMappings:\n  - {from: gpu.example.com, to: gpu.nvidia.com}\n");
-	json_t *v1 = dt_load_file(tu_fixture("dra-example-driver/v1/prioritized-alternatives.yaml"));
+	    "dra:\n  deviceClassMappings:\n  - {from: gpu.example.com, to: gpu.nvidia.com}\n");
+	json_t *v1 =
+	    dt_load_file(tu_fixture("dra-example-driver/v1/prioritized-alternatives.yaml"));
 	json_t *b1 = dt_load_file(tu_fixture("dra-example-driver/v1beta1/gpu-test2.yaml"));
-	json_t *cl = dt_load_file(tu_fixture("dra-example-driver/v1/basic-shared-claim-across-pods.yaml"));
+	json_t *cl =
+	    dt_load_file(tu_fixture("dra-example-driver/v1/basic-shared-claim-across-pods.yaml"));
 	json_t *t;
 	ds_report *r;
 
@@ -550,18 +595,21 @@ static void test_dra_mapping__device_classes_everywhere(void **state)
 	assert_int_equal(ds_dra_map_device_classes(ds_target_config_dra(cfg), t, r), 3);
 	for (int i = 0; i < 3; i++) {
 		char ptr[80];
-		snprintf(ptr, sizeof(ptr), "/spec/spec/devices/requests/0/firstAvailable/%d/deviceClassName", i);
+		snprintf(ptr, sizeof(ptr),
+			 "/spec/spec/devices/requests/0/firstAvailable/%d/deviceClassName", i);
 		assert_string_equal(dt_str(t, ptr), "gpu.nvidia.com");
 	}
-	assert_int_equal(dt_count(r, DS_REPORT_DEVICE_CLASS, "prioritized-gpu", NULL, "gpu/huge-gpu",
-				  "gpu.example.com", "gpu.nvidia.com"),
+	assert_int_equal(dt_count(r, DS_REPORT_DEVICE_CLASS, "prioritized-gpu", NULL,
+				  "gpu/huge-gpu", "gpu.example.com", "gpu.nvidia.com"),
 			 1);
 	t = dt_find(b1, "ResourceClaimTemplate", "multiple-gpus");
 	assert_int_equal(ds_dra_map_device_classes(ds_target_config_dra(cfg), t, r), 1);
-	assert_string_equal(dt_str(t, "/spec/spec/devices/requests/0/deviceClassName"), "gpu.nvidia.com");
+	assert_string_equal(dt_str(t, "/spec/spec/devices/requests/0/deviceClassName"),
+			    "gpu.nvidia.com");
 	t = dt_find(cl, "ResourceClaim", "single-gpu");
 	assert_int_equal(ds_dra_map_device_classes(ds_target_config_dra(cfg), t, r), 1);
-	assert_string_equal(dt_str(t, "/spec/devices/requests/0/exactly/deviceClassName"), "gpu.nvidia.com");
+	assert_string_equal(dt_str(t, "/spec/devices/requests/0/exactly/deviceClassName"),
+			    "gpu.nvidia.com");
 	/* Mappings do not chain: the renamed class is not renamed again. */
 	assert_int_equal(ds_dra_map_device_classes(ds_target_config_dra(cfg), t, r), 0);
 	ds_report_free(r);
@@ -574,25 +622,33 @@ static void test_dra_mapping__device_classes_everywhere(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_dra_mapping__seed_specific_pod_container_wins, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dra_mapping__seed_other_container_falls_to_all, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dra_mapping__seed_any_pod_maps_to_claim2, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dra_mapping__same_kind_tie_break_for_templates, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dra_mapping__deployment_rule_only_for_that_deployment, setup, teardown),
-		cmocka_unit_test(test_dra_mapping__specificity_weights),
-		cmocka_unit_test(test_dra_mapping__source_selector),
-		cmocka_unit_test(test_dra_mapping__ambiguous_tie_is_a_workload_error),
-		cmocka_unit_test(test_dra_mapping__split_shared_entry),
-		cmocka_unit_test(test_dra_mapping__split_all_groups_mapped),
-		cmocka_unit_test(test_dra_mapping__split_names_are_dns_labels_and_unique),
-		cmocka_unit_test(test_dra_mapping__init_containers),
-		cmocka_unit_test(test_dra_mapping__all_seven_workload_types),
-		cmocka_unit_test(test_dra_mapping__unlisted_entry_uses_container_all),
-		cmocka_unit_test_setup_teardown(test_dra_mapping__no_rule_leaves_reference, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dra_mapping__undefined_entry_is_an_error, setup, teardown),
-		cmocka_unit_test(test_dra_mapping__attach_replaces_extended_resources),
-		cmocka_unit_test(test_dra_mapping__attach_off_by_default_and_reuses_entry),
-		cmocka_unit_test_setup_teardown(test_dra_mapping__device_classes_everywhere, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dra_mapping__seed_specific_pod_container_wins,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dra_mapping__seed_other_container_falls_to_all,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dra_mapping__seed_any_pod_maps_to_claim2, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_dra_mapping__same_kind_tie_break_for_templates,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_dra_mapping__deployment_rule_only_for_that_deployment, setup, teardown),
+	    cmocka_unit_test(test_dra_mapping__specificity_weights),
+	    cmocka_unit_test(test_dra_mapping__source_selector),
+	    cmocka_unit_test(test_dra_mapping__ambiguous_tie_is_a_workload_error),
+	    cmocka_unit_test(test_dra_mapping__split_shared_entry),
+	    cmocka_unit_test(test_dra_mapping__split_all_groups_mapped),
+	    cmocka_unit_test(test_dra_mapping__split_names_are_dns_labels_and_unique),
+	    cmocka_unit_test(test_dra_mapping__init_containers),
+	    cmocka_unit_test(test_dra_mapping__all_seven_workload_types),
+	    cmocka_unit_test(test_dra_mapping__unlisted_entry_uses_container_all),
+	    cmocka_unit_test_setup_teardown(test_dra_mapping__no_rule_leaves_reference, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_dra_mapping__undefined_entry_is_an_error, setup,
+					    teardown),
+	    cmocka_unit_test(test_dra_mapping__attach_replaces_extended_resources),
+	    cmocka_unit_test(test_dra_mapping__attach_off_by_default_and_reuses_entry),
+	    cmocka_unit_test_setup_teardown(test_dra_mapping__device_classes_everywhere, setup,
+					    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

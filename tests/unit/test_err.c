@@ -64,9 +64,9 @@ static void test_err__agents_answer_help_and_version(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_err__location_is_formatted_as_file_line_col),
-		cmocka_unit_test(test_err__log_quote_only_when_needed),
-		cmocka_unit_test(test_err__agents_answer_help_and_version),
+	    cmocka_unit_test(test_err__location_is_formatted_as_file_line_col),
+	    cmocka_unit_test(test_err__log_quote_only_when_needed),
+	    cmocka_unit_test(test_err__agents_answer_help_and_version),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,7 +30,8 @@ static const char *write_tmp(const char *name, const char *text)
 
 static const char *migrate_cfg(void)
 {
-	return write_tmp("migrate.yaml", "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\nmode: migrate\n");
+	return write_tmp("migrate.yaml",
+			 "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\nmode: migrate\n");
 }
 
 /* Run plan with argv tail; parse stdout as JSON when -o json. */
@@ -92,23 +93,27 @@ static void test_plan__every_v1_fixture_in_migrate_mode(void **state)
 		if (!strstr(de->d_name, ".yaml"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		plan(&r, NULL, (const char *[]){"--config", migrate_cfg(), "-f", path, "-o", "json", NULL});
+		plan(&r, NULL,
+		     (const char *[]){"--config", migrate_cfg(), "-f", path, "-o", "json", NULL});
 		if (r.status != 0)
 			fail_msg("%s: exit %d\n%s", de->d_name, r.status, r.err);
 		out = items(&r);
 		assert_int_equal(json_array_size(out), count_docs(path));
 		orig = dt_load_file(path);
-		json_array_foreach(out, i, o) {
+		json_array_foreach(out, i, o)
+		{
 			json_t *src = dt_find(orig, ds_obj_kind(o), ds_obj_name(o));
 
 			/* Same spec (no rules, same API version), plus drasync's label. */
 			if (json_object_get(src, "spec") &&
 			    !json_equal(json_object_get(o, "spec"), json_object_get(src, "spec")))
-				fail_msg("%s: %s %s: spec differs:\n%s\n%s", de->d_name, ds_obj_kind(o), ds_obj_name(o),
+				fail_msg("%s: %s %s: spec differs:\n%s\n%s", de->d_name,
+					 ds_obj_kind(o), ds_obj_name(o),
 					 json_dumps(json_object_get(o, "spec"), JSON_SORT_KEYS),
 					 json_dumps(json_object_get(src, "spec"), JSON_SORT_KEYS));
 			assert_string_equal(ds_obj_api_version(o), ds_obj_api_version(src));
-			assert_string_equal(dt_str(o, "/metadata/labels/app.kubernetes.io~1managed-by"), "drasync");
+			assert_string_equal(
+			    dt_str(o, "/metadata/labels/app.kubernetes.io~1managed-by"), "drasync");
 		}
 		/* Namespaces come first: the apply order. */
 		assert_string_equal(ds_obj_kind(json_array_get(out, 0)), "Namespace");
@@ -146,36 +151,48 @@ static void test_plan__every_v1beta1_fixture_both_targets(void **state)
 			json_t *out, *o;
 			size_t i;
 
-			plan(&r, NULL, (const char *[]){"--config", migrate_cfg(), "--target-api",
-							beta ? "resource.k8s.io/v1beta1" : "resource.k8s.io/v1",
-							"-f", path, "-o", "json", NULL});
+			plan(&r, NULL,
+			     (const char *[]){"--config", migrate_cfg(), "--target-api",
+					      beta ? "resource.k8s.io/v1beta1"
+						   : "resource.k8s.io/v1",
+					      "-f", path, "-o", "json", NULL});
 			if (r.status != 0)
 				fail_msg("%s: exit %d\n%s", de->d_name, r.status, r.err);
 			out = items(&r);
 			assert_int_equal(json_array_size(out), json_array_size(orig));
-			json_array_foreach(out, i, o) {
+			json_array_foreach(out, i, o)
+			{
 				json_t *src = dt_find(orig, ds_obj_kind(o), ds_obj_name(o));
 				json_t *rq;
 				size_t k;
 
 				if (!ds_obj_in_group(o, "resource.k8s.io")) {
 					assert_true(!json_object_get(src, "spec") ||
-						    json_equal(json_object_get(o, "spec"), json_object_get(src, "spec")));
+						    json_equal(json_object_get(o, "spec"),
+							       json_object_get(src, "spec")));
 					continue;
 				}
 				assert_string_equal(ds_obj_api_version(o),
-						    beta ? "resource.k8s.io/v1beta1" : "resource.k8s.io/v1");
-				json_array_foreach(dt_get(o, strcmp(ds_obj_kind(o), "ResourceClaim") == 0
-								? "/spec/devices/requests"
-								: "/spec/spec/devices/requests"),
-						   k, rq) {
-					/* v1 holds the class under exactly, v1beta1 on the request. */
-					assert_string_equal(dt_str(rq, beta ? "/deviceClassName" : "/exactly/deviceClassName"),
-							    "gpu.example.com");
-					assert_null(dt_get(rq, beta ? "/exactly" : "/deviceClassName"));
+						    beta ? "resource.k8s.io/v1beta1"
+							 : "resource.k8s.io/v1");
+				json_array_foreach(
+				    dt_get(o, strcmp(ds_obj_kind(o), "ResourceClaim") == 0
+						  ? "/spec/devices/requests"
+						  : "/spec/spec/devices/requests"),
+				    k, rq)
+				{
+					/* v1 holds the class under exactly, v1beta1 on the request.
+					 */
+					assert_string_equal(
+					    dt_str(rq, beta ? "/deviceClassName"
+							    : "/exactly/deviceClassName"),
+					    "gpu.example.com");
+					assert_null(
+					    dt_get(rq, beta ? "/exactly" : "/deviceClassName"));
 				}
 				if (beta)
-					assert_true(json_equal(json_object_get(o, "spec"), json_object_get(src, "spec")));
+					assert_true(json_equal(json_object_get(o, "spec"),
+							       json_object_get(src, "spec")));
 			}
 			json_decref(out);
 			tu_run_dispose(&r);
@@ -194,26 +211,32 @@ static void test_plan__conversion_both_ways(void **state)
 	json_t *out, *t;
 
 	(void)state;
-	plan(&r, NULL, (const char *[]){"--config", migrate_cfg(), "-f",
-					tu_fixture("dra-example-driver/v1beta1/gpu-test2.yaml"), "-o", "json", NULL});
+	plan(&r, NULL,
+	     (const char *[]){"--config", migrate_cfg(), "-f",
+			      tu_fixture("dra-example-driver/v1beta1/gpu-test2.yaml"), "-o", "json",
+			      NULL});
 	assert_int_equal(r.status, 0);
 	out = items(&r);
 	t = dt_find(out, "ResourceClaimTemplate", "multiple-gpus");
 	assert_string_equal(ds_obj_api_version(t), "resource.k8s.io/v1");
-	assert_int_equal(json_integer_value(dt_get(t, "/spec/spec/devices/requests/0/exactly/count")), 2);
+	assert_int_equal(
+	    json_integer_value(dt_get(t, "/spec/spec/devices/requests/0/exactly/count")), 2);
 	assert_non_null(strstr(r.err, "convert     ResourceClaimTemplate gpu-test2/multiple-gpus: "
 				      "resource.k8s.io/v1beta1 -> resource.k8s.io/v1"));
 	json_decref(out);
 	tu_run_dispose(&r);
 
-	plan(&r, NULL, (const char *[]){"--config", migrate_cfg(), "--target-api", "resource.k8s.io/v1beta1", "-f",
-					tu_fixture("dra-example-driver/v1/gpu-allow-multiple-allocations.yaml"), "-o",
-					"json", NULL});
+	plan(&r, NULL,
+	     (const char *[]){
+		 "--config", migrate_cfg(), "--target-api", "resource.k8s.io/v1beta1", "-f",
+		 tu_fixture("dra-example-driver/v1/gpu-allow-multiple-allocations.yaml"), "-o",
+		 "json", NULL});
 	assert_int_equal(r.status, 0);
 	out = items(&r);
 	t = dt_find(out, "ResourceClaim", "shared-gpu-pod0");
 	assert_string_equal(ds_obj_api_version(t), "resource.k8s.io/v1beta1");
-	assert_string_equal(dt_str(t, "/spec/devices/requests/0/deviceClassName"), "gpu.example.com");
+	assert_string_equal(dt_str(t, "/spec/devices/requests/0/deviceClassName"),
+			    "gpu.example.com");
 	assert_string_equal(dt_str(t, "/spec/devices/requests/0/capacity/requests/memory"), "16Gi");
 	assert_null(dt_get(t, "/spec/devices/requests/0/exactly"));
 	json_decref(out);
@@ -223,22 +246,27 @@ static void test_plan__conversion_both_ways(void **state)
 /* The mapping on real manifests: references, namespaces, report lines, YAML output. */
 static void test_plan__mapping_on_fixtures(void **state)
 {
-	const char *cfg = write_tmp("map.yaml",
-		"kind: TargetConfig\nmode: migrate\n"
-		"namespaceMappings: {basic-shared-claim-across-pods: dr}\n"
-		"dra:\n  resourceClaimMappings:\n"
-		"  - {objectType: Pod, objectInstance: pod1, container: ALL, resourceClaim: dr-gpu}\n"
-		"  resourceClaimTemplateMappings:\n"
-		"  - {objectType: All, objectInstance: ALL, container: ALL, resourceClaimTemplate: dr-template}\n"
-		"  deviceClassMappings:\n  - {from: gpu.example.com, to: gpu.nvidia.com}\n");
+	const char *cfg = write_tmp(
+	    "map.yaml",
+	    "kind: TargetConfig\nmode: migrate\n"
+	    "namespaceMappings: {basic-shared-claim-across-pods: dr}\n"
+	    "dra:\n  resourceClaimMappings:\n"
+	    "  - {objectType: Pod, objectInstance: pod1, container: ALL, resourceClaim: dr-gpu}\n"
+	    "  resourceClaimTemplateMappings:\n"
+	    "  - {objectType: All, objectInstance: ALL, container: ALL, resourceClaimTemplate: "
+	    "dr-template}\n"
+	    "  deviceClassMappings:\n  - {from: gpu.example.com, to: gpu.nvidia.com}\n");
 	struct tu_run r, ry;
 	json_t *out, *p, *docs;
 	ds_err err;
 
 	(void)state;
-	plan(&r, NULL, (const char *[]){"-c", cfg, "-f", tu_fixture("dra-example-driver/v1/basic-shared-claim-across-pods.yaml"),
-					"-f", tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"), "-o",
-					"json", NULL});
+	plan(&r, NULL,
+	     (const char *[]){
+		 "-c", cfg, "-f",
+		 tu_fixture("dra-example-driver/v1/basic-shared-claim-across-pods.yaml"), "-f",
+		 tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"), "-o", "json",
+		 NULL});
 	assert_int_equal(r.status, 0);
 	out = items(&r);
 	p = dt_find(out, "Pod", "pod1");
@@ -254,13 +282,17 @@ static void test_plan__mapping_on_fixtures(void **state)
 	assert_non_null(strstr(r.err, "rewrite     Pod dr/pod1 container=ctr0 entry=shared-gpu: "
 				      "resourceClaimName=single-gpu -> resourceClaimName=dr-gpu "
 				      "(rule dra.resourceClaimMappings[0])"));
-	assert_non_null(strstr(r.err, "needs ResourceClaimTemplate basic-resourceclaimtemplate/dr-template"));
+	assert_non_null(
+	    strstr(r.err, "needs ResourceClaimTemplate basic-resourceclaimtemplate/dr-template"));
 	assert_non_null(strstr(r.err, "needs DeviceClass gpu.nvidia.com"));
 	(void)p;
 
 	/* -o yaml prints the same objects as a multi-document stream. */
-	plan(&ry, NULL, (const char *[]){"-c", cfg, "-f", tu_fixture("dra-example-driver/v1/basic-shared-claim-across-pods.yaml"),
-					 "-f", tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"), NULL});
+	plan(&ry, NULL,
+	     (const char *[]){
+		 "-c", cfg, "-f",
+		 tu_fixture("dra-example-driver/v1/basic-shared-claim-across-pods.yaml"), "-f",
+		 tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"), NULL});
 	assert_int_equal(ry.status, 0);
 	assert_int_equal(ds_yaml_parse(ry.out, strlen(ry.out), "stdout", 0, &docs, NULL, &err), 0);
 	assert_true(json_equal(docs, out));
@@ -273,25 +305,32 @@ static void test_plan__mapping_on_fixtures(void **state)
 static void test_plan__standby_holds_pods_and_scales_down(void **state)
 {
 	const char *cfg = write_tmp("standby.yaml", "kind: TargetConfig\nmode: standby\n");
-	const char *dep = write_tmp("dep.yaml",
-		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: infer, namespace: ml, uid: abc-123}\n"
-		"spec:\n  replicas: 4\n  selector: {matchLabels: {app: i}}\n  template:\n    metadata: {labels: {app: i}}\n"
-		"    spec:\n      containers: [{name: c, image: x, resources: {claims: [{name: g}]}}]\n"
-		"      resourceClaims: [{name: g, resourceClaimTemplateName: gpu-template}]\n"
-		"status: {readyReplicas: 4}\n");
+	const char *dep = write_tmp(
+	    "dep.yaml",
+	    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: infer, namespace: ml, uid: "
+	    "abc-123}\n"
+	    "spec:\n  replicas: 4\n  selector: {matchLabels: {app: i}}\n  template:\n    metadata: "
+	    "{labels: {app: i}}\n"
+	    "    spec:\n      containers: [{name: c, image: x, resources: {claims: [{name: g}]}}]\n"
+	    "      resourceClaims: [{name: g, resourceClaimTemplateName: gpu-template}]\n"
+	    "status: {readyReplicas: 4}\n");
 	struct tu_run r;
 	json_t *out, *d;
 
 	(void)state;
-	plan(&r, NULL, (const char *[]){"--config", cfg, "--source-cluster", "prod-east", "-f", dep, "-f",
-					tu_fixture("dra-example-driver/v1beta1/gpu-test1.yaml"), "-o", "json", NULL});
+	plan(&r, NULL,
+	     (const char *[]){"--config", cfg, "--source-cluster", "prod-east", "-f", dep, "-f",
+			      tu_fixture("dra-example-driver/v1beta1/gpu-test1.yaml"), "-o", "json",
+			      NULL});
 	assert_int_equal(r.status, 0);
 	out = items(&r);
-	assert_int_equal(json_array_size(out), 3); /* Namespace, template, Deployment; two pods held */
+	assert_int_equal(json_array_size(out),
+			 3); /* Namespace, template, Deployment; two pods held */
 	d = dt_find(out, "Deployment", "infer");
 	assert_int_equal(json_integer_value(dt_get(d, "/spec/replicas")), 0);
 	assert_string_equal(dt_str(d, "/metadata/annotations/drasync.io~1replicas"), "4");
-	assert_string_equal(dt_str(d, "/metadata/annotations/drasync.io~1source-cluster"), "prod-east");
+	assert_string_equal(dt_str(d, "/metadata/annotations/drasync.io~1source-cluster"),
+			    "prod-east");
 	assert_string_equal(dt_str(d, "/metadata/annotations/drasync.io~1source-uid"), "abc-123");
 	assert_null(dt_get(d, "/metadata/uid"));
 	assert_null(dt_get(d, "/status"));
@@ -304,26 +343,32 @@ static void test_plan__standby_holds_pods_and_scales_down(void **state)
 /* One bad file or object is reported with its place and skipped; the rest is planned. */
 static void test_plan__bad_manifests_are_located_and_skipped(void **state)
 {
-	const char *broken = write_tmp("broken.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n");
-	const char *noname = write_tmp("noname.yaml",
-		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\n"
-		"apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n---\n- just\n- a list\n");
-	const char *ambiguous_cfg = write_tmp("amb.yaml",
-		"kind: TargetConfig\nmode: migrate\ndra:\n  resourceClaimMappings:\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ALL, source: shared-gpu, resourceClaim: a}\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ALL, source: single-gpu, resourceClaim: b}\n");
+	const char *broken =
+	    write_tmp("broken.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n");
+	const char *noname = write_tmp(
+	    "noname.yaml",
+	    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\n"
+	    "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n---\n- just\n- a list\n");
+	const char *ambiguous_cfg = write_tmp(
+	    "amb.yaml", "kind: TargetConfig\nmode: migrate\ndra:\n  resourceClaimMappings:\n"
+			"  - {objectType: Pod, objectInstance: ALL, container: ALL, source: "
+			"shared-gpu, resourceClaim: a}\n"
+			"  - {objectType: Pod, objectInstance: ALL, container: ALL, source: "
+			"single-gpu, resourceClaim: b}\n");
 	struct tu_run r;
 	json_t *out;
 
 	(void)state;
-	plan(&r, NULL, (const char *[]){"-c", migrate_cfg(), "-f", broken, "-f", noname, "-f", "/nonexistent.yaml",
-					"-o", "json", NULL});
+	plan(&r, NULL,
+	     (const char *[]){"-c", migrate_cfg(), "-f", broken, "-f", noname, "-f",
+			      "/nonexistent.yaml", "-o", "json", NULL});
 	assert_int_equal(r.status, 1);
 	out = items(&r);
 	assert_int_equal(json_array_size(out), 1);
 	assert_string_equal(ds_obj_name(json_array_get(out, 0)), "ok");
 	assert_non_null(strstr(r.err, "broken.yaml:5:1:"));
-	assert_non_null(strstr(r.err, "noname.yaml:5:1: ConfigMap x/(no name): missing metadata.name"));
+	assert_non_null(
+	    strstr(r.err, "noname.yaml:5:1: ConfigMap x/(no name): missing metadata.name"));
 	assert_non_null(strstr(r.err, "noname.yaml:9:1: (document): not a mapping"));
 	assert_non_null(strstr(r.err, "/nonexistent.yaml"));
 	assert_non_null(strstr(r.err, "4 failed"));
@@ -331,30 +376,35 @@ static void test_plan__bad_manifests_are_located_and_skipped(void **state)
 	tu_run_dispose(&r);
 
 	/* An unresolvable tie fails that pod only. */
-	plan(&r, NULL, (const char *[]){"-c", ambiguous_cfg, "-f", tu_fixture("dra-example-driver/v1beta1/gpu-test4.yaml"),
-					"-o", "json", NULL});
+	plan(&r, NULL,
+	     (const char *[]){"-c", ambiguous_cfg, "-f",
+			      tu_fixture("dra-example-driver/v1beta1/gpu-test4.yaml"), "-o", "json",
+			      NULL});
 	assert_int_equal(r.status, 1);
 	out = items(&r);
 	assert_int_equal(json_array_size(out), 2); /* Namespace and the claim */
 	assert_non_null(strstr(r.err, "gpu-test4.yaml:"));
 	assert_non_null(strstr(r.err, "Pod gpu-test4/pod0: container ctr0, claim shared-gpu: "
 				      "dra.resourceClaimMappings[0] (-> resourceClaimName a) and "
-				      "dra.resourceClaimMappings[1] (-> resourceClaimName b) match with the same specificity"));
+				      "dra.resourceClaimMappings[1] (-> resourceClaimName b) match "
+				      "with the same specificity"));
 	json_decref(out);
 	tu_run_dispose(&r);
 }
 
 static void test_plan__usage_and_config_errors_exit_2(void **state)
 {
-	const char *badcfg = write_tmp("bad.yaml", "kind: TargetConfig\ndra:\n  resourceClaimMapings: []\n");
+	const char *badcfg =
+	    write_tmp("bad.yaml", "kind: TargetConfig\ndra:\n  resourceClaimMapings: []\n");
 	const char *f = tu_fixture("dra-example-driver/v1/cel-selector.yaml");
 	struct tu_run r;
 
 	(void)state;
 	plan(&r, NULL, (const char *[]){"-c", badcfg, "-f", f, NULL});
 	assert_int_equal(r.status, 2);
-	assert_non_null(strstr(r.err, "bad.yaml:3:3: dra.resourceClaimMapings: unknown key (did you mean "
-				      "'resourceClaimMappings'?)"));
+	assert_non_null(strstr(r.err,
+			       "bad.yaml:3:3: dra.resourceClaimMapings: unknown key (did you mean "
+			       "'resourceClaimMappings'?)"));
 	assert_string_equal(r.out, "");
 	tu_run_dispose(&r);
 	plan(&r, NULL, (const char *[]){"-c", migrate_cfg(), NULL});
@@ -364,7 +414,9 @@ static void test_plan__usage_and_config_errors_exit_2(void **state)
 	plan(&r, NULL, (const char *[]){"-c", migrate_cfg(), "-f", f, "-o", "xml", NULL});
 	assert_int_equal(r.status, 2);
 	tu_run_dispose(&r);
-	plan(&r, NULL, (const char *[]){"-c", migrate_cfg(), "-f", f, "--target-api", "resource.k8s.io/v2", NULL});
+	plan(&r, NULL,
+	     (const char *[]){"-c", migrate_cfg(), "-f", f, "--target-api", "resource.k8s.io/v2",
+			      NULL});
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err, "--target-api resource.k8s.io/v2"));
 	tu_run_dispose(&r);
@@ -382,13 +434,18 @@ static void test_plan__usage_and_config_errors_exit_2(void **state)
 static void test_plan__stdin_and_lists(void **state)
 {
 	const char *list =
-		"{\"apiVersion\": \"v1\", \"kind\": \"List\", \"metadata\": {\"resourceVersion\": \"\"}, \"items\": [\n"
-		" {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"a\", \"namespace\": \"n\",\n"
-		"  \"ownerReferences\": [{\"apiVersion\": \"apps/v1\", \"kind\": \"ReplicaSet\", \"name\": \"rs\", \"uid\": \"u\", \"controller\": true}]},\n"
-		"  \"spec\": {\"containers\": [{\"name\": \"c\", \"image\": \"x\"}]}},\n"
-		" {\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"kube-root-ca.crt\", \"namespace\": \"n\"}},\n"
-		" {\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"settings\", \"namespace\": \"n\"}, \"data\": {\"a\": \"1\"}}\n"
-		"]}\n";
+	    "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"metadata\": {\"resourceVersion\": "
+	    "\"\"}, \"items\": [\n"
+	    " {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"a\", "
+	    "\"namespace\": \"n\",\n"
+	    "  \"ownerReferences\": [{\"apiVersion\": \"apps/v1\", \"kind\": \"ReplicaSet\", "
+	    "\"name\": \"rs\", \"uid\": \"u\", \"controller\": true}]},\n"
+	    "  \"spec\": {\"containers\": [{\"name\": \"c\", \"image\": \"x\"}]}},\n"
+	    " {\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": "
+	    "\"kube-root-ca.crt\", \"namespace\": \"n\"}},\n"
+	    " {\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": "
+	    "\"settings\", \"namespace\": \"n\"}, \"data\": {\"a\": \"1\"}}\n"
+	    "]}\n";
 	struct tu_run r;
 	json_t *out;
 
@@ -408,7 +465,8 @@ static void test_plan__stdin_and_lists(void **state)
 static void test_plan__truncated_and_garbage_input(void **state)
 {
 	size_t len;
-	char *text = tu_read_file(tu_fixture("dra-example-driver/v1/basic-resourceclaim-opaque-config.yaml"), &len);
+	char *text = tu_read_file(
+	    tu_fixture("dra-example-driver/v1/basic-resourceclaim-opaque-config.yaml"), &len);
 	unsigned seed = 12345;
 
 	(void)state;
@@ -455,15 +513,15 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_plan__every_v1_fixture_in_migrate_mode),
-		cmocka_unit_test(test_plan__every_v1beta1_fixture_both_targets),
-		cmocka_unit_test(test_plan__conversion_both_ways),
-		cmocka_unit_test(test_plan__mapping_on_fixtures),
-		cmocka_unit_test(test_plan__standby_holds_pods_and_scales_down),
-		cmocka_unit_test(test_plan__bad_manifests_are_located_and_skipped),
-		cmocka_unit_test(test_plan__usage_and_config_errors_exit_2),
-		cmocka_unit_test(test_plan__stdin_and_lists),
-		cmocka_unit_test(test_plan__truncated_and_garbage_input),
+	    cmocka_unit_test(test_plan__every_v1_fixture_in_migrate_mode),
+	    cmocka_unit_test(test_plan__every_v1beta1_fixture_both_targets),
+	    cmocka_unit_test(test_plan__conversion_both_ways),
+	    cmocka_unit_test(test_plan__mapping_on_fixtures),
+	    cmocka_unit_test(test_plan__standby_holds_pods_and_scales_down),
+	    cmocka_unit_test(test_plan__bad_manifests_are_located_and_skipped),
+	    cmocka_unit_test(test_plan__usage_and_config_errors_exit_2),
+	    cmocka_unit_test(test_plan__stdin_and_lists),
+	    cmocka_unit_test(test_plan__truncated_and_garbage_input),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

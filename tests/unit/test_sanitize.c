@@ -11,17 +11,20 @@
 static void test_sanitize__server_metadata_and_status(void **state)
 {
 	json_t *o = dt_object(
-		"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: n\n  uid: 1234\n"
-		"  resourceVersion: '99'\n  generation: 3\n  creationTimestamp: '2026-01-01T00:00:00Z'\n"
-		"  deletionTimestamp: x\n  deletionGracePeriodSeconds: 30\n  managedFields: [{manager: m}]\n"
-		"  selfLink: /api/v1/x\n  ownerReferences: [{kind: X, name: y}]\n  labels: {app: a}\n"
-		"  annotations: {kubectl.kubernetes.io/last-applied-configuration: '{}'}\n"
-		"spec:\n  nodeName: node-1\n  containers: [{name: c}]\nstatus: {phase: Running}\n");
+	    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: n\n  uid: 1234\n"
+	    "  resourceVersion: '99'\n  generation: 3\n  creationTimestamp: "
+	    "'2026-01-01T00:00:00Z'\n"
+	    "  deletionTimestamp: x\n  deletionGracePeriodSeconds: 30\n  managedFields: [{manager: "
+	    "m}]\n"
+	    "  selfLink: /api/v1/x\n  ownerReferences: [{kind: X, name: y}]\n  labels: {app: a}\n"
+	    "  annotations: {kubectl.kubernetes.io/last-applied-configuration: '{}'}\n"
+	    "spec:\n  nodeName: node-1\n  containers: [{name: c}]\nstatus: {phase: Running}\n");
 
 	(void)state;
 	assert_int_equal(ds_sanitize(o), 0);
 	assert_null(json_object_get(o, "status"));
-	assert_int_equal(json_object_size(json_object_get(o, "metadata")), 3); /* name, namespace, labels */
+	assert_int_equal(json_object_size(json_object_get(o, "metadata")),
+			 3); /* name, namespace, labels */
 	assert_null(dt_get(o, "/spec/nodeName"));
 	assert_string_equal(dt_str(o, "/spec/containers/0/name"), "c");
 	json_decref(o);
@@ -29,9 +32,10 @@ static void test_sanitize__server_metadata_and_status(void **state)
 
 static void test_sanitize__service_ips_and_node_ports(void **state)
 {
-	json_t *s = dt_object("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
-			      "spec:\n  clusterIP: 10.0.0.5\n  clusterIPs: [10.0.0.5]\n  type: NodePort\n"
-			      "  ports: [{port: 80, nodePort: 30080}]\n");
+	json_t *s =
+	    dt_object("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
+		      "spec:\n  clusterIP: 10.0.0.5\n  clusterIPs: [10.0.0.5]\n  type: NodePort\n"
+		      "  ports: [{port: 80, nodePort: 30080}]\n");
 	json_t *h = dt_object("apiVersion: v1\nkind: Service\nmetadata: {name: h}\n"
 			      "spec:\n  clusterIP: None\n  clusterIPs: [None]\n");
 
@@ -50,11 +54,12 @@ static void test_sanitize__service_ips_and_node_ports(void **state)
 
 static void test_sanitize__pvc_binding(void **state)
 {
-	json_t *p = dt_object("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n"
-			      "  annotations:\n    pv.kubernetes.io/bind-completed: 'yes'\n"
-			      "    pv.kubernetes.io/bound-by-controller: 'yes'\n"
-			      "    volume.kubernetes.io/selected-node: n1\n    team: ml\n"
-			      "spec:\n  volumeName: pvc-123\n  resources: {requests: {storage: 1Gi}}\n");
+	json_t *p =
+	    dt_object("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n"
+		      "  annotations:\n    pv.kubernetes.io/bind-completed: 'yes'\n"
+		      "    pv.kubernetes.io/bound-by-controller: 'yes'\n"
+		      "    volume.kubernetes.io/selected-node: n1\n    team: ml\n"
+		      "spec:\n  volumeName: pvc-123\n  resources: {requests: {storage: 1Gi}}\n");
 
 	(void)state;
 	ds_sanitize(p);
@@ -67,20 +72,24 @@ static void test_sanitize__pvc_binding(void **state)
 static void test_sanitize__resource_claim_allocation_and_finalizer(void **state)
 {
 	json_t *c = dt_object(
-		"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: single-gpu\n"
-		"  finalizers: [resource.kubernetes.io/delete-protection]\n"
-		"spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}\n"
-		"status:\n  allocation: {devices: {results: [{request: gpu, driver: gpu.example.com, pool: n1, device: gpu-0}]}}\n"
-		"  reservedFor: [{resource: pods, name: pod0, uid: u}]\n");
-	json_t *k = dt_object("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: c\n"
-			      "  finalizers: [resource.kubernetes.io/delete-protection, example.com/keep]\n");
+	    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: single-gpu\n"
+	    "  finalizers: [resource.kubernetes.io/delete-protection]\n"
+	    "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: "
+	    "gpu.example.com}}]}}\n"
+	    "status:\n  allocation: {devices: {results: [{request: gpu, driver: gpu.example.com, "
+	    "pool: n1, device: gpu-0}]}}\n"
+	    "  reservedFor: [{resource: pods, name: pod0, uid: u}]\n");
+	json_t *k = dt_object(
+	    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: c\n"
+	    "  finalizers: [resource.kubernetes.io/delete-protection, example.com/keep]\n");
 
 	(void)state;
 	ds_sanitize(c);
 	ds_sanitize(k);
 	assert_null(json_object_get(c, "status"));
 	assert_null(dt_get(c, "/metadata/finalizers"));
-	assert_string_equal(dt_str(c, "/spec/devices/requests/0/exactly/deviceClassName"), "gpu.example.com");
+	assert_string_equal(dt_str(c, "/spec/devices/requests/0/exactly/deviceClassName"),
+			    "gpu.example.com");
 	assert_int_equal(json_array_size(dt_get(k, "/metadata/finalizers")), 1);
 	assert_string_equal(dt_str(k, "/metadata/finalizers/0"), "example.com/keep");
 	json_decref(c);
@@ -90,10 +99,10 @@ static void test_sanitize__resource_claim_allocation_and_finalizer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sanitize__server_metadata_and_status),
-		cmocka_unit_test(test_sanitize__service_ips_and_node_ports),
-		cmocka_unit_test(test_sanitize__pvc_binding),
-		cmocka_unit_test(test_sanitize__resource_claim_allocation_and_finalizer),
+	    cmocka_unit_test(test_sanitize__server_metadata_and_status),
+	    cmocka_unit_test(test_sanitize__service_ips_and_node_ports),
+	    cmocka_unit_test(test_sanitize__pvc_binding),
+	    cmocka_unit_test(test_sanitize__resource_claim_allocation_and_finalizer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,35 +16,38 @@
 
 static void test_target_config__full_example_loads(void **state)
 {
-	ds_target_config *cfg = dt_config(
-		"apiVersion: drasync.io/v1alpha1\n"
-		"kind: TargetConfig\n"
-		"listen: tcp://0.0.0.0:7450\n"
-		"keys:\n"
-		"  secretKeyFile: /etc/drasync/keys/target.key\n"
-		"  authorizedSources: /etc/drasync/keys/authorized_sources\n"
-		"kubeconfig: \"\"\n"
-		"stateDir: /var/lib/drasync\n"
-		"mode: migrate\n"
-		"namespaceMappings: {ml-team: ml-team-dr}\n"
-		"dra:\n"
-		"  resourceClaimMappings:\n"
-		"    - {objectType: Pod, objectInstance: test-pod1, container: gpu-container, resourceClaim: gpu-rc-claim1}\n"
-		"  resourceClaimTemplateMappings:\n"
-		"    - {objectType: All, objectInstance: ALL, container: ALL, source: gpu, resourceClaimTemplate: gpu-rct2, attach: true,\n"
-		"       extendedResources: [nvidia.com/gpu]}\n"
-		"  deviceClassMappings:\n"
-		"    - {from: gpu.nvidia.com, to: gpu.example.com}\n"
-		"  requireTargetObjects: false\n"
-		"  replicateDeviceClasses: true\n"
-		"metrics: {listen: \"127.0.0.1:9450\"}\n");
+	ds_target_config *cfg =
+	    dt_config("apiVersion: drasync.io/v1alpha1\n"
+		      "kind: TargetConfig\n"
+		      "listen: tcp://0.0.0.0:7450\n"
+		      "keys:\n"
+		      "  secretKeyFile: /etc/drasync/keys/target.key\n"
+		      "  authorizedSources: /etc/drasync/keys/authorized_sources\n"
+		      "kubeconfig: \"\"\n"
+		      "stateDir: /var/lib/drasync\n"
+		      "mode: migrate\n"
+		      "namespaceMappings: {ml-team: ml-team-dr}\n"
+		      "dra:\n"
+		      "  resourceClaimMappings:\n"
+		      "    - {objectType: Pod, objectInstance: test-pod1, container: "
+		      "gpu-container, resourceClaim: gpu-rc-claim1}\n"
+		      "  resourceClaimTemplateMappings:\n"
+		      "    - {objectType: All, objectInstance: ALL, container: ALL, source: gpu, "
+		      "resourceClaimTemplate: gpu-rct2, attach: true,\n"
+		      "       extendedResources: [nvidia.com/gpu]}\n"
+		      "  deviceClassMappings:\n"
+		      "    - {from: gpu.nvidia.com, to: gpu.example.com}\n"
+		      "  requireTargetObjects: false\n"
+		      "  replicateDeviceClasses: true\n"
+		      "metrics: {listen: \"127.0.0.1:9450\"}\n");
 	const ds_dra_config *d = ds_target_config_dra(cfg);
 
 	(void)state;
 	assert_int_equal(ds_target_config_mode(cfg), DS_MODE_MIGRATE);
 	assert_string_equal(ds_target_config_listen(cfg), "tcp://0.0.0.0:7450");
 	assert_string_equal(ds_target_config_secret_key_file(cfg), "/etc/drasync/keys/target.key");
-	assert_string_equal(ds_target_config_authorized_sources(cfg), "/etc/drasync/keys/authorized_sources");
+	assert_string_equal(ds_target_config_authorized_sources(cfg),
+			    "/etc/drasync/keys/authorized_sources");
 	assert_string_equal(ds_target_config_state_dir(cfg), "/var/lib/drasync");
 	assert_string_equal(ds_target_config_metrics_listen(cfg), "127.0.0.1:9450");
 	assert_string_equal(ds_target_config_map_namespace(cfg, "ml-team"), "ml-team-dr");
@@ -93,62 +96,74 @@ static const struct bad {
 	int line, col;
 	const char *msg;
 } bad[] = {
-	{"unknown top-level key", "kind: TargetConfig\nmdoe: standby\n", 2, 1,
-	 "mdoe: unknown key (did you mean 'mode'?)"},
-	{"unknown rule key", "dra:\n  resourceClaimMappings:\n  - objectType: Pod\n    objecInstance: a\n", 4, 5,
-	 "dra.resourceClaimMappings[0].objecInstance: unknown key (did you mean 'objectInstance'?)"},
-	{"unknown dra key", "dra:\n  resourceClaimMapping: []\n", 2, 3,
-	 "dra.resourceClaimMapping: unknown key (did you mean 'resourceClaimMappings'?)"},
-	{"unknown objectType",
-	 "dra:\n  resourceClaimMappings:\n  - {objectType: Deploymnet, objectInstance: a, container: ALL, resourceClaim: x}\n",
-	 3, 18, "unknown objectType 'Deploymnet'"},
-	{"both targets",
-	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: x, resourceClaimTemplate: tmpl}\n",
-	 3, 5, "both resourceClaim and resourceClaimTemplate are set"},
-	{"no target",
-	 "dra:\n  resourceClaimTemplateMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL}\n", 3, 5,
-	 "dra.resourceClaimTemplateMappings[0]: no target: set resourceClaim or resourceClaimTemplate"},
-	{"invalid instance name",
-	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: My_Pod, container: ALL, resourceClaim: x}\n",
-	 3, 39, "'My_Pod' is not a valid object name"},
-	{"invalid container name",
-	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: gpu.ctr, resourceClaim: x}\n",
-	 3, 53, "'gpu.ctr' is not a valid container name"},
-	{"invalid target name",
-	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: -bad}\n",
-	 3, 73, "'-bad' is not a valid object name"},
-	{"identical selectors, different targets",
-	 "dra:\n  resourceClaimMappings:\n"
-	 "  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: x}\n"
-	 "  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: z}\n",
-	 4, 5, "same selectors as dra.resourceClaimMappings[0] (line 3) but a different target"},
-	{"missing objectType",
-	 "dra:\n  resourceClaimMappings:\n  - {objectInstance: a, container: ALL, resourceClaim: x}\n", 3, 5,
-	 "missing 'objectType'"},
-	{"missing container",
-	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, resourceClaim: x}\n", 3, 5,
-	 "missing 'container'"},
-	{"rule not a mapping", "dra:\n  resourceClaimMappings:\n  - Pod a ALL x\n", 3, 5,
-	 "dra.resourceClaimMappings[0]: expected a mapping"},
-	{"wrong type for attach",
-	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: x, attach: maybe}\n",
-	 3, 84, "attach: expected a boolean, found a string"},
-	{"extendedResources without attach",
-	 "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: x, extendedResources: [nvidia.com/gpu]}\n",
-	 3, 76, "extendedResources needs attach: true"},
-	{"unknown mode", "mode: active\n", 1, 7, "unknown mode 'active' (expected migrate or standby)"},
-	{"wrong kind", "kind: SourceConfig\n", 1, 7, "this is a 'SourceConfig'"},
-	{"wrong apiVersion", "apiVersion: drasync.io/v2\n", 1, 13, "unsupported apiVersion 'drasync.io/v2'"},
-	{"device class mapped twice",
-	 "dra:\n  deviceClassMappings:\n  - {from: a.com, to: b.com}\n  - {from: a.com, to: c.com}\n", 4, 5,
-	 "DeviceClass 'a.com' is already mapped to 'b.com'"},
-	{"device class missing to", "dra:\n  deviceClassMappings:\n  - {from: a.com}\n", 3, 5, "missing 'to'"},
-	{"bad namespace mapping", "namespaceMappings: {ml-team: ML_DR}\n", 1, 30,
-	 "namespaceMappings.ml-team: expected a target namespace name"},
-	{"dra not a mapping", "dra: [1, 2]\n", 1, 6, "dra: expected a mapping, found a list"},
-	{"two documents", "kind: TargetConfig\n---\nkind: TargetConfig\n", 0, 0,
-	 "expected one TargetConfig document, found 2"},
-	{"YAML syntax error", "dra:\n  resourceClaimMappings: [\n", 3, 1, ""},
+    {"unknown top-level key", "kind: TargetConfig\nmdoe: standby\n", 2, 1,
+     "mdoe: unknown key (did you mean 'mode'?)"},
+    {"unknown rule key",
+     "dra:\n  resourceClaimMappings:\n  - objectType: Pod\n    objecInstance: a\n", 4, 5,
+     "dra.resourceClaimMappings[0].objecInstance: unknown key (did you mean 'objectInstance'?)"},
+    {"unknown dra key", "dra:\n  resourceClaimMapping: []\n", 2, 3,
+     "dra.resourceClaimMapping: unknown key (did you mean 'resourceClaimMappings'?)"},
+    {"unknown objectType",
+     "dra:\n  resourceClaimMappings:\n  - {objectType: Deploymnet, objectInstance: a, container: "
+     "ALL, resourceClaim: x}\n",
+     3, 18, "unknown objectType 'Deploymnet'"},
+    {"both targets",
+     "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, "
+     "resourceClaim: x, resourceClaimTemplate: tmpl}\n",
+     3, 5, "both resourceClaim and resourceClaimTemplate are set"},
+    {"no target",
+     "dra:\n  resourceClaimTemplateMappings:\n  - {objectType: Pod, objectInstance: a, container: "
+     "ALL}\n",
+     3, 5,
+     "dra.resourceClaimTemplateMappings[0]: no target: set resourceClaim or resourceClaimTemplate"},
+    {"invalid instance name",
+     "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: My_Pod, container: "
+     "ALL, resourceClaim: x}\n",
+     3, 39, "'My_Pod' is not a valid object name"},
+    {"invalid container name",
+     "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: gpu.ctr, "
+     "resourceClaim: x}\n",
+     3, 53, "'gpu.ctr' is not a valid container name"},
+    {"invalid target name",
+     "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, "
+     "resourceClaim: -bad}\n",
+     3, 73, "'-bad' is not a valid object name"},
+    {"identical selectors, different targets",
+     "dra:\n  resourceClaimMappings:\n"
+     "  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: x}\n"
+     "  - {objectType: Pod, objectInstance: a, container: ALL, resourceClaim: z}\n",
+     4, 5, "same selectors as dra.resourceClaimMappings[0] (line 3) but a different target"},
+    {"missing objectType",
+     "dra:\n  resourceClaimMappings:\n  - {objectInstance: a, container: ALL, resourceClaim: x}\n",
+     3, 5, "missing 'objectType'"},
+    {"missing container",
+     "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, resourceClaim: x}\n",
+     3, 5, "missing 'container'"},
+    {"rule not a mapping", "dra:\n  resourceClaimMappings:\n  - Pod a ALL x\n", 3, 5,
+     "dra.resourceClaimMappings[0]: expected a mapping"},
+    {"wrong type for attach",
+     "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, "
+     "resourceClaim: x, attach: maybe}\n",
+     3, 84, "attach: expected a boolean, found a string"},
+    {"extendedResources without attach",
+     "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, "
+     "resourceClaim: x, extendedResources: [nvidia.com/gpu]}\n",
+     3, 76, "extendedResources needs attach: true"},
+    {"unknown mode", "mode: active\n", 1, 7, "unknown mode 'active' (expected migrate or standby)"},
+    {"wrong kind", "kind: SourceConfig\n", 1, 7, "this is a 'SourceConfig'"},
+    {"wrong apiVersion", "apiVersion: drasync.io/v2\n", 1, 13,
+     "unsupported apiVersion 'drasync.io/v2'"},
+    {"device class mapped twice",
+     "dra:\n  deviceClassMappings:\n  - {from: a.com, to: b.com}\n  - {from: a.com, to: c.com}\n",
+     4, 5, "DeviceClass 'a.com' is already mapped to 'b.com'"},
+    {"device class missing to", "dra:\n  deviceClassMappings:\n  - {from: a.com}\n", 3, 5,
+     "missing 'to'"},
+    {"bad namespace mapping", "namespaceMappings: {ml-team: ML_DR}\n", 1, 30,
+     "namespaceMappings.ml-team: expected a target namespace name"},
+    {"dra not a mapping", "dra: [1, 2]\n", 1, 6, "dra: expected a mapping, found a list"},
+    {"two documents", "kind: TargetConfig\n---\nkind: TargetConfig\n", 0, 0,
+     "expected one TargetConfig document, found 2"},
+    {"YAML syntax error", "dra:\n  resourceClaimMappings: [\n", 3, 1, ""},
 };
 
 static void test_target_config__bad_files_are_located(void **state)
@@ -160,7 +175,8 @@ static void test_target_config__bad_files_are_located(void **state)
 		int r;
 
 		ds_err_clear(&err);
-		r = ds_target_config_parse(&cfg, bad[i].yaml, strlen(bad[i].yaml), "target.yaml", &err);
+		r = ds_target_config_parse(&cfg, bad[i].yaml, strlen(bad[i].yaml), "target.yaml",
+					   &err);
 		if (r != -EINVAL || !strstr(err.msg, bad[i].msg) || err.line != bad[i].line ||
 		    err.col != bad[i].col)
 			fail_msg("case '%s': r=%d at %d:%d '%s' (want %d:%d '%s')", bad[i].name, r,
@@ -174,10 +190,11 @@ static void test_target_config__bad_files_are_located(void **state)
 static void test_target_config__identical_selectors_across_kinds_allowed(void **state)
 {
 	ds_target_config *cfg = dt_config(
-		"dra:\n  resourceClaimMappings:\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ALL, resourceClaim: claim-x}\n"
-		"  resourceClaimTemplateMappings:\n"
-		"  - {objectType: Pod, objectInstance: ALL, container: ALL, resourceClaimTemplate: template-y}\n");
+	    "dra:\n  resourceClaimMappings:\n"
+	    "  - {objectType: Pod, objectInstance: ALL, container: ALL, resourceClaim: claim-x}\n"
+	    "  resourceClaimTemplateMappings:\n"
+	    "  - {objectType: Pod, objectInstance: ALL, container: ALL, resourceClaimTemplate: "
+	    "template-y}\n");
 
 	(void)state;
 	assert_int_equal(ds_target_config_dra(cfg)->n_rules, 2);
@@ -215,12 +232,12 @@ static void test_target_config__missing_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_target_config__full_example_loads),
-		cmocka_unit_test(test_target_config__defaults),
-		cmocka_unit_test(test_target_config__bad_files_are_located),
-		cmocka_unit_test(test_target_config__identical_selectors_across_kinds_allowed),
-		cmocka_unit_test(test_target_config__shipped_example_loads),
-		cmocka_unit_test(test_target_config__missing_file),
+	    cmocka_unit_test(test_target_config__full_example_loads),
+	    cmocka_unit_test(test_target_config__defaults),
+	    cmocka_unit_test(test_target_config__bad_files_are_located),
+	    cmocka_unit_test(test_target_config__identical_selectors_across_kinds_allowed),
+	    cmocka_unit_test(test_target_config__shipped_example_loads),
+	    cmocka_unit_test(test_target_config__missing_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

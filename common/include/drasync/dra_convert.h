@@ -30,7 +30,8 @@ int ds_dra_version_parse(const char *s, enum ds_dra_version *out);
 /** "resource.k8s.io/v1" etc. */
 const char *ds_dra_api_version(enum ds_dra_version v);
 
-/** Whether the object is a ResourceClaim, ResourceClaimTemplate or DeviceClass of resource.k8s.io. */
+/** Whether the object is a ResourceClaim, ResourceClaimTemplate or DeviceClass of resource.k8s.io.
+ */
 int ds_dra_is_convertible(const json_t *obj);
 
 /**

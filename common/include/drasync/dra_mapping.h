@@ -40,7 +40,8 @@ int ds_dra_map_device_classes(const ds_dra_config *dra, json_t *obj, ds_report *
  */
 int ds_dra_resolve(const ds_dra_config *dra, int workload, const char *instance,
 		   const char *container, const char *entry, const char *source,
-		   enum ds_target_kind current, const ds_dra_rule **winner, char *why, size_t why_size);
+		   enum ds_target_kind current, const ds_dra_rule **winner, char *why,
+		   size_t why_size);
 
 /** Specificity of a rule: instance named 8, container named 4, source named 2, type named 1. */
 int ds_dra_rule_specificity(const ds_dra_rule *rule);

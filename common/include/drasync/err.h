@@ -12,8 +12,8 @@
 typedef struct ds_err {
 	char msg[256];
 	char file[160]; /* input file, "" when not about a file */
-	int line;       /* 1-based; 0 when unknown */
-	int col;        /* 1-based; 0 when unknown */
+	int line;	/* 1-based; 0 when unknown */
+	int col;	/* 1-based; 0 when unknown */
 } ds_err;
 
 /** Reset to "no error". NULL-safe. */
@@ -24,7 +24,7 @@ void ds_err_set(ds_err *err, const char *fmt, ...) __attribute__((format(printf,
 
 /** Set the message and the location in an input file. NULL-safe. */
 void ds_err_setloc(ds_err *err, const char *file, int line, int col, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+    __attribute__((format(printf, 5, 6)));
 
 /**
  * Format as "file:line:col: msg" (or just "msg" without a location) into buf.

@@ -7,13 +7,7 @@
  * Libraries log at debug at most; the agents log where they decide.
  */
 
-enum ds_log_level {
-	DS_LOG_DEBUG,
-	DS_LOG_INFO,
-	DS_LOG_WARN,
-	DS_LOG_ERROR,
-	DS_LOG_LEVEL_MAX
-};
+enum ds_log_level { DS_LOG_DEBUG, DS_LOG_INFO, DS_LOG_WARN, DS_LOG_ERROR, DS_LOG_LEVEL_MAX };
 
 /** Only events at or above this level are written (default info). */
 void ds_log_set_level(enum ds_log_level level);
@@ -27,7 +21,7 @@ int ds_log_level_parse(const char *name, enum ds_log_level *out);
  * passed through ds_log_quote().
  */
 void ds_log(enum ds_log_level level, const char *event, const char *fields, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /**
  * Quote a value for logfmt into buf (adds quotes and escapes only when needed).

@@ -11,7 +11,7 @@
 
 /** Called once per needed object; return < 0 to stop. */
 typedef int (*ds_preflight_need_fn)(void *userdata, const char *kind, const char *namespace_,
-				     const char *name);
+				    const char *name);
 
 /**
  * Enumerate what obj needs (namespace is obj's, NULL for DeviceClasses).

@@ -12,28 +12,28 @@
 #include <stdio.h>
 
 enum ds_report_type {
-	DS_REPORT_REWRITE,  /* a claim reference now points elsewhere */
-	DS_REPORT_SPLIT,    /* a shared pod-level entry was split */
-	DS_REPORT_ATTACH,   /* a container without claims was given one (attach: true) */
-	DS_REPORT_RESOURCE, /* an extended resource limit/request was removed */
+	DS_REPORT_REWRITE,	/* a claim reference now points elsewhere */
+	DS_REPORT_SPLIT,	/* a shared pod-level entry was split */
+	DS_REPORT_ATTACH,	/* a container without claims was given one (attach: true) */
+	DS_REPORT_RESOURCE,	/* an extended resource limit/request was removed */
 	DS_REPORT_DEVICE_CLASS, /* deviceClassName renamed in a claim or template */
-	DS_REPORT_NAMESPACE,    /* the object moves to another namespace */
-	DS_REPORT_CONVERT,  /* resource.k8s.io version conversion */
-	DS_REPORT_STANDBY,  /* standby transformation */
-	DS_REPORT_HOLD,     /* kept in the ledger until failover (standby Pods and Jobs) */
-	DS_REPORT_REQUIRE,  /* the object needs another object to exist on the target */
-	DS_REPORT_SKIP,     /* the object is not replicated, and why */
-	DS_REPORT_ERROR,    /* the object cannot be imported, and why */
+	DS_REPORT_NAMESPACE,	/* the object moves to another namespace */
+	DS_REPORT_CONVERT,	/* resource.k8s.io version conversion */
+	DS_REPORT_STANDBY,	/* standby transformation */
+	DS_REPORT_HOLD,		/* kept in the ledger until failover (standby Pods and Jobs) */
+	DS_REPORT_REQUIRE,	/* the object needs another object to exist on the target */
+	DS_REPORT_SKIP,		/* the object is not replicated, and why */
+	DS_REPORT_ERROR,	/* the object cannot be imported, and why */
 	DS_REPORT_TYPE_MAX
 };
 
 typedef struct ds_report_entry {
 	enum ds_report_type type;
-	char *object;    /* "Deployment ml-team/gpu-app" */
+	char *object;	 /* "Deployment ml-team/gpu-app" */
 	char *container; /* NULL when not about one container */
-	char *entry;     /* pod-level resourceClaims entry, or NULL */
+	char *entry;	 /* pod-level resourceClaims entry, or NULL */
 	char *from, *to; /* NULL when not a change */
-	char *message;   /* detail / reason, or NULL */
+	char *message;	 /* detail / reason, or NULL */
 } ds_report_entry;
 
 typedef struct ds_report ds_report;
@@ -50,8 +50,8 @@ int ds_report_add(ds_report *rep, enum ds_report_type type, const char *object,
 		  const char *message);
 
 /** As ds_report_add() with a printf-formatted message. */
-int ds_report_addf(ds_report *rep, enum ds_report_type type, const char *object,
-		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int ds_report_addf(ds_report *rep, enum ds_report_type type, const char *object, const char *fmt,
+		   ...) __attribute__((format(printf, 4, 5)));
 
 size_t ds_report_count(const ds_report *rep);
 const ds_report_entry *ds_report_get(const ds_report *rep, size_t i);

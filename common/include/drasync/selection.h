@@ -18,7 +18,8 @@
  */
 int ds_selection_check(const json_t *obj, bool replicate_device_classes, char *why, size_t size);
 
-/** Whether the kind is namespaced among the kinds drasync replicates (DeviceClass and Namespace are not). */
+/** Whether the kind is namespaced among the kinds drasync replicates (DeviceClass and Namespace are
+ * not). */
 bool ds_selection_namespaced(const char *kind);
 
 /**

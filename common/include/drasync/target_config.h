@@ -27,18 +27,18 @@ enum ds_target_kind {
 
 /* One rule of dra.resourceClaimMappings or dra.resourceClaimTemplateMappings. */
 typedef struct ds_dra_rule {
-	int object_type;         /* enum ds_workload, or -1 for All */
-	const char *instance;    /* NULL = ALL */
-	const char *container;   /* NULL = ALL */
-	const char *source;      /* NULL = ALL: source claim/template name or pod entry name */
+	int object_type;       /* enum ds_workload, or -1 for All */
+	const char *instance;  /* NULL = ALL */
+	const char *container; /* NULL = ALL */
+	const char *source;    /* NULL = ALL: source claim/template name or pod entry name */
 	enum ds_target_kind target_kind;
-	const char *target;      /* name of the target claim or template */
-	bool attach;             /* also give the target to matched containers without claims */
+	const char *target; /* name of the target claim or template */
+	bool attach;	    /* also give the target to matched containers without claims */
 	const char *const *extended_resources; /* NULL-terminated; removed with attach */
 	size_t n_extended_resources;
-	const char *list;        /* "resourceClaimMappings" or "resourceClaimTemplateMappings" */
-	size_t index;            /* position in that list, for reports */
-	int line, col;           /* where the rule starts in the file */
+	const char *list; /* "resourceClaimMappings" or "resourceClaimTemplateMappings" */
+	size_t index;	  /* position in that list, for reports */
+	int line, col;	  /* where the rule starts in the file */
 } ds_dra_rule;
 
 typedef struct ds_device_class_mapping {
@@ -54,7 +54,7 @@ typedef struct ds_dra_config {
 	size_t n_rules;
 	const ds_device_class_mapping *device_classes;
 	size_t n_device_classes;
-	bool require_target_objects; /* default true */
+	bool require_target_objects;   /* default true */
 	bool replicate_device_classes; /* default false */
 } ds_dra_config;
 

@@ -21,8 +21,8 @@
 typedef struct ds_transform_opts {
 	const ds_target_config *cfg;
 	enum ds_dra_version dra_version; /* what the target serves */
-	const char *source_cluster;      /* NULL when unknown (plan without --source-cluster) */
-	const char *source_uid;          /* NULL: taken from the object's metadata.uid */
+	const char *source_cluster;	 /* NULL when unknown (plan without --source-cluster) */
+	const char *source_uid;		 /* NULL: taken from the object's metadata.uid */
 } ds_transform_opts;
 
 enum ds_transform_result {

@@ -24,8 +24,9 @@
 
 /* A source position: 1-based line and column. */
 typedef struct ds_yaml_loc {
-	int line, col;         /* where the value starts */
-	int key_line, key_col; /* where its mapping key starts (0 for documents and sequence items) */
+	int line, col; /* where the value starts */
+	int key_line,
+	    key_col; /* where its mapping key starts (0 for documents and sequence items) */
 } ds_yaml_loc;
 
 /* Positions of every node of a parsed stream, looked up by document index and JSON pointer. */
@@ -52,8 +53,8 @@ int ds_yaml_parse(const char *buf, size_t len, const char *filename, unsigned fl
 		  json_t **docs_out, ds_yaml_locs **locs_out, ds_err *err);
 
 /** Read a whole file (or stdin for "-") and parse it as ds_yaml_parse() does. */
-int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out,
-		       ds_yaml_locs **locs_out, ds_err *err);
+int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out, ds_yaml_locs **locs_out,
+		       ds_err *err);
 
 /**
  * Position of the node at JSON pointer `ptr` (RFC 6901, "" for the document
