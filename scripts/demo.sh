@@ -33,6 +33,7 @@ src=demo-source
 dst=demo-target
 work=$(mktemp -d /tmp/drasync-demo-XXXXXX)
 cleanup() {
+  rm -rf "$work"
   if [ "$keep" = 0 ]; then
     $cluster down "$src" >/dev/null 2>&1 || true
     $cluster down "$dst" >/dev/null 2>&1 || true
