@@ -75,20 +75,11 @@ static void emit(ds_receiver *r, enum ds_log_level level, const char *name, cons
 static void emit(ds_receiver *r, enum ds_log_level level, const char *name, const char *peer,
 		 const char *fmt, ...)
 {
-	char detail[512];
-	ds_transport_event ev;
 	va_list ap;
 
-	if (!r->cfg.on_event)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
+	ds_transport_event_emitv(r->cfg.on_event, r->cfg.event_ud, level, name, peer, fmt, ap);
 	va_end(ap);
-	ev.level = level;
-	ev.name = name;
-	ev.peer = peer ? peer : "";
-	ev.detail = detail;
-	r->cfg.on_event(r->cfg.event_ud, &ev);
 }
 
 static void *monitor_main(void *arg);

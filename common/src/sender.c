@@ -56,20 +56,12 @@ static void emit(ds_sender *s, enum ds_log_level level, const char *name, const 
 
 static void emit(ds_sender *s, enum ds_log_level level, const char *name, const char *fmt, ...)
 {
-	char detail[512];
-	ds_transport_event ev;
 	va_list ap;
 
-	if (!s->cfg.on_event)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
+	ds_transport_event_emitv(s->cfg.on_event, s->cfg.event_ud, level, name, s->endpoint, fmt,
+				 ap);
 	va_end(ap);
-	ev.level = level;
-	ev.name = name;
-	ev.peer = s->endpoint;
-	ev.detail = detail;
-	s->cfg.on_event(s->cfg.event_ud, &ev);
 }
 
 void ds_sender_config_default(ds_sender_config *cfg)

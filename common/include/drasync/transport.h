@@ -14,6 +14,8 @@
 #include "drasync/log.h"
 #include "drasync/wire.h"
 
+#include <stdarg.h>
+
 typedef struct ds_transport_event {
 	enum ds_log_level level;
 	const char *name;   /* e.g. "connected", "handshake_failed", "peer_dropped" */
@@ -24,6 +26,14 @@ typedef struct ds_transport_event {
 /* Called from the thread running the sender/receiver and, on the target, from
  * the ZAP handler's thread: it must be thread-safe (ds_transport_event_log is). */
 typedef void (*ds_transport_event_fn)(void *ud, const ds_transport_event *ev);
+
+/**
+ * Format an event and hand it to `fn` (nothing when fn is NULL): the one place
+ * the sender and the receiver build their events.
+ */
+void ds_transport_event_emitv(ds_transport_event_fn fn, void *ud, enum ds_log_level level,
+			      const char *name, const char *peer, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
 
 /** An on_event callback writing each event with ds_log(); ud: a prefix or NULL. */
 void ds_transport_event_log(void *ud, const ds_transport_event *ev);
