@@ -12,8 +12,13 @@
 #   DS_KUBE_BIN     a prebuilt binary to use instead (nothing is built)
 #   DS_KUBE_CACHE   cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/drasync/kube)
 #   DS_KUBE_GO_P    go build -p (default 2)
+#   DS_KUBE_CACHE_KEEP_DAYS
+#                   cached builds not used for this many days are removed
+#                   (default 14; 0 keeps everything)
 # The cache key is a hash of go.mod, go.sum and the Go sources, so any
-# change to them builds a new binary beside the old one.
+# change to them builds a new binary beside the old one. Each use touches
+# DIR/.used; entries (about 450 MB each) left unused longer than the
+# keep period are pruned whenever this script runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -40,7 +45,24 @@ if [ "${1:-}" = --path ]; then
   echo "$bin"
   exit 0
 fi
+# prune_cache: remove the other cached builds nobody has used for
+# DS_KUBE_CACHE_KEEP_DAYS days. An entry being built holds its lock.
+prune_cache() {
+  local days=${DS_KUBE_CACHE_KEEP_DAYS:-14} d
+  [ "$days" -gt 0 ] 2>/dev/null || return 0
+  for d in "$root"/*/; do
+    d=${d%/}
+    [ "$d" != "$dir" ] && [ -f "$d/.used" ] || continue
+    [ -n "$(find "$d/.used" -maxdepth 0 -mtime +"$days" 2>/dev/null)" ] || continue
+    if (exec 8>"$d/.lock" && flock -n 8); then
+      rm -rf "$d" && echo "kube: removed $d (unused for over $days days)" >&2
+    fi
+  done
+}
+
 if [ -x "$bin" ]; then
+  touch "$dir/.used" 2>/dev/null || true
+  prune_cache
   echo "kube: reusing $bin" >&2
   echo "$bin"
   exit 0
@@ -93,6 +115,8 @@ build_one "$here" "$dir/kube.new"
 build_one "$here/compat" "$dir/kube-compat"
 mv "$dir/kube.new" "$bin"
 ln -sf kube "$dir/kubectl"
+touch "$dir/.used"
+prune_cache
 end=$(date +%s)
 echo "kube: built in $((end - start))s" >&2
 echo "$bin"
