@@ -30,7 +30,9 @@ struct session {
 	uint8_t rid[RID_MAX];
 	size_t rid_len;
 	char source[128];
-	char peer[64];
+	char key[DS_KEY_Z85_LEN + 1]; /* its CURVE key, checked against revocation */
+	char peer[64];		      /* "ip:port" of its connection at Hello */
+	int fd;			      /* that connection's descriptor */
 	uint64_t epoch;
 	uint64_t committed;
 	uint64_t granted; /* the source may send up to this seq */
@@ -387,8 +389,43 @@ static void drop_peer(ds_receiver *r, int fd, const char *peer_ip, const uint8_t
 	emit(r, DS_LOG_WARN, "peer_dropped", addr[0] ? addr : peer_ip, "%s", why);
 }
 
-static void on_hello(ds_receiver *r, const uint8_t *rid, size_t rid_len, const char *source,
-		     const char *peer, const ds_wire_hello *h)
+/*
+ * A source whose key was removed from the authorized-sources file (or whose
+ * name now has another key) loses its open session too, not only its next
+ * handshake: Goodbye, then its connection is shut down, if the descriptor
+ * still belongs to the address the session was opened from.
+ */
+static void revoke_session(ds_receiver *r, struct session *s)
+{
+	char addr[64];
+	uint8_t *buf;
+	size_t len;
+
+	if (ds_wire_goodbye_encode("the key of this source is no longer authorized by the target",
+				   &buf, &len) == 0)
+		send_to(r, s->rid, s->rid_len, buf, len);
+	fd_peer(s->fd, addr, sizeof(addr));
+	if (s->fd >= 0 && addr[0] && strcmp(addr, s->peer) == 0)
+		shutdown(s->fd, SHUT_RDWR);
+	emit(r, DS_LOG_WARN, "source_revoked", s->peer,
+	     "source %s (key %s) is no longer in %s: session closed", s->source, s->key,
+	     ds_zap_path(r->zap));
+	s->used = false;
+}
+
+/* Close the sessions of revoked sources; called about once a second. */
+static void sweep_revoked(ds_receiver *r)
+{
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		struct session *s = &r->sessions[i];
+		if (s->used && !ds_zap_admits(r->zap, s->source, s->key))
+			revoke_session(r, s);
+	}
+}
+
+static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
+		     const char *source, const char *key, const char *peer,
+		     const ds_wire_hello *h)
 {
 	struct session *s;
 	ds_wire_welcome w;
@@ -417,7 +454,9 @@ static void on_hello(ds_receiver *r, const uint8_t *rid, size_t rid_len, const c
 	}
 	s = session_new(r, rid, rid_len);
 	snprintf(s->source, sizeof(s->source), "%s", source);
+	snprintf(s->key, sizeof(s->key), "%s", key);
 	snprintf(s->peer, sizeof(s->peer), "%s", peer);
+	s->fd = fd;
 	s->epoch = h->epoch;
 	s->committed = committed;
 	s->granted = committed + r->cfg.credit;
@@ -498,7 +537,7 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 static void on_message(ds_receiver *r)
 {
 	zmq_msg_t rid, body;
-	const char *source, *peer_ip;
+	const char *source, *peer_ip, *key;
 	char peer[64];
 	int fd, more;
 	ds_wire_msg *msg = NULL;
@@ -514,6 +553,7 @@ static void on_message(ds_receiver *r)
 	fd = zmq_msg_get(&body, ZMQ_SRCFD);
 	peer_ip = zmq_msg_gets(&body, "Peer-Address");
 	source = zmq_msg_gets(&body, "User-Id");
+	key = zmq_msg_gets(&body, DS_ZAP_KEY_PROPERTY);
 	fd_peer(fd, peer, sizeof(peer));
 	if (!peer[0])
 		snprintf(peer, sizeof(peer), "%s", peer_ip ? peer_ip : "");
@@ -541,6 +581,16 @@ static void on_message(ds_receiver *r)
 	}
 	if (zmq_msg_size(&rid) > RID_MAX)
 		goto out;
+	if (!key || !ds_zap_admits(r->zap, source, key)) {
+		char why[300];
+		struct session *s = session_find(r, zmq_msg_data(&rid), zmq_msg_size(&rid));
+		snprintf(why, sizeof(why), "source %s: its key is no longer authorized by %s",
+			 source, ds_zap_path(r->zap));
+		if (s)
+			emit(r, DS_LOG_WARN, "source_revoked", peer, "%s", why);
+		drop_peer(r, fd, peer_ip, zmq_msg_data(&rid), zmq_msg_size(&rid), why);
+		goto out;
+	}
 	ds_err_clear(&err);
 	rc = ds_wire_decode(r->dec, zmq_msg_data(&body), zmq_msg_size(&body), &msg, &err);
 	if (rc < 0) {
@@ -551,7 +601,7 @@ static void on_message(ds_receiver *r)
 	}
 	switch (ds_wire_msg_kind(msg)) {
 	case DS_WIRE_HELLO:
-		on_hello(r, zmq_msg_data(&rid), zmq_msg_size(&rid), source, peer,
+		on_hello(r, fd, zmq_msg_data(&rid), zmq_msg_size(&rid), source, key, peer,
 			 ds_wire_msg_hello(msg));
 		break;
 	case DS_WIRE_BATCH:
@@ -578,6 +628,8 @@ out:
 
 int ds_receiver_run(ds_receiver *r, ds_err *err)
 {
+	int64_t next_sweep = ds_now_ms() + 1000;
+
 	(void)err;
 	while (!atomic_load(&r->stop)) {
 		zmq_pollitem_t items[1] = {
@@ -598,6 +650,10 @@ int ds_receiver_run(ds_receiver *r, ds_err *err)
 			if (!(ev & ZMQ_POLLIN))
 				break;
 			on_message(r);
+		}
+		if (ds_now_ms() >= next_sweep) {
+			sweep_revoked(r);
+			next_sweep = ds_now_ms() + 1000;
 		}
 	}
 	return 0;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ struct ds_zap {
 	atomic_int stop;
 	char path[1024];
 	char domain[128];
+	pthread_mutex_t mu; /* auth and seen: the ZAP thread and ds_zap_admits() */
 	ds_authorized *auth;
 	struct stat seen; /* of the file the current list came from */
 	ds_transport_event_fn on_event;
@@ -229,8 +231,10 @@ static void serve(ds_zap *zap)
 	int more = 1;
 	char version[8] = "", domain[128] = "", address[128] = "", mechanism[16] = "";
 	char key[DS_KEY_Z85_LEN + 1] = "";
-	const char *status = "400", *text = "refused", *user = "";
-	char detail[300];
+	const char *status = "400", *text = "refused";
+	char user[128] = "", detail[300];
+	uint8_t meta[1 + sizeof(DS_ZAP_KEY_PROPERTY) + 4 + DS_KEY_Z85_LEN];
+	size_t meta_len = 0;
 
 	while (more) {
 		zmq_msg_t tmp;
@@ -264,6 +268,7 @@ static void serve(ds_zap *zap)
 	COPY(address, 3);
 	COPY(mechanism, 5);
 #undef COPY
+	pthread_mutex_lock(&zap->mu);
 	refresh(zap);
 	if (strcmp(domain, zap->domain) != 0) {
 		text = "wrong ZAP domain";
@@ -276,10 +281,25 @@ static void serve(ds_zap *zap)
 		if (name) {
 			status = "200";
 			text = "OK";
-			user = name;
+			snprintf(user, sizeof(user), "%s", name);
 		} else {
 			text = "unknown key";
 		}
+	}
+	pthread_mutex_unlock(&zap->mu);
+	if (strcmp(status, "200") == 0) {
+		/* ZMTP metadata: the key travels with every message of the
+		 * connection, so the receiver can tell when it is revoked. */
+		size_t nl = sizeof(DS_ZAP_KEY_PROPERTY) - 1;
+		meta[meta_len++] = (uint8_t)nl;
+		memcpy(meta + meta_len, DS_ZAP_KEY_PROPERTY, nl);
+		meta_len += nl;
+		meta[meta_len++] = 0;
+		meta[meta_len++] = 0;
+		meta[meta_len++] = 0;
+		meta[meta_len++] = DS_KEY_Z85_LEN;
+		memcpy(meta + meta_len, key, DS_KEY_Z85_LEN);
+		meta_len += DS_KEY_Z85_LEN;
 	}
 	if (strcmp(status, "200") == 0) {
 		snprintf(detail, sizeof(detail), "source %s admitted (key %s)", user, key);
@@ -294,7 +314,7 @@ static void serve(ds_zap *zap)
 	send_str(zap->sock, status, 1);
 	send_str(zap->sock, text, 1);
 	send_str(zap->sock, user, 1);
-	send_str(zap->sock, "", 0);
+	zmq_send(zap->sock, meta, meta_len, 0);
 	(void)version;
 	for (size_t i = 0; i < n; i++)
 		zmq_msg_close(&parts[i]);
@@ -327,6 +347,7 @@ int ds_zap_new(ds_zap **out, void *zctx, const char *authorized_path, const char
 	snprintf(zap->domain, sizeof(zap->domain), "%s", domain ? domain : DS_ZAP_DOMAIN);
 	zap->on_event = on_event;
 	zap->event_ud = event_ud;
+	pthread_mutex_init(&zap->mu, NULL);
 	rc = ds_authorized_load(&zap->auth, zap->path, on_event, event_ud, err);
 	if (rc < 0)
 		goto out;
@@ -369,5 +390,26 @@ void ds_zap_free(ds_zap *zap)
 	if (zap->sock)
 		zmq_close(zap->sock);
 	ds_authorized_free(zap->auth);
+	pthread_mutex_destroy(&zap->mu);
 	free(zap);
+}
+
+bool ds_zap_admits(ds_zap *zap, const char *name, const char *public_z85)
+{
+	const char *now;
+	bool ok;
+
+	if (!zap || !name || !public_z85)
+		return false;
+	pthread_mutex_lock(&zap->mu);
+	refresh(zap);
+	now = ds_authorized_lookup(zap->auth, public_z85);
+	ok = now && strcmp(now, name) == 0;
+	pthread_mutex_unlock(&zap->mu);
+	return ok;
+}
+
+const char *ds_zap_path(const ds_zap *zap)
+{
+	return zap->path;
 }

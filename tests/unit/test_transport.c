@@ -2,7 +2,8 @@
  * The replication link end to end, with real CURVE sockets on loopback and
  * real SQLite files: a 10,000-record round trip; the receiver SIGKILLed and
  * restarted 5 times mid-stream; the sender killed and restarted; an unknown
- * key, a plaintext peer, garbage and oversized frames refused.
+ * key, a plaintext peer, garbage and oversized frames refused; a revoked key
+ * losing its open session.
  *
  * The same executable is the child process of the kill tests:
  *   test_transport --receiver DIR ENDPOINT     (serves until SIGTERM)
@@ -710,6 +711,73 @@ static void test_transport__unknown_key_refused_until_authorized(void **state)
 	free(dir);
 }
 
+/* Removing a source from the authorized-sources file closes its open session
+ * (not only its next handshake); the other sources are served on. */
+static void test_transport__revoked_key_loses_its_open_session(void **state)
+{
+	char *dir = tu_mkdtemp("transport-revoke");
+	const char *names[] = {"prod-east", "prod-west"};
+	ds_keypair server, clients[2];
+	char inbox[1024], auth[1024], outbox[1024];
+	struct rx rx = {0};
+	struct tx east, west;
+	FILE *f;
+
+	(void)state;
+	make_keys(dir, names, 2, &server, clients);
+	path_in(inbox, sizeof(inbox), dir, "inbox.db");
+	path_in(auth, sizeof(auth), dir, "authorized_sources");
+	rx_start(&rx, dir, &server, 0);
+	snprintf(outbox, sizeof(outbox), "%s/prod-east-outbox.db", dir);
+	fill_outbox(outbox, 50);
+	tx_new(&east, dir, "prod-east", ds_receiver_endpoint(rx.r), &server, &clients[0], 0);
+	east.until = 50;
+	east.timeout_ms = 30000;
+	tx_main(&east);
+	assert_int_equal(east.rc, 0);
+	assert_int_equal(committed_of(inbox, "prod-east"), 50);
+	assert_int_equal(events_count(&rx.ev, "source_revoked", NULL), 0);
+
+	/* east's session stays open (heartbeats) while it has nothing to send;
+	 * revoke it by rewriting the file without its line. */
+	msleep(20);
+	f = fopen(auth, "w");
+	assert_non_null(f);
+	fprintf(f, "prod-west %s\n", clients[1].public_z85);
+	fclose(f);
+	for (int i = 0; i < 300 && !events_has(&rx.ev, "source_revoked", "prod-east"); i++)
+		msleep(10);
+	assert_true(events_has(&rx.ev, "source_revoked", "prod-east"));
+	assert_true(events_has(&rx.ev, "source_revoked", clients[0].public_z85));
+
+	/* What east queues now never reaches the ledger: it is refused at the
+	 * handshake from here on. */
+	fill_outbox(outbox, 20);
+	east.until = 70;
+	east.timeout_ms = 2500;
+	tx_main(&east);
+	assert_int_equal(east.rc, -ETIMEDOUT);
+	assert_int_equal(committed_of(inbox, "prod-east"), 50);
+	assert_true(events_has(&rx.ev, "zap_refused", "unknown key"));
+	assert_true(events_has(&east.ev, "goodbye", "no longer authorized") ||
+		    events_has(&east.ev, "handshake_failed", "authentication refused"));
+
+	/* west, still listed, is served as before. */
+	snprintf(outbox, sizeof(outbox), "%s/prod-west-outbox.db", dir);
+	fill_outbox(outbox, 40);
+	tx_new(&west, dir, "prod-west", ds_receiver_endpoint(rx.r), &server, &clients[1], 0);
+	west.until = 40;
+	west.timeout_ms = 30000;
+	tx_main(&west);
+	assert_int_equal(west.rc, 0);
+	tx_free(&west);
+	tx_free(&east);
+	rx_stop(&rx);
+	assert_exactly_once_in_order(inbox, "prod-west", 40);
+	assert_exactly_once_in_order(inbox, "prod-east", 50);
+	free(dir);
+}
+
 static void test_transport__plaintext_client_refused(void **state)
 {
 	char *dir = tu_mkdtemp("transport-plain");
@@ -1158,6 +1226,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_transport__receiver_sigkilled_5_times),
 	    cmocka_unit_test(test_transport__sender_killed_and_restarted),
 	    cmocka_unit_test(test_transport__unknown_key_refused_until_authorized),
+	    cmocka_unit_test(test_transport__revoked_key_loses_its_open_session),
 	    cmocka_unit_test(test_transport__plaintext_client_refused),
 	    cmocka_unit_test(test_transport__garbage_and_oversized_frames_drop_only_that_peer),
 	    cmocka_unit_test(test_transport__lost_ledger_gets_a_snapshot),

@@ -17,6 +17,12 @@
 #include "drasync/err.h"
 #include "drasync/transport.h"
 
+#include <stdbool.h>
+
+/* The ZMTP metadata property each admitted connection carries: its Z85 key
+ * (read with zmq_msg_gets() on any message of the connection). */
+#define DS_ZAP_KEY_PROPERTY "X-Source-Key"
+
 typedef struct ds_zap ds_zap;
 
 /**
@@ -28,6 +34,16 @@ int ds_zap_new(ds_zap **out, void *zctx, const char *authorized_path, const char
 
 /** Stop the handler thread and close its socket. NULL-safe. */
 void ds_zap_free(ds_zap *zap);
+
+/**
+ * Whether source `name` with Z85 key `public_z85` is admitted by the
+ * authorized-sources file as it is now (re-read first if it changed): false
+ * once the line is removed, or the name is given another key. Thread-safe.
+ */
+bool ds_zap_admits(ds_zap *zap, const char *name, const char *public_z85);
+
+/** The authorized-sources file the handler reads. */
+const char *ds_zap_path(const ds_zap *zap);
 
 typedef struct ds_authorized ds_authorized;
 
