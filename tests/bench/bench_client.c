@@ -1,12 +1,13 @@
 /*
  * The Kubernetes client's write rate against a real API server.
  *
- *   bench_client KUBECONFIG N MANIFEST
+ *   bench_client KUBECONFIG N MANIFEST [ROUND]
  *
  * Creates N small ConfigMaps (a) through the concurrent path (ds_kube_batch)
- * in namespace bench-concurrent, (b) one by one in bench-serial, and writes the
- * same N objects for namespace bench-kubectl to MANIFEST (for kubectl apply).
- * Prints "concurrent_per_s=R" and "serial_per_s=R" lines.
+ * in namespace bench-concurrent-ROUND, (b) one by one in bench-serial-ROUND,
+ * and writes the same N objects for namespace bench-kubectl-ROUND to MANIFEST
+ * (for kubectl apply). ROUND defaults to 1; a round per run lets one cluster
+ * serve several. Prints "concurrent_per_s=R" and "serial_per_s=R" lines.
  *
  * With DS_BENCH_SERVER_PIDS="pid ..." (the API server and etcd), also prints the
  * CPU time those processes and this one spent per object, to show which side
@@ -138,11 +139,17 @@ int main(int argc, char **argv)
 	double t0, dt, s0, c0, m0;
 	int rc = 1, failed;
 	FILE *mf;
+	const char *round;
+	char ns_concurrent[64], ns_serial[64], ns_kubectl[64];
 
-	if (argc != 4 || (n = strtol(argv[2], NULL, 10)) <= 0) {
-		fprintf(stderr, "usage: bench_client KUBECONFIG N MANIFEST\n");
+	if ((argc != 4 && argc != 5) || (n = strtol(argv[2], NULL, 10)) <= 0) {
+		fprintf(stderr, "usage: bench_client KUBECONFIG N MANIFEST [ROUND]\n");
 		return 2;
 	}
+	round = argc == 5 ? argv[4] : "1";
+	snprintf(ns_concurrent, sizeof(ns_concurrent), "bench-concurrent-%s", round);
+	snprintf(ns_serial, sizeof(ns_serial), "bench-serial-%s", round);
+	snprintf(ns_kubectl, sizeof(ns_kubectl), "bench-kubectl-%s", round);
 	ds_kube_transport_opts_init(&o);
 	o.qps = 0;	     /* no client-side limit: the server is what we measure against */
 	o.max_parallel = 16; /* streams in flight: more only queue up on a small server */
@@ -154,7 +161,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke) < 0 ||
-	    make_ns(k, "bench-concurrent") < 0 || make_ns(k, "bench-serial") < 0)
+	    make_ns(k, ns_concurrent) < 0 || make_ns(k, ns_serial) < 0)
 		goto out;
 	ops = calloc((size_t)n, sizeof(*ops));
 	objs = calloc((size_t)n, sizeof(*objs));
@@ -163,7 +170,7 @@ int main(int argc, char **argv)
 
 	/* (a) concurrent */
 	for (long i = 0; i < n; i++) {
-		objs[i] = configmap("bench-concurrent", i);
+		objs[i] = configmap(ns_concurrent, i);
 		ops[i] = (struct ds_kube_op){.kind = DS_KUBE_OP_CREATE, .res = &r, .obj = objs[i]};
 	}
 	t0 = now_s();
@@ -198,7 +205,7 @@ int main(int argc, char **argv)
 
 	/* (b) serial */
 	for (long i = 0; i < n; i++)
-		objs[i] = configmap("bench-serial", i);
+		objs[i] = configmap(ns_serial, i);
 	t0 = now_s();
 	s0 = server_cpu();
 	c0 = own_cpu();
@@ -229,7 +236,7 @@ int main(int argc, char **argv)
 		    json_pack("{s:s,s:s,s:[]}", "apiVersion", "v1", "kind", "List", "items");
 		for (long i = 0; i < n; i++)
 			json_array_append_new(json_object_get(list, "items"),
-					      configmap("bench-kubectl", i));
+					      configmap(ns_kubectl, i));
 		json_dumpf(list, mf, JSON_COMPACT);
 		json_decref(list);
 	}

@@ -473,6 +473,30 @@ static bool wait_done(struct watch_log *w, double secs)
 	}
 }
 
+/* Start watching r in ns (from rv when not NULL) in a thread of its own. */
+static pthread_t watch_start(struct watch_log *w, ds_kube *k, const struct ds_kube_resource *r,
+			     const char *ns, const char *rv)
+{
+	pthread_t th;
+
+	w->k = k;
+	w->r = r;
+	w->ns = ns;
+	w->rv = rv;
+	if (pthread_create(&th, NULL, watch_thread, w) != 0)
+		fail_msg("cannot start the watch thread");
+	return th;
+}
+
+/* Wait for the DELETED of "w", stop the watch; it must have ended cleanly. */
+static void watch_finish(struct watch_log *w, pthread_t th)
+{
+	assert_true(wait_done(w, 20));
+	atomic_store(&w->stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(w->rc, 0);
+}
+
 static void test_itest_kube_client__watch_add_modify_delete_across_stream_ends(void **state)
 {
 	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
@@ -485,10 +509,7 @@ static void test_itest_kube_client__watch_add_modify_delete_across_stream_ends(v
 
 	(void)state;
 	pthread_mutex_init(&w->mu, NULL);
-	w->k = k;
-	w->r = &r;
-	w->ns = ns;
-	pthread_create(&th, NULL, watch_thread, w);
+	th = watch_start(w, k, &r, ns, NULL);
 	msleep(500);
 	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\ndata: {v: one}\n");
 	CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
@@ -497,10 +518,7 @@ static void test_itest_kube_client__watch_add_modify_delete_across_stream_ends(v
 	CHECK(ds_kube_merge_patch(k, &r, ns, "w", patch, NULL, NULL, &ke), ke);
 	msleep(1600);
 	CHECK(ds_kube_delete(k, &r, ns, "w", NULL, &ke), ke);
-	assert_true(wait_done(w, 20));
-	atomic_store(&w->stop, true);
-	pthread_join(th, NULL);
-	assert_int_equal(w->rc, 0);
+	watch_finish(w, th);
 	/* the namespace's kube-root-ca.crt may come and go; keep ours */
 	{
 		char got[3][96];
@@ -546,17 +564,10 @@ static void test_itest_kube_client__watch_resumes_from_a_resource_version(void *
 	/* written before the watch starts, after the resourceVersion: must be seen */
 	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\ndata: {v: x}\n");
 	CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
-	w->k = k;
-	w->r = &r;
-	w->ns = ns;
-	w->rv = rv;
-	pthread_create(&th, NULL, watch_thread, w);
+	th = watch_start(w, k, &r, ns, rv);
 	msleep(300);
 	CHECK(ds_kube_delete(k, &r, ns, "w", NULL, &ke), ke);
-	assert_true(wait_done(w, 20));
-	atomic_store(&w->stop, true);
-	pthread_join(th, NULL);
-	assert_int_equal(w->rc, 0);
+	watch_finish(w, th);
 	assert_int_equal(w->syncs, 0); /* resumed: no list */
 	assert_int_equal(w->relists, 0);
 	for (int i = 0; i < w->n; i++)
@@ -627,20 +638,13 @@ static void test_itest_kube_client__watch_from_a_compacted_resource_version_reli
 		tu_run_dispose(&run);
 	}
 
-	w->k = k;
-	w->r = &r;
-	w->ns = ns;
-	w->rv = rv;
-	pthread_create(&th, NULL, watch_thread, w);
+	th = watch_start(w, k, &r, ns, rv);
 	msleep(500);
 	obj = doc(EXPIRING_TEMPLATE, "w");
 	CHECK(ds_kube_create(k, &r, ns, obj, NULL, &ke), ke);
 	json_decref(obj);
 	CHECK(ds_kube_delete(k, &r, ns, "w", NULL, &ke), ke);
-	assert_true(wait_done(w, 20));
-	atomic_store(&w->stop, true);
-	pthread_join(th, NULL);
-	assert_int_equal(w->rc, 0);
+	watch_finish(w, th);
 	assert_int_equal(w->relists, 1);
 	assert_int_equal(w->syncs, 1);
 	/* what the expired stretch held arrives in the list, not as events */

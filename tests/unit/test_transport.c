@@ -376,6 +376,15 @@ static void *tx_main(void *arg)
 	return NULL;
 }
 
+/* Run the sender until `until` is acknowledged or timeout_ms pass; its rc. */
+static int tx_deliver(struct tx *tx, uint64_t until, int timeout_ms)
+{
+	tx->until = until;
+	tx->timeout_ms = timeout_ms;
+	tx_main(tx);
+	return tx->rc;
+}
+
 static void tx_free(struct tx *tx)
 {
 	ds_sender_free(tx->s);
@@ -731,10 +740,7 @@ static void test_transport__revoked_key_loses_its_open_session(void **state)
 	snprintf(outbox, sizeof(outbox), "%s/prod-east-outbox.db", dir);
 	fill_outbox(outbox, 50);
 	tx_new(&east, dir, "prod-east", ds_receiver_endpoint(rx.r), &server, &clients[0], 0);
-	east.until = 50;
-	east.timeout_ms = 30000;
-	tx_main(&east);
-	assert_int_equal(east.rc, 0);
+	assert_int_equal(tx_deliver(&east, 50, 30000), 0);
 	assert_int_equal(committed_of(inbox, "prod-east"), 50);
 	assert_int_equal(events_count(&rx.ev, "source_revoked", NULL), 0);
 
@@ -753,10 +759,7 @@ static void test_transport__revoked_key_loses_its_open_session(void **state)
 	/* What east queues now never reaches the ledger: it is refused at the
 	 * handshake from here on. */
 	fill_outbox(outbox, 20);
-	east.until = 70;
-	east.timeout_ms = 2500;
-	tx_main(&east);
-	assert_int_equal(east.rc, -ETIMEDOUT);
+	assert_int_equal(tx_deliver(&east, 70, 2500), -ETIMEDOUT);
 	assert_int_equal(committed_of(inbox, "prod-east"), 50);
 	assert_true(events_has(&rx.ev, "zap_refused", "unknown key"));
 	assert_true(events_has(&east.ev, "goodbye", "no longer authorized") ||
@@ -766,10 +769,7 @@ static void test_transport__revoked_key_loses_its_open_session(void **state)
 	snprintf(outbox, sizeof(outbox), "%s/prod-west-outbox.db", dir);
 	fill_outbox(outbox, 40);
 	tx_new(&west, dir, "prod-west", ds_receiver_endpoint(rx.r), &server, &clients[1], 0);
-	west.until = 40;
-	west.timeout_ms = 30000;
-	tx_main(&west);
-	assert_int_equal(west.rc, 0);
+	assert_int_equal(tx_deliver(&west, 40, 30000), 0);
 	tx_free(&west);
 	tx_free(&east);
 	rx_stop(&rx);
