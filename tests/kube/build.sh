@@ -17,7 +17,7 @@
 #                   (default 14; 0 keeps everything)
 # The cache key is a hash of go.mod, go.sum and the Go sources, so any
 # change to them builds a new binary beside the old one. Each use touches
-# DIR/.used; entries (about 450 MB each) left unused longer than the
+# DIR/.used; entries (180-270 MB each) left unused longer than the
 # keep period are pruned whenever this script runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
