@@ -20,7 +20,7 @@
 #include <stdbool.h>
 
 /* The ZMTP metadata property each admitted connection carries: its Z85 key
- * (read with zmq_msg_gets() on any message of the connection). */
+ * (read with zmq_msg_gets() on a message of the connection). */
 #define DS_ZAP_KEY_PROPERTY "X-Source-Key"
 
 typedef struct ds_zap ds_zap;
