@@ -1,5 +1,7 @@
 #include "drasync/kube_client.h"
 
+#include "drasync/buf.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -28,18 +30,9 @@ static void sb_add(struct sb *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
-	if (b->cap - b->len < n + 1) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *ns;
-		while (cap - b->len < n + 1)
-			cap *= 2;
-		ns = realloc(b->s, cap);
-		if (!ns) {
-			b->oom = true;
-			return;
-		}
-		b->s = ns;
-		b->cap = cap;
+	if (ds_grow((void **)&b->s, &b->cap, b->len + n + 1, 1) < 0) {
+		b->oom = true;
+		return;
 	}
 	memcpy(b->s + b->len, s, n);
 	b->len += n;

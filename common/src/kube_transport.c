@@ -1,5 +1,6 @@
 #include "drasync/kube_transport.h"
 
+#include "drasync/buf.h"
 #include "drasync/version.h"
 
 #include <curl/curl.h>
@@ -318,16 +319,12 @@ static void pool_put(ds_kube_transport *t, CURL *h)
 	if (!h)
 		return;
 	pthread_mutex_lock(&t->pool_lock);
-	if (t->npool == t->pool_cap) {
-		size_t cap = t->pool_cap ? t->pool_cap * 2 : 8;
-		CURL **np = cap <= 256 ? realloc(t->pool, cap * sizeof(*np)) : NULL;
-		if (!np) {
-			pthread_mutex_unlock(&t->pool_lock);
-			curl_easy_cleanup(h);
-			return;
-		}
-		t->pool = np;
-		t->pool_cap = cap;
+	/* at most 256 idle handles are kept */
+	if (t->npool >= 256 ||
+	    ds_grow((void **)&t->pool, &t->pool_cap, t->npool + 1, sizeof(*t->pool)) < 0) {
+		pthread_mutex_unlock(&t->pool_lock);
+		curl_easy_cleanup(h);
+		return;
 	}
 	t->pool[t->npool++] = h;
 	pthread_mutex_unlock(&t->pool_lock);
@@ -389,17 +386,8 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *user)
 		x->too_big = true;
 		return 0;
 	}
-	if (x->cap - x->len < n + 1) {
-		size_t cap = x->cap ? x->cap : 16384;
-		char *nb;
-		while (cap - x->len < n + 1)
-			cap *= 2;
-		nb = realloc(x->buf, cap);
-		if (!nb)
-			return 0;
-		x->buf = nb;
-		x->cap = cap;
-	}
+	if (ds_grow((void **)&x->buf, &x->cap, x->len + n + 1, 1) < 0)
+		return 0;
 	memcpy(x->buf + x->len, data, n);
 	x->len += n;
 	x->buf[x->len] = '\0';

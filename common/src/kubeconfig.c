@@ -1,4 +1,5 @@
 #include "drasync/kubeconfig.h"
+#include "drasync/buf.h"
 
 #include "drasync/log.h"
 #include "drasync/yaml.h"
@@ -79,53 +80,14 @@ static int dupstr(char **dst, const char *s)
 
 static int read_file(const char *path, size_t max, char **out, size_t *len_out, ds_err *err)
 {
-	FILE *f = NULL;
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
-	int rc;
+	int rc = ds_read_file(path, max, out, len_out);
 
-	f = fopen(path, "rb");
-	if (!f) {
-		rc = -errno;
-		ds_err_set(err, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	for (;;) {
-		if (cap - len < 4096) {
-			char *nb;
-			cap = cap ? cap * 2 : 8192;
-			nb = realloc(buf, cap + 1);
-			if (!nb) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			buf = nb;
-		}
-		n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (len > max) {
-			rc = -E2BIG;
-			ds_err_set(err, "%s: larger than %zu bytes", path, max);
-			goto out;
-		}
-		if (n == 0)
-			break;
-	}
-	if (ferror(f)) {
-		rc = -EIO;
+	if (rc == -E2BIG)
+		ds_err_set(err, "%s: larger than %zu bytes", path, max);
+	else if (rc == -EIO)
 		ds_err_set(err, "%s: read error", path);
-		goto out;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	buf = NULL;
-	if (len_out)
-		*len_out = len;
-	rc = 0;
-out:
-	if (f)
-		fclose(f);
-	free(buf);
+	else if (rc < 0 && rc != -ENOMEM)
+		ds_err_set(err, "%s: %s", path, strerror(-rc));
 	return rc;
 }
 

@@ -1,5 +1,6 @@
 #include "drasync/manifest.h"
 
+#include "drasync/buf.h"
 #include "drasync/k8s_object.h"
 #include "drasync/yaml.h"
 
@@ -49,14 +50,8 @@ static int push(ds_manifest *m, json_t *obj, const ds_yaml_locs *locs, size_t do
 {
 	ds_yaml_loc loc = {0, 0, 0, 0};
 
-	if (m->n == m->cap) {
-		size_t ncap = m->cap ? m->cap * 2 : 64;
-		struct item *nv = realloc(m->v, ncap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		m->v = nv;
-		m->cap = ncap;
-	}
+	if (ds_grow((void **)&m->v, &m->cap, m->n + 1, sizeof(*m->v)) < 0)
+		return -ENOMEM;
 	if (locs)
 		ds_yaml_locs_find(locs, doc, ptr, &loc);
 	m->v[m->n++] = (struct item){json_incref(obj), m->n_files - 1, loc.line, loc.col, doc};

@@ -1,5 +1,7 @@
 #include "drasync/report.h"
 
+#include "drasync/buf.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -72,15 +74,8 @@ int ds_report_add(ds_report *rep, enum ds_report_type type, const char *object,
 
 	if (!rep)
 		return 0;
-	if (rep->n == rep->cap) {
-		size_t ncap = rep->cap ? rep->cap * 2 : 16;
-		ds_report_entry *nv = realloc(rep->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		rep->v = nv;
-		rep->cap = ncap;
-	}
+	if (ds_grow((void **)&rep->v, &rep->cap, rep->n + 1, sizeof(*rep->v)) < 0)
+		return -ENOMEM;
 	if (dup_opt(object, &e.object) < 0 || dup_opt(container, &e.container) < 0 ||
 	    dup_opt(entry, &e.entry) < 0 || dup_opt(from, &e.from) < 0 || dup_opt(to, &e.to) < 0 ||
 	    dup_opt(message, &e.message) < 0) {

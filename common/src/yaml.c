@@ -1,5 +1,7 @@
 #include "drasync/yaml.h"
 
+#include "drasync/buf.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -55,26 +57,6 @@ void ds_yaml_locs_free(ds_yaml_locs *locs)
 const char *ds_yaml_locs_file(const ds_yaml_locs *locs)
 {
 	return locs ? locs->file : NULL;
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t c = *cap ? *cap : 16;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need) {
-		if (c > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		c *= 2;
-	}
-	np = realloc(*p, c * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = c;
-	return 0;
 }
 
 static uint64_t hash_key(size_t doc, const char *s, size_t len)
@@ -605,7 +587,7 @@ static int next(struct ps *ps, yaml_event_t *ev)
 static int ptr_push(struct ps *ps, const char *seg, size_t len)
 {
 	size_t need = ps->ptrlen + 2 + len * 2;
-	int rc = grow((void **)&ps->ptr, &ps->ptrcap, need, 1);
+	int rc = ds_grow((void **)&ps->ptr, &ps->ptrcap, need, 1);
 
 	if (rc)
 		return rc;
@@ -638,9 +620,9 @@ static int loc_add(ds_yaml_locs *locs, size_t doc, const char *p1, size_t l1, co
 	struct loc_entry *e;
 	int rc;
 
-	rc = grow((void **)&locs->v, &locs->cap, locs->n + 1, sizeof(*locs->v));
+	rc = ds_grow((void **)&locs->v, &locs->cap, locs->n + 1, sizeof(*locs->v));
 	if (!rc)
-		rc = grow((void **)&locs->arena, &locs->acap, locs->alen + l1 + l2 + 1, 1);
+		rc = ds_grow((void **)&locs->arena, &locs->acap, locs->alen + l1 + l2 + 1, 1);
 	if (rc)
 		return rc;
 	e = &locs->v[locs->n++];
@@ -692,7 +674,7 @@ static int anchor_add(struct ps *ps, const char *name, json_t *value)
 {
 	struct anchor *a;
 
-	if (!value || grow((void **)&ps->anchors, &ps->capanchors, ps->nanchors + 1,
+	if (!value || ds_grow((void **)&ps->anchors, &ps->capanchors, ps->nanchors + 1,
 			   sizeof(*ps->anchors))) {
 		json_decref(value);
 		return -ENOMEM;
@@ -1281,7 +1263,7 @@ static int parse_node(struct ps *ps, yaml_event_t *ev, int depth, const yaml_mar
 	if (anchor) {
 		struct anchor *a;
 
-		rc = grow((void **)&ps->anchors, &ps->capanchors, ps->nanchors + 1,
+		rc = ds_grow((void **)&ps->anchors, &ps->capanchors, ps->nanchors + 1,
 			  sizeof(*ps->anchors));
 		if (rc)
 			goto out;
@@ -1523,7 +1505,7 @@ int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out,
 {
 	FILE *f = NULL;
 	char *buf = NULL;
-	size_t len = 0, cap = 0;
+	size_t len = 0;
 	int rc = 0;
 	bool is_stdin = path && strcmp(path, "-") == 0;
 
@@ -1537,42 +1519,18 @@ int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out,
 		ds_err_setloc(err, path, 0, 0, "cannot open: %s", strerror(errno));
 		return rc;
 	}
-	for (;;) {
-		size_t n;
-
-		if (len + 65536 + 1 > cap) {
-			size_t nc = cap ? cap * 2 : 65536 * 2;
-			char *nb;
-
-			if (nc > (size_t)DS_YAML_MAX_INPUT + 65536 * 2)
-				nc = (size_t)DS_YAML_MAX_INPUT + 65536 * 2;
-			nb = realloc(buf, nc);
-			if (!nb) {
-				rc = -ENOMEM;
-				ds_err_set(err, "out of memory");
-				goto out;
-			}
-			buf = nb;
-			cap = nc;
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-		if (len > DS_YAML_MAX_INPUT) {
-			rc = -E2BIG;
-			ds_err_setloc(err, path, 0, 0, "input larger than %u bytes",
-				      DS_YAML_MAX_INPUT);
-			goto out;
-		}
-		if (n == 0) {
-			if (ferror(f)) {
-				rc = -EIO;
-				ds_err_setloc(err, path, 0, 0, "read error");
-				goto out;
-			}
-			break;
-		}
+	rc = ds_read_stream(f, DS_YAML_MAX_INPUT, &buf, &len);
+	if (rc == -E2BIG) {
+		ds_err_setloc(err, path, 0, 0, "input larger than %u bytes", DS_YAML_MAX_INPUT);
+		goto out;
+	} else if (rc == -EIO) {
+		ds_err_setloc(err, path, 0, 0, "read error");
+		goto out;
+	} else if (rc < 0) {
+		ds_err_set(err, "out of memory");
+		goto out;
 	}
-	rc = ds_yaml_parse(buf ? buf : "", len, path, flags, docs_out, locs_out, err);
+	rc = ds_yaml_parse(buf, len, path, flags, docs_out, locs_out, err);
 out:
 	if (f && !is_stdin)
 		fclose(f);
@@ -1625,7 +1583,7 @@ static int sbuf_write(void *data, unsigned char *buffer, size_t size)
 {
 	struct sbuf *b = data;
 
-	if (grow((void **)&b->p, &b->cap, b->len + size + 1, 1))
+	if (ds_grow((void **)&b->p, &b->cap, b->len + size + 1, 1))
 		return 0;
 	memcpy(b->p + b->len, buffer, size);
 	b->len += size;
@@ -1829,7 +1787,7 @@ int ds_yaml_emit_string(const json_t *value, char **out, ds_err *err)
 	yaml_emitter_set_output(&em.e, sbuf_write, &b);
 	rc = emit_doc(&em, value);
 	yaml_emitter_delete(&em.e);
-	if (!rc && !b.p && grow((void **)&b.p, &b.cap, 1, 1))
+	if (!rc && !b.p && ds_grow((void **)&b.p, &b.cap, 1, 1))
 		rc = -ENOMEM;
 	if (rc) {
 		if (rc == -ENOMEM && err && !err->msg[0])

@@ -1,5 +1,6 @@
 #include "drasync/zap.h"
 
+#include "drasync/buf.h"
 #include "drasync/keys.h"
 
 #include <errno.h>
@@ -86,35 +87,29 @@ int ds_authorized_load(ds_authorized **out, const char *path, ds_transport_event
 {
 	ds_authorized *a = NULL;
 	char *text = NULL, *line, *save = NULL;
-	FILE *f = NULL;
-	size_t len, cap = 0;
+	size_t cap = 0;
 	int rc = 0, lineno = 0;
 
-	f = fopen(path, "re");
-	if (!f) {
-		rc = -errno;
-		ds_err_set(err, "cannot open authorized-sources file %s: %s", path, strerror(-rc));
-		goto out;
-	}
-	text = malloc(AUTH_FILE_MAX + 1);
-	a = calloc(1, sizeof(*a));
-	if (!text || !a) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	len = fread(text, 1, AUTH_FILE_MAX + 1, f);
-	if (ferror(f)) {
-		rc = -EIO;
-		ds_err_set(err, "cannot read authorized-sources file %s", path);
-		goto out;
-	}
-	if (len > AUTH_FILE_MAX) {
+	rc = ds_read_file(path, AUTH_FILE_MAX, &text, NULL);
+	if (rc == -E2BIG) {
 		rc = -EFBIG;
 		ds_err_set(err, "authorized-sources file %s is larger than %u bytes", path,
 			   AUTH_FILE_MAX);
 		goto out;
+	} else if (rc == -EIO) {
+		ds_err_set(err, "cannot read authorized-sources file %s", path);
+		goto out;
+	} else if (rc < 0 && rc != -ENOMEM) {
+		ds_err_set(err, "cannot open authorized-sources file %s: %s", path, strerror(-rc));
+		goto out;
+	} else if (rc < 0) {
+		goto out;
 	}
-	text[len] = '\0';
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	/* strtok_r would skip empty lines and so miscount: split by hand. */
 	for (line = text; line && *line; line = save) {
 		char name[256], key[256], extra[8];
@@ -147,23 +142,15 @@ int ds_authorized_load(ds_authorized **out, const char *path, ds_transport_event
 			bad_line(on_event, event_ud, path, lineno, "key listed twice");
 			continue;
 		}
-		if (a->n == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct entry *ne = realloc(a->entries, ncap * sizeof(*ne));
-			if (!ne) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			a->entries = ne;
-			cap = ncap;
+		if (ds_grow((void **)&a->entries, &cap, a->n + 1, sizeof(*a->entries)) < 0) {
+			rc = -ENOMEM;
+			goto out;
 		}
 		memcpy(a->entries[a->n].name, name, strlen(name) + 1);
 		memcpy(a->entries[a->n].key, key, DS_KEY_Z85_LEN + 1);
 		a->n++;
 	}
 out:
-	if (f)
-		fclose(f);
 	free(text);
 	if (rc < 0) {
 		ds_authorized_free(a);
