@@ -348,6 +348,16 @@ struct xfer {
 	bool stopped;
 };
 
+/* A transfer of t with a pooled handle. @return 0 or -ENOMEM */
+static int xfer_init(struct xfer *x, ds_kube_transport *t)
+{
+	memset(x, 0, sizeof(*x));
+	x->t = t;
+	x->max = t->opts.max_body;
+	x->h = pool_get(t);
+	return x->h ? 0 : -ENOMEM;
+}
+
 static void xfer_dispose(struct xfer *x)
 {
 	curl_slist_free_all(x->hdrs);
@@ -799,11 +809,7 @@ int ds_kube_transport_request(ds_kube_transport *t, const struct ds_kube_request
 	if (!ke)
 		ke = &local;
 	ds_kube_error_clear(ke);
-	memset(&x, 0, sizeof(x));
-	x.t = t;
-	x.max = t->opts.max_body;
-	x.h = pool_get(t);
-	if (!x.h)
+	if (xfer_init(&x, t) < 0)
 		return -ENOMEM;
 	for (;;) {
 		struct ds_kube_response r = {0};
@@ -849,15 +855,11 @@ int ds_kube_transport_stream(ds_kube_transport *t, const struct ds_kube_request 
 	if (!ke)
 		ke = &local;
 	ds_kube_error_clear(ke);
-	memset(&x, 0, sizeof(x));
-	x.t = t;
-	x.max = t->opts.max_body;
+	if (xfer_init(&x, t) < 0)
+		return -ENOMEM;
 	x.fn = fn;
 	x.user = user;
 	x.stop = stop;
-	x.h = pool_get(t);
-	if (!x.h)
-		return -ENOMEM;
 	wait = rate_reserve(t);
 	if (wait > 0)
 		sleep_ms(wait);
@@ -922,10 +924,7 @@ int ds_kube_transport_request_many(ds_kube_transport *t, struct ds_kube_call *ca
 	}
 	pthread_mutex_lock(&t->multi_lock);
 	for (size_t i = 0; i < nslots; i++) {
-		slots[i].x.t = t;
-		slots[i].x.max = t->opts.max_body;
-		slots[i].x.h = pool_get(t);
-		if (!slots[i].x.h) {
+		if (xfer_init(&slots[i].x, t) < 0) {
 			rc = -ENOMEM;
 			goto unlock;
 		}

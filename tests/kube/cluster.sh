@@ -326,34 +326,30 @@ EOF
     --client-ca-file "$pki/ca.crt" \
     --leader-elect=false --profiling=false ${sched_extra[@]+"${sched_extra[@]}"}
 
-  start "$dir" kube-controller-manager "$bin" kube-controller-manager \
-    --kubeconfig "$dir/controller-manager.kubeconfig" \
-    --authentication-kubeconfig "$dir/controller-manager.kubeconfig" \
-    --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
-    --bind-address 127.0.0.1 --secure-port "$cm_port" \
-    --tls-cert-file "$pki/controller-manager-serving.crt" \
-    --tls-private-key-file "$pki/controller-manager-serving.key" \
-    --client-ca-file "$pki/ca.crt" \
+  # What both controller managers (1.37's and the 1.33 claim controller) share.
+  local cm_common=(
+    --kubeconfig "$dir/controller-manager.kubeconfig"
+    --authentication-kubeconfig "$dir/controller-manager.kubeconfig"
+    --authorization-kubeconfig "$dir/controller-manager.kubeconfig"
+    --bind-address 127.0.0.1
+    --tls-cert-file "$pki/controller-manager-serving.crt"
+    --tls-private-key-file "$pki/controller-manager-serving.key"
+    --client-ca-file "$pki/ca.crt"
+    --use-service-account-credentials=true
+    --leader-elect=false --profiling=false
+  )
+  start "$dir" kube-controller-manager "$bin" kube-controller-manager "${cm_common[@]}" \
+    --secure-port "$cm_port" \
     --root-ca-file "$pki/ca.crt" \
     --service-account-private-key-file "$pki/sa.key" \
-    --use-service-account-credentials=true \
     --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
-    --controllers "$cm_controllers" \
-    --leader-elect=false --profiling=false ${cm_extra[@]+"${cm_extra[@]}"}
+    --controllers "$cm_controllers" ${cm_extra[@]+"${cm_extra[@]}"}
 
   if [ -n "$dra_cm" ]; then
-    start "$dir" dra-controller-manager "$dra_cm" kube-controller-manager \
-      --kubeconfig "$dir/controller-manager.kubeconfig" \
-      --authentication-kubeconfig "$dir/controller-manager.kubeconfig" \
-      --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
-      --bind-address 127.0.0.1 --secure-port "$dra_cm_port" \
-      --tls-cert-file "$pki/controller-manager-serving.crt" \
-      --tls-private-key-file "$pki/controller-manager-serving.key" \
-      --client-ca-file "$pki/ca.crt" \
-      --use-service-account-credentials=true \
+    start "$dir" dra-controller-manager "$dra_cm" kube-controller-manager "${cm_common[@]}" \
+      --secure-port "$dra_cm_port" \
       --feature-gates=DynamicResourceAllocation=true \
-      --controllers resourceclaim-controller \
-      --leader-elect=false --profiling=false
+      --controllers resourceclaim-controller
   fi
 
   wait_https "https://127.0.0.1:$sched_port/healthz" "$pki" "kube-scheduler /healthz" "$dir"
