@@ -1,9 +1,9 @@
-# ctest -P script: build tests/fuzz/fuzz_wire.c with clang's libFuzzer (plus
+# ctest -P script: build tests/common/link/fuzz/fuzz_wire.c with clang's libFuzzer (plus
 # ASan/UBSan) against the wire decoder and run it for SECONDS seconds from the
 # seed corpus. Any crash, leak or sanitizer report fails the test.
 # Variables: CLANG, SRC_DIR, GEN_DIR, OUT_DIR, SECONDS.
 file(MAKE_DIRECTORY ${OUT_DIR}/corpus)
-file(GLOB seeds ${SRC_DIR}/tests/fuzz/corpus/*)
+file(GLOB seeds ${SRC_DIR}/tests/common/link/fuzz/corpus/*)
 file(COPY ${seeds} DESTINATION ${OUT_DIR}/corpus)
 
 execute_process(COMMAND pkg-config --cflags --libs libprotobuf-c libzstd libcrypto
@@ -16,9 +16,10 @@ separate_arguments(pc UNIX_COMMAND "${pc}")
 execute_process(
   COMMAND ${CLANG} -g -O1 -std=c11 -D_GNU_SOURCE
           -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-          -I${SRC_DIR}/common/include -I${GEN_DIR} -I${GEN_DIR}/proto
-          ${SRC_DIR}/tests/fuzz/fuzz_wire.c ${SRC_DIR}/common/src/wire.c
-          ${SRC_DIR}/common/src/record.c ${SRC_DIR}/common/src/err.c
+          -I${SRC_DIR}/common/base/include -I${SRC_DIR}/common/link/include
+          -I${GEN_DIR} -I${GEN_DIR}/proto
+          ${SRC_DIR}/tests/common/link/fuzz/fuzz_wire.c ${SRC_DIR}/common/link/src/wire.c
+          ${SRC_DIR}/common/link/src/record.c ${SRC_DIR}/common/base/src/err.c
           ${GEN_DIR}/proto/drasync.pb-c.c ${pc}
           -o ${OUT_DIR}/fuzz_wire
   RESULT_VARIABLE rc)
