@@ -153,8 +153,7 @@ static int print_output(json_t *out, int json_out)
 		fputc('\n', stdout);
 		return r < 0 ? -EIO : 0;
 	}
-	json_array_foreach(out, i, o)
-	{
+	json_array_foreach (out, i, o) {
 		if (i > 0)
 			fputs("---\n", stdout);
 		if (ds_yaml_emit(stdout, o, &err) < 0) {

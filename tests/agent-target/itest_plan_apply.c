@@ -117,8 +117,7 @@ static void claims_allocated(const char *kubeconfig, const char *ns, size_t want
 	assert_non_null(list);
 	items = json_object_get(list, "items");
 	assert_int_equal(json_array_size(items), want);
-	json_array_foreach(items, i, c)
-	{
+	json_array_foreach (items, i, c) {
 		json_t *res = json_object_get(
 		    json_object_get(json_object_get(json_object_get(c, "status"), "allocation"),
 				    "devices"),

@@ -100,8 +100,7 @@ static void test_plan__every_v1_fixture_in_migrate_mode(void **state)
 		out = items(&r);
 		assert_int_equal(json_array_size(out), count_docs(path));
 		orig = dt_load_file(path);
-		json_array_foreach(out, i, o)
-		{
+		json_array_foreach (out, i, o) {
 			json_t *src = dt_find(orig, ds_obj_kind(o), ds_obj_name(o));
 
 			/* Same spec (no rules, same API version), plus drasync's label. */
@@ -160,8 +159,7 @@ static void test_plan__every_v1beta1_fixture_both_targets(void **state)
 				fail_msg("%s: exit %d\n%s", de->d_name, r.status, r.err);
 			out = items(&r);
 			assert_int_equal(json_array_size(out), json_array_size(orig));
-			json_array_foreach(out, i, o)
-			{
+			json_array_foreach (out, i, o) {
 				json_t *src = dt_find(orig, ds_obj_kind(o), ds_obj_name(o));
 				json_t *rq;
 				size_t k;
@@ -175,12 +173,11 @@ static void test_plan__every_v1beta1_fixture_both_targets(void **state)
 				assert_string_equal(ds_obj_api_version(o),
 						    beta ? "resource.k8s.io/v1beta1"
 							 : "resource.k8s.io/v1");
-				json_array_foreach(
+				json_array_foreach (
 				    dt_get(o, strcmp(ds_obj_kind(o), "ResourceClaim") == 0
 						  ? "/spec/devices/requests"
 						  : "/spec/spec/devices/requests"),
-				    k, rq)
-				{
+				    k, rq) {
 					/* v1 holds the class under exactly, v1beta1 on the request.
 					 */
 					assert_string_equal(

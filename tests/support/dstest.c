@@ -56,8 +56,7 @@ json_t *dt_find(json_t *objs, const char *kind, const char *name)
 	size_t i;
 	json_t *o;
 
-	json_array_foreach(objs, i, o)
-	{
+	json_array_foreach (objs, i, o) {
 		const char *k = ds_obj_kind(o), *n = ds_obj_name(o);
 		if (k && n && strcmp(k, kind) == 0 && strcmp(n, name) == 0)
 			return o;

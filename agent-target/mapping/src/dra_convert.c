@@ -75,8 +75,7 @@ static int request_to_nested(json_t *rq, const char *path, enum ds_dra_version f
 	const char *key;
 	json_t *v, *tmp;
 
-	json_object_foreach_safe(rq, tmp, key, v)
-	{
+	json_object_foreach_safe (rq, tmp, key, v) {
 		if (strcmp(key, "name") == 0 || strcmp(key, "firstAvailable") == 0)
 			continue;
 		if (!in_list(key, exact_fields)) {
@@ -115,8 +114,7 @@ static int request_to_flat(json_t *rq, const char *path, enum ds_dra_version fro
 	const char *key;
 	json_t *v, *tmp;
 
-	json_object_foreach_safe(rq, tmp, key, v)
-	{
+	json_object_foreach_safe (rq, tmp, key, v) {
 		if (strcmp(key, "name") != 0 && strcmp(key, "firstAvailable") != 0 &&
 		    strcmp(key, "exactly") != 0) {
 			ds_err_set(err,
@@ -138,8 +136,7 @@ static int request_to_flat(json_t *rq, const char *path, enum ds_dra_version fro
 	}
 	json_incref(exactly);
 	json_object_del(rq, "exactly");
-	json_object_foreach_safe(exactly, tmp, key, v)
-	{
+	json_object_foreach_safe (exactly, tmp, key, v) {
 		if (!in_list(key, exact_fields)) {
 			ds_err_set(err,
 				   "%s.exactly.%s: field not known in %s, cannot be converted "
@@ -172,8 +169,7 @@ static int convert_claim_spec(json_t *spec, const char *path, enum ds_dra_versio
 		ds_err_set(err, "%s.devices.requests: expected a list", path);
 		return -EINVAL;
 	}
-	json_array_foreach(requests, i, rq)
-	{
+	json_array_foreach (requests, i, rq) {
 		snprintf(rpath, sizeof(rpath), "%s.devices.requests[%zu]", path, i);
 		if (!json_is_object(rq)) {
 			ds_err_set(err, "%s: expected a mapping", rpath);
@@ -219,8 +215,7 @@ int ds_dra_convert(json_t *obj, enum ds_dra_version to, ds_err *err)
 		json_t *v;
 
 		spec = json_object_get(copy, "spec");
-		json_object_foreach(spec, key, v)
-		{
+		json_object_foreach (spec, key, v) {
 			if (!in_list(key, device_class_spec_fields)) {
 				ds_err_set(err,
 					   "spec.%s: field not known in %s, cannot be converted "

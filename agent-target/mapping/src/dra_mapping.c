@@ -351,8 +351,7 @@ static int collect_entries(struct ctx *c)
 	c->entries = calloc(json_array_size(rcs) + 1, sizeof(*c->entries));
 	if (!c->entries)
 		return -ENOMEM;
-	json_array_foreach(rcs, i, v)
-	{
+	json_array_foreach (rcs, i, v) {
 		struct entry *e = &c->entries[c->n_entries];
 		const char *claim = ds_json_str(v, "resourceClaimName");
 		const char *tmpl = ds_json_str(v, "resourceClaimTemplateName");
@@ -399,8 +398,7 @@ static int collect_refs(struct ctx *c)
 
 		if (!json_is_array(arr))
 			continue;
-		json_array_foreach(arr, i, ctr)
-		{
+		json_array_foreach (arr, i, ctr) {
 			const char *cname = ds_json_str(ctr, "name");
 			json_t *claims = ds_json_path(ctr, "resources.claims");
 			size_t k;
@@ -420,8 +418,7 @@ static int collect_refs(struct ctx *c)
 				    (struct attach){.container = ctr, .cname = cname};
 				continue;
 			}
-			json_array_foreach(claims, k, item)
-			{
+			json_array_foreach (claims, k, item) {
 				const char *en = ds_json_str(item, "name");
 				struct entry *e = find_entry(c, en);
 
@@ -626,8 +623,7 @@ static int apply_attach(struct ctx *c, const struct attach *a)
 			return -ENOMEM;
 	}
 	/* Reuse an entry that already points at the target. */
-	json_array_foreach(rcs, i, v)
-	{
+	json_array_foreach (rcs, i, v) {
 		const char *t = ds_json_str(v, ref_field[a->rule->target_kind]);
 		if (t && strcmp(t, a->rule->target) == 0) {
 			entry_name = ds_json_str(v, "name");
@@ -752,8 +748,7 @@ int ds_dra_map_device_classes(const ds_dra_config *dra, json_t *obj, ds_report *
 	if (!json_is_array(requests))
 		return 0;
 	ds_obj_describe(obj, what, sizeof(what));
-	json_array_foreach(requests, i, rq)
-	{
+	json_array_foreach (requests, i, rq) {
 		const char *rname = ds_json_str(rq, "name");
 		json_t *subs = json_object_get(rq, "firstAvailable");
 		size_t k;
@@ -766,8 +761,7 @@ int ds_dra_map_device_classes(const ds_dra_config *dra, json_t *obj, ds_report *
 		if ((r = rename_class(dra, json_object_get(rq, "exactly"), what, req, rep)) < 0)
 			return r;
 		changed += r;
-		json_array_foreach(subs, k, sub)
-		{
+		json_array_foreach (subs, k, sub) {
 			const char *sname = ds_json_str(sub, "name");
 
 			snprintf(req, sizeof(req), "%s/%s", rname ? rname : "?",

@@ -76,15 +76,13 @@ static int add_docs(ds_manifest *m, json_t *docs, const ds_yaml_locs *locs)
 	json_t *doc, *it;
 	int added = 0, r;
 
-	json_array_foreach(docs, d, doc)
-	{
+	json_array_foreach (docs, d, doc) {
 		if (is_list(doc)) {
 			const char *av = ds_obj_api_version(doc);
 			const char *lk = ds_obj_kind(doc);
 			char ptr[48];
 
-			json_array_foreach(json_object_get(doc, "items"), i, it)
-			{
+			json_array_foreach (json_object_get(doc, "items"), i, it) {
 				/* A typed list (PodList) may leave kind off its items. */
 				if (json_is_object(it) && !json_object_get(it, "kind") &&
 				    strcmp(lk, "List") != 0) {

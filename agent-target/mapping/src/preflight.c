@@ -10,16 +10,14 @@ static int device_classes(const json_t *requests, ds_preflight_need_fn fn, void 
 	json_t *rq, *sub;
 	int r;
 
-	json_array_foreach(requests, i, rq)
-	{
+	json_array_foreach (requests, i, rq) {
 		const char *dc = ds_json_str(rq, "deviceClassName");
 
 		if (!dc)
 			dc = ds_json_str(json_object_get(rq, "exactly"), "deviceClassName");
 		if (dc && (r = fn(ud, "DeviceClass", NULL, dc)) < 0)
 			return r;
-		json_array_foreach(json_object_get(rq, "firstAvailable"), k, sub)
-		{
+		json_array_foreach (json_object_get(rq, "firstAvailable"), k, sub) {
 			dc = ds_json_str(sub, "deviceClassName");
 			if (dc && (r = fn(ud, "DeviceClass", NULL, dc)) < 0)
 				return r;
@@ -39,8 +37,7 @@ int ds_preflight_needs(const json_t *obj, ds_preflight_need_fn fn, void *ud)
 	if (!kind)
 		return 0;
 	if (spec) {
-		json_array_foreach(json_object_get(spec, "resourceClaims"), i, e)
-		{
+		json_array_foreach (json_object_get(spec, "resourceClaims"), i, e) {
 			const char *c = ds_json_str(e, "resourceClaimName");
 			const char *t = ds_json_str(e, "resourceClaimTemplateName");
 

@@ -130,8 +130,7 @@ static int check_keys(struct walk *w, const json_t *obj, const char *const *allo
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)(uintptr_t)obj, key, v)
-	{
+	json_object_foreach ((json_t *)(uintptr_t)obj, key, v) {
 		const char *best = NULL;
 		size_t best_d = 3;
 		int ok = 0;
@@ -371,8 +370,7 @@ static int load_rule(struct walk *w, ds_target_config *cfg, const json_t *rule, 
 			return r;
 		}
 		out->extended_resources = cfg->ext + *n_ext_used;
-		json_array_foreach(ext, i, v)
-		{
+		json_array_foreach (ext, i, v) {
 			struct mark mi = push_index(w, i);
 			if (!json_is_string(v) || !resource_name_valid(json_string_value(v))) {
 				r = fail(w, 0, "expected a resource name such as nvidia.com/gpu");
@@ -442,8 +440,7 @@ static int load_dra(struct walk *w, ds_target_config *cfg, const json_t *dra)
 			return r;
 		if (arr[l]) {
 			n += json_array_size(arr[l]);
-			json_array_foreach(arr[l], i, v)
-			{
+			json_array_foreach (arr[l], i, v) {
 				json_t *e = json_object_get(v, "extendedResources");
 				n_ext += json_is_array(e) ? json_array_size(e) + 1 : 0;
 			}
@@ -458,8 +455,7 @@ static int load_dra(struct walk *w, ds_target_config *cfg, const json_t *dra)
 		if (!arr[l])
 			continue;
 		m = push_key(w, lists[l]);
-		json_array_foreach(arr[l], i, v)
-		{
+		json_array_foreach (arr[l], i, v) {
 			struct mark mi = push_index(w, i);
 			r = load_rule(w, cfg, v, lists[l], i, &cfg->rules[cfg->n_rules], &n_ext);
 			if (r < 0)
@@ -479,8 +475,7 @@ static int load_dra(struct walk *w, ds_target_config *cfg, const json_t *dra)
 		if (!cfg->dcm)
 			return -ENOMEM;
 		m = push_key(w, "deviceClassMappings");
-		json_array_foreach(dcm, i, v)
-		{
+		json_array_foreach (dcm, i, v) {
 			struct mark mi = push_index(w, i);
 			const char *from, *to;
 
@@ -533,8 +528,7 @@ static int load_namespaces(struct walk *w, ds_target_config *cfg, const json_t *
 	cfg->nsm = calloc(json_object_size(map) + 1, sizeof(*cfg->nsm));
 	if (!cfg->nsm)
 		return -ENOMEM;
-	json_object_foreach((json_t *)(uintptr_t)map, key, v)
-	{
+	json_object_foreach ((json_t *)(uintptr_t)map, key, v) {
 		struct mark m = push_key(w, key);
 		int r;
 

@@ -40,7 +40,7 @@ struct ds_yaml_locs {
 	char *arena;
 	size_t alen, acap;
 	struct loc_slot *slots; /* open-addressing index */
-	size_t nslots; /* power of two */
+	size_t nslots;		/* power of two */
 };
 
 void ds_yaml_locs_free(ds_yaml_locs *locs)
@@ -176,9 +176,9 @@ static bool any_of(const char *s, size_t len, const char *const *lits)
 	return false;
 }
 
-static const char *const true_words[] = {"y",  "Y",    "yes",  "Yes", "YES", "true",
-					 "True", "TRUE", "on", "On",  "ON",  NULL};
-static const char *const false_words[] = {"n",     "N",     "no",  "No",  "NO",  "false",
+static const char *const true_words[] = {"y",	 "Y",	 "yes", "Yes", "YES", "true",
+					 "True", "TRUE", "on",	"On",  "ON",  NULL};
+static const char *const false_words[] = {"n",	   "N",	    "no",  "No",  "NO",	 "false",
 					  "False", "FALSE", "off", "Off", "OFF", NULL};
 static const char *const null_words[] = {"~", "null", "Null", "NULL", NULL};
 static const char *const nan_words[] = {".nan", ".NaN", ".NAN", NULL};
@@ -393,7 +393,8 @@ static void resolve_number(const char *s, size_t len, struct res *r)
 	if (looks_like_timestamp(s, len))
 		return; /* a timestamp when Go can parse it, which kubectl keeps as a string */
 	if (!strip_underscores(s, len, plain, sizeof(plain), &plen)) {
-		/* Too long for any int64; Go would try float / big.Int: only plain digit runs matter. */
+		/* Too long for any int64; Go would try float / big.Int: only plain digit runs
+		 * matter. */
 		if (len < 4096 && yaml_style_float(s, len)) {
 			char *copy = strndup(s, len);
 
@@ -492,7 +493,7 @@ struct anchor {
 	size_t nodes;  /* nodes in value, the cost of one alias */
 	int height;
 	size_t loc_first, loc_end; /* its location entries */
-	size_t prefix_len;         /* length of its JSON pointer */
+	size_t prefix_len;	   /* length of its JSON pointer */
 };
 
 struct ps {
@@ -505,16 +506,16 @@ struct ps {
 	size_t doc;
 	struct anchor *anchors;
 	size_t nanchors, capanchors;
-	size_t nodes;       /* nodes read from the text */
+	size_t nodes;	    /* nodes read from the text */
 	size_t alias_nodes; /* nodes added by aliases */
-	char *ptr;          /* current JSON pointer (with locations) */
+	char *ptr;	    /* current JSON pointer (with locations) */
 	size_t ptrlen, ptrcap;
 };
 
 #define DS_YAML_MIN_ALIAS_BUDGET 100000u
 
 static int fail(struct ps *ps, const yaml_mark_t *m, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static int fail(struct ps *ps, const yaml_mark_t *m, int rc, const char *fmt, ...)
 {
@@ -562,7 +563,8 @@ static int parser_error(struct ps *ps)
 	case YAML_READER_ERROR:
 		offset_to_mark(ps, p->problem_offset, &m);
 		if (p->problem_value != -1)
-			return fail(ps, &m, -EBADMSG, "%s (#%X)", problem, (unsigned)p->problem_value);
+			return fail(ps, &m, -EBADMSG, "%s (#%X)", problem,
+				    (unsigned)p->problem_value);
 		return fail(ps, &m, -EBADMSG, "%s", problem);
 	default:
 		if (m.index < ps->len && ps->buf[m.index] == '\t' &&
@@ -675,7 +677,7 @@ static int anchor_add(struct ps *ps, const char *name, json_t *value)
 	struct anchor *a;
 
 	if (!value || ds_grow((void **)&ps->anchors, &ps->capanchors, ps->nanchors + 1,
-			   sizeof(*ps->anchors))) {
+			      sizeof(*ps->anchors))) {
 		json_decref(value);
 		return -ENOMEM;
 	}
@@ -736,7 +738,8 @@ static int scalar_res(struct ps *ps, const yaml_event_t *ev, struct res *r)
 		return 0; /* "!", "!foo", unknown: text */
 	if (!strcmp(tag, "str") || !strcmp(tag, "binary") || !strcmp(tag, "timestamp"))
 		return 0;
-	if (strcmp(tag, "int") && strcmp(tag, "float") && strcmp(tag, "bool") && strcmp(tag, "null"))
+	if (strcmp(tag, "int") && strcmp(tag, "float") && strcmp(tag, "bool") &&
+	    strcmp(tag, "null"))
 		return 0; /* !!map, !!seq, !!merge, ... on a scalar: go-yaml keeps the text */
 	resolve_plain(s, len, r);
 	if (!strcmp(tag, "float") && r->kind == R_INT) {
@@ -745,7 +748,8 @@ static int scalar_res(struct ps *ps, const yaml_event_t *ev, struct res *r)
 	}
 	if ((!strcmp(tag, "int") && r->kind == R_INT) ||
 	    (!strcmp(tag, "float") && (r->kind == R_REAL || r->kind == R_NONFINITE)) ||
-	    (!strcmp(tag, "bool") && r->kind == R_BOOL) || (!strcmp(tag, "null") && r->kind == R_NULL))
+	    (!strcmp(tag, "bool") && r->kind == R_BOOL) ||
+	    (!strcmp(tag, "null") && r->kind == R_NULL))
 		return 0;
 	if (!strcmp(tag, "int") && r->kind == R_REAL && r->big)
 		return 0; /* an integer beyond int64 */
@@ -980,7 +984,8 @@ static int merge_one(struct ps *ps, json_t *obj, json_t *merged, json_t *src, si
 					goto out;
 				}
 				memcpy(tail, p + src_prefix_len, tl);
-				rc = loc_add(ps->locs, ps->doc, ps->ptr, ps->ptrlen, tail, tl, &e.loc);
+				rc = loc_add(ps->locs, ps->doc, ps->ptr, ps->ptrlen, tail, tl,
+					     &e.loc);
 				free(tail);
 				if (rc)
 					goto out;
@@ -1047,20 +1052,22 @@ static int parse_mapping(struct ps *ps, int depth, struct built *out)
 				json_t *m;
 				size_t loc_b = ps->locs ? ps->locs->n : 0;
 
-				json_array_foreach(c.v, i, m) {
+				json_array_foreach (c.v, i, m) {
 					if (!json_is_object(m)) {
 						rc = fail(ps, &kev.start_mark, -EBADMSG,
-							  "merge key '<<' needs a mapping or a list of mappings");
+							  "merge key '<<' needs a mapping or a "
+							  "list of mappings");
 						break;
 					}
 				}
 				/* Earlier sources win, so merge them first. */
-				json_array_foreach(c.v, i, m) {
+				json_array_foreach (c.v, i, m) {
 					char *ip = NULL;
 
 					if (rc)
 						break;
-					if (ps->locs && asprintf(&ip, "%.*s/%zu", (int)plen, prefix, i) < 0) {
+					if (ps->locs &&
+					    asprintf(&ip, "%.*s/%zu", (int)plen, prefix, i) < 0) {
 						ip = NULL;
 						rc = -ENOMEM;
 						break;
@@ -1102,8 +1109,8 @@ static int parse_mapping(struct ps *ps, int depth, struct built *out)
 			}
 			if (kev.data.scalar.anchor) {
 				json_t *kv = r.kind == R_STR || r.kind == R_NONFINITE
-						     ? json_stringn(key, klen)
-						     : json_from_res(&r);
+						 ? json_stringn(key, klen)
+						 : json_from_res(&r);
 
 				rc = anchor_add(ps, (const char *)kev.data.scalar.anchor, kv);
 				if (rc)
@@ -1121,7 +1128,7 @@ static int parse_mapping(struct ps *ps, int depth, struct built *out)
 				key = json_string_value(a->value);
 				klen = json_string_length(a->value);
 			} else {
-				r.kind = json_is_null(a->value)	   ? R_NULL
+				r.kind = json_is_null(a->value)	     ? R_NULL
 					 : json_is_boolean(a->value) ? R_BOOL
 					 : json_is_integer(a->value) ? R_INT
 					 : json_is_real(a->value)    ? R_REAL
@@ -1130,9 +1137,10 @@ static int parse_mapping(struct ps *ps, int depth, struct built *out)
 				r.i = json_integer_value(a->value);
 				r.d = json_real_value(a->value);
 				if (r.kind == R_STR) {
-					rc = fail(ps, &kev.start_mark, -EBADMSG,
-						  "unsupported mapping key: a %s",
-						  json_is_object(a->value) ? "mapping" : "sequence");
+					rc =
+					    fail(ps, &kev.start_mark, -EBADMSG,
+						 "unsupported mapping key: a %s",
+						 json_is_object(a->value) ? "mapping" : "sequence");
 					goto out;
 				}
 				rc = key_from_res(ps, &kev.start_mark, &r, kbuf, sizeof(kbuf));
@@ -1264,7 +1272,7 @@ static int parse_node(struct ps *ps, yaml_event_t *ev, int depth, const yaml_mar
 		struct anchor *a;
 
 		rc = ds_grow((void **)&ps->anchors, &ps->capanchors, ps->nanchors + 1,
-			  sizeof(*ps->anchors));
+			     sizeof(*ps->anchors));
 		if (rc)
 			goto out;
 		a = &ps->anchors[ps->nanchors];
@@ -1360,7 +1368,7 @@ static int height_over(const json_t *v, int limit)
 		const char *k;
 		json_t *c;
 
-		json_object_foreach((json_t *)v, k, c) {
+		json_object_foreach ((json_t *)v, k, c) {
 			int ch = height_over(c, limit - 1) + 1;
 
 			if (ch > h)
@@ -1372,7 +1380,7 @@ static int height_over(const json_t *v, int limit)
 		size_t i;
 		json_t *c;
 
-		json_array_foreach(v, i, c) {
+		json_array_foreach (v, i, c) {
 			int ch = height_over(c, limit - 1) + 1;
 
 			if (ch > h)
@@ -1406,8 +1414,8 @@ static int parse_json_stream(const char *buf, size_t len, json_t *docs)
 			return json_array_size(docs) ? 0 : 1;
 		if (buf[off] != '{' && buf[off] != '[')
 			return 1;
-		v = json_loadb(buf + off, len - off, JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK,
-			       &jerr);
+		v = json_loadb(buf + off, len - off,
+			       JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK, &jerr);
 		if (!v)
 			return 1;
 		if (height_over(v, DS_YAML_MAX_DEPTH - 1) > DS_YAML_MAX_DEPTH - 1) {
@@ -1500,8 +1508,8 @@ out:
 	return rc;
 }
 
-int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out,
-		       ds_yaml_locs **locs_out, ds_err *err)
+int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out, ds_yaml_locs **locs_out,
+		       ds_err *err)
 {
 	FILE *f = NULL;
 	char *buf = NULL;
@@ -1558,7 +1566,8 @@ static bool needs_quotes(const char *s, size_t len)
 	if (eq(s, len, "<<") || eq(s, len, "=") || looks_like_timestamp(s, len))
 		return true;
 	/* Base 60 numbers ("1:20", "-3:25:45.5") are ints/floats to YAML 1.1 readers. */
-	if (len && (is_digit(s[0]) || ((s[0] == '+' || s[0] == '-') && len > 1 && is_digit(s[1])))) {
+	if (len &&
+	    (is_digit(s[0]) || ((s[0] == '+' || s[0] == '-') && len > 1 && is_digit(s[1])))) {
 		bool colon = false, ok = true;
 
 		for (size_t i = 1; i < len && ok; i++)
@@ -1689,7 +1698,8 @@ static int emit_value(struct em *em, const json_t *v, int depth)
 			return rc;
 		for (void *it = json_object_iter((json_t *)v); it;
 		     it = json_object_iter_next((json_t *)v, it)) {
-			rc = emit_string(em, json_object_iter_key(it), json_object_iter_key_len(it));
+			rc =
+			    emit_string(em, json_object_iter_key(it), json_object_iter_key_len(it));
 			if (!rc)
 				rc = emit_value(em, json_object_iter_value(it), depth + 1);
 			if (rc)

@@ -200,24 +200,24 @@ static int load_groups(ds_kube *k, ds_kube_error *ke)
 	core = json_array();
 	if (!groups || !core)
 		goto out;
-	json_array_foreach(json_object_get(api, "versions"), i, v) if (json_is_string(v))
-	    json_array_append(core, v);
+	json_array_foreach (json_object_get(api, "versions"), i, v)
+		if (json_is_string(v))
+			json_array_append(core, v);
 	if (json_array_size(core) > 0 &&
 	    json_object_set_new(
 		groups, "",
 		json_pack("{s:O,s:O}", "preferred", json_array_get(core, 0), "versions", core)) < 0)
 		goto out;
-	json_array_foreach(json_object_get(apis, "groups"), i, g)
-	{
+	json_array_foreach (json_object_get(apis, "groups"), i, g) {
 		const char *name = json_string_value(json_object_get(g, "name"));
 		json_t *pref = json_object_get(json_object_get(g, "preferredVersion"), "version");
 		json_t *vs = json_array(), *ver;
 
 		if (!vs)
 			goto out;
-		json_array_foreach(json_object_get(g, "versions"), j,
-				   ver) if (json_is_string(json_object_get(ver, "version")))
-		    json_array_append(vs, json_object_get(ver, "version"));
+		json_array_foreach (json_object_get(g, "versions"), j, ver)
+			if (json_is_string(json_object_get(ver, "version")))
+				json_array_append(vs, json_object_get(ver, "version"));
 		if (!name || !json_is_string(pref)) {
 			json_decref(vs);
 			continue;
@@ -302,15 +302,15 @@ static int find_locked(ds_kube *k, const char *group, const char *version, const
 	if (rc < 0)
 		return rc;
 	info = json_object_get(k->groups, group);
-	json_array_foreach(json_object_get(info, "versions"), i,
-			   v) if (strcmp(json_string_value(v), version) == 0) served = true;
+	json_array_foreach (json_object_get(info, "versions"), i, v)
+		if (strcmp(json_string_value(v), version) == 0)
+			served = true;
 	if (!served)
 		return -ENOENT;
 	rc = load_gv(k, group, version, &list, ke);
 	if (rc < 0)
 		return rc;
-	json_array_foreach(list, i, r)
-	{
+	json_array_foreach (list, i, r) {
 		const char *name = json_string_value(json_object_get(r, "name"));
 		const char *rk = json_string_value(json_object_get(r, "kind"));
 		size_t j;
@@ -324,8 +324,7 @@ static int find_locked(ds_kube *k, const char *group, const char *version, const
 		snprintf(out->resource, sizeof(out->resource), "%s", name);
 		snprintf(out->kind, sizeof(out->kind), "%s", kind);
 		out->namespaced = json_is_true(json_object_get(r, "namespaced"));
-		json_array_foreach(list, j, s)
-		{
+		json_array_foreach (list, j, s) {
 			const char *sn = json_string_value(json_object_get(s, "name"));
 			size_t nl = strlen(name);
 			if (sn && strncmp(sn, name, nl) == 0 && strcmp(sn + nl, "/status") == 0)

@@ -112,8 +112,7 @@ int ds_kube_error_from_response(ds_kube_error *ke, int http_code, const char *bo
 				    json_object_get(details, "retryAfterSeconds"));
 				ke->retry_after = ra < 0 ? -1 : (ra > 3600 ? 3600 : (int)ra);
 			}
-			json_array_foreach(causes, i, c)
-			{
+			json_array_foreach (causes, i, c) {
 				const char *field = json_string_value(json_object_get(c, "field"));
 				const char *msg = json_string_value(json_object_get(c, "message"));
 				int w;

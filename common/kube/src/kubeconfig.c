@@ -219,8 +219,7 @@ static int merge_named(json_t *merged, const char *section, const json_t *list, 
 		ds_err_set(err, "%s: '%s' must be a list", file, section);
 		return -EBADMSG;
 	}
-	json_array_foreach(list, i, item)
-	{
+	json_array_foreach (list, i, item) {
 		const char *name = json_string_value(json_object_get(item, "name"));
 		json_t *body = json_object_get(item, singular);
 
@@ -430,8 +429,7 @@ static int exec_parse(const json_t *x, const char *dir, const json_t *cluster_in
 		goto out;
 	if (!(e->argv[0] = strdup(e->command)))
 		goto out;
-	json_array_foreach(args, i, a)
-	{
+	json_array_foreach (args, i, a) {
 		if (!json_is_string(a)) {
 			ds_err_set(err, "%s: exec: args[%zu] must be a string", what, i);
 			rc = -EBADMSG;
@@ -440,8 +438,7 @@ static int exec_parse(const json_t *x, const char *dir, const json_t *cluster_in
 		if (!(e->argv[i + 1] = strdup(json_string_value(a))))
 			goto out;
 	}
-	json_array_foreach(env, i, a)
-	{
+	json_array_foreach (env, i, a) {
 		const char *n = str_field(a, "name");
 		const char *v = json_string_value(json_object_get(a, "value"));
 

@@ -424,9 +424,8 @@ static void sweep_revoked(ds_receiver *r)
 	}
 }
 
-static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
-		     const char *source, const char *key, const char *peer,
-		     const ds_wire_hello *h)
+static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len, const char *source,
+		     const char *key, const char *peer, const ds_wire_hello *h)
 {
 	struct session *s;
 	ds_wire_welcome w;

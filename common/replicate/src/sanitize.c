@@ -74,7 +74,8 @@ static void sanitize_service(json_t *spec)
 		json_object_del(spec, "clusterIP");
 		json_object_del(spec, "clusterIPs");
 	}
-	json_array_foreach(ports, i, p) json_object_del(p, "nodePort");
+	json_array_foreach (ports, i, p)
+		json_object_del(p, "nodePort");
 	json_object_del(spec, "healthCheckNodePort");
 }
 

@@ -45,8 +45,9 @@ static const json_t *controller_of(const json_t *obj)
 	size_t i;
 	json_t *ref;
 
-	json_array_foreach(refs, i,
-			   ref) if (json_is_true(json_object_get(ref, "controller"))) return ref;
+	json_array_foreach (refs, i, ref)
+		if (json_is_true(json_object_get(ref, "controller")))
+			return ref;
 	return NULL;
 }
 
@@ -56,8 +57,7 @@ static const json_t *owner_of_kind(const json_t *obj, const char *kind)
 	size_t i;
 	json_t *ref;
 
-	json_array_foreach(refs, i, ref)
-	{
+	json_array_foreach (refs, i, ref) {
 		const char *k = ds_json_str(ref, "kind");
 		if (k && strcmp(k, kind) == 0)
 			return ref;

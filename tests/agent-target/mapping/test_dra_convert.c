@@ -38,8 +38,7 @@ static size_t round_trip_folder(const char *folder, enum ds_dra_version home,
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		docs = dt_load_file(path);
-		json_array_foreach(docs, i, o)
-		{
+		json_array_foreach (docs, i, o) {
 			json_t *orig;
 			ds_err err;
 

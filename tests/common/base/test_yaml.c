@@ -22,8 +22,8 @@ static json_t *parse_ok(const char *text)
 	int rc = ds_yaml_parse(text, strlen(text), "t.yaml", 0, &docs, NULL, &err);
 
 	if (rc)
-		fail_msg("parse failed (%d): %s\ninput:\n%s", rc, ds_err_format(&err, buf, sizeof(buf)),
-			 text);
+		fail_msg("parse failed (%d): %s\ninput:\n%s", rc,
+			 ds_err_format(&err, buf, sizeof(buf)), text);
 	return docs;
 }
 
@@ -98,7 +98,8 @@ static void assert_round_trip(const json_t *v)
 		char *b = json_dumps(back, JSON_ENCODE_ANY | JSON_COMPACT);
 		char msg[16384];
 
-		snprintf(msg, sizeof(msg), "round trip differs\nyaml:\n%s\nvalue %s\nback %s", y, a, b);
+		snprintf(msg, sizeof(msg), "round trip differs\nyaml:\n%s\nvalue %s\nback %s", y, a,
+			 b);
 		free(a);
 		free(b);
 		fail_msg("%s", msg);
@@ -120,9 +121,10 @@ static void test_yaml__plain_scalars_typed_as_kubectl(void **state)
 			 "false,false,false,false,false,false,false,false]");
 	assert_parses_to("[tRUE, yEs, nO, oN, Yes!, nope]",
 			 "[\"tRUE\",\"yEs\",\"nO\",\"oN\",\"Yes!\",\"nope\"]");
-	assert_parses_to("[0, 1, -1, +7, 0x1F, -0x1F, 0o17, 010, 0b101, 1_000, 9223372036854775807, "
-			 "-9223372036854775808]",
-			 "[0,1,-1,7,31,-31,15,8,5,1000,9223372036854775807,-9223372036854775808]");
+	assert_parses_to(
+	    "[0, 1, -1, +7, 0x1F, -0x1F, 0o17, 010, 0b101, 1_000, 9223372036854775807, "
+	    "-9223372036854775808]",
+	    "[0,1,-1,7,31,-31,15,8,5,1000,9223372036854775807,-9223372036854775808]");
 	assert_parses_to("[1.0, 1.5, -2.5e3, 1e3, .5, +.5, 1., 08, 1_000.5, 6.02e+23]",
 			 "[1.0,1.5,-2500.0,1000.0,0.5,0.5,1.0,8.0,1000.5,6.02e23]");
 	/* not numbers to go-yaml: they stay strings */
@@ -185,8 +187,8 @@ static void test_yaml__nonfinite_floats_are_an_error(void **state)
 
 	(void)state;
 	assert_string_equal(
-		parse_err("replicas: 1\nratio: .inf\n", -EBADMSG, buf, sizeof(buf)),
-		"t.yaml:2:8: .inf cannot be represented in JSON (quote it to keep it as a string)");
+	    parse_err("replicas: 1\nratio: .inf\n", -EBADMSG, buf, sizeof(buf)),
+	    "t.yaml:2:8: .inf cannot be represented in JSON (quote it to keep it as a string)");
 	assert_non_null(strstr(parse_err("- -.Inf\n", -EBADMSG, buf, sizeof(buf)), "t.yaml:1:3:"));
 	assert_non_null(strstr(parse_err("x: .NaN\n", -EBADMSG, buf, sizeof(buf)), ".NaN cannot"));
 	assert_parses_to("x: '.inf'\n", "{\"x\":\".inf\"}");
@@ -247,8 +249,7 @@ static void test_yaml__key_order_kept(void **state)
 
 	(void)state;
 	v = parse1("zeta: 1\nalpha: 2\nmid: 3\nbeta: 4\naa: 5\n");
-	json_object_foreach(v, k, x)
-	{
+	json_object_foreach (v, k, x) {
 		assert_true(i < 5);
 		assert_string_equal(k, want[i]);
 		assert_int_equal(json_integer_value(x), (long long)i + 1);
@@ -263,8 +264,9 @@ static void test_yaml__multi_document_stream(void **state)
 	json_t *docs;
 
 	(void)state;
-	docs = parse_ok("# only a comment\n---\n---\na: 1\n---\n# nothing\n---\n- 2\n--- null\n---\n"
-			"b: 3\n...\n");
+	docs =
+	    parse_ok("# only a comment\n---\n---\na: 1\n---\n# nothing\n---\n- 2\n--- null\n---\n"
+		     "b: 3\n...\n");
 	assert_json(docs, "[{\"a\":1},[2],{\"b\":3}]");
 	json_decref(docs);
 	docs = parse_ok("");
@@ -342,9 +344,9 @@ static void test_yaml__syntax_errors_are_located(void **state)
 	(void)state;
 	/* a tab used for indentation */
 	assert_string_equal(
-		parse_err("a:\n\tb: 1\n", -EBADMSG, buf, sizeof(buf)),
-		"t.yaml:2:1: found a tab character that cannot start any token (YAML is indented "
-		"with spaces, not tabs)");
+	    parse_err("a:\n\tb: 1\n", -EBADMSG, buf, sizeof(buf)),
+	    "t.yaml:2:1: found a tab character that cannot start any token (YAML is indented "
+	    "with spaces, not tabs)");
 	assert_string_equal(parse_err("a: [1, 2\nb: 3\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:2:2: while parsing a flow sequence did not find expected ',' "
 			    "or ']'");
@@ -371,9 +373,9 @@ static void test_yaml__depth_and_size_bounded(void **state)
 	assert_string_equal(parse_err(deep, -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:1:257: nesting deeper than 256 levels");
 	free(deep);
-	assert_int_equal(ds_yaml_parse("a: 1", (size_t)DS_YAML_MAX_INPUT + 1, "big.yaml", 0, &docs,
-				       NULL, &err),
-			 -E2BIG);
+	assert_int_equal(
+	    ds_yaml_parse("a: 1", (size_t)DS_YAML_MAX_INPUT + 1, "big.yaml", 0, &docs, NULL, &err),
+	    -E2BIG);
 	assert_null(docs);
 	assert_non_null(strstr(err.msg, "input larger than"));
 }
@@ -396,8 +398,8 @@ static void test_yaml__locations(void **state)
 
 	(void)state;
 	assert_int_equal(
-		ds_yaml_parse(text, strlen(text), "cfg.yaml", DS_YAML_LOCATIONS, &docs, &locs, &err),
-		0);
+	    ds_yaml_parse(text, strlen(text), "cfg.yaml", DS_YAML_LOCATIONS, &docs, &locs, &err),
+	    0);
 	assert_non_null(locs);
 	assert_string_equal(ds_yaml_locs_file(locs), "cfg.yaml");
 	assert_int_equal(ds_yaml_locs_find(locs, 0, "", &l), 0);
@@ -439,8 +441,8 @@ static void test_yaml__locations(void **state)
 static void test_yaml__emit_block_style(void **state)
 {
 	json_t *v = json_pack("{s:s, s:{s:s, s:{}}, s:[{s:s, s:i}, {s:[]}], s:f, s:b, s:n}",
-			      "apiVersion", "v1", "metadata", "name", "p", "labels", "spec",
-			      "name", "c", "n", 3, "x", "ratio", 1.0, "on", 1, "none");
+			      "apiVersion", "v1", "metadata", "name", "p", "labels", "spec", "name",
+			      "c", "n", 3, "x", "ratio", 1.0, "on", 1, "none");
 	char *y;
 
 	(void)state;
@@ -464,15 +466,97 @@ static void test_yaml__emit_block_style(void **state)
 static void test_yaml__emit_quotes_ambiguous_strings(void **state)
 {
 	const char *tricky[] = {
-		"true", "false", "True", "yes", "no", "on", "off", "y", "N", "null", "Null", "~", "",
-		"1", "-1", "+1", "1.0", "1.", ".5", "1e3", "0x1F", "0o17", "010", "08", "1_000",
-		".inf", "-.inf", ".nan", ".NaN", "<<", "=", "1:20", "2001-12-14", " lead", "trail ",
-		"a: b", "a #b", "- x", "-", "? x", "?", ":", ": x", ",", "[x", "]", "{", "}", "#c",
-		"&a", "*a", "!t", "|", ">", "'", "\"", "%p", "@x", "`x", "a\nb", "a\nb\n", "a\n\n",
-		"\n", "  indented\nmore", "trailing space \nx", "tab\there", "\ttab",
-		"\x01 ctl", "é ü ✓", "\xe2\x80\xa8 ls", "a'b", "a\"b", "a\\b", "123456789012345678901",
-		"9223372036854775808", "- - x", "---", "...", "--- x", "a\r\nb", "key:", "0", "-0",
-		"0.0", "+.5", "1e", "v1.2", "0b101", "YES", "OFF", "NULL",
+	    "true",
+	    "false",
+	    "True",
+	    "yes",
+	    "no",
+	    "on",
+	    "off",
+	    "y",
+	    "N",
+	    "null",
+	    "Null",
+	    "~",
+	    "",
+	    "1",
+	    "-1",
+	    "+1",
+	    "1.0",
+	    "1.",
+	    ".5",
+	    "1e3",
+	    "0x1F",
+	    "0o17",
+	    "010",
+	    "08",
+	    "1_000",
+	    ".inf",
+	    "-.inf",
+	    ".nan",
+	    ".NaN",
+	    "<<",
+	    "=",
+	    "1:20",
+	    "2001-12-14",
+	    " lead",
+	    "trail ",
+	    "a: b",
+	    "a #b",
+	    "- x",
+	    "-",
+	    "? x",
+	    "?",
+	    ":",
+	    ": x",
+	    ",",
+	    "[x",
+	    "]",
+	    "{",
+	    "}",
+	    "#c",
+	    "&a",
+	    "*a",
+	    "!t",
+	    "|",
+	    ">",
+	    "'",
+	    "\"",
+	    "%p",
+	    "@x",
+	    "`x",
+	    "a\nb",
+	    "a\nb\n",
+	    "a\n\n",
+	    "\n",
+	    "  indented\nmore",
+	    "trailing space \nx",
+	    "tab\there",
+	    "\ttab",
+	    "\x01 ctl",
+	    "é ü ✓",
+	    "\xe2\x80\xa8 ls",
+	    "a'b",
+	    "a\"b",
+	    "a\\b",
+	    "123456789012345678901",
+	    "9223372036854775808",
+	    "- - x",
+	    "---",
+	    "...",
+	    "--- x",
+	    "a\r\nb",
+	    "key:",
+	    "0",
+	    "-0",
+	    "0.0",
+	    "+.5",
+	    "1e",
+	    "v1.2",
+	    "0b101",
+	    "YES",
+	    "OFF",
+	    "NULL",
 	};
 	json_t *arr = json_array();
 	json_t *obj = json_object();
@@ -506,8 +590,9 @@ static void test_yaml__emit_quotes_ambiguous_strings(void **state)
 
 static void test_yaml__emit_numbers_keep_their_type(void **state)
 {
-	json_t *v = json_pack("[f, f, f, f, f, f, I, I, I]", 1.0, 0.1, -2.5, 1e20, 1e-7,
-			      123456789.0, (json_int_t)0, (json_int_t)INT64_MAX, (json_int_t)INT64_MIN);
+	json_t *v =
+	    json_pack("[f, f, f, f, f, f, I, I, I]", 1.0, 0.1, -2.5, 1e20, 1e-7, 123456789.0,
+		      (json_int_t)0, (json_int_t)INT64_MAX, (json_int_t)INT64_MIN);
 	char *y;
 
 	(void)state;
@@ -597,19 +682,18 @@ static void test_yaml__json_streams_read_as_json(void **state)
 	/* JSON errors are reported by the YAML reader, with a location */
 	assert_string_equal(parse_err("{\"a\": 1,\n \"a\": 2}", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:2:2: duplicate key 'a'");
-	assert_non_null(strstr(parse_err("{\"a\": [1, 2}", -EBADMSG, buf, sizeof(buf)),
-			       "t.yaml:1:12: "));
+	assert_non_null(
+	    strstr(parse_err("{\"a\": [1, 2}", -EBADMSG, buf, sizeof(buf)), "t.yaml:1:12: "));
 	/* positions are still available for JSON input */
-	assert_int_equal(ds_yaml_parse(pair, strlen(pair), "p.json", DS_YAML_LOCATIONS, &docs,
-				       &locs, &err),
-			 0);
+	assert_int_equal(
+	    ds_yaml_parse(pair, strlen(pair), "p.json", DS_YAML_LOCATIONS, &docs, &locs, &err), 0);
 	assert_json(docs, "[{\"smile\":\"😀\",\"lt\":\"<\"}]");
 	json_decref(docs);
 	ds_yaml_locs_free(locs);
 	locs = NULL;
-	assert_int_equal(ds_yaml_parse("{\"x\": [1, 2]}", 13, "p.json", DS_YAML_LOCATIONS, &docs,
-				       &locs, &err),
-			 0);
+	assert_int_equal(
+	    ds_yaml_parse("{\"x\": [1, 2]}", 13, "p.json", DS_YAML_LOCATIONS, &docs, &locs, &err),
+	    0);
 	assert_int_equal(ds_yaml_locs_find(locs, 0, "/x/1", &l), 0);
 	assert_int_equal(l.line, 1);
 	assert_int_equal(l.col, 11);
@@ -634,10 +718,10 @@ static void test_yaml__locations_through_aliases_and_merges(void **state)
 
 	(void)state;
 	assert_int_equal(
-		ds_yaml_parse(text, strlen(text), "m.yaml", DS_YAML_LOCATIONS, &docs, &locs, &err),
-		0);
-	assert_json(docs, "[{\"base\":{\"image\":\"x\",\"ports\":[1,2]},\"one\":{\"image\":\"nginx\","
-			  "\"ports\":[1,2],\"name\":\"web\"},\"two\":{\"image\":\"x\",\"ports\":[1,2]}}]");
+	    ds_yaml_parse(text, strlen(text), "m.yaml", DS_YAML_LOCATIONS, &docs, &locs, &err), 0);
+	assert_json(
+	    docs, "[{\"base\":{\"image\":\"x\",\"ports\":[1,2]},\"one\":{\"image\":\"nginx\","
+		  "\"ports\":[1,2],\"name\":\"web\"},\"two\":{\"image\":\"x\",\"ports\":[1,2]}}]");
 	/* merged keys point at the anchored text; explicit keys at their own */
 	assert_int_equal(ds_yaml_locs_find(locs, 0, "/one/ports/1", &l), 0);
 	assert_int_equal(l.line, 3);
@@ -676,16 +760,17 @@ static void test_yaml__merge_key_errors(void **state)
 			    "t.yaml:2:3: merge key '<<' needs a mapping or a list of mappings");
 	assert_string_equal(parse_err("a: &x [1]\nb:\n  <<: [*x]\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:3:3: merge key '<<' needs a mapping or a list of mappings");
-	assert_string_equal(parse_err("a:\n  k: 1\n  k: 2\n  <<: {j: 1}\n", -EBADMSG, buf,
-				      sizeof(buf)),
-			    "t.yaml:3:3: duplicate key 'k'");
+	assert_string_equal(
+	    parse_err("a:\n  k: 1\n  k: 2\n  <<: {j: 1}\n", -EBADMSG, buf, sizeof(buf)),
+	    "t.yaml:3:3: duplicate key 'k'");
 }
 
 static void test_yaml__crlf_bom_and_comments(void **state)
 {
 	(void)state;
-	assert_parses_to("\xef\xbb\xbf# c\r\napiVersion: v1 # trailing\r\nkind: Pod\r\nx: |\r\n  a\r\n",
-			 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"x\":\"a\\n\"}");
+	assert_parses_to(
+	    "\xef\xbb\xbf# c\r\napiVersion: v1 # trailing\r\nkind: Pod\r\nx: |\r\n  a\r\n",
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"x\":\"a\\n\"}");
 	assert_parses_to("a: b#not-a-comment\nc: 'it''s'\nd: \"x\\ny\"\n",
 			 "{\"a\":\"b#not-a-comment\",\"c\":\"it's\",\"d\":\"x\\ny\"}");
 }
@@ -809,11 +894,11 @@ static void check_input(const char *buf, size_t len, unsigned flags)
 static void test_yaml__truncated_garbage_and_random_input(void **state)
 {
 	static const char *const extra[] = {
-		"a: &x {k: [1, 2, {z: ~}]}\nb: *x\nc:\n  <<: [*x, {m: 1}]\n  n: |\n    text\n",
-		"{\"apiVersion\": \"v1\", \"items\": [{\"kind\": \"Pod\", \"n\": 1.5e3}], "
-		"\"kind\": \"List\"}",
-		"- !!str 1\n- !!int 0x10\n- 'q''s'\n- \"e\\t\\u00e9\"\n- >-\n  folded\n  text\n",
-		"%YAML 1.1\n---\n? complex\n: value\n...\n--- [1, {a: b}]\n",
+	    "a: &x {k: [1, 2, {z: ~}]}\nb: *x\nc:\n  <<: [*x, {m: 1}]\n  n: |\n    text\n",
+	    "{\"apiVersion\": \"v1\", \"items\": [{\"kind\": \"Pod\", \"n\": 1.5e3}], "
+	    "\"kind\": \"List\"}",
+	    "- !!str 1\n- !!int 0x10\n- 'q''s'\n- \"e\\t\\u00e9\"\n- >-\n  folded\n  text\n",
+	    "%YAML 1.1\n---\n? complex\n: value\n...\n--- [1, {a: b}]\n",
 	};
 	const char *dirs[] = {"dra-example-driver/v1", "dra-example-driver/v1beta1"};
 	const char alphabet[] = "-:[]{}#&*!|>'\"%@`,? \n\t\\ab01.~<x";
@@ -893,34 +978,34 @@ static void test_yaml__truncated_garbage_and_random_input(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_yaml__plain_scalars_typed_as_kubectl),
-		cmocka_unit_test(test_yaml__number_edge_cases_follow_go_yaml),
-		cmocka_unit_test(test_yaml__big_integers_become_floats),
-		cmocka_unit_test(test_yaml__quoted_and_block_scalars_stay_strings),
-		cmocka_unit_test(test_yaml__nonfinite_floats_are_an_error),
-		cmocka_unit_test(test_yaml__tags),
-		cmocka_unit_test(test_yaml__nonstring_keys_become_strings),
-		cmocka_unit_test(test_yaml__duplicate_key_is_an_error),
-		cmocka_unit_test(test_yaml__key_order_kept),
-		cmocka_unit_test(test_yaml__multi_document_stream),
-		cmocka_unit_test(test_yaml__json_input),
-		cmocka_unit_test(test_yaml__anchors_aliases_and_merge),
-		cmocka_unit_test(test_yaml__alias_errors_and_bomb),
-		cmocka_unit_test(test_yaml__syntax_errors_are_located),
-		cmocka_unit_test(test_yaml__depth_and_size_bounded),
-		cmocka_unit_test(test_yaml__locations),
-		cmocka_unit_test(test_yaml__emit_block_style),
-		cmocka_unit_test(test_yaml__emit_quotes_ambiguous_strings),
-		cmocka_unit_test(test_yaml__emit_numbers_keep_their_type),
-		cmocka_unit_test(test_yaml__emit_multiline_as_literal),
-		cmocka_unit_test(test_yaml__fixtures_round_trip),
-		cmocka_unit_test(test_yaml__json_streams_read_as_json),
-		cmocka_unit_test(test_yaml__locations_through_aliases_and_merges),
-		cmocka_unit_test(test_yaml__merge_key_errors),
-		cmocka_unit_test(test_yaml__crlf_bom_and_comments),
-		cmocka_unit_test(test_yaml__parse_file),
-		cmocka_unit_test(test_yaml__emit_to_file_and_scalars),
-		cmocka_unit_test(test_yaml__truncated_garbage_and_random_input),
+	    cmocka_unit_test(test_yaml__plain_scalars_typed_as_kubectl),
+	    cmocka_unit_test(test_yaml__number_edge_cases_follow_go_yaml),
+	    cmocka_unit_test(test_yaml__big_integers_become_floats),
+	    cmocka_unit_test(test_yaml__quoted_and_block_scalars_stay_strings),
+	    cmocka_unit_test(test_yaml__nonfinite_floats_are_an_error),
+	    cmocka_unit_test(test_yaml__tags),
+	    cmocka_unit_test(test_yaml__nonstring_keys_become_strings),
+	    cmocka_unit_test(test_yaml__duplicate_key_is_an_error),
+	    cmocka_unit_test(test_yaml__key_order_kept),
+	    cmocka_unit_test(test_yaml__multi_document_stream),
+	    cmocka_unit_test(test_yaml__json_input),
+	    cmocka_unit_test(test_yaml__anchors_aliases_and_merge),
+	    cmocka_unit_test(test_yaml__alias_errors_and_bomb),
+	    cmocka_unit_test(test_yaml__syntax_errors_are_located),
+	    cmocka_unit_test(test_yaml__depth_and_size_bounded),
+	    cmocka_unit_test(test_yaml__locations),
+	    cmocka_unit_test(test_yaml__emit_block_style),
+	    cmocka_unit_test(test_yaml__emit_quotes_ambiguous_strings),
+	    cmocka_unit_test(test_yaml__emit_numbers_keep_their_type),
+	    cmocka_unit_test(test_yaml__emit_multiline_as_literal),
+	    cmocka_unit_test(test_yaml__fixtures_round_trip),
+	    cmocka_unit_test(test_yaml__json_streams_read_as_json),
+	    cmocka_unit_test(test_yaml__locations_through_aliases_and_merges),
+	    cmocka_unit_test(test_yaml__merge_key_errors),
+	    cmocka_unit_test(test_yaml__crlf_bom_and_comments),
+	    cmocka_unit_test(test_yaml__parse_file),
+	    cmocka_unit_test(test_yaml__emit_to_file_and_scalars),
+	    cmocka_unit_test(test_yaml__truncated_garbage_and_random_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -428,8 +428,7 @@ static int on_event(void *user, enum ds_kube_event_type type, json_t *obj)
 		size_t i;
 		w->syncs++;
 		w->synced[0] = '\0';
-		json_array_foreach(json_object_get(obj, "items"), i, item)
-		{
+		json_array_foreach (json_object_get(obj, "items"), i, item) {
 			size_t l = strlen(w->synced);
 			snprintf(w->synced + l, sizeof(w->synced) - l, "%s ", meta(item, "name"));
 		}
@@ -590,7 +589,7 @@ static void test_itest_kube_client__watch_resumes_from_a_resource_version(void *
  * compacted away (an ERROR event, 410 Expired): the watch lists again (SYNC
  * with what exists now), then goes on from the list's resourceVersion.
  * PodTemplates have no watch cache on the test clusters, so etcd answers. */
-#define EXPIRING_TEMPLATE                                                                               \
+#define EXPIRING_TEMPLATE                                                                          \
 	"apiVersion: v1\nkind: PodTemplate\nmetadata: {name: %s}\n"                                \
 	"template: {spec: {containers: [{name: c, image: x}]}}\n"
 
@@ -689,8 +688,7 @@ static void test_itest_kube_client__server_side_apply_twice_is_a_no_op(void **st
 		size_t i;
 		bool ours = false;
 
-		json_array_foreach(mf, i, e)
-		{
+		json_array_foreach (mf, i, e) {
 			const char *m = json_string_value(json_object_get(e, "manager"));
 			const char *op = json_string_value(json_object_get(e, "operation"));
 			if (m && op && strcmp(m, "drasync") == 0 && strcmp(op, "Apply") == 0)
@@ -1284,7 +1282,8 @@ int main(void)
 	    cmocka_unit_test(test_itest_kube_client__pagination_limit_2_over_7),
 	    cmocka_unit_test(test_itest_kube_client__watch_add_modify_delete_across_stream_ends),
 	    cmocka_unit_test(test_itest_kube_client__watch_resumes_from_a_resource_version),
-	    cmocka_unit_test(test_itest_kube_client__watch_from_a_compacted_resource_version_relists),
+	    cmocka_unit_test(
+		test_itest_kube_client__watch_from_a_compacted_resource_version_relists),
 	    cmocka_unit_test(test_itest_kube_client__server_side_apply_twice_is_a_no_op),
 	    cmocka_unit_test(test_itest_kube_client__stale_update_is_a_409),
 	    cmocka_unit_test(test_itest_kube_client__delete_preconditions_and_propagation),
