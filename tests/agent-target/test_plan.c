@@ -83,7 +83,7 @@ static void test_plan__every_v1_fixture_in_migrate_mode(void **state)
 
 	(void)state;
 	snprintf(dir, sizeof(dir), "%s", tu_fixture("dra-example-driver/v1"));
-	assert_non_null(d = opendir(dir));
+	d = tu_opendir(dir);
 	while ((de = readdir(d))) {
 		char path[1400];
 		struct tu_run r;
@@ -136,7 +136,7 @@ static void test_plan__every_v1beta1_fixture_both_targets(void **state)
 
 	(void)state;
 	snprintf(dir, sizeof(dir), "%s", tu_fixture("dra-example-driver/v1beta1"));
-	assert_non_null(d = opendir(dir));
+	d = tu_opendir(dir);
 	while ((de = readdir(d))) {
 		char path[1400];
 		json_t *orig;

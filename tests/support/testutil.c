@@ -6,6 +6,7 @@
 
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -54,7 +55,20 @@ const char *tu_fixture(const char *relpath)
 	char *p = slots[next++ % 8];
 
 	snprintf(p, sizeof(slots[0]), "%s/%s", tu_env("DS_FIXTURES"), relpath);
+	if (access(p, R_OK) != 0)
+		fail_msg("fixture %s: %s (looked in DS_FIXTURES=%s, which the build sets to "
+			 "../shared/fixtures beside the repository)",
+			 p, strerror(errno), tu_env("DS_FIXTURES"));
 	return p;
+}
+
+DIR *tu_opendir(const char *path)
+{
+	DIR *d = opendir(path);
+
+	if (!d)
+		fail_msg("cannot open directory %s: %s", path, strerror(errno));
+	return d;
 }
 
 char *tu_mkdtemp(const char *prefix)

@@ -3,6 +3,7 @@
 
 /* Helpers shared by the cmocka tests. Must be included after cmocka.h. */
 
+#include <dirent.h>
 #include <stddef.h>
 
 /** Read a whole file (NUL-terminated); fails the test when it cannot. Caller frees. */
@@ -11,8 +12,14 @@ char *tu_read_file(const char *path, size_t *len);
 /** $name from the ctest environment; fails the test when it is unset. */
 const char *tu_env(const char *name);
 
-/** Path of a fixture under $DS_FIXTURES, in a static buffer per call site cycle (8 slots). */
+/**
+ * Path of a fixture under $DS_FIXTURES, in a static buffer per call site cycle (8 slots).
+ * Fails the test, naming the path it looked in, when the fixture is not there.
+ */
 const char *tu_fixture(const char *relpath);
+
+/** opendir(path); fails the test naming the path when it cannot. */
+DIR *tu_opendir(const char *path);
 
 /** A fresh empty directory under $DS_TEST_TMP (or /tmp). Caller frees. */
 char *tu_mkdtemp(const char *prefix);

@@ -26,8 +26,7 @@ static size_t round_trip_folder(const char *folder, enum ds_dra_version home,
 	size_t n = 0;
 
 	snprintf(dir, sizeof(dir), "%s", tu_fixture(folder));
-	d = opendir(dir);
-	assert_non_null(d);
+	d = tu_opendir(dir);
 	while ((de = readdir(d))) {
 		char path[1400];
 		json_t *docs;
