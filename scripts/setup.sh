@@ -4,12 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBIAN_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git ca-certificates
-  libzmq3-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev
-  libssl-dev libyaml-dev libjansson-dev libsqlite3-dev libmicrohttpd-dev
-  libzstd-dev libcmocka-dev sqlite3 clang openssl curl python3
-)
+# The package list is scripts/debian-packages.txt (comments and blank lines ignored).
+mapfile -t DEBIAN_PACKAGES < <(sed 's/#.*//' scripts/debian-packages.txt | tr -s ' \t' '\n' | sed '/^$/d')
 
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: setup, a build with warnings as errors and ASan+UBSan,
-# then every test (unit, integration against real API servers, transport).
+# The whole test suite: setup, a check that every tool and library used comes
+# from setup.sh's package list, a format check, a build with warnings as errors
+# and ASan+UBSan, then every test (unit, integration against real API servers,
+# transport, fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -8,6 +10,9 @@ scripts/setup.sh
 BUILD=${DS_BUILD_DIR:-build/test}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DDS_WERROR=ON -DDS_SANITIZE=ON -DDS_BUILD_TESTS=ON
+# A fresh machine has only what setup.sh installs; the tree is formatted.
+scripts/check-deps.sh "$BUILD"
+scripts/check-format.sh
 cmake --build "$BUILD" -j"$(nproc)"
 cd "$BUILD"
 ctest --output-on-failure --timeout 1200 "$@"

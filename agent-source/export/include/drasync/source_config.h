@@ -45,8 +45,8 @@ int ds_source_config_parse(ds_source_config **out, const char *buf, size_t len,
 void ds_source_config_free(ds_source_config *cfg);
 
 /* Settings; strings are borrowed, NULL when not set (kubeconfig "" means in-cluster). */
-const char *ds_source_config_cluster_name(const ds_source_config *cfg); /* required */
-const char *ds_source_config_endpoint(const ds_source_config *cfg);	/* required */
+const char *ds_source_config_cluster_name(const ds_source_config *cfg);	     /* required */
+const char *ds_source_config_endpoint(const ds_source_config *cfg);	     /* required */
 const char *ds_source_config_server_public_key(const ds_source_config *cfg); /* Z85, required */
 const char *ds_source_config_secret_key_file(const ds_source_config *cfg);   /* required */
 const char *ds_source_config_kubeconfig(const ds_source_config *cfg);
