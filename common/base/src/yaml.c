@@ -1508,8 +1508,7 @@ out:
 	return rc;
 }
 
-int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out, ds_yaml_locs **locs_out,
-		       ds_err *err)
+int ds_yaml_read_file(const char *path, char **out, size_t *len_out, ds_err *err)
 {
 	FILE *f = NULL;
 	char *buf = NULL;
@@ -1518,7 +1517,7 @@ int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out, ds_y
 	bool is_stdin = path && strcmp(path, "-") == 0;
 
 	if (!path) {
-		ds_err_set(err, "ds_yaml_parse_file: no path");
+		ds_err_set(err, "ds_yaml_read_file: no path");
 		return -EINVAL;
 	}
 	f = is_stdin ? stdin : fopen(path, "rb");
@@ -1528,20 +1527,32 @@ int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out, ds_y
 		return rc;
 	}
 	rc = ds_read_stream(f, DS_YAML_MAX_INPUT, &buf, &len);
-	if (rc == -E2BIG) {
+	if (rc == -E2BIG)
 		ds_err_setloc(err, path, 0, 0, "input larger than %u bytes", DS_YAML_MAX_INPUT);
-		goto out;
-	} else if (rc == -EIO) {
+	else if (rc == -EIO)
 		ds_err_setloc(err, path, 0, 0, "read error");
-		goto out;
-	} else if (rc < 0) {
+	else if (rc < 0)
 		ds_err_set(err, "out of memory");
-		goto out;
-	}
-	rc = ds_yaml_parse(buf, len, path, flags, docs_out, locs_out, err);
-out:
-	if (f && !is_stdin)
+	if (!is_stdin)
 		fclose(f);
+	if (rc < 0)
+		return rc;
+	*out = buf;
+	if (len_out)
+		*len_out = len;
+	return 0;
+}
+
+int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out, ds_yaml_locs **locs_out,
+		       ds_err *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = ds_yaml_read_file(path, &buf, &len, err);
+
+	if (rc < 0)
+		return rc;
+	rc = ds_yaml_parse(buf, len, path, flags, docs_out, locs_out, err);
 	free(buf);
 	return rc;
 }

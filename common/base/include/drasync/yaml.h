@@ -52,6 +52,13 @@ enum ds_yaml_flags {
 int ds_yaml_parse(const char *buf, size_t len, const char *filename, unsigned flags,
 		  json_t **docs_out, ds_yaml_locs **locs_out, ds_err *err);
 
+/**
+ * Read a whole file (or stdin for "-", at most DS_YAML_MAX_INPUT bytes) into
+ * a new NUL-terminated buffer (caller frees); err names the file on failure.
+ * @return 0, -errno of the open, -E2BIG, -EIO, -ENOMEM
+ */
+int ds_yaml_read_file(const char *path, char **out, size_t *len_out, ds_err *err);
+
 /** Read a whole file (or stdin for "-") and parse it as ds_yaml_parse() does. */
 int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out, ds_yaml_locs **locs_out,
 		       ds_err *err);
