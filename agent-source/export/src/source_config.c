@@ -51,6 +51,17 @@ static int fail_at(ds_config_walk *w, const char *key, bool at_key, const char *
 	return r;
 }
 
+/* Fail at member `key`, at 1-based column `col` inside its string (0: at the value). */
+static int fail_in(ds_config_walk *w, const char *key, size_t col, const char *msg)
+{
+	ds_config_mark m = ds_config_push_key(w, key);
+	int r = col ? ds_config_fail_in_value(w, col - 1, "%s", msg)
+		    : ds_config_fail(w, false, "%s", msg);
+
+	ds_config_pop(w, m);
+	return r;
+}
+
 /* A required string member: present, a string, not empty. */
 static int required_str(ds_config_walk *w, const json_t *obj, const char *key, const char *what,
 			const char **out)
@@ -72,18 +83,19 @@ static int duration_ms(ds_config_walk *w, const json_t *obj, const char *key, lo
 	const char *s;
 	size_t col = 0;
 	ds_err derr = {0};
-	ds_config_mark m;
+	char msg[sizeof(derr.msg) + 64];
 	int r;
 
+	if (json_is_number(json_object_get(obj, key)))
+		return fail_at(w, key, false,
+			       "a number needs a unit: write a Go duration such as %s",
+			       "15m, 30s or 1h30m");
 	if ((r = ds_config_member_str(w, obj, key, &s)) < 0 || !s)
 		return r;
 	if (ds_duration_parse_ms(s, out, &col, &derr) == 0)
 		return 0;
-	m = ds_config_push_key(w, key);
-	r = ds_config_fail_in_value(w, col ? col - 1 : 0, "%s (a Go duration such as 15m, 1h30m)",
-				    derr.msg);
-	ds_config_pop(w, m);
-	return r;
+	snprintf(msg, sizeof(msg), "%s (a Go duration such as 15m, 1h30m)", derr.msg);
+	return fail_in(w, key, col, msg);
 }
 
 /* Keys that belong to another mode, by the mode they belong to. */
@@ -113,7 +125,6 @@ static int load_cron(ds_config_walk *w, const json_t *sched, ds_schedule_config 
 	ds_cron *cron = NULL;
 	ds_err cerr = {0};
 	size_t col = 0;
-	ds_config_mark m;
 	int r;
 
 	if ((r = ds_config_member_str(w, sched, "expr", &s->cron_expr)) < 0 ||
@@ -123,12 +134,8 @@ static int load_cron(ds_config_walk *w, const json_t *sched, ds_schedule_config 
 		return ds_config_fail(w, false,
 				      "mode cron needs 'expr' (5 fields such as \"*/15 * * * *\", "
 				      "or @hourly, @daily, ...)");
-	if (ds_cron_parse(&cron, s->cron_expr, &col, &cerr) < 0) {
-		m = ds_config_push_key(w, "expr");
-		r = ds_config_fail_in_value(w, col ? col - 1 : 0, "%s", cerr.msg);
-		ds_config_pop(w, m);
-		return r;
-	}
+	if (ds_cron_parse(&cron, s->cron_expr, &col, &cerr) < 0)
+		return fail_in(w, "expr", col, cerr.msg);
 	ds_cron_free(cron);
 	if (s->time_zone && ds_cron_zone_check(s->time_zone, &cerr) < 0)
 		return fail_at(w, "timeZone", false, "%s", cerr.msg);
@@ -230,7 +237,6 @@ static int load_selection(ds_config_walk *w, ds_source_config *cfg, const json_t
 	ds_err serr = {0};
 	size_t col = 0;
 	json_t *list;
-	ds_config_mark m;
 	int r;
 
 	if ((r = ds_config_member(w, root, "namespaces", JSON_ARRAY, &list)) < 0 ||
@@ -246,12 +252,8 @@ static int load_selection(ds_config_walk *w, ds_source_config *cfg, const json_t
 				      "drasync.io/replicate=true)");
 	if (list)
 		return load_namespaces(w, cfg, list);
-	if ((r = ds_label_selector_parse(&sel, cfg->namespace_selector, &col, &serr)) < 0) {
-		m = ds_config_push_key(w, "namespaceSelector");
-		r = ds_config_fail_in_value(w, col ? col - 1 : 0, "%s", serr.msg);
-		ds_config_pop(w, m);
-		return r;
-	}
+	if (ds_label_selector_parse(&sel, cfg->namespace_selector, &col, &serr) < 0)
+		return fail_in(w, "namespaceSelector", col, serr.msg);
 	ds_label_selector_free(sel);
 	return 0;
 }
