@@ -196,3 +196,11 @@ void tu_run_dispose(struct tu_run *r)
 	free(r->err);
 	memset(r, 0, sizeof(*r));
 }
+
+void tu_assert_bad_config(const struct tu_bad_config *c, int r, const ds_err *err, const char *file)
+{
+	if (r != -EINVAL || !strstr(err->msg, c->msg) || err->line != c->line || err->col != c->col)
+		fail_msg("case '%s': r=%d at %d:%d '%s' (want %d:%d '%s')", c->name, r, err->line,
+			 err->col, err->msg, c->line, c->col, c->msg);
+	assert_string_equal(err->file, file);
+}

@@ -3,6 +3,8 @@
 
 /* Helpers shared by the cmocka tests. Must be included after cmocka.h. */
 
+#include "drasync/err.h"
+
 #include <dirent.h>
 #include <stddef.h>
 
@@ -26,6 +28,21 @@ char *tu_mkdtemp(const char *prefix);
 
 /** Write text to path; fails the test when it cannot. */
 void tu_write_file(const char *path, const char *text);
+
+/* A configuration file that must be rejected, and where its error must point. */
+struct tu_bad_config {
+	const char *name; /* what the case tries */
+	const char *yaml;
+	int line, col;	 /* 0, 0: about the whole file */
+	const char *msg; /* a substring of the message */
+};
+
+/**
+ * Fail the test unless a load of `c` gave -EINVAL (r), with err at
+ * file:c->line:c->col and c->msg in its message.
+ */
+void tu_assert_bad_config(const struct tu_bad_config *c, int r, const ds_err *err,
+			  const char *file);
 
 /* The result of running a program. */
 struct tu_run {

@@ -145,12 +145,7 @@ static void test_source_config__namespace_selector(void **state)
 }
 
 /* Each bad file: the message, and the exact line and column it points at. */
-static const struct bad {
-	const char *name;
-	const char *yaml;
-	int line, col;
-	const char *msg;
-} bad[] = {
+static const struct tu_bad_config bad[] = {
     {"unknown top-level key", BASE "schedul: {mode: watch}\n", 5, 1,
      "schedul: unknown key (did you mean 'schedule'?)"},
     {"wrong kind", "kind: TargetConfig\n" BASE, 1, 7,
@@ -283,11 +278,7 @@ static void test_source_config__bad_files_are_located(void **state)
 		ds_err_clear(&err);
 		r = ds_source_config_parse(&cfg, bad[i].yaml, strlen(bad[i].yaml), "source.yaml",
 					   &err);
-		if (r != -EINVAL || !strstr(err.msg, bad[i].msg) || err.line != bad[i].line ||
-		    err.col != bad[i].col)
-			fail_msg("case '%s': r=%d at %d:%d '%s' (want %d:%d '%s')", bad[i].name, r,
-				 err.line, err.col, err.msg, bad[i].line, bad[i].col, bad[i].msg);
-		assert_string_equal(err.file, "source.yaml");
+		tu_assert_bad_config(&bad[i], r, &err, "source.yaml");
 		assert_null(cfg);
 	}
 }

@@ -90,12 +90,7 @@ static void test_target_config__defaults(void **state)
 }
 
 /* Each bad file: the message, and the exact line and column it points at. */
-static const struct bad {
-	const char *name;
-	const char *yaml;
-	int line, col;
-	const char *msg;
-} bad[] = {
+static const struct tu_bad_config bad[] = {
     {"unknown top-level key", "kind: TargetConfig\nmdoe: standby\n", 2, 1,
      "mdoe: unknown key (did you mean 'mode'?)"},
     {"unknown rule key",
@@ -177,11 +172,7 @@ static void test_target_config__bad_files_are_located(void **state)
 		ds_err_clear(&err);
 		r = ds_target_config_parse(&cfg, bad[i].yaml, strlen(bad[i].yaml), "target.yaml",
 					   &err);
-		if (r != -EINVAL || !strstr(err.msg, bad[i].msg) || err.line != bad[i].line ||
-		    err.col != bad[i].col)
-			fail_msg("case '%s': r=%d at %d:%d '%s' (want %d:%d '%s')", bad[i].name, r,
-				 err.line, err.col, err.msg, bad[i].line, bad[i].col, bad[i].msg);
-		assert_string_equal(err.file, "target.yaml");
+		tu_assert_bad_config(&bad[i], r, &err, "target.yaml");
 		assert_null(cfg);
 	}
 }
