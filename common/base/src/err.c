@@ -38,6 +38,13 @@ void ds_err_setloc(ds_err *err, const char *file, int line, int col, const char 
 	va_end(ap);
 }
 
+int ds_err_fallback(ds_err *err, int rc)
+{
+	if (err && rc < 0 && !err->msg[0])
+		ds_err_set(err, "%s", strerror(-rc));
+	return rc;
+}
+
 const char *ds_err_format(const ds_err *err, char *buf, size_t size)
 {
 	if (!buf || size == 0)

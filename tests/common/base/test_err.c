@@ -8,11 +8,12 @@
 #include "drasync/log.h"
 #include "testutil.h"
 
+#include <errno.h>
 #include <string.h>
 
 static void test_err__location_is_formatted_as_file_line_col(void **state)
 {
-	ds_err err;
+	ds_err err = {0};
 	char buf[512];
 
 	(void)state;
@@ -22,6 +23,24 @@ static void test_err__location_is_formatted_as_file_line_col(void **state)
 	ds_err_set(&err, "plain %d", 3);
 	assert_string_equal(ds_err_format(&err, buf, sizeof(buf)), "plain 3");
 	ds_err_set(NULL, "NULL is accepted");
+}
+
+/* A failure whose callee said nothing still reaches the user as a sentence. */
+static void test_err__fallback_fills_only_an_empty_message(void **state)
+{
+	ds_err err = {0};
+
+	(void)state;
+	assert_int_equal(ds_err_fallback(&err, -ENOENT), -ENOENT);
+	assert_string_equal(err.msg, strerror(ENOENT));
+	ds_err_set(&err, "outbox.db: no such table");
+	assert_int_equal(ds_err_fallback(&err, -EIO), -EIO);
+	assert_string_equal(err.msg, "outbox.db: no such table");
+	/* success and a NULL err are left alone */
+	ds_err_clear(&err);
+	assert_int_equal(ds_err_fallback(&err, 3), 3);
+	assert_string_equal(err.msg, "");
+	assert_int_equal(ds_err_fallback(NULL, -ENOMEM), -ENOMEM);
 }
 
 static void test_err__log_quote_only_when_needed(void **state)
@@ -65,6 +84,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_err__location_is_formatted_as_file_line_col),
+	    cmocka_unit_test(test_err__fallback_fills_only_an_empty_message),
 	    cmocka_unit_test(test_err__log_quote_only_when_needed),
 	    cmocka_unit_test(test_err__agents_answer_help_and_version),
 	};

@@ -2,9 +2,11 @@
 #define DRASYNC_ERR_H
 
 /*
- * Human-readable error detail. Functions return 0 or a negative errno; when
- * they fail they may fill an optional `ds_err *err` (last parameter) with a
- * message and, for errors in an input file, where it happened.
+ * Human-readable error detail. Functions return 0 or a negative errno. A public
+ * function that fails always fills its optional `ds_err *err` (last parameter)
+ * with a message and, for errors in an input file, where it happened; when
+ * nothing more specific is known the message is strerror(-rc).
+ * Callers start with `ds_err err = {0};`: an empty message means "none yet".
  */
 
 #include <stddef.h>
@@ -25,6 +27,13 @@ void ds_err_set(ds_err *err, const char *fmt, ...) __attribute__((format(printf,
 /** Set the message and the location in an input file. NULL-safe. */
 void ds_err_setloc(ds_err *err, const char *file, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/**
+ * The "always fills" fallback, for a public function's exit: when rc < 0 and
+ * err holds no message yet, set it to strerror(-rc). NULL-safe.
+ * @return rc
+ */
+int ds_err_fallback(ds_err *err, int rc);
 
 /**
  * Format as "file:line:col: msg" (or just "msg" without a location) into buf.
