@@ -255,7 +255,7 @@ static void test_plan__mapping_on_fixtures(void **state)
 	    "  deviceClassMappings:\n  - {from: gpu.example.com, to: gpu.nvidia.com}\n");
 	struct tu_run r, ry;
 	json_t *out, *p, *docs;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	plan(&r, NULL,

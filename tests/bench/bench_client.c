@@ -134,7 +134,7 @@ int main(int argc, char **argv)
 	struct ds_kube_op *ops = NULL;
 	json_t **objs = NULL;
 	ds_kube_error ke;
-	ds_err err;
+	ds_err err = {0};
 	long n;
 	double t0, dt, s0, c0, m0;
 	int rc = 1, failed;

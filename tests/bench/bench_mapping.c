@@ -180,7 +180,7 @@ int main(int argc, char **argv)
 	ds_target_config *cfg = NULL;
 	ds_report *rep = NULL;
 	json_t *docs = NULL;
-	ds_err err;
+	ds_err err = {0};
 	double t0, t1, t2, t3, c0, c1;
 
 	if (workloads < 1) {

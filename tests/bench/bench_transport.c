@@ -95,7 +95,7 @@ static void *produce(void *arg)
 	ds_outbox *ob;
 	ds_record recs[256];
 	char names[256][32];
-	ds_err err;
+	ds_err err = {0};
 
 	ds_outbox_options_default(&opt);
 	opt.zstd_level = p->level;
@@ -130,7 +130,7 @@ static void *produce(void *arg)
 
 static void *serve(void *arg)
 {
-	ds_err err;
+	ds_err err = {0};
 
 	ds_receiver_run(arg, &err);
 	return NULL;
@@ -146,7 +146,7 @@ static double full_path(const char *dir, size_t size, unsigned n, int level, cha
 	ds_sender *s;
 	pthread_t rt, pt;
 	struct producer p;
-	ds_err err;
+	ds_err err = {0};
 	double t0, t1;
 	FILE *f;
 
@@ -283,7 +283,7 @@ int main(int argc, char **argv)
 	ds_keypair server, client;
 	char *p4[16], *p64[16];
 	double full4, full64, raw4, raw64;
-	ds_err err;
+	ds_err err = {0};
 	char cmd[600];
 
 	for (int i = 1; i + 1 < argc; i += 2) {

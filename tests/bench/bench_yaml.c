@@ -99,7 +99,7 @@ static double run_parse(const struct buf *text, unsigned flags, double secs, dou
 	do {
 		json_t *d = NULL;
 		ds_yaml_locs *locs = NULL;
-		ds_err err;
+		ds_err err = {0};
 
 		if (ds_yaml_parse(text->p, text->len, "bench", flags, &d, &locs, &err)) {
 			fprintf(stderr, "bench_yaml: parse failed: %s\n", err.msg);
@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 {
 	struct buf one = {0}, text = {0}, json = {0};
 	json_t *docs = NULL;
-	ds_err err;
+	ds_err err = {0};
 	double secs = argc > 1 ? atof(argv[1]) : 2.0;
 	double yaml_mbs, yaml_dps, loc_mbs, loc_dps, json_mbs, json_dps, emit_mbs, emit_dps;
 	double t0, t;

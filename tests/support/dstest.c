@@ -16,7 +16,7 @@
 ds_target_config *dt_config(const char *yaml)
 {
 	ds_target_config *cfg = NULL;
-	ds_err err;
+	ds_err err = {0};
 	char buf[600];
 
 	ds_err_clear(&err);
@@ -28,7 +28,7 @@ ds_target_config *dt_config(const char *yaml)
 json_t *dt_object(const char *yaml)
 {
 	json_t *docs = NULL, *obj;
-	ds_err err;
+	ds_err err = {0};
 
 	ds_err_clear(&err);
 	if (ds_yaml_parse(yaml, strlen(yaml), "test", 0, &docs, NULL, &err) < 0)
@@ -42,7 +42,7 @@ json_t *dt_object(const char *yaml)
 json_t *dt_load_file(const char *path)
 {
 	json_t *docs = NULL;
-	ds_err err;
+	ds_err err = {0};
 	char buf[600];
 
 	ds_err_clear(&err);

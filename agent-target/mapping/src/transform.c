@@ -50,7 +50,7 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 	const ds_dra_config *dra = ds_target_config_dra(o->cfg);
 	char what[300], why[300], from_api[128];
 	char *uid = NULL;
-	ds_err err;
+	ds_err err = {0};
 	int r;
 
 	ds_obj_describe(obj, what, sizeof(what));

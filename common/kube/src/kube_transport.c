@@ -486,7 +486,7 @@ static int xfer_setup(struct xfer *x, const struct ds_kube_request *req, bool st
 	ds_kube_credentials cr = {0};
 	const char *m = req->method ? req->method : "GET";
 	char *url = NULL, *line = NULL;
-	ds_err e;
+	ds_err e = {0};
 	int rc;
 
 	ds_err_clear(&e);

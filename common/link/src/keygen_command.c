@@ -32,7 +32,7 @@ int ds_keygen_command(enum ds_keygen_role role, int argc, char **argv)
 	const char *dir = NULL, *name = dflt;
 	bool force = false;
 	ds_keypair kp;
-	ds_err err;
+	ds_err err = {0};
 	char msg[512];
 	int c, rc;
 

@@ -432,7 +432,7 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 	uint64_t committed = 0;
 	uint8_t *buf;
 	size_t len;
-	ds_err err;
+	ds_err err = {0};
 	int rc;
 
 	if (h->protocol_version != DS_PROTOCOL_VERSION) {
@@ -485,7 +485,7 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 	ds_wire_ack ack;
 	uint8_t *buf;
 	size_t len;
-	ds_err err;
+	ds_err err = {0};
 	int rc;
 
 	if (!s) {
@@ -541,7 +541,7 @@ static void on_message(ds_receiver *r)
 	char peer[64];
 	int fd, more;
 	ds_wire_msg *msg = NULL;
-	ds_err err;
+	ds_err err = {0};
 	int rc;
 
 	zmq_msg_init(&rid);

@@ -344,7 +344,7 @@ static bool resume(ds_sender *s, ds_err *err)
 
 static void on_welcome(ds_sender *s, const ds_wire_welcome *w)
 {
-	ds_err err;
+	ds_err err = {0};
 
 	if (s->state != S_WELCOME || w->epoch != ds_outbox_epoch(s->outbox) ||
 	    w->protocol_version != DS_PROTOCOL_VERSION) {
@@ -368,7 +368,7 @@ static void on_welcome(ds_sender *s, const ds_wire_welcome *w)
 
 static void on_ack(ds_sender *s, const ds_wire_ack *a)
 {
-	ds_err err;
+	ds_err err = {0};
 
 	if ((s->state != S_STREAM && s->state != S_SNAPSHOT) ||
 	    a->epoch != ds_outbox_epoch(s->outbox) || a->committed_seq >= s->next_seq) {
@@ -398,7 +398,7 @@ static void read_incoming(ds_sender *s)
 	for (int i = 0; i < 256 && s->sock; i++) {
 		zmq_msg_t m;
 		ds_wire_msg *msg = NULL;
-		ds_err err;
+		ds_err err = {0};
 
 		zmq_msg_init(&m);
 		if (zmq_msg_recv(&m, s->sock, ZMQ_DONTWAIT) < 0) {

@@ -165,7 +165,7 @@ static void refresh(ds_zap *zap)
 {
 	struct stat st;
 	ds_authorized *a = NULL;
-	ds_err err;
+	ds_err err = {0};
 	int rc;
 
 	if (stat(zap->path, &st) != 0) {

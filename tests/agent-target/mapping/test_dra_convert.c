@@ -39,7 +39,7 @@ static size_t round_trip_folder(const char *folder, enum ds_dra_version home,
 		docs = dt_load_file(path);
 		json_array_foreach (docs, i, o) {
 			json_t *orig;
-			ds_err err;
+			ds_err err = {0};
 
 			if (!ds_dra_is_convertible(o))
 				continue;
@@ -121,7 +121,7 @@ static void test_dra_convert__unknown_field_is_an_error_never_dropped(void **sta
 	    "spec:\n  devices:\n    requests:\n    - name: gpu\n"
 	    "      exactly: {deviceClassName: gpu.example.com, bindingConditions: [x]}\n");
 	json_t *before = json_deep_copy(c);
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	ds_err_clear(&err);
@@ -157,7 +157,7 @@ static void test_dra_convert__exact_and_alternatives_together_is_an_error(void *
 	    "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata: {name: c}\n"
 	    "spec:\n  devices:\n    requests:\n    - name: gpu\n      deviceClassName: a\n"
 	    "      firstAvailable: [{name: x, deviceClassName: b}]\n");
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	assert_int_equal(ds_dra_convert(c, DS_DRA_V1, &err), -EINVAL);

@@ -324,7 +324,7 @@ static void test_dra_mapping__split_all_groups_mapped(void **state)
 		const char *y = "dra:\n  resourceClaimTemplateMappings:\n"
 				"  - {objectType: Pod, objectInstance: ALL, container: ctr1, "
 				"resourceClaimTemplate: B-Template}\n";
-		ds_err err;
+		ds_err err = {0};
 		assert_int_equal(ds_target_config_parse(&bad, y, strlen(y), "t.yaml", &err),
 				 -EINVAL);
 		assert_null(bad);

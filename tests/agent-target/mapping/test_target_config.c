@@ -166,7 +166,7 @@ static void test_target_config__bad_files_are_located(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ds_target_config *cfg = NULL;
-		ds_err err;
+		ds_err err = {0};
 		int r;
 
 		ds_err_clear(&err);
@@ -197,7 +197,7 @@ static void test_target_config__shipped_example_loads(void **state)
 {
 	char path[1024];
 	ds_target_config *cfg = NULL;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/../../deploy/target.yaml", tu_env("DS_RESOURCES"));
@@ -211,7 +211,7 @@ static void test_target_config__shipped_example_loads(void **state)
 static void test_target_config__missing_file(void **state)
 {
 	ds_target_config *cfg = NULL;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	ds_err_clear(&err);

@@ -52,7 +52,7 @@ static ds_kube *connect_to(const char *kubeconfig, const char *context)
 	struct ds_kube_transport_opts o;
 	ds_kubeconfig *kc = NULL;
 	ds_kube *k = NULL;
-	ds_err err;
+	ds_err err = {0};
 
 	ds_kube_transport_opts_init(&o);
 	o.qps = 0; /* the tests are small; the rate limit has its unit test */
@@ -85,7 +85,7 @@ static json_t *doc(const char *fmt, ...)
 	va_list ap;
 	char *text;
 	json_t *docs = NULL, *d;
-	ds_err err;
+	ds_err err = {0};
 
 	va_start(ap, fmt);
 	if (vasprintf(&text, fmt, ap) < 0)
@@ -927,7 +927,7 @@ static char *write_kubeconfig(const char *dir, const char *name, const char *ca_
 	ds_kubeconfig *src = NULL, *cas = NULL;
 	json_t *docs = NULL;
 	char *path, *text, *b64 = NULL;
-	ds_err err;
+	ds_err err = {0};
 	json_t *d;
 	const char *cad;
 
@@ -1001,7 +1001,7 @@ static void test_itest_kube_client__in_cluster_config_rereads_a_rotated_token(vo
 	ds_kubeconfig *kc = NULL;
 	json_t *list = NULL;
 	ds_kube_error ke;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	for (int i = 0; i < 2; i++) {
@@ -1063,7 +1063,7 @@ static void test_itest_kube_client__exec_plugin_client_certificate(void **state)
 	json_t *answer;
 	ds_kube *k;
 	ds_kube_error ke;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	/* the admin's certificate, handed out by a plugin instead of the kubeconfig */

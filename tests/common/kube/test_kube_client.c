@@ -33,7 +33,7 @@ static ds_kube *client(struct fx *f)
 {
 	struct ds_kube_transport_opts o;
 	ds_kubeconfig *kc = NULL;
-	ds_err err;
+	ds_err err = {0};
 
 	ds_kube_transport_opts_init(&o);
 	o.max_parallel = 1; /* requests in script order */

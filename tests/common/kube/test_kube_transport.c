@@ -52,7 +52,7 @@ static int setup(void **state)
 /* Client created lazily so a test can adjust opts or the token first. */
 static ds_kube_transport *client(struct fx *f, const char *token)
 {
-	ds_err err;
+	ds_err err = {0};
 
 	f->kcpath = tu_httpd_kubeconfig(&f->h, f->dir, token);
 	assert_int_equal(ds_kubeconfig_load(&f->kc, f->kcpath, NULL, &err), 0);
@@ -236,7 +236,7 @@ static void test_kube_transport__connection_refused_backs_off_exponentially(void
 	struct fx *f = *state;
 	struct ds_kube_response resp = {0};
 	char *text, *path;
-	ds_err err;
+	ds_err err = {0};
 	ds_kube_error ke;
 	double t0, dt;
 
@@ -291,7 +291,7 @@ static void test_kube_transport__401_refreshes_exec_credentials_once(void **stat
 	struct fx *f = *state;
 	struct ds_kube_response resp = {0};
 	char *path, *text;
-	ds_err err;
+	ds_err err = {0};
 
 	f->h.require_token = "tok-2";
 	if (asprintf(&path, "%s/exec", f->dir) < 0 ||
@@ -509,7 +509,7 @@ static void test_kube_transport__proxy_url_is_used(void **state)
 	struct fx *f = *state;
 	struct ds_kube_response resp = {0};
 	char *path, *text;
-	ds_err err;
+	ds_err err = {0};
 
 	/* the test server plays an HTTP proxy for a server name that does not resolve */
 	if (asprintf(&path, "%s/proxied", f->dir) < 0 ||

@@ -42,7 +42,7 @@ static void test_kubeconfig__token_context_and_namespace(void **state)
 	char *dir = tu_mkdtemp("kc"), *f = path_in(dir, "config");
 	ds_kubeconfig *kc = NULL;
 	ds_kube_credentials c = {0};
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	tu_write_file(f, "apiVersion: v1\n"
@@ -96,7 +96,7 @@ static void test_kubeconfig__kubeconfig_env_merges_files_first_wins(void **state
 	char *b, *env, *ca;
 	ds_kubeconfig *kc = NULL;
 	ds_kube_credentials c = {0};
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	assert_int_equal(mkdir(sub, 0755), 0);
@@ -158,7 +158,7 @@ static void test_kubeconfig__certificates_inline_and_from_files(void **state)
 	     *key = path_in(dir, "c.key");
 	ds_kubeconfig *kc = NULL;
 	ds_kube_credentials c = {0};
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	tu_write_file(crt, "CLIENT-CERT-FILE\n");
@@ -224,7 +224,7 @@ static void test_kubeconfig__token_file_is_reread_when_rotated(void **state)
 	char *dir = tu_mkdtemp("kc"), *f = path_in(dir, "config"), *tok = path_in(dir, "token");
 	ds_kubeconfig *kc = NULL;
 	ds_kube_credentials c = {0};
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	tu_write_file(tok, "first-token\n");
@@ -317,7 +317,7 @@ static void test_kubeconfig__exec_plugin_v1_token_cached_until_expiry(void **sta
 	ds_kube_credentials c = {0};
 	char future[64];
 	time_t t = time(NULL) + 3600;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	strftime(future, sizeof(future), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
@@ -362,7 +362,7 @@ static void test_kubeconfig__exec_plugin_v1beta1_expired_runs_again(void **state
 	char *f = exec_config(dir, "client.authentication.k8s.io/v1beta1", "token", NULL);
 	ds_kubeconfig *kc = NULL;
 	ds_kube_credentials c = {0};
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	setenv("PLUGIN_EXPIRY", "2020-01-01T00:00:00Z", 1);
@@ -387,7 +387,7 @@ static void test_kubeconfig__exec_plugin_client_certificate(void **state)
 	char *f = exec_config(dir, "client.authentication.k8s.io/v1", "cert", NULL);
 	ds_kubeconfig *kc = NULL;
 	ds_kube_credentials c = {0};
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	assert_int_equal(ds_kubeconfig_load(&kc, f, NULL, &err), 0);
@@ -420,7 +420,7 @@ static void test_kubeconfig__exec_plugin_failures_are_explained(void **state)
 		char *f = exec_config(dir, "client.authentication.k8s.io/v1", cases[i].mode, NULL);
 		ds_kubeconfig *kc = NULL;
 		ds_kube_credentials c = {0};
-		ds_err err;
+		ds_err err = {0};
 
 		assert_int_equal(ds_kubeconfig_load(&kc, f, NULL, &err), 0);
 		assert_int_equal(ds_kubeconfig_credentials(kc, &c, &err), cases[i].rc);
@@ -437,7 +437,7 @@ static void test_kubeconfig__exec_plugin_config_errors(void **state)
 {
 	char *dir = tu_mkdtemp("kc"), *f = path_in(dir, "config");
 	ds_kubeconfig *kc = NULL;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	tu_write_file(f, "current-context: x\n"
@@ -472,7 +472,7 @@ static void test_kubeconfig__in_cluster_service_account(void **state)
 	     *ns = path_in(dir, "namespace");
 	ds_kubeconfig *kc = NULL;
 	ds_kube_credentials c = {0};
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	unsetenv("KUBERNETES_SERVICE_HOST");
@@ -517,7 +517,7 @@ static void test_kubeconfig__malformed_files_name_the_place(void **state)
 {
 	char *dir = tu_mkdtemp("kc"), *f = path_in(dir, "config");
 	ds_kubeconfig *kc = NULL;
-	ds_err err;
+	ds_err err = {0};
 	char buf[512];
 
 	(void)state;

@@ -41,7 +41,7 @@ static ds_wire_msg *batch(uint64_t epoch, uint64_t first, uint64_t last, enum ds
 	uint8_t *bufs[32], *frame;
 	size_t n = (size_t)(last - first + 1), len;
 	ds_wire_msg *msg;
-	ds_err err;
+	ds_err err = {0};
 	const char *json = "{\"kind\":\"ConfigMap\"}";
 
 	assert_int_equal(ds_wire_encoder_new(&enc, 1, 512), 0);
@@ -82,7 +82,7 @@ static void test_inbox__duplicates_acked_not_handed_on_and_gaps_refused(void **s
 	struct seen seen = {{0}, 0};
 	uint64_t committed = 99, epoch, seq;
 	ds_wire_msg *m;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/inbox.db", dir);

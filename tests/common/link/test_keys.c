@@ -20,7 +20,7 @@ static void test_keys__written_pair_loads_back_and_matches(void **state)
 	char path[1024], pub[DS_KEY_Z85_LEN + 1];
 	ds_keypair kp, loaded;
 	struct stat st;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	assert_int_equal(ds_keys_generate(&kp, &err), 0);
@@ -50,7 +50,7 @@ static void test_keys__secret_readable_by_others_is_refused(void **state)
 	char *dir = tu_mkdtemp("keys");
 	char path[1024], buf[512];
 	ds_keypair kp;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	assert_int_equal(ds_keys_generate(&kp, &err), 0);
@@ -73,7 +73,7 @@ static void test_keys__malformed_files_are_rejected_with_location(void **state)
 	char *dir = tu_mkdtemp("keys");
 	char path[1024];
 	ds_keypair kp;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/bad.key", dir);
@@ -100,7 +100,7 @@ static void test_keys__keygen_subcommand_on_both_agents(void **state)
 		char out[1024], path[1100];
 		struct tu_run r;
 		ds_keypair kp;
-		ds_err err;
+		ds_err err = {0};
 		struct stat st;
 
 		snprintf(out, sizeof(out), "%s/keys", dir);

@@ -16,7 +16,7 @@ static void push_n(ds_outbox *ob, size_t n, enum ds_record_op op)
 {
 	ds_record r;
 	char json[128];
-	ds_err err;
+	ds_err err = {0};
 
 	for (size_t i = 0; i < n; i++) {
 		memset(&r, 0, sizeof(r));
@@ -43,7 +43,7 @@ static void test_outbox__seqs_survive_reopen_and_read_in_order(void **state)
 	ds_outbox_state st;
 	ds_outbox_batch b;
 	uint64_t epoch, from;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/outbox.db", dir);
@@ -85,7 +85,7 @@ static void test_outbox__pruned_seq_requires_a_snapshot(void **state)
 	ds_outbox *ob;
 	ds_outbox_state st;
 	uint64_t from;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/outbox.db", dir);
@@ -117,7 +117,7 @@ static void test_outbox__invalid_record_pushes_nothing(void **state)
 	ds_outbox *ob;
 	ds_outbox_state st;
 	ds_record r[2];
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/outbox.db", dir);

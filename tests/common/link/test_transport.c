@@ -126,7 +126,7 @@ static size_t json_for(char *buf, size_t cap, unsigned i)
 static void fill_outbox(const char *path, unsigned n)
 {
 	ds_outbox *ob;
-	ds_err err;
+	ds_err err = {0};
 	char(*json)[1024] = malloc(500 * sizeof(*json));
 	char(*names)[64] = malloc(500 * sizeof(*names));
 	ds_record *recs = calloc(500, sizeof(*recs));
@@ -232,7 +232,7 @@ static void make_keys(const char *dir, const char *const *sources, size_t n, ds_
 {
 	char path[1024];
 	FILE *f;
-	ds_err err;
+	ds_err err = {0};
 
 	assert_int_equal(ds_keys_generate(server, &err), 0);
 	assert_int_equal(ds_keys_write(dir, "server", server, false, &err), 0);
@@ -275,7 +275,7 @@ static void slow_handler(void *ud, const char *source, const ds_record *rec, ds_
 static void *rx_main(void *arg)
 {
 	struct rx *rx = arg;
-	ds_err err;
+	ds_err err = {0};
 
 	ds_receiver_run(rx->r, &err);
 	return NULL;
@@ -285,7 +285,7 @@ static void rx_start(struct rx *rx, const char *dir, const ds_keypair *server, s
 {
 	ds_receiver_config cfg;
 	char auth[1024], inbox[1024];
-	ds_err err;
+	ds_err err = {0};
 
 	events_init(&rx->ev);
 	ds_receiver_config_default(&cfg);
@@ -344,7 +344,7 @@ static void tx_new(struct tx *tx, const char *dir, const char *name, const char 
 {
 	ds_sender_config cfg;
 	char outbox[1024];
-	ds_err err;
+	ds_err err = {0};
 
 	memset(tx, 0, sizeof(*tx));
 	events_init(&tx->ev);
@@ -368,7 +368,7 @@ static void tx_new(struct tx *tx, const char *dir, const char *name, const char 
 static void *tx_main(void *arg)
 {
 	struct tx *tx = arg;
-	ds_err err;
+	ds_err err = {0};
 
 	tx->rc = ds_sender_run(tx->s, tx->until, tx->timeout_ms, &err);
 	if (tx->rc < 0)
@@ -418,7 +418,7 @@ static int child_receiver_main(const char *dir, const char *endpoint)
 	ds_receiver_config cfg;
 	char auth[1024], inbox[1024], key[1024], epfile[1024], tmp[1100];
 	ds_keypair server;
-	ds_err err;
+	ds_err err = {0};
 	FILE *f;
 	int rc;
 
@@ -460,7 +460,7 @@ static int child_sender_main(const char *dir, const char *endpoint, const char *
 	char server_pub[DS_KEY_Z85_LEN + 1];
 	ds_keypair me;
 	ds_sender *s;
-	ds_err err;
+	ds_err err = {0};
 	int rc;
 
 	path_in(key, sizeof(key), dir, "prod-east.key");
@@ -678,7 +678,7 @@ static void test_transport__unknown_key_refused_until_authorized(void **state)
 	char inbox[1024], auth[1024], line[200];
 	struct rx rx = {0};
 	struct tx tx;
-	ds_err err;
+	ds_err err = {0};
 	FILE *f;
 
 	(void)state;
@@ -943,7 +943,7 @@ static void on_snapshot_required(void *ud, uint64_t committed)
 	const char *json[3] = {"{\"a\":1}", "{\"b\":2}", "{\"c\":3}"};
 	const char *names[3] = {"a", "b", "c"};
 	char keys[3][64];
-	ds_err err;
+	ds_err err = {0};
 
 	sn->calls++;
 	sn->committed = committed;
@@ -984,7 +984,7 @@ static void test_transport__lost_ledger_gets_a_snapshot(void **state)
 	struct snap sn;
 	struct events ev;
 	ds_sender *s;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	make_keys(dir, names, 1, &server, &client);
@@ -1053,7 +1053,7 @@ static void test_transport__sender_beyond_credit_dropped(void **state)
 	uint8_t *bufs[12], *frame, reply[4096];
 	size_t len;
 	ds_wire_hello h = {DS_PROTOCOL_VERSION, "greedy", "test", 5};
-	ds_err err;
+	ds_err err = {0};
 	const char *json = "{\"kind\":\"Secret\"}";
 
 	(void)state;
@@ -1114,7 +1114,7 @@ static size_t drain_batches(void *router, int ms, uint64_t *max_seq)
 	for (int waited = 0; waited < ms; waited += 20) {
 		zmq_msg_t rid, body;
 		ds_wire_msg *msg;
-		ds_err err;
+		ds_err err = {0};
 		zmq_msg_init(&rid);
 		zmq_msg_init(&body);
 		if (zmq_msg_recv(&rid, router, ZMQ_DONTWAIT) < 0) {
@@ -1163,7 +1163,7 @@ static void test_transport__sender_never_exceeds_credit(void **state)
 	ds_wire_decoder *dec;
 	ds_wire_msg *msg;
 	struct tx tx;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	make_keys(dir, names, 1, &server, &client);

@@ -61,7 +61,7 @@ static void test_wire__batch_round_trip_with_compression(void **state)
 	size_t frame_len;
 	char *small = json_payload(100, 1), *big = json_payload(65536, 2);
 	ds_wire_msg *msg;
-	ds_err err;
+	ds_err err = {0};
 	int zstd;
 
 	(void)state;
@@ -119,7 +119,7 @@ static void test_wire__control_messages_round_trip(void **state)
 	ds_wire_msg *msg;
 	uint8_t *buf;
 	size_t len;
-	ds_err err;
+	ds_err err = {0};
 	ds_wire_hello h = {DS_PROTOCOL_VERSION, "prod-east", "0.1.0", 9};
 	ds_wire_result res[2] = {{5, DS_RESULT_OK, ""}, {6, DS_RESULT_FAILED, "quota exceeded"}};
 	ds_wire_ack a = {9, 6, 128, res, 2};
@@ -147,7 +147,7 @@ static void test_wire__control_messages_round_trip(void **state)
 static int decode_fails(ds_wire_decoder *dec, const void *buf, size_t len, const char *why)
 {
 	ds_wire_msg *msg = NULL;
-	ds_err err;
+	ds_err err = {0};
 	int rc;
 
 	ds_err_clear(&err);

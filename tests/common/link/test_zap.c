@@ -28,7 +28,7 @@ static void test_zap__authorized_file_bad_lines_reported_and_skipped(void **stat
 	char path[512], text[1024];
 	ds_keypair a, b;
 	ds_authorized *auth;
-	ds_err err;
+	ds_err err = {0};
 
 	(void)state;
 	assert_int_equal(ds_keys_generate(&a, &err), 0);

@@ -18,7 +18,7 @@ static ds_wire_decoder *dec;
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	ds_wire_msg *msg = NULL;
-	ds_err err;
+	ds_err err = {0};
 
 	if (!dec) {
 		ds_wire_limits lim;
