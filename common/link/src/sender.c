@@ -315,11 +315,16 @@ static void send_hello(ds_sender *s)
 	free(buf);
 }
 
-/* Where to go on from what the target committed; false when a snapshot is needed. */
-static bool resume(ds_sender *s, ds_err *err)
+/*
+ * Where to go on from what the target committed; false when a snapshot is
+ * needed. Not fatal to the run: what went wrong goes to the events, never to
+ * the caller's (optional) err.
+ */
+static bool resume(ds_sender *s)
 {
+	ds_err err = {0};
 	uint64_t from = 0;
-	int rc = ds_outbox_resume_point(s->outbox, s->target_committed, &from, err);
+	int rc = ds_outbox_resume_point(s->outbox, s->target_committed, &from, &err);
 
 	if (rc == 0) {
 		s->next_seq = from;
@@ -327,9 +332,10 @@ static bool resume(ds_sender *s, ds_err *err)
 		s->last_progress = ds_now_ms();
 		return true;
 	}
+	ds_err_fallback(&err, rc);
 	if (rc == -ENOENT) {
 		if (s->state != S_SNAPSHOT) {
-			emit(s, DS_LOG_WARN, "snapshot_required", "%s", err->msg);
+			emit(s, DS_LOG_WARN, "snapshot_required", "%s", err.msg);
 			s->state = S_SNAPSHOT;
 			if (s->cfg.on_snapshot_required)
 				s->cfg.on_snapshot_required(s->cfg.ud, s->target_committed);
@@ -337,7 +343,7 @@ static bool resume(ds_sender *s, ds_err *err)
 		s->snapshot_check = ds_now_ms() + 200;
 		return false;
 	}
-	emit(s, DS_LOG_ERROR, "resume_failed", "%s", err->msg);
+	emit(s, DS_LOG_ERROR, "resume_failed", "%s", err.msg);
 	reset(s, true);
 	return false;
 }
@@ -362,8 +368,7 @@ static void on_welcome(ds_sender *s, const ds_wire_welcome *w)
 	if (w->committed_seq > atomic_load(&s->acked) &&
 	    ds_outbox_ack(s->outbox, w->committed_seq, &err) == 0)
 		atomic_store(&s->acked, w->committed_seq);
-	ds_err_clear(&err);
-	resume(s, &err);
+	resume(s);
 }
 
 static void on_ack(ds_sender *s, const ds_wire_ack *a)
@@ -378,7 +383,10 @@ static void on_ack(ds_sender *s, const ds_wire_ack *a)
 		return;
 	}
 	if (a->committed_seq > atomic_load(&s->acked)) {
-		if (ds_outbox_ack(s->outbox, a->committed_seq, &err) < 0) {
+		int rc = ds_outbox_ack(s->outbox, a->committed_seq, &err);
+
+		if (rc < 0) {
+			ds_err_fallback(&err, rc);
 			emit(s, DS_LOG_ERROR, "outbox_error", "%s", err.msg);
 			return;
 		}
@@ -506,7 +514,7 @@ int ds_sender_run(ds_sender *s, uint64_t until_seq, int timeout_ms, ds_err *err)
 			reset(s, true);
 		}
 		if (s->state == S_SNAPSHOT && now >= s->snapshot_check)
-			resume(s, err);
+			resume(s);
 		if (s->state == S_STREAM) {
 			rc = fill_window(s, err);
 			if (rc < 0)

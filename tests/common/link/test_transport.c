@@ -1040,6 +1040,76 @@ static void test_transport__lost_ledger_gets_a_snapshot(void **state)
 	free(dir);
 }
 
+/* The exporter's side breaks instead of pushing: the outbox loses its table. */
+static void on_snapshot_breaks_outbox(void *ud, uint64_t committed)
+{
+	struct snap *sn = ud;
+	sqlite3 *db = NULL;
+
+	sn->calls++;
+	sn->committed = committed;
+	assert_int_equal(sqlite3_open(sn->outbox, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(sqlite3_exec(db, "ALTER TABLE outbox RENAME TO gone", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* err is optional: the snapshot-required path reports through events, never through it. */
+static void test_transport__snapshot_required_with_no_err(void **state)
+{
+	char *dir = tu_mkdtemp("transport-snap-noerr");
+	const char *names[] = {"prod-east"};
+	ds_keypair server, client;
+	char inbox[1024], f[1100];
+	struct rx rx = {0};
+	ds_sender_config cfg;
+	struct snap sn;
+	struct events ev;
+	ds_sender *s;
+
+	(void)state;
+	make_keys(dir, names, 1, &server, &client);
+	memset(&sn, 0, sizeof(sn));
+	snprintf(sn.outbox, sizeof(sn.outbox), "%s/prod-east-outbox.db", dir);
+	path_in(inbox, sizeof(inbox), dir, "inbox.db");
+	fill_outbox(sn.outbox, 1100);
+	rx_start(&rx, dir, &server, 0);
+	events_init(&ev);
+	ds_sender_config_default(&cfg);
+	cfg.endpoint = ds_receiver_endpoint(rx.r);
+	cfg.server_public_key = server.public_z85;
+	cfg.keys = &client;
+	cfg.outbox_path = sn.outbox;
+	cfg.cluster_name = "prod-east";
+	cfg.on_event = on_event;
+	cfg.event_ud = &ev;
+	cfg.on_snapshot_required = on_snapshot_breaks_outbox;
+	cfg.ud = &sn;
+	assert_int_equal(ds_sender_new(&s, &cfg, NULL), 0);
+	assert_int_equal(ds_sender_run(s, 1100, 60000, NULL), 0);
+	ds_sender_free(s);
+	rx_stop(&rx);
+
+	/* The target loses its ledger: a snapshot is required, and the outbox then fails. */
+	unlink(inbox);
+	snprintf(f, sizeof(f), "%s-wal", inbox);
+	unlink(f);
+	snprintf(f, sizeof(f), "%s-shm", inbox);
+	unlink(f);
+	rx_start(&rx, dir, &server, 0);
+	cfg.endpoint = ds_receiver_endpoint(rx.r);
+	assert_int_equal(ds_sender_new(&s, &cfg, NULL), 0);
+	assert_int_equal(ds_sender_run(s, 1105, 1500, NULL), -ETIMEDOUT);
+	assert_int_equal(sn.calls, 1);
+	assert_true(events_has(&ev, "snapshot_required", "snapshot is required"));
+	assert_true(events_has(&ev, "resume_failed", "no such table"));
+	ds_sender_free(s);
+	rx_stop(&rx);
+	events_dispose(&ev);
+	free(dir);
+}
+
 static void test_transport__sender_beyond_credit_dropped(void **state)
 {
 	char *dir = tu_mkdtemp("transport-credit");
@@ -1230,6 +1300,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_transport__plaintext_client_refused),
 	    cmocka_unit_test(test_transport__garbage_and_oversized_frames_drop_only_that_peer),
 	    cmocka_unit_test(test_transport__lost_ledger_gets_a_snapshot),
+	    cmocka_unit_test(test_transport__snapshot_required_with_no_err),
 	    cmocka_unit_test(test_transport__sender_beyond_credit_dropped),
 	    cmocka_unit_test(test_transport__sender_never_exceeds_credit),
 	};
