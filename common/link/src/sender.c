@@ -284,19 +284,29 @@ static void monitor_events(ds_sender *s)
 	}
 }
 
-static int try_send(ds_sender *s, uint8_t *buf, size_t len)
+/*
+ * Send one frame without blocking. Takes ownership of *buf in every case and
+ * sets it to NULL: sent (freed), queued as s->pending when the queue is full,
+ * or freed on failure.
+ */
+static int try_send(ds_sender *s, uint8_t **buf, size_t len)
 {
-	if (zmq_send(s->sock, buf, len, ZMQ_DONTWAIT) >= 0) {
-		free(buf);
+	uint8_t *b = *buf;
+	int e;
+
+	*buf = NULL;
+	if (zmq_send(s->sock, b, len, ZMQ_DONTWAIT) >= 0) {
+		free(b);
 		return 0;
 	}
-	if (zmq_errno() == EAGAIN) {
-		s->pending = buf;
+	e = zmq_errno(); /* before free(), which may change errno */
+	if (e == EAGAIN) {
+		s->pending = b;
 		s->pending_len = len;
 		return 0;
 	}
-	free(buf);
-	return -zmq_errno();
+	free(b);
+	return -e;
 }
 
 static void send_hello(ds_sender *s)
@@ -465,7 +475,7 @@ static int fill_window(ds_sender *s, ds_err *err)
 			if (s->next_seq == s->target_committed + 1)
 				s->last_progress = ds_now_ms(); /* in flight from now */
 			s->next_seq = b.last_seq + 1;
-			rc = try_send(s, frame, len);
+			rc = try_send(s, &frame, len);
 		}
 		ds_outbox_batch_dispose(&b);
 		if (rc < 0) {
@@ -559,7 +569,7 @@ int ds_sender_run(ds_sender *s, uint64_t until_seq, int timeout_ms, ds_err *err)
 		if (s->pending) {
 			uint8_t *p = s->pending;
 			s->pending = NULL;
-			rc = try_send(s, p, s->pending_len);
+			rc = try_send(s, &p, s->pending_len);
 			if (rc < 0) {
 				reset(s, true);
 				rc = 0;
