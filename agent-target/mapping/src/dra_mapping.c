@@ -306,19 +306,18 @@ struct ctx {
 	size_t n_attaches;
 	struct names names;
 	size_t changed;
+	char why[512]; /* the failure, reported once the attempt is abandoned */
 };
 
 static int fail(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static int fail(struct ctx *c, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
 	va_end(ap);
-	ds_report_add(c->rep, DS_REPORT_ERROR, c->what, NULL, NULL, NULL, NULL, msg);
 	return -EINVAL;
 }
 
@@ -663,22 +662,44 @@ static int apply_attach(struct ctx *c, const struct attach *a)
 	return remove_extended(c, a);
 }
 
+/* The object whose "spec" is the pod spec (see ds_obj_pod_spec): where the mapped copy goes. */
+static json_t *pod_spec_holder(json_t *obj, enum ds_workload w)
+{
+	switch (w) {
+	case DS_WORKLOAD_POD:
+		return obj;
+	case DS_WORKLOAD_CRONJOB:
+		return ds_json_path(obj, "spec.jobTemplate.spec.template");
+	default:
+		return ds_json_path(obj, "spec.template");
+	}
+}
+
 int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep)
 {
 	struct ctx c = {.dra = dra, .rep = rep};
 	size_t rep_start = ds_report_count(rep), inserted = 0;
 	enum ds_workload w;
-	json_t *rcs;
+	json_t *spec, *rcs;
 	int r;
 
-	c.spec = ds_obj_pod_spec(obj, &w);
-	if (!c.spec)
+	spec = ds_obj_pod_spec(obj, &w);
+	if (!spec)
 		return 0;
 	c.workload = (int)w;
 	c.instance = ds_obj_name(obj);
 	ds_obj_describe(obj, c.what, sizeof(c.what));
 
-	/* Decide everything first; only then touch the object. */
+	/*
+	 * Decide everything first, then apply to a copy of the pod spec that
+	 * replaces the original only when all of it succeeded: a failure found
+	 * while applying (after earlier entries were rewritten) leaves obj as it was.
+	 */
+	c.spec = json_deep_copy(spec);
+	if (!c.spec) {
+		r = -ENOMEM;
+		goto out;
+	}
 	if ((r = collect_entries(&c)) < 0 || (r = collect_refs(&c)) < 0 ||
 	    (r = resolve_refs(&c)) < 0)
 		goto out;
@@ -689,13 +710,22 @@ int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep)
 	for (size_t i = 0; i < c.n_attaches; i++)
 		if (c.attaches[i].rule && (r = apply_attach(&c, &c.attaches[i])) < 0)
 			goto out;
+	/* "spec" exists in its holder: replacing the value allocates nothing */
+	if (c.changed > 0 && json_object_set(pod_spec_holder(obj, w), "spec", c.spec) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
 	r = (int)c.changed;
 out:
-	if (r == -ENOMEM) {
+	if (r < 0) {
+		/* nothing was done: only the error is reported */
 		ds_report_truncate(rep, rep_start);
 		ds_report_add(rep, DS_REPORT_ERROR, c.what, NULL, NULL, NULL, NULL,
-			      "out of memory");
+			      r == -ENOMEM ? "out of memory"
+			      : c.why[0]   ? c.why
+					   : strerror(-r));
 	}
+	json_decref(c.spec);
 	names_dispose(&c.names);
 	free(c.entries);
 	free(c.refs);

@@ -275,12 +275,13 @@ static void test_dra_mapping__split_shared_entry(void **state)
 	json_t *docs = dt_load_file(
 	    tu_fixture("dra-example-driver/v1/basic-resourceclaim-opaque-config.yaml"));
 	json_t *p = dt_find(docs, "Pod", "pod0");
-	json_t *rcs = dt_get(p, "/spec/resourceClaims");
+	json_t *rcs;
 	ds_report *r;
 
 	(void)state;
 	assert_int_equal(ds_report_new(&r), 0);
 	assert_int_equal(ds_dra_map_workload(ds_target_config_dra(cfg), p, r), 1);
+	rcs = dt_get(p, "/spec/resourceClaims"); /* the mapped spec replaced the old one */
 	/* The unchanged group keeps the original entry; the mapped one gets a new, valid name. */
 	assert_int_equal(json_array_size(rcs), 2);
 	assert_string_equal(dt_str(rcs, "/0/name"), "shared-gpus");
@@ -510,6 +511,39 @@ static void test_dra_mapping__undefined_entry_is_an_error(void **state)
 	json_decref(before);
 }
 
+/* A failure found only while applying (after an earlier entry was rewritten) leaves no trace. */
+static void test_dra_mapping__late_failure_leaves_object_unchanged(void **state)
+{
+	ds_target_config *cfg = dt_config(
+	    "dra:\n  resourceClaimMappings:\n"
+	    "  - {objectType: Pod, objectInstance: ALL, container: a, resourceClaim: mapped}\n"
+	    "  resourceClaimTemplateMappings:\n"
+	    "  - {objectType: Pod, objectInstance: ALL, container: b, "
+	    "resourceClaimTemplate: tmpl, attach: true}\n");
+	json_t *p =
+	    dt_object("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ml}\nspec:\n"
+		      "  containers:\n  - {name: a, resources: {claims: [{name: g}]}}\n"
+		      "  - {name: b, resources: oops}\n"
+		      "  resourceClaims: [{name: g, resourceClaimName: src}]\n");
+	json_t *before = json_deep_copy(p);
+	char *want = json_dumps(p, JSON_COMPACT), *got;
+
+	assert_int_equal(ds_dra_map_workload(ds_target_config_dra(cfg), p, rep(state)), -EINVAL);
+	got = json_dumps(p, JSON_COMPACT);
+	assert_string_equal(got, want);
+	assert_true(json_equal(p, before));
+	/* one entry, the error: no rewrite reported for what was not done */
+	assert_int_equal(ds_report_count(rep(state)), 1);
+	assert_int_equal(ds_report_get(rep(state), 0)->type, DS_REPORT_ERROR);
+	assert_non_null(strstr(ds_report_get(rep(state), 0)->message,
+			       "container b: resources is not a mapping"));
+	free(want);
+	free(got);
+	json_decref(p);
+	json_decref(before);
+	ds_target_config_free(cfg);
+}
+
 /* attach: containers without claims get the target; extendedResources are removed. */
 static void test_dra_mapping__attach_replaces_extended_resources(void **state)
 {
@@ -645,6 +679,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_mapping__undefined_entry_is_an_error, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_dra_mapping__late_failure_leaves_object_unchanged,
+					    setup, teardown),
 	    cmocka_unit_test(test_dra_mapping__attach_replaces_extended_resources),
 	    cmocka_unit_test(test_dra_mapping__attach_off_by_default_and_reuses_entry),
 	    cmocka_unit_test_setup_teardown(test_dra_mapping__device_classes_everywhere, setup,

@@ -15,8 +15,10 @@
 /**
  * Map the DRA references of a workload (any of the seven kinds; anything else
  * is left alone and 0 returned). Every change is added to `rep`.
- * All decisions are taken before the object is touched: on error the object
- * is unchanged and one DS_REPORT_ERROR entry explains why.
+ * The mapping is applied to a copy of the pod spec, which replaces the
+ * original only when all of it succeeded: on error the object is unchanged and
+ * one DS_REPORT_ERROR entry (and nothing else) explains why. On success,
+ * pointers into the old pod spec taken before the call are no longer valid.
  * @return number of references changed (>= 0), -EINVAL when the rules cannot
  *         be resolved for this workload (ambiguous tie, or a container naming a
  *         claim entry the pod does not define), -ENOMEM
