@@ -136,12 +136,8 @@ static int parse_body(const struct ds_kube_response *r, const char *what, json_t
 	json_t *v = json_loadb(r->body, r->len, 0, &je);
 
 	if (!v) {
-		ds_kube_error_clear(ke);
-		if (ke) {
-			ke->code = r->code;
-			snprintf(ke->message, sizeof(ke->message),
-				 "%s: the server's answer is not JSON: %s", what, je.text);
-		}
+		ds_kube_error_set(ke, r->code, "%s: the server's answer is not JSON: %s", what,
+				  je.text);
 		return -EBADMSG;
 	}
 	*out = v;
@@ -264,10 +260,7 @@ static int load_gv(ds_kube *k, const char *group, const char *version, json_t **
 	res = json_object_get(doc, "resources");
 	if (!json_is_array(res)) {
 		json_decref(doc);
-		ds_kube_error_clear(ke);
-		if (ke)
-			snprintf(ke->message, sizeof(ke->message), "%s: no resources in the answer",
-				 path);
+		ds_kube_error_set(ke, 0, "%s: no resources in the answer", path);
 		return -EBADMSG;
 	}
 	json_object_set(k->resources, key, res);
@@ -353,13 +346,10 @@ int ds_kube_resource_find(ds_kube *k, const char *api_version, const char *kind,
 	}
 	pthread_mutex_unlock(&k->disc_lock);
 	if (rc == -ENOENT) {
-		ds_kube_error_clear(ke);
-		if (ke) {
-			ke->code = 404;
+		ds_kube_error_set(ke, 404, "the server does not serve kind %s in %s", kind,
+				  api_version);
+		if (ke)
 			snprintf(ke->reason, sizeof(ke->reason), "NotFound");
-			snprintf(ke->message, sizeof(ke->message),
-				 "the server does not serve kind %s in %s", kind, api_version);
-		}
 	}
 	return rc;
 }
@@ -371,10 +361,7 @@ int ds_kube_resource_of(ds_kube *k, const json_t *obj, struct ds_kube_resource *
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
 
 	if (!api || !api[0] || !kind || !kind[0]) {
-		ds_kube_error_clear(ke);
-		if (ke)
-			snprintf(ke->message, sizeof(ke->message),
-				 "the object has no apiVersion or kind");
+		ds_kube_error_set(ke, 0, "the object has no apiVersion or kind");
 		return -EINVAL;
 	}
 	return ds_kube_resource_find(k, api, kind, out, ke);
@@ -393,10 +380,7 @@ int ds_kube_group_versions(ds_kube *k, const char *group, char *preferred, size_
 	info = json_object_get(k->groups, group ? group : "");
 	if (!info) {
 		rc = -ENOENT;
-		ds_kube_error_clear(ke);
-		if (ke)
-			snprintf(ke->message, sizeof(ke->message), "API group '%s' is not served",
-				 group ? group : "");
+		ds_kube_error_set(ke, 0, "API group '%s' is not served", group ? group : "");
 		goto out;
 	}
 	if (served) {
@@ -470,10 +454,7 @@ static int need_name(const char *name, const char *what, ds_kube_error *ke)
 {
 	if (name && name[0])
 		return 0;
-	ds_kube_error_clear(ke);
-	if (ke)
-		snprintf(ke->message, sizeof(ke->message), "%s: the object has no metadata.name",
-			 what);
+	ds_kube_error_set(ke, 0, "%s: the object has no metadata.name", what);
 	return -EINVAL;
 }
 
@@ -563,10 +544,7 @@ int ds_kube_list(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
 			goto out;
 		if (!json_is_array(json_object_get(page, "items"))) {
 			rc = -EBADMSG;
-			ds_kube_error_clear(ke);
-			if (ke)
-				snprintf(ke->message, sizeof(ke->message),
-					 "list %s: the answer has no items", res->resource);
+			ds_kube_error_set(ke, 0, "list %s: the answer has no items", res->resource);
 			goto out;
 		}
 		if (!all) {

@@ -1,6 +1,7 @@
 #include "drasync/kube_error.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,22 @@ void ds_kube_error_clear(ds_kube_error *ke)
 		return;
 	memset(ke, 0, sizeof(*ke));
 	ke->retry_after = -1;
+}
+
+void ds_kube_error_set(ds_kube_error *ke, int http_code, const char *fmt, ...)
+{
+	va_list ap;
+	int attempts;
+
+	if (!ke)
+		return;
+	attempts = ke->attempts;
+	ds_kube_error_clear(ke);
+	ke->attempts = attempts;
+	ke->code = http_code;
+	va_start(ap, fmt);
+	vsnprintf(ke->message, sizeof(ke->message), fmt, ap);
+	va_end(ap);
 }
 
 int ds_kube_error_errno(int http_code, const char *reason)

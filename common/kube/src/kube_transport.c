@@ -492,9 +492,7 @@ static int xfer_setup(struct xfer *x, const struct ds_kube_request *req, bool st
 	ds_err_clear(&e);
 	rc = ds_kubeconfig_credentials(kc, &cr, &e);
 	if (rc < 0) {
-		ds_kube_error_clear(ke);
-		if (ke)
-			snprintf(ke->message, sizeof(ke->message), "credentials: %s", e.msg);
+		ds_kube_error_set(ke, 0, "credentials: %s", e.msg);
 		return rc;
 	}
 	rc = -ENOMEM;
@@ -685,28 +683,21 @@ static int xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLco
 		enum ds_kube_tls_cause tc = tls_cause(x->h, cc, x->errbuf);
 		const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
 
-		if (ke) {
-			int attempts = ke->attempts;
-			ds_kube_error_clear(ke);
-			ke->attempts = attempts;
-			ke->tls = tc;
-		}
 		if (x->too_big) {
+			ds_kube_error_set(ke, 0, "%s %s: response larger than %zu bytes",
+					  req->method, req->path, x->max);
 			if (ke)
-				snprintf(ke->message, sizeof(ke->message),
-					 "%s %s: response larger than %zu bytes", req->method,
-					 req->path, x->max);
+				ke->tls = tc;
 			return -E2BIG;
 		}
 		if (tc != DS_KUBE_TLS_OK) {
+			ds_kube_error_set(ke, 0, "%s (%s): %s", tls_advice(tc),
+					  ds_kube_tls_cause_name(tc), detail);
 			if (ke)
-				snprintf(ke->message, sizeof(ke->message), "%s (%s): %s",
-					 tls_advice(tc), ds_kube_tls_cause_name(tc), detail);
+				ke->tls = tc;
 			return -EKEYREJECTED;
 		}
-		if (ke)
-			snprintf(ke->message, sizeof(ke->message), "%s %s%s: %s", req->method,
-				 t->base, req->path, detail);
+		ds_kube_error_set(ke, 0, "%s %s%s: %s", req->method, t->base, req->path, detail);
 		switch (cc) {
 		case CURLE_COULDNT_CONNECT:
 			*retry = RETRY_ANY;

@@ -102,12 +102,40 @@ static void test_kube_error__non_status_bodies(void **state)
 	assert_string_equal(ds_kube_tls_cause_name(DS_KUBE_TLS_NAME_MISMATCH), "name mismatch");
 }
 
+/* One setter for every failure drasync itself detects: nothing stale survives it. */
+static void test_kube_error__set_replaces_everything_but_attempts(void **state)
+{
+	static const char body[] =
+	    "{\"kind\":\"Status\",\"reason\":\"Conflict\",\"message\":\"old\","
+	    "\"details\":{\"name\":\"c\"}}";
+	ds_kube_error ke = {0};
+	char buf[600];
+
+	(void)state;
+	assert_int_equal(ds_kube_error_from_response(&ke, 409, body, strlen(body)), -ESTALE);
+	ke.attempts = 3;
+	ke.tls = DS_KUBE_TLS_EXPIRED;
+	ds_kube_error_set(&ke, 0, "list %s: the answer has no items", "configmaps");
+	assert_int_equal(ke.code, 0);
+	assert_string_equal(ke.reason, "");
+	assert_string_equal(ke.details_name, "");
+	assert_int_equal(ke.tls, DS_KUBE_TLS_OK);
+	assert_int_equal(ke.attempts, 3);
+	assert_string_equal(ds_kube_error_format(&ke, buf, sizeof(buf)),
+			    "list configmaps: the answer has no items");
+	ds_kube_error_set(&ke, 404, "%s", "not served");
+	assert_int_equal(ke.code, 404);
+	assert_string_equal(ke.message, "not served");
+	ds_kube_error_set(NULL, 500, "NULL is accepted");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kube_error__http_status_to_errno),
 	    cmocka_unit_test(test_kube_error__status_message_reason_details_kept),
 	    cmocka_unit_test(test_kube_error__non_status_bodies),
+	    cmocka_unit_test(test_kube_error__set_replaces_everything_but_attempts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

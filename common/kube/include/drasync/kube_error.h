@@ -56,6 +56,14 @@ typedef struct ds_kube_error {
 void ds_kube_error_clear(ds_kube_error *ke);
 
 /**
+ * A failure drasync detected itself (no API Status to copy): reset `ke`, keeping
+ * `attempts`, and set the HTTP status (0 when none) and the message
+ * (printf-style). NULL-safe.
+ */
+void ds_kube_error_set(ds_kube_error *ke, int http_code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/**
  * The errno for an HTTP status and Status.reason (reason may be NULL or "").
  * @return a negative errno, or 0 for 1xx-3xx
  */
