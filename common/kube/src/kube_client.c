@@ -91,13 +91,13 @@ int ds_kube_new(ds_kube **out, ds_kubeconfig **kc, const struct ds_kube_transpor
 	int rc;
 
 	if (!k)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	pthread_mutex_init(&k->disc_lock, NULL);
 	rc = ds_kube_transport_new(&k->t, *kc, opts, err);
 	if (rc < 0) {
 		pthread_mutex_destroy(&k->disc_lock);
 		free(k);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	k->kc = *kc;
 	*kc = NULL;
@@ -908,6 +908,88 @@ static void nap(const struct ds_kube_watch_opts *o, long ms)
 	}
 }
 
+/* What one step of a watch came to. */
+enum watch_step {
+	STEP_ON,     /* listed, or the stream ended normally: go on watching */
+	STEP_RELIST, /* our resourceVersion is too old (410) */
+	STEP_STOP,   /* the callback or `stop` ended it */
+	STEP_FAILED, /* *rc: retry after a backoff unless retrying cannot help */
+	STEP_FATAL,  /* *rc: an ERROR event no retry can fix */
+};
+
+/* The list a watch starts from, handed to the callback as SYNC. */
+static enum watch_step watch_list(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
+				  const struct ds_kube_watch_opts *o, struct watch_state *ws,
+				  int *rc, ds_kube_error *ke)
+{
+	struct ds_kube_list_opts lo = {o->label_selector, o->field_selector, NULL, NULL, 500};
+	json_t *list = NULL;
+	int r;
+
+	r = ds_kube_list(k, res, ns, &lo, &list, NULL, ke);
+	if (r < 0) {
+		*rc = r;
+		return STEP_FAILED;
+	}
+	set_rv(ws, list);
+	r = ws->fn(ws->user, DS_KUBE_SYNC, list);
+	json_decref(list);
+	return r != 0 ? STEP_STOP : STEP_ON;
+}
+
+/* One watch request from ws->rv, until the server or the callback ends it. */
+static enum watch_step watch_stream(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
+				    const struct ds_kube_watch_opts *o, struct watch_state *ws,
+				    int *rc, ds_kube_error *ke)
+{
+	struct ds_kube_request req = {"GET", NULL, NULL, NULL, 0};
+	struct sb b = {0};
+	char num[32];
+	char *path = NULL;
+	int r;
+
+	sb_path(&b, res, ns, NULL, NULL);
+	sb_q(&b, "watch", "true");
+	sb_q(&b, "resourceVersion", ws->rv);
+	if (o->bookmarks)
+		sb_q(&b, "allowWatchBookmarks", "true");
+	sb_q(&b, "labelSelector", o->label_selector);
+	sb_q(&b, "fieldSelector", o->field_selector);
+	snprintf(num, sizeof(num), "%d", o->timeout_seconds);
+	sb_q(&b, "timeoutSeconds", num);
+	if (sb_done(&b, &path) < 0) {
+		*rc = -ENOMEM;
+		ds_kube_error_set(ke, 0, "watch %s: out of memory", res->resource);
+		return STEP_FATAL;
+	}
+	req.path = path;
+	ws->gone = ws->stopped = ws->failed = false;
+	ws->events = 0;
+	r = ds_kube_transport_stream(k->t, &req, on_line, ws, o->stop, ke);
+	free(path);
+	if (ws->stopped || (r == 1 && stop_set(o)))
+		return STEP_STOP;
+	if (ws->gone || r == -EIDRM)
+		return STEP_RELIST;
+	if (ws->failed) {
+		if (ke)
+			*ke = ws->err;
+		*rc = ds_kube_error_errno(ws->err.code, ws->err.reason);
+		return ds_kube_error_is_transient(ws->err.code) ? STEP_FAILED : STEP_FATAL;
+	}
+	if (r >= 0)
+		return STEP_ON; /* the server ended the stream (timeoutSeconds, restart) */
+	*rc = r;
+	return STEP_FAILED;
+}
+
+/* Errors a retry cannot fix. */
+static bool watch_fatal(int rc)
+{
+	return rc == -EPERM || rc == -ENOENT || rc == -EACCES || rc == -EINVAL ||
+	       rc == -EKEYREJECTED || rc == -ENOMEM;
+}
+
 int ds_kube_watch(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
 		  const struct ds_kube_watch_opts *opts, ds_kube_watch_fn fn, void *user,
 		  ds_kube_error *ke)
@@ -915,7 +997,7 @@ int ds_kube_watch(ds_kube *k, const struct ds_kube_resource *res, const char *ns
 	struct ds_kube_watch_opts o = {0};
 	struct ds_kube_transport_opts topts;
 	struct watch_state ws;
-	bool need_list;
+	bool need_list, streamed = false;
 	int failures = 0, rc = 0;
 
 	ds_kube_transport_opts_init(&topts);
@@ -935,73 +1017,36 @@ int ds_kube_watch(ds_kube *k, const struct ds_kube_resource *res, const char *ns
 	need_list = !o.resource_version || !o.resource_version[0];
 	if (!need_list)
 		snprintf(ws.rv, sizeof(ws.rv), "%s", o.resource_version);
-	for (bool first = true; !stop_set(&o); first = false) {
-		struct ds_kube_request req = {"GET", NULL, NULL, NULL, 0};
-		struct sb b = {0};
-		char num[32];
-		char *path = NULL;
+	while (!stop_set(&o)) {
+		enum watch_step step = STEP_ON;
 
-		if (need_list) {
-			struct ds_kube_list_opts lo = {o.label_selector, o.field_selector, NULL,
-						       NULL, 500};
-			json_t *list = NULL;
-
-			rc = ds_kube_list(k, res, ns, &lo, &list, NULL, ke);
-			if (rc < 0)
-				goto failed;
-			set_rv(&ws, list);
+		if (need_list)
+			step = watch_list(k, res, ns, &o, &ws, &rc, ke);
+		if (step == STEP_ON) {
 			need_list = false;
-			rc = fn(user, DS_KUBE_SYNC, list);
-			json_decref(list);
-			if (rc != 0)
-				return 0;
+			if (streamed && o.reconnects)
+				(*o.reconnects)++;
+			streamed = true;
+			step = watch_stream(k, res, ns, &o, &ws, &rc, ke);
 		}
-		if (!first && o.reconnects)
-			(*o.reconnects)++;
-		sb_path(&b, res, ns, NULL, NULL);
-		sb_q(&b, "watch", "true");
-		sb_q(&b, "resourceVersion", ws.rv);
-		if (o.bookmarks)
-			sb_q(&b, "allowWatchBookmarks", "true");
-		sb_q(&b, "labelSelector", o.label_selector);
-		sb_q(&b, "fieldSelector", o.field_selector);
-		snprintf(num, sizeof(num), "%d", o.timeout_seconds);
-		sb_q(&b, "timeoutSeconds", num);
-		if (sb_done(&b, &path) < 0)
-			return -ENOMEM;
-		req.path = path;
-		ws.gone = ws.stopped = ws.failed = false;
-		ws.events = 0;
-		rc = ds_kube_transport_stream(k->t, &req, on_line, &ws, o.stop, ke);
-		free(path);
-		if (ws.stopped || (rc == 1 && stop_set(&o)))
-			return 0;
-		if (ws.gone || rc == -EIDRM) {
-			/* our resourceVersion is too old: start over from a list */
+		switch (step) {
+		case STEP_ON:
+			failures = 0;
+			continue;
+		case STEP_RELIST:
 			need_list = true;
 			if (o.relists)
 				(*o.relists)++;
 			failures = 0;
 			continue;
-		}
-		if (ws.failed) {
-			if (ke)
-				*ke = ws.err;
-			rc = ds_kube_error_errno(ws.err.code, ws.err.reason);
-			if (!ds_kube_error_is_transient(ws.err.code))
-				return rc;
-			goto failed;
-		}
-		if (rc >= 0) {
-			/* the server ended the stream (timeoutSeconds, restart): resume */
-			failures = 0;
-			continue;
-		}
-	failed:
-		if (rc == -EPERM || rc == -ENOENT || rc == -EACCES || rc == -EINVAL ||
-		    rc == -EKEYREJECTED || rc == -ENOMEM)
+		case STEP_STOP:
+			return 0;
+		case STEP_FATAL:
 			return rc;
-		if (++failures >= o.max_failures)
+		case STEP_FAILED:
+			break;
+		}
+		if (watch_fatal(rc) || ++failures >= o.max_failures)
 			return rc;
 		nap(&o, ds_kube_backoff_ms(&topts, failures - 1, ke ? ke->retry_after : -1,
 					   (double)(rand() % 1000) / 1000.0));

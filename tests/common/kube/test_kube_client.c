@@ -310,6 +310,43 @@ static void test_kube_client__watch_gives_up_on_forbidden(void **state)
 	assert_int_equal(e.n, 0);
 }
 
+/* A list that fails once, then a list and a stream: the watch retries after a backoff. */
+static int watch_after_a_failed_list(struct fx *f, unsigned *reconnects, struct events *e)
+{
+	static const char *const stream[] = {
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\","
+	    "\"resourceVersion\":\"6\"}}}\n",
+	    NULL};
+	struct ds_kube_watch_opts o = {0};
+	ds_kube_error ke = {0};
+
+	f->h.steps[0] = (struct tu_httpd_step){.code = 200, .body = "not json"};
+	f->h.steps[1] = (struct tu_httpd_step){
+	    .code = 200, .body = "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[]}"};
+	f->h.steps[2] = (struct tu_httpd_step){.code = 200, .chunks = stream};
+	f->h.nsteps = 3;
+	client(f);
+	e->stop_after = 2;
+	o.timeout_seconds = 30;
+	o.reconnects = reconnects;
+	return ds_kube_watch(f->k, &CM, "ns", &o, on_event, e, &ke);
+}
+
+/* No stream was open when the list failed: the first stream is not a reconnect. */
+static void test_kube_client__watch_retry_after_a_failed_list_is_no_reconnect(void **state)
+{
+	struct fx *f = *state;
+	struct events e = {0};
+	unsigned reconnects = 99;
+
+	assert_int_equal(watch_after_a_failed_list(f, &reconnects, &e), 0);
+	assert_int_equal(f->h.hits, 3);
+	assert_int_equal(e.n, 2);
+	assert_string_equal(e.got[0], "SYNC -");
+	assert_string_equal(e.got[1], "ADDED a");
+	assert_int_equal(reconnects, 0);
+}
+
 static void test_kube_client__batch_builds_each_kind_of_request(void **state)
 {
 	struct fx *f = *state;
@@ -395,6 +432,7 @@ int main(void)
 	    T(test_kube_client__list_follows_continue_and_restarts_when_it_expires),
 	    T(test_kube_client__watch_resumes_and_relists_on_410),
 	    T(test_kube_client__watch_gives_up_on_forbidden),
+	    T(test_kube_client__watch_retry_after_a_failed_list_is_no_reconnect),
 	    T(test_kube_client__batch_builds_each_kind_of_request),
 	    T(test_kube_client__delete_options_and_update),
 	};
