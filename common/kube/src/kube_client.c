@@ -4,9 +4,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 struct ds_kube {
@@ -16,6 +18,9 @@ struct ds_kube {
 	pthread_mutex_t disc_lock; /* guards the two caches */
 	json_t *groups;	   /* {group: {"preferred": v, "versions": [v...]}}, NULL: not loaded */
 	json_t *resources; /* {"group/version": APIResourceList.resources} */
+
+	pthread_mutex_t jitter_lock; /* guards jitter */
+	uint64_t jitter;	     /* xorshift64* state, never 0 */
 };
 
 /* ---- small string builder ------------------------------------------------ */
@@ -93,8 +98,14 @@ int ds_kube_new(ds_kube **out, ds_kubeconfig **kc, const struct ds_kube_transpor
 	if (!k)
 		return ds_err_fallback(err, -ENOMEM);
 	pthread_mutex_init(&k->disc_lock, NULL);
+	pthread_mutex_init(&k->jitter_lock, NULL);
+	if (getrandom(&k->jitter, sizeof(k->jitter), GRND_NONBLOCK) != (ssize_t)sizeof(k->jitter))
+		k->jitter = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)k;
+	if (!k->jitter)
+		k->jitter = 0x9e3779b97f4a7c15u;
 	rc = ds_kube_transport_new(&k->t, *kc, opts, err);
 	if (rc < 0) {
+		pthread_mutex_destroy(&k->jitter_lock);
 		pthread_mutex_destroy(&k->disc_lock);
 		free(k);
 		return ds_err_fallback(err, rc);
@@ -113,6 +124,7 @@ void ds_kube_free(ds_kube *k)
 	ds_kubeconfig_free(k->kc);
 	json_decref(k->groups);
 	json_decref(k->resources);
+	pthread_mutex_destroy(&k->jitter_lock);
 	pthread_mutex_destroy(&k->disc_lock);
 	free(k);
 }
@@ -908,6 +920,25 @@ static void nap(const struct ds_kube_watch_opts *o, long ms)
 	}
 }
 
+/*
+ * Backoff jitter in [0,1): xorshift64* on the client's own state under its own
+ * lock, so the threads sharing a client, and the application's rand(), do not
+ * disturb each other.
+ */
+static double jitter01(ds_kube *k)
+{
+	uint64_t x;
+
+	pthread_mutex_lock(&k->jitter_lock);
+	x = k->jitter;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	k->jitter = x;
+	pthread_mutex_unlock(&k->jitter_lock);
+	return (double)((x * 0x2545f4914f6cdd1dULL) >> 11) / 9007199254740992.0; /* 2^53 */
+}
+
 /* What one step of a watch came to. */
 enum watch_step {
 	STEP_ON,     /* listed, or the stream ended normally: go on watching */
@@ -1049,7 +1080,7 @@ int ds_kube_watch(ds_kube *k, const struct ds_kube_resource *res, const char *ns
 		if (watch_fatal(rc) || ++failures >= o.max_failures)
 			return rc;
 		nap(&o, ds_kube_backoff_ms(&topts, failures - 1, ke ? ke->retry_after : -1,
-					   (double)(rand() % 1000) / 1000.0));
+					   jitter01(k)));
 	}
 	return 0;
 }

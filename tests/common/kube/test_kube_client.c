@@ -347,6 +347,22 @@ static void test_kube_client__watch_retry_after_a_failed_list_is_no_reconnect(vo
 	assert_int_equal(reconnects, 0);
 }
 
+/* The backoff's jitter is the client's own: the application's rand() sequence is untouched. */
+static void test_kube_client__watch_backoff_leaves_rand_alone(void **state)
+{
+	struct fx *f = *state;
+	struct events e = {0};
+	unsigned reconnects = 0;
+	int want;
+
+	srand(7);
+	want = rand();
+	srand(7);
+	assert_int_equal(watch_after_a_failed_list(f, &reconnects, &e), 0);
+	assert_int_equal(f->h.hits, 3);
+	assert_int_equal(rand(), want);
+}
+
 static void test_kube_client__batch_builds_each_kind_of_request(void **state)
 {
 	struct fx *f = *state;
@@ -433,6 +449,7 @@ int main(void)
 	    T(test_kube_client__watch_resumes_and_relists_on_410),
 	    T(test_kube_client__watch_gives_up_on_forbidden),
 	    T(test_kube_client__watch_retry_after_a_failed_list_is_no_reconnect),
+	    T(test_kube_client__watch_backoff_leaves_rand_alone),
 	    T(test_kube_client__batch_builds_each_kind_of_request),
 	    T(test_kube_client__delete_options_and_update),
 	};
