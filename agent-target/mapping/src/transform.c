@@ -48,7 +48,7 @@ static int map_namespace(const ds_transform_opts *o, json_t *obj, const char *wh
 int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 {
 	const ds_dra_config *dra = ds_target_config_dra(o->cfg);
-	char what[300], why[300], from_api[128];
+	char what[300], from_api[128];
 	char *uid = NULL;
 	ds_err err = {0};
 	int r;
@@ -60,8 +60,8 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 		return error(rep, what, "missing apiVersion or kind");
 	if (!json_is_object(json_object_get(obj, "metadata")) || !ds_obj_name(obj))
 		return error(rep, what, "missing metadata.name");
-	if (!ds_selection_check(obj, dra->replicate_device_classes, why, sizeof(why))) {
-		if (ds_report_add(rep, DS_REPORT_SKIP, what, NULL, NULL, NULL, NULL, why) < 0)
+	if (!ds_selection_check(obj, dra->replicate_device_classes, &err)) {
+		if (ds_report_add(rep, DS_REPORT_SKIP, what, NULL, NULL, NULL, NULL, err.msg) < 0)
 			return -ENOMEM;
 		return DS_TRANSFORM_SKIP;
 	}

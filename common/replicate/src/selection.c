@@ -65,7 +65,7 @@ static const json_t *owner_of_kind(const json_t *obj, const char *kind)
 	return NULL;
 }
 
-int ds_selection_check(const json_t *obj, bool replicate_device_classes, char *why, size_t size)
+int ds_selection_check(const json_t *obj, bool replicate_device_classes, ds_err *err)
 {
 	const char *kind = ds_obj_kind(obj), *name = ds_obj_name(obj);
 	const json_t *ctl, *pod;
@@ -73,7 +73,7 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, char *w
 	size_t i, n = sizeof(replicated) / sizeof(replicated[0]);
 
 	if (!ds_obj_group(obj, group, sizeof(group)) || !kind) {
-		snprintf(why, size, "not a Kubernetes object (no apiVersion or kind)");
+		ds_err_set(err, "not a Kubernetes object (no apiVersion or kind)");
 		return 0;
 	}
 	for (i = 0; i < n; i++)
@@ -82,52 +82,49 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, char *w
 			break;
 	if (i == n) {
 		if (strcmp(kind, "ResourceSlice") == 0)
-			snprintf(why, size,
-				 "ResourceSlices describe the source's devices; the "
-				 "target's drivers publish their own");
+			ds_err_set(err, "ResourceSlices describe the source's devices; the "
+					"target's drivers publish their own");
 		else if (strcmp(kind, "Event") == 0 || strcmp(kind, "Endpoints") == 0 ||
 			 strcmp(kind, "EndpointSlice") == 0)
-			snprintf(why, size, "%ss are made by the target cluster itself", kind);
+			ds_err_set(err, "%ss are made by the target cluster itself", kind);
 		else
-			snprintf(why, size, "kind %s (%s) is not replicated", kind,
-				 group[0] ? group : "core");
+			ds_err_set(err, "kind %s (%s) is not replicated", kind,
+				   group[0] ? group : "core");
 		return 0;
 	}
 	if ((ctl = controller_of(obj))) {
-		snprintf(why, size, "controlled by %s %s, which recreates it on the target",
-			 ds_json_str(ctl, "kind") ? ds_json_str(ctl, "kind") : "?",
-			 ds_json_str(ctl, "name") ? ds_json_str(ctl, "name") : "?");
+		ds_err_set(err, "controlled by %s %s, which recreates it on the target",
+			   ds_json_str(ctl, "kind") ? ds_json_str(ctl, "kind") : "?",
+			   ds_json_str(ctl, "name") ? ds_json_str(ctl, "name") : "?");
 		return 0;
 	}
 	if (strcmp(kind, "ResourceClaim") == 0) {
 		const char *pcn = ds_obj_annotation(obj, "resource.kubernetes.io/pod-claim-name");
 
 		if (pcn || (pod = owner_of_kind(obj, "Pod"))) {
-			snprintf(why, size,
-				 "generated from a template for a pod (%s); the target "
-				 "generates its own",
-				 pcn			    ? pcn
-				 : ds_json_str(pod, "name") ? ds_json_str(pod, "name")
-							    : "?");
+			ds_err_set(err,
+				   "generated from a template for a pod (%s); the target "
+				   "generates its own",
+				   pcn			      ? pcn
+				   : ds_json_str(pod, "name") ? ds_json_str(pod, "name")
+							      : "?");
 			return 0;
 		}
 	}
 	if (strcmp(kind, "DeviceClass") == 0 && !replicate_device_classes) {
-		snprintf(why, size,
-			 "DeviceClasses belong to the target's infrastructure (set "
-			 "dra.replicateDeviceClasses to copy them)");
+		ds_err_set(err, "DeviceClasses belong to the target's infrastructure (set "
+				"dra.replicateDeviceClasses to copy them)");
 		return 0;
 	}
 	if (strcmp(kind, "ConfigMap") == 0 && name && strcmp(name, "kube-root-ca.crt") == 0) {
-		snprintf(why, size, "every namespace of the target has its own kube-root-ca.crt");
+		ds_err_set(err, "every namespace of the target has its own kube-root-ca.crt");
 		return 0;
 	}
 	if (strcmp(kind, "Secret") == 0) {
 		const char *type = ds_json_str(obj, "type");
 
 		if (type && strcmp(type, "kubernetes.io/service-account-token") == 0) {
-			snprintf(why, size,
-				 "service-account token Secrets are issued by the target");
+			ds_err_set(err, "service-account token Secrets are issued by the target");
 			return 0;
 		}
 	}

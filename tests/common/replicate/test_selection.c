@@ -8,13 +8,16 @@
 #include "drasync/selection.h"
 #include "dstest.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int check(const char *yaml, int replicate_dc, char *why, size_t size)
 {
 	json_t *o = dt_object(yaml);
-	int r = ds_selection_check(o, replicate_dc, why, size);
+	ds_err err = {0};
+	int r = ds_selection_check(o, replicate_dc, &err);
 
+	snprintf(why, size, "%s", err.msg);
 	json_decref(o);
 	return r;
 }

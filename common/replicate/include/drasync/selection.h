@@ -8,15 +8,18 @@
  * kube-root-ca.crt ConfigMap or service-account token Secrets.
  */
 
+#include "drasync/err.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 /**
- * Decide whether `obj` is replicated.
- * @return 1 replicate, 0 skip (why says so in one sentence)
+ * Decide whether `obj` is replicated. Skipping is not a failure: err (may be
+ * NULL) then says why in one sentence.
+ * @return 1 replicate, 0 skip
  */
-int ds_selection_check(const json_t *obj, bool replicate_device_classes, char *why, size_t size);
+int ds_selection_check(const json_t *obj, bool replicate_device_classes, ds_err *err);
 
 /** Whether the kind is namespaced among the kinds drasync replicates (DeviceClass and Namespace are
  * not). */
