@@ -77,20 +77,19 @@ static int same_target(const ds_dra_rule *a, const ds_dra_rule *b)
 	return a->target_kind == b->target_kind && strcmp(a->target, b->target) == 0;
 }
 
-static void describe_tie(const ds_dra_rule *a, const ds_dra_rule *b, char *why, size_t size)
+static void describe_tie(const ds_dra_rule *a, const ds_dra_rule *b, ds_err *err)
 {
-	if (why)
-		snprintf(why, size,
-			 "dra.%s[%zu] (-> %s %s) and dra.%s[%zu] (-> %s %s) match with the same "
-			 "specificity %d; make one of them more specific",
-			 a->list, a->index, ref_field[a->target_kind], a->target, b->list, b->index,
-			 ref_field[b->target_kind], b->target, ds_dra_rule_specificity(a));
+	ds_err_set(err,
+		   "dra.%s[%zu] (-> %s %s) and dra.%s[%zu] (-> %s %s) match with the same "
+		   "specificity %d; make one of them more specific",
+		   a->list, a->index, ref_field[a->target_kind], a->target, b->list, b->index,
+		   ref_field[b->target_kind], b->target, ds_dra_rule_specificity(a));
 }
 
 /* Pick the winner among rules that match; `want_attach` limits to attach rules. */
 static int pick(const ds_dra_config *dra, int workload, const char *instance, const char *container,
 		const char *entry, const char *source, int has_current, enum ds_target_kind current,
-		int want_attach, const ds_dra_rule **winner, char *why, size_t why_size)
+		int want_attach, const ds_dra_rule **winner, ds_err *err)
 {
 	const ds_dra_rule *best = NULL;
 	int best_score = -1;
@@ -151,17 +150,15 @@ static int pick(const ds_dra_config *dra, int workload, const char *instance, co
 		if (!has_current)
 			break;
 	}
-	describe_tie(tie_a, tie_b, why, why_size);
+	describe_tie(tie_a, tie_b, err);
 	return -EINVAL;
 }
 
 int ds_dra_resolve(const ds_dra_config *dra, int workload, const char *instance,
 		   const char *container, const char *entry, const char *source,
-		   enum ds_target_kind current, const ds_dra_rule **winner, char *why,
-		   size_t why_size)
+		   enum ds_target_kind current, const ds_dra_rule **winner, ds_err *err)
 {
-	return pick(dra, workload, instance, container, entry, source, 1, current, 0, winner, why,
-		    why_size);
+	return pick(dra, workload, instance, container, entry, source, 1, current, 0, winner, err);
 }
 
 static int names_has(const struct names *ns, const char *name)
@@ -440,16 +437,16 @@ static int collect_refs(struct ctx *c)
 
 static int resolve_refs(struct ctx *c)
 {
-	char why[400];
+	ds_err why = {0};
 
 	for (size_t i = 0; i < c->n_refs; i++) {
 		struct ref *rf = &c->refs[i];
 		const ds_dra_rule *w = NULL;
 
 		if (pick(c->dra, c->workload, c->instance, rf->cname, rf->e->name, rf->e->source, 1,
-			 rf->e->kind, 0, &w, why, sizeof(why)) < 0)
+			 rf->e->kind, 0, &w, &why) < 0)
 			return fail(c, "container %s, claim %s: %s", rf->cname ? rf->cname : "ALL",
-				    rf->e->name, why);
+				    rf->e->name, why.msg);
 		rf->winner = w;
 		rf->kind = w ? w->target_kind : rf->e->kind;
 		rf->target = w ? w->target : rf->e->source;
@@ -459,8 +456,8 @@ static int resolve_refs(struct ctx *c)
 		struct attach *a = &c->attaches[i];
 
 		if (pick(c->dra, c->workload, c->instance, a->cname, NULL, NULL, 0, DS_TARGET_CLAIM,
-			 1, &a->rule, why, sizeof(why)) < 0)
-			return fail(c, "container %s (attach): %s", a->cname, why);
+			 1, &a->rule, &why) < 0)
+			return fail(c, "container %s (attach): %s", a->cname, why.msg);
 	}
 	return 0;
 }

@@ -176,7 +176,7 @@ static void test_dra_mapping__specificity_weights(void **state)
 	    "  - {objectType: All, objectInstance: ALL, container: c, resourceClaim: four}\n");
 	const ds_dra_config *d = ds_target_config_dra(cfg);
 	const ds_dra_rule *w = NULL;
-	char why[200];
+	ds_err err = {0};
 	json_t *p = pod("p", "c", "resourceClaimName", "src-claim");
 	json_t *q = pod("q", "c", "resourceClaimName", "src-claim");
 	json_t *r = pod("r", "other", "resourceClaimName", "src-claim");
@@ -189,7 +189,7 @@ static void test_dra_mapping__specificity_weights(void **state)
 	assert_int_equal(ds_dra_map_workload(d, r, NULL), 1);
 	assert_string_equal(dt_str(r, "/spec/resourceClaims/0/resourceClaimName"), "three");
 	assert_int_equal(ds_dra_resolve(d, DS_WORKLOAD_POD, "q", "c", "other-entry", "x",
-					DS_TARGET_CLAIM, &w, why, sizeof(why)),
+					DS_TARGET_CLAIM, &w, &err),
 			 0);
 	assert_non_null(w);
 	assert_string_equal(w->target, "four");

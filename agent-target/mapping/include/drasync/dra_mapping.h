@@ -7,6 +7,7 @@
  * claims and templates. Pure functions of (rules, object): no I/O.
  */
 
+#include "drasync/err.h"
 #include "drasync/report.h"
 #include "drasync/target_config.h"
 
@@ -38,12 +39,11 @@ int ds_dra_map_device_classes(const ds_dra_config *dra, json_t *obj, ds_report *
  * reference of an entry that no container lists (matched as container ALL).
  * Exposed for tests and for `plan --explain`-style tooling.
  * @return 0 with *winner set (NULL when no rule matches), or -EINVAL on an
- *         unresolvable tie (detail in why)
+ *         unresolvable tie (err names the two rules)
  */
 int ds_dra_resolve(const ds_dra_config *dra, int workload, const char *instance,
 		   const char *container, const char *entry, const char *source,
-		   enum ds_target_kind current, const ds_dra_rule **winner, char *why,
-		   size_t why_size);
+		   enum ds_target_kind current, const ds_dra_rule **winner, ds_err *err);
 
 /** Specificity of a rule: instance named 8, container named 4, source named 2, type named 1. */
 int ds_dra_rule_specificity(const ds_dra_rule *rule);
