@@ -209,7 +209,7 @@ int ds_dra_convert(json_t *obj, enum ds_dra_version to, ds_err *err)
 	/* Work on a copy so that a failure leaves the object as it was. */
 	copy = json_deep_copy(obj);
 	if (!copy)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	if (strcmp(kind, "DeviceClass") == 0) {
 		const char *key;
 		json_t *v;
@@ -240,5 +240,5 @@ int ds_dra_convert(json_t *obj, enum ds_dra_version to, ds_err *err)
 	r = 1;
 out:
 	json_decref(copy);
-	return r;
+	return ds_err_fallback(err, r);
 }

@@ -158,7 +158,8 @@ int ds_dra_resolve(const ds_dra_config *dra, int workload, const char *instance,
 		   const char *container, const char *entry, const char *source,
 		   enum ds_target_kind current, const ds_dra_rule **winner, ds_err *err)
 {
-	return pick(dra, workload, instance, container, entry, source, 1, current, 0, winner, err);
+	return ds_err_fallback(err, pick(dra, workload, instance, container, entry, source, 1,
+					 current, 0, winner, err));
 }
 
 static int names_has(const struct names *ns, const char *name)

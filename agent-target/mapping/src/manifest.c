@@ -138,8 +138,9 @@ int ds_manifest_load(ds_manifest *m, const char *path, ds_err *err)
 	int r = ds_yaml_parse_file(path, DS_YAML_LOCATIONS, &docs, &locs, err);
 
 	if (r < 0)
-		return r;
-	return load_docs(m, docs, locs, strcmp(path, "-") == 0 ? "(stdin)" : path);
+		return ds_err_fallback(err, r);
+	return ds_err_fallback(err,
+			       load_docs(m, docs, locs, strcmp(path, "-") == 0 ? "(stdin)" : path));
 }
 
 int ds_manifest_load_buffer(ds_manifest *m, const char *buf, size_t len, const char *name,
@@ -150,8 +151,8 @@ int ds_manifest_load_buffer(ds_manifest *m, const char *buf, size_t len, const c
 	int r = ds_yaml_parse(buf, len, name, DS_YAML_LOCATIONS, &docs, &locs, err);
 
 	if (r < 0)
-		return r;
-	return load_docs(m, docs, locs, name);
+		return ds_err_fallback(err, r);
+	return ds_err_fallback(err, load_docs(m, docs, locs, name));
 }
 
 size_t ds_manifest_count(const ds_manifest *m)

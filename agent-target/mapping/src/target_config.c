@@ -457,12 +457,12 @@ static int build(ds_target_config **out, const char *path, const char *buf, size
 int ds_target_config_parse(ds_target_config **out, const char *buf, size_t len,
 			   const char *filename, ds_err *err)
 {
-	return build(out, NULL, buf, len, filename, err);
+	return ds_err_fallback(err, build(out, NULL, buf, len, filename, err));
 }
 
 int ds_target_config_load(ds_target_config **out, const char *path, ds_err *err)
 {
-	return build(out, path, NULL, 0, NULL, err);
+	return ds_err_fallback(err, build(out, path, NULL, 0, NULL, err));
 }
 
 int ds_target_config_new_empty(ds_target_config **out)

@@ -1505,7 +1505,7 @@ out:
 	ds_yaml_locs_free(ps.locs);
 	json_decref(docs);
 	yaml_parser_delete(&ps.p);
-	return rc;
+	return ds_err_fallback(err, rc);
 }
 
 int ds_yaml_read_file(const char *path, char **out, size_t *len_out, ds_err *err)
@@ -1524,7 +1524,7 @@ int ds_yaml_read_file(const char *path, char **out, size_t *len_out, ds_err *err
 	if (!f) {
 		rc = -errno;
 		ds_err_setloc(err, path, 0, 0, "cannot open: %s", strerror(errno));
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	rc = ds_read_stream(f, DS_YAML_MAX_INPUT, &buf, &len);
 	if (rc == -E2BIG)
@@ -1554,7 +1554,7 @@ int ds_yaml_parse_file(const char *path, unsigned flags, json_t **docs_out, ds_y
 		return rc;
 	rc = ds_yaml_parse(buf, len, path, flags, docs_out, locs_out, err);
 	free(buf);
-	return rc;
+	return ds_err_fallback(err, rc);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1814,7 +1814,7 @@ int ds_yaml_emit_string(const json_t *value, char **out, ds_err *err)
 		if (rc == -ENOMEM && err && !err->msg[0])
 			ds_err_set(err, "out of memory");
 		free(b.p);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	if (!b.len)
 		b.p[0] = '\0';
@@ -1834,11 +1834,11 @@ int ds_yaml_emit(FILE *out, const json_t *value, ds_err *err)
 	/* Emit into memory first so a failure writes nothing partial. */
 	rc = ds_yaml_emit_string(value, &s, err);
 	if (rc)
-		return rc;
+		return ds_err_fallback(err, rc);
 	if (fputs(s, out) == EOF) {
 		ds_err_set(err, "cannot write YAML: %s", strerror(errno));
 		rc = -EIO;
 	}
 	free(s);
-	return rc;
+	return ds_err_fallback(err, rc);
 }

@@ -219,7 +219,7 @@ int ds_kube_transport_new(ds_kube_transport **out, ds_kubeconfig *kc,
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	t->kc = kc;
 	if (opts)
 		t->opts = *opts;
@@ -265,7 +265,7 @@ int ds_kube_transport_new(ds_kube_transport **out, ds_kubeconfig *kc,
 	return 0;
 fail:
 	ds_kube_transport_free(t);
-	return rc;
+	return ds_err_fallback(err, rc);
 }
 
 void ds_kube_transport_free(ds_kube_transport *t)

@@ -719,7 +719,7 @@ out:
 	json_decref(merged);
 	free(list);
 	free(home_cfg);
-	return rc;
+	return ds_err_fallback(err, rc);
 }
 
 int ds_kubeconfig_in_cluster(ds_kubeconfig **out, const char *sa_dir, ds_err *err)
@@ -738,7 +738,7 @@ int ds_kubeconfig_in_cluster(ds_kubeconfig **out, const char *sa_dir, ds_err *er
 	}
 	kc = kc_alloc();
 	if (!kc)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	/* an IPv6 service address needs brackets in a URL */
 	if (asprintf(&kc->server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
 		     port) < 0) {
@@ -787,7 +787,7 @@ out:
 	free(p);
 	free(ns);
 	ds_kubeconfig_free(kc);
-	return rc;
+	return ds_err_fallback(err, rc);
 }
 
 int ds_kubeconfig_auto(ds_kubeconfig **out, const char *path, const char *context, ds_err *err)
@@ -1231,7 +1231,7 @@ int ds_kubeconfig_credentials(ds_kubeconfig *kc, ds_kube_credentials *out, ds_er
 	rc = 0;
 out:
 	pthread_mutex_unlock(&kc->lock);
-	return rc;
+	return ds_err_fallback(err, rc);
 }
 
 bool ds_kubeconfig_invalidate(ds_kubeconfig *kc)

@@ -37,7 +37,7 @@ int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
 	int rc;
 
 	if (!ib)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	rc = ds_sqlite_open(&ib->db, path, err);
 	if (rc < 0)
 		goto out;
@@ -73,7 +73,7 @@ int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
 out:
 	if (rc < 0) {
 		ds_inbox_free(ib);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = ib;
 	return 0;
@@ -138,7 +138,7 @@ static int set_state(ds_inbox *ib, const char *source, const char *cluster, uint
 int ds_inbox_committed(ds_inbox *ib, const char *source, uint64_t *epoch, uint64_t *seq,
 		       ds_err *err)
 {
-	return get_state(ib, source, epoch, seq, err);
+	return ds_err_fallback(err, get_state(ib, source, epoch, seq, err));
 }
 
 int ds_inbox_session(ds_inbox *ib, const char *source, const char *cluster_name, uint64_t epoch,
@@ -149,7 +149,7 @@ int ds_inbox_session(ds_inbox *ib, const char *source, const char *cluster_name,
 
 	rc = ds_sqlite_exec(ib->db, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
-		return rc;
+		return ds_err_fallback(err, rc);
 	rc = get_state(ib, source, &e, &s, err);
 	if (rc < 0)
 		goto out;
@@ -159,12 +159,12 @@ int ds_inbox_session(ds_inbox *ib, const char *source, const char *cluster_name,
 out:
 	if (rc < 0) {
 		ds_sqlite_exec(ib->db, "ROLLBACK", NULL);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	rc = ds_sqlite_exec(ib->db, "COMMIT", err);
 	if (rc == 0)
 		*committed = s;
-	return rc;
+	return ds_err_fallback(err, rc);
 }
 
 static void bind_text(sqlite3_stmt *st, int i, const char *s)
@@ -235,13 +235,13 @@ int ds_inbox_commit(ds_inbox *ib, const char *source, uint64_t epoch, const ds_w
 	if (n > ib->res_cap) {
 		ds_record_result *nr = realloc(ib->res, n * sizeof(*nr));
 		if (!nr)
-			return -ENOMEM;
+			return ds_err_fallback(err, -ENOMEM);
 		ib->res = nr;
 		ib->res_cap = n;
 	}
 	rc = ds_sqlite_exec(ib->db, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
-		return rc;
+		return ds_err_fallback(err, rc);
 	rc = get_state(ib, source, &e, &seq, err);
 	if (rc < 0)
 		goto out;
@@ -296,12 +296,12 @@ int ds_inbox_commit(ds_inbox *ib, const char *source, uint64_t epoch, const ds_w
 out:
 	if (rc < 0) {
 		ds_sqlite_exec(ib->db, "ROLLBACK", NULL);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	rc = ds_sqlite_exec(ib->db, "COMMIT", err);
 	if (rc < 0) {
 		ds_sqlite_exec(ib->db, "ROLLBACK", NULL);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*committed = seq;
 	return 0;

@@ -86,12 +86,18 @@ int ds_keys_write(const char *dir, const char *name, const ds_keypair *kp, bool 
 	struct stat st;
 	int rc;
 
-	if (!dir || !name || !kp || !name[0] || strchr(name, '/'))
+	if (!dir || !name || !kp) {
+		ds_err_set(err, "keys: a directory, a name and a key pair are required");
 		return -EINVAL;
+	}
+	if (!name[0] || strchr(name, '/')) {
+		ds_err_set(err, "key name '%s' is not a plain file name", name);
+		return -EINVAL;
+	}
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		rc = -errno;
 		ds_err_set(err, "cannot create directory %s: %s", dir, strerror(-rc));
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		ds_err_set(err, "%s is not a directory", dir);
@@ -114,9 +120,9 @@ int ds_keys_write(const char *dir, const char *name, const ds_keypair *kp, bool 
 		 kp->secret_z85);
 	rc = write_file(key_path, text, 0600, force, err);
 	if (rc < 0)
-		return rc;
+		return ds_err_fallback(err, rc);
 	snprintf(text, sizeof(text), "# drasync CURVE public key (Z85).\n%s\n", kp->public_z85);
-	return write_file(pub_path, text, 0644, force, err);
+	return ds_err_fallback(err, write_file(pub_path, text, 0644, force, err));
 }
 
 /* Read a key file: '#' comments and blank lines, then exactly one Z85 key line. */
@@ -215,7 +221,7 @@ int ds_keys_load_secret(const char *path, ds_keypair *out, ds_err *err)
 
 	rc = read_key_file(path, true, kp.secret_z85, err);
 	if (rc < 0)
-		return rc;
+		return ds_err_fallback(err, rc);
 	if (zmq_curve_public(kp.public_z85, kp.secret_z85) != 0) {
 		explicit_bzero(&kp, sizeof(kp));
 		ds_err_setloc(err, path, 0, 0, "cannot derive the public key");
@@ -228,5 +234,5 @@ int ds_keys_load_secret(const char *path, ds_keypair *out, ds_err *err)
 
 int ds_keys_load_public(const char *path, char out[DS_KEY_Z85_LEN + 1], ds_err *err)
 {
-	return read_key_file(path, false, out, err);
+	return ds_err_fallback(err, read_key_file(path, false, out, err));
 }

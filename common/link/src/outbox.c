@@ -82,7 +82,7 @@ int ds_outbox_open(ds_outbox **out, const char *path, const ds_outbox_options *o
 	int rc;
 
 	if (!ob)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	if (opt)
 		ob->opt = *opt;
 	else
@@ -139,7 +139,7 @@ int ds_outbox_open(ds_outbox **out, const char *path, const ds_outbox_options *o
 out:
 	if (rc < 0) {
 		ds_outbox_free(ob);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = ob;
 	return 0;
@@ -170,7 +170,7 @@ int ds_outbox_push(ds_outbox *ob, const ds_record *recs, size_t n, uint64_t *las
 		return 0;
 	rc = ds_sqlite_exec(ob->db, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
-		return rc;
+		return ds_err_fallback(err, rc);
 	rc = meta_get(ob, "last_seq", &seq, err);
 	if (rc < 0)
 		goto out;
@@ -202,12 +202,12 @@ out:
 	sqlite3_clear_bindings(ob->ins);
 	if (rc < 0) {
 		ds_sqlite_exec(ob->db, "ROLLBACK", NULL);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	rc = ds_sqlite_exec(ob->db, "COMMIT", err);
 	if (rc < 0) {
 		ds_sqlite_exec(ob->db, "ROLLBACK", NULL);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	if (last_seq)
 		*last_seq = seq;
@@ -223,7 +223,7 @@ int ds_outbox_state_get(ds_outbox *ob, ds_outbox_state *out, ds_err *err)
 	/* One read transaction so the three values agree. */
 	rc = ds_sqlite_exec(ob->db, "BEGIN", err);
 	if (rc < 0)
-		return rc;
+		return ds_err_fallback(err, rc);
 	rc = meta_get(ob, "last_seq", &s.last_seq, err);
 	if (rc == 0)
 		rc = meta_get(ob, "acked_seq", &s.acked_seq, err);
@@ -244,7 +244,7 @@ out:
 	ds_sqlite_exec(ob->db, "COMMIT", NULL);
 	if (rc == 0)
 		*out = s;
-	return rc;
+	return ds_err_fallback(err, rc);
 }
 
 void ds_outbox_batch_dispose(ds_outbox_batch *b)
@@ -315,7 +315,7 @@ out:
 	free(offs);
 	if (rc < 0) {
 		ds_outbox_batch_dispose(&b);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = b;
 	return 0;
@@ -329,7 +329,7 @@ int ds_outbox_resume_point(ds_outbox *ob, uint64_t committed, uint64_t *from, ds
 
 	rc = ds_outbox_state_get(ob, &s, err);
 	if (rc < 0)
-		return rc;
+		return ds_err_fallback(err, rc);
 	if (committed > s.last_seq) {
 		ds_err_set(err, "the target committed seq %llu but this outbox only ever held %llu",
 			   (unsigned long long)committed, (unsigned long long)s.last_seq);
@@ -357,7 +357,7 @@ int ds_outbox_resume_point(ds_outbox *ob, uint64_t committed, uint64_t *from, ds
 			   (unsigned long long)s.last_seq);
 	}
 	sqlite3_finalize(st);
-	return rc;
+	return ds_err_fallback(err, rc);
 }
 
 int ds_outbox_ack(ds_outbox *ob, uint64_t seq, ds_err *err)
@@ -367,7 +367,7 @@ int ds_outbox_ack(ds_outbox *ob, uint64_t seq, ds_err *err)
 
 	rc = ds_sqlite_exec(ob->db, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
-		return rc;
+		return ds_err_fallback(err, rc);
 	rc = meta_get(ob, "acked_seq", &acked, err);
 	if (rc < 0 || seq <= acked)
 		goto out;
@@ -393,7 +393,7 @@ int ds_outbox_ack(ds_outbox *ob, uint64_t seq, ds_err *err)
 out:
 	if (rc < 0) {
 		ds_sqlite_exec(ob->db, "ROLLBACK", NULL);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	return ds_sqlite_exec(ob->db, "COMMIT", err);
 }

@@ -110,7 +110,7 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 	size_t len;
 
 	if (!r)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	r->cfg = *cfg;
 	/* A config not started from the defaults: ZMQ_MAXMSGSIZE 0 would refuse every frame. */
 	if (r->cfg.tuning.limits.max_frame == 0 || r->cfg.tuning.heartbeat_ivl_ms <= 0)
@@ -189,7 +189,7 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 out:
 	if (rc < 0) {
 		ds_receiver_free(r);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = r;
 	return 0;

@@ -80,7 +80,7 @@ int ds_sender_new(ds_sender **out, const ds_sender_config *cfg, ds_err *err)
 	int rc = 0;
 
 	if (!s)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	s->wakefd = -1;
 	s->cfg = *cfg;
 	/* A config not started from the defaults: ZMQ_MAXMSGSIZE 0 would refuse every frame. */
@@ -139,7 +139,7 @@ int ds_sender_new(ds_sender **out, const ds_sender_config *cfg, ds_err *err)
 out:
 	if (rc < 0) {
 		ds_sender_free(s);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = s;
 	return 0;
@@ -578,5 +578,5 @@ int ds_sender_run(ds_sender *s, uint64_t until_seq, int timeout_ms, ds_err *err)
 		}
 		read_incoming(s);
 	}
-	return rc;
+	return ds_err_fallback(err, rc);
 }

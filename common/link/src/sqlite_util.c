@@ -57,7 +57,7 @@ int ds_sqlite_open(sqlite3 **out, const char *path, ds_err *err)
 			    err);
 	if (rc < 0) {
 		sqlite3_close(db);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = db;
 	return 0;

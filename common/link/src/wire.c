@@ -335,7 +335,7 @@ int ds_wire_record_encode(ds_wire_encoder *enc, const ds_record *rec, uint8_t **
 out:
 	free(entries);
 	free(eptrs);
-	return rc;
+	return ds_err_fallback(err, rc);
 }
 
 /* ---- decoding ---------------------------------------------------------- */
@@ -765,7 +765,7 @@ int ds_wire_decode(ds_wire_decoder *dec, const void *frame, size_t len, ds_wire_
 	}
 	msg = calloc(1, sizeof(*msg));
 	if (!msg)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	msg->budget.limit = dec->lim.max_decoded;
 	msg->alloc.alloc = budget_alloc;
 	msg->alloc.free = budget_free;
@@ -782,7 +782,7 @@ int ds_wire_decode(ds_wire_decoder *dec, const void *frame, size_t len, ds_wire_
 out:
 	if (rc < 0) {
 		ds_wire_msg_free(msg);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = msg;
 	return 0;

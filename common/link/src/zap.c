@@ -154,7 +154,7 @@ out:
 	free(text);
 	if (rc < 0) {
 		ds_authorized_free(a);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = a;
 	return 0;
@@ -329,7 +329,7 @@ int ds_zap_new(ds_zap **out, void *zctx, const char *authorized_path, const char
 	int linger = 0, rc = 0;
 
 	if (!zap)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	snprintf(zap->path, sizeof(zap->path), "%s", authorized_path);
 	snprintf(zap->domain, sizeof(zap->domain), "%s", domain ? domain : DS_ZAP_DOMAIN);
 	zap->on_event = on_event;
@@ -360,7 +360,7 @@ int ds_zap_new(ds_zap **out, void *zctx, const char *authorized_path, const char
 out:
 	if (rc < 0) {
 		ds_zap_free(zap);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = zap;
 	return 0;

@@ -89,6 +89,20 @@ static void test_keys__malformed_files_are_rejected_with_location(void **state)
 	free(dir);
 }
 
+/* Every failure says something: a bad key name is refused with a sentence, not silence. */
+static void test_keys__bad_name_is_refused_with_a_message(void **state)
+{
+	char *dir = tu_mkdtemp("keys");
+	ds_keypair kp;
+	ds_err err = {0};
+
+	(void)state;
+	assert_int_equal(ds_keys_generate(&kp, &err), 0);
+	assert_int_equal(ds_keys_write(dir, "a/b", &kp, false, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "a/b"));
+	free(dir);
+}
+
 static void test_keys__keygen_subcommand_on_both_agents(void **state)
 {
 	const char *bins[] = {"DS_SOURCE_BIN", "DS_TARGET_BIN"};
@@ -135,6 +149,7 @@ int main(void)
 	    cmocka_unit_test(test_keys__written_pair_loads_back_and_matches),
 	    cmocka_unit_test(test_keys__secret_readable_by_others_is_refused),
 	    cmocka_unit_test(test_keys__malformed_files_are_rejected_with_location),
+	    cmocka_unit_test(test_keys__bad_name_is_refused_with_a_message),
 	    cmocka_unit_test(test_keys__keygen_subcommand_on_both_agents),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
