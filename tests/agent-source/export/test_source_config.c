@@ -272,7 +272,7 @@ static void test_source_config__bad_files_are_located(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ds_source_config *cfg = NULL;
-		ds_err err;
+		ds_err err = {0};
 		int r;
 
 		ds_err_clear(&err);
