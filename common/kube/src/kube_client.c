@@ -23,34 +23,13 @@ struct ds_kube {
 	uint64_t jitter;	     /* xorshift64* state, never 0 */
 };
 
-/* ---- small string builder ------------------------------------------------ */
+/* ---- request paths ---------------------------------------------------------- */
 
-struct sb {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sb_add(struct sb *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (ds_grow((void **)&b->s, &b->cap, b->len + n + 1, 1) < 0) {
-		b->oom = true;
-		return;
-	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
-}
-
-static void sb_str(struct sb *b, const char *s)
-{
-	sb_add(b, s, strlen(s));
-}
+/* Longest request path built here (the API server's own limit on a request line is larger). */
+#define KUBE_MAX_PATH (64u * 1024u)
 
 /* Percent-encode everything but RFC 3986 unreserved characters. */
-static void sb_esc(struct sb *b, const char *s)
+static void sb_esc(ds_str *b, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
@@ -58,32 +37,33 @@ static void sb_esc(struct sb *b, const char *s)
 		unsigned char c = (unsigned char)*s;
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		    c == '-' || c == '.' || c == '_' || c == '~') {
-			sb_add(b, (const char *)&c, 1);
+			ds_str_add(b, (const char *)&c, 1);
 		} else {
 			char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-			sb_add(b, e, 3);
+			ds_str_add(b, e, 3);
 		}
 	}
 }
 
 /* Append "?k=v" or "&k=v" (v escaped) when v is set. */
-static void sb_q(struct sb *b, const char *k, const char *v)
+static void sb_q(ds_str *b, const char *k, const char *v)
 {
 	if (!v || !v[0])
 		return;
-	sb_str(b, strchr(b->s ? b->s : "", '?') ? "&" : "?");
-	sb_str(b, k);
-	sb_str(b, "=");
+	ds_str_adds(b, strchr(ds_str_ptr(b) ? ds_str_ptr(b) : "", '?') ? "&" : "?");
+	ds_str_adds(b, k);
+	ds_str_adds(b, "=");
 	sb_esc(b, v);
 }
 
-static int sb_done(struct sb *b, char **out)
+/* Hand the path over. @return 0, -E2BIG (longer than the bound), -ENOMEM */
+static int sb_done(ds_str *b, char **out)
 {
-	if (b->oom || !b->s) {
-		free(b->s);
-		return -ENOMEM;
-	}
-	*out = b->s;
+	char *s = ds_str_take(b, NULL);
+
+	if (!s)
+		return ds_str_error(b);
+	*out = s;
 	return 0;
 }
 
@@ -412,29 +392,29 @@ out:
 
 /* ---- paths ----------------------------------------------------------------------- */
 
-static void sb_path(struct sb *b, const struct ds_kube_resource *res, const char *ns,
-		    const char *name, const char *sub)
+static void sb_path(ds_str *b, const struct ds_kube_resource *res, const char *ns, const char *name,
+		    const char *sub)
 {
 	if (res->group[0]) {
-		sb_str(b, "/apis/");
-		sb_str(b, res->group);
-		sb_str(b, "/");
+		ds_str_adds(b, "/apis/");
+		ds_str_adds(b, res->group);
+		ds_str_adds(b, "/");
 	} else {
-		sb_str(b, "/api/");
+		ds_str_adds(b, "/api/");
 	}
-	sb_str(b, res->version);
+	ds_str_adds(b, res->version);
 	if (res->namespaced && ns && ns[0]) {
-		sb_str(b, "/namespaces/");
+		ds_str_adds(b, "/namespaces/");
 		sb_esc(b, ns);
 	}
-	sb_str(b, "/");
-	sb_str(b, res->resource);
+	ds_str_adds(b, "/");
+	ds_str_adds(b, res->resource);
 	if (name && name[0]) {
-		sb_str(b, "/");
+		ds_str_adds(b, "/");
 		sb_esc(b, name);
 		if (sub && sub[0]) {
-			sb_str(b, "/");
-			sb_str(b, sub);
+			ds_str_adds(b, "/");
+			ds_str_adds(b, sub);
 		}
 	}
 }
@@ -442,8 +422,9 @@ static void sb_path(struct sb *b, const struct ds_kube_resource *res, const char
 int ds_kube_path(const struct ds_kube_resource *res, const char *ns, const char *name,
 		 const char *subresource, char **out)
 {
-	struct sb b = {0};
+	ds_str b;
 
+	ds_str_init(&b, KUBE_MAX_PATH);
 	sb_path(&b, res, ns, name, subresource);
 	return sb_done(&b, out);
 }
@@ -492,9 +473,10 @@ int ds_kube_get(ds_kube *k, const struct ds_kube_resource *res, const char *ns, 
 static int list_path(const struct ds_kube_resource *res, const char *ns,
 		     const struct ds_kube_list_opts *o, char **out)
 {
-	struct sb b = {0};
+	ds_str b;
 	char lim[32];
 
+	ds_str_init(&b, KUBE_MAX_PATH);
 	sb_path(&b, res, ns, NULL, NULL);
 	if (o) {
 		sb_q(&b, "labelSelector", o->label_selector);
@@ -619,10 +601,11 @@ static int build_write(enum ds_kube_op_kind kind, const struct ds_kube_resource 
 		       const struct ds_kube_delete_opts *dopts, struct write_req *w,
 		       ds_kube_error *ke)
 {
-	struct sb b = {0};
+	ds_str b;
 	json_t *del = NULL;
 	int rc;
 
+	ds_str_init(&b, KUBE_MAX_PATH);
 	memset(w, 0, sizeof(*w));
 	ns = obj_ns(res, ns, obj);
 	if (!name && obj)
@@ -974,11 +957,12 @@ static enum watch_step watch_stream(ds_kube *k, const struct ds_kube_resource *r
 				    int *rc, ds_kube_error *ke)
 {
 	struct ds_kube_request req = {"GET", NULL, NULL, NULL, 0};
-	struct sb b = {0};
+	ds_str b;
 	char num[32];
 	char *path = NULL;
 	int r;
 
+	ds_str_init(&b, KUBE_MAX_PATH);
 	sb_path(&b, res, ns, NULL, NULL);
 	sb_q(&b, "watch", "true");
 	sb_q(&b, "resourceVersion", ws->rv);
@@ -988,9 +972,10 @@ static enum watch_step watch_stream(ds_kube *k, const struct ds_kube_resource *r
 	sb_q(&b, "fieldSelector", o->field_selector);
 	snprintf(num, sizeof(num), "%d", o->timeout_seconds);
 	sb_q(&b, "timeoutSeconds", num);
-	if (sb_done(&b, &path) < 0) {
-		*rc = -ENOMEM;
-		ds_kube_error_set(ke, 0, "watch %s: out of memory", res->resource);
+	if ((r = sb_done(&b, &path)) < 0) {
+		*rc = r;
+		ds_kube_error_set(ke, 0, "watch %s: %s", res->resource,
+				  r == -E2BIG ? "request path too long" : "out of memory");
 		return STEP_FATAL;
 	}
 	req.path = path;

@@ -336,8 +336,7 @@ struct xfer {
 	ds_kube_transport *t;
 	CURL *h;
 	struct curl_slist *hdrs;
-	char *buf;
-	size_t len, cap, max;
+	ds_str body; /* the answer, bounded by opts.max_body */
 	bool too_big;
 	int retry_after;
 	char errbuf[CURL_ERROR_SIZE];
@@ -353,7 +352,7 @@ static int xfer_init(struct xfer *x, ds_kube_transport *t)
 {
 	memset(x, 0, sizeof(*x));
 	x->t = t;
-	x->max = t->opts.max_body;
+	ds_str_init(&x->body, t->opts.max_body);
 	x->h = pool_get(t);
 	return x->h ? 0 : -ENOMEM;
 }
@@ -362,29 +361,24 @@ static void xfer_dispose(struct xfer *x)
 {
 	curl_slist_free_all(x->hdrs);
 	x->hdrs = NULL;
-	free(x->buf);
-	x->buf = NULL;
-	x->len = x->cap = 0;
+	ds_str_dispose(&x->body);
 }
 
 /* Deliver complete lines from the buffer; keeps a partial tail. */
 static void deliver_lines(struct xfer *x)
 {
-	size_t start = 0;
+	char *buf = ds_str_ptr(&x->body);
+	size_t start = 0, len = ds_str_len(&x->body);
 
-	for (size_t i = 0; i < x->len && !x->stopped; i++) {
-		if (x->buf[i] != '\n')
+	for (size_t i = 0; i < len && !x->stopped; i++) {
+		if (buf[i] != '\n')
 			continue;
-		x->buf[i] = '\0';
-		if (i > start && x->fn(x->user, x->buf + start, i - start) != 0)
+		buf[i] = '\0';
+		if (i > start && x->fn(x->user, buf + start, i - start) != 0)
 			x->stopped = true;
 		start = i + 1;
 	}
-	if (start > 0) {
-		memmove(x->buf, x->buf + (start > x->len ? x->len : start),
-			x->len - (start > x->len ? x->len : start));
-		x->len -= start > x->len ? x->len : start;
-	}
+	ds_str_drop(&x->body, start);
 }
 
 static size_t on_write(char *data, size_t size, size_t nmemb, void *user)
@@ -392,15 +386,12 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *user)
 	struct xfer *x = user;
 	size_t n = size * nmemb;
 
-	if (x->len + n > x->max) {
-		x->too_big = true;
+	int rc = ds_str_add(&x->body, data, n);
+
+	if (rc) {
+		x->too_big = rc == -E2BIG;
 		return 0;
 	}
-	if (ds_grow((void **)&x->buf, &x->cap, x->len + n + 1, 1) < 0)
-		return 0;
-	memcpy(x->buf + x->len, data, n);
-	x->len += n;
-	x->buf[x->len] = '\0';
 	if (x->fn) {
 		long code = 0;
 		/* an error answer is kept whole for its Status */
@@ -497,7 +488,7 @@ static int xfer_setup(struct xfer *x, const struct ds_kube_request *req, bool st
 	}
 	rc = -ENOMEM;
 	curl_easy_reset(x->h);
-	x->len = 0;
+	ds_str_reset(&x->body);
 	x->too_big = false;
 	x->retry_after = -1;
 	x->errbuf[0] = '\0';
@@ -685,7 +676,7 @@ static int xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLco
 
 		if (x->too_big) {
 			ds_kube_error_set(ke, 0, "%s %s: response larger than %zu bytes",
-					  req->method, req->path, x->max);
+					  req->method, req->path, t->opts.max_body);
 			if (ke)
 				ke->tls = tc;
 			return -E2BIG;
@@ -735,16 +726,8 @@ static int xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLco
 			return x->stopped ? 1 : 0;
 	} else if (code >= 200 && code < 300) {
 		resp->code = (int)code;
-		if (!x->buf) {
-			x->buf = calloc(1, 1);
-			if (!x->buf)
-				return -ENOMEM;
-		}
-		resp->body = x->buf;
-		resp->len = x->len;
-		x->buf = NULL;
-		x->len = x->cap = 0;
-		return 0;
+		resp->body = ds_str_take(&x->body, &resp->len);
+		return resp->body ? 0 : -ENOMEM;
 	}
 	if (ke) {
 		int attempts = ke->attempts;
@@ -752,7 +735,7 @@ static int xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLco
 		ke->attempts = attempts;
 		ke->retry_after = x->retry_after;
 	}
-	rc = ds_kube_error_from_response(ke, (int)code, x->buf, x->len);
+	rc = ds_kube_error_from_response(ke, (int)code, ds_str_ptr(&x->body), ds_str_len(&x->body));
 	if (code == 429)
 		*retry = RETRY_ANY;
 	else if (code == 401)
@@ -869,9 +852,9 @@ int ds_kube_transport_stream(ds_kube_transport *t, const struct ds_kube_request 
 		}
 	}
 	rc = xfer_finish(&x, req, cc, NULL, ke, &kind);
-	if (rc == 0 && x.fn && x.len > 0 && !x.stopped) {
+	if (rc == 0 && x.fn && ds_str_len(&x.body) > 0 && !x.stopped) {
 		/* a last line without '\n' */
-		if (fn(user, x.buf, x.len) != 0)
+		if (fn(user, ds_str_ptr(&x.body), ds_str_len(&x.body)) != 0)
 			rc = 1;
 	}
 out:
