@@ -9,6 +9,7 @@
  *
  *   scripts/bench.sh mapping [WORKLOADS]     (default 10000)
  */
+#include "drasync/buf.h"
 #include "drasync/report.h"
 #include "drasync/target_config.h"
 #include "drasync/transform.h"
@@ -55,12 +56,8 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s)
 {
 	size_t n = strlen(s);
 
-	if (*len + n + 1 > *cap) {
-		*cap = (*cap + n + 1) * 2;
-		*buf = realloc(*buf, *cap);
-		if (!*buf)
-			abort();
-	}
+	if (ds_grow((void **)buf, cap, *len + n + 1, 1) < 0)
+		abort();
 	memcpy(*buf + *len, s, n + 1);
 	*len += n;
 }

@@ -7,6 +7,7 @@
  * Times are this process's CPU time, so the figures are per core and hold up
  * on a machine shared with other work.
  */
+#include "drasync/buf.h"
 #include "drasync/yaml.h"
 
 #include <dirent.h>
@@ -22,17 +23,9 @@ struct buf {
 
 static void put(struct buf *b, const char *s, size_t n)
 {
-	if (b->len + n + 1 > b->cap) {
-		size_t c = b->cap ? b->cap : 4096;
-
-		while (c < b->len + n + 1)
-			c *= 2;
-		b->p = realloc(b->p, c);
-		if (!b->p) {
-			perror("realloc");
-			exit(1);
-		}
-		b->cap = c;
+	if (ds_grow((void **)&b->p, &b->cap, b->len + n + 1, 1) < 0) {
+		fprintf(stderr, "bench_yaml: out of memory\n");
+		exit(1);
 	}
 	memcpy(b->p + b->len, s, n);
 	b->len += n;

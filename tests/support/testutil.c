@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "drasync/buf.h"
 #include "testutil.h"
 
 #include <dirent.h>
@@ -98,14 +99,7 @@ void tu_write_file(const char *path, const char *text)
 
 static void append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
 {
-	if (*len + n + 1 > *cap) {
-		size_t ncap = (*cap ? *cap * 2 : 4096);
-		while (ncap < *len + n + 1)
-			ncap *= 2;
-		*buf = realloc(*buf, ncap);
-		assert_non_null(*buf);
-		*cap = ncap;
-	}
+	assert_int_equal(ds_grow((void **)buf, cap, *len + n + 1, 1), 0);
 	memcpy(*buf + *len, data, n);
 	*len += n;
 	(*buf)[*len] = '\0';

@@ -1,5 +1,6 @@
 #include "drasync/dra_mapping.h"
 
+#include "drasync/buf.h"
 #include "drasync/k8s_object.h"
 
 #include <errno.h>
@@ -48,7 +49,7 @@ struct attach {
 struct names {
 	const char **v;
 	char **owned;
-	size_t n, n_owned;
+	size_t n, n_owned, cap, cap_owned;
 };
 
 int ds_dra_rule_specificity(const ds_dra_rule *rule)
@@ -172,16 +173,12 @@ static int names_has(const struct names *ns, const char *name)
 
 static int names_add(struct names *ns, const char *name, int owned)
 {
-	const char **nv = realloc(ns->v, (ns->n + 1) * sizeof(*nv));
-
-	if (!nv)
+	if (ds_grow((void **)&ns->v, &ns->cap, ns->n + 1, sizeof(*ns->v)) < 0)
 		return -ENOMEM;
-	ns->v = nv;
 	if (owned) {
-		char **no = realloc(ns->owned, (ns->n_owned + 1) * sizeof(*no));
-		if (!no)
+		if (ds_grow((void **)&ns->owned, &ns->cap_owned, ns->n_owned + 1,
+			    sizeof(*ns->owned)) < 0)
 			return -ENOMEM;
-		ns->owned = no;
 		ns->owned[ns->n_owned++] = (char *)(uintptr_t)name;
 	}
 	ns->v[ns->n++] = name;
@@ -301,7 +298,7 @@ struct ctx {
 	struct ref *refs;
 	size_t n_refs, cap_refs;
 	struct attach *attaches;
-	size_t n_attaches;
+	size_t n_attaches, cap_attaches;
 	struct names names;
 	size_t changed;
 	char why[512]; /* the failure, reported once the attempt is abandoned */
@@ -322,14 +319,8 @@ static int fail(struct ctx *c, const char *fmt, ...)
 static int add_ref(struct ctx *c, json_t *container, const char *cname, json_t *item,
 		   struct entry *e)
 {
-	if (c->n_refs == c->cap_refs) {
-		size_t ncap = c->cap_refs ? c->cap_refs * 2 : 8;
-		struct ref *nv = realloc(c->refs, ncap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		c->refs = nv;
-		c->cap_refs = ncap;
-	}
+	if (ds_grow((void **)&c->refs, &c->cap_refs, c->n_refs + 1, sizeof(*c->refs)) < 0)
+		return -ENOMEM;
 	c->refs[c->n_refs++] =
 	    (struct ref){.container = container, .cname = cname, .claim_item = item, .e = e};
 	return 0;
@@ -404,13 +395,10 @@ static int collect_refs(struct ctx *c)
 			if (!cname)
 				return fail(c, "%s[%zu] has no name", lists[l], i);
 			if (!json_is_array(claims) || json_array_size(claims) == 0) {
-				struct attach *na;
-
 				/* Candidate for attach: decided later. */
-				na = realloc(c->attaches, (c->n_attaches + 1) * sizeof(*na));
-				if (!na)
+				if (ds_grow((void **)&c->attaches, &c->cap_attaches,
+					    c->n_attaches + 1, sizeof(*c->attaches)) < 0)
 					return -ENOMEM;
-				c->attaches = na;
 				c->attaches[c->n_attaches++] =
 				    (struct attach){.container = ctr, .cname = cname};
 				continue;

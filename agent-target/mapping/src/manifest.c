@@ -20,7 +20,7 @@ struct ds_manifest {
 	struct item *v;
 	size_t n, cap;
 	char **files;
-	size_t n_files;
+	size_t n_files, cap_files;
 };
 
 int ds_manifest_new(ds_manifest **out)
@@ -108,11 +108,8 @@ static int add_docs(ds_manifest *m, json_t *docs, const ds_yaml_locs *locs)
 
 static int add_file(ds_manifest *m, const char *name)
 {
-	char **nf = realloc(m->files, (m->n_files + 1) * sizeof(*nf));
-
-	if (!nf)
+	if (ds_grow((void **)&m->files, &m->cap_files, m->n_files + 1, sizeof(*m->files)) < 0)
 		return -ENOMEM;
-	m->files = nf;
 	m->files[m->n_files] = strdup(name);
 	if (!m->files[m->n_files])
 		return -ENOMEM;

@@ -984,7 +984,6 @@ static int exec_run(const struct exec_plugin *e, char **out_stdout, char **out_s
 				if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
 					continue;
 				if (caps[i] - lens[i] < 1024) {
-					char *nb;
 					if (caps[i] >= MAX_EXEC_OUTPUT) {
 						kill(pid, SIGKILL);
 						ds_err_set(err, "exec plugin %s: output too large",
@@ -992,13 +991,11 @@ static int exec_run(const struct exec_plugin *e, char **out_stdout, char **out_s
 						rc = -E2BIG;
 						goto out;
 					}
-					nb = realloc(bufs[i], caps[i] * 2);
-					if (!nb) {
+					if (ds_grow((void **)&bufs[i], &caps[i], caps[i] * 2, 1) <
+					    0) {
 						rc = -ENOMEM;
 						goto out;
 					}
-					bufs[i] = nb;
-					caps[i] *= 2;
 				}
 				r = read(pf[i].fd, bufs[i] + lens[i], caps[i] - lens[i] - 1);
 				if (r > 0) {

@@ -1,5 +1,6 @@
 #include "drasync/inbox.h"
 
+#include "drasync/buf.h"
 #include "sqlite_util.h"
 
 #include <errno.h>
@@ -232,13 +233,8 @@ int ds_inbox_commit(ds_inbox *ib, const char *source, uint64_t epoch, const ds_w
 	uint64_t e = 0, seq = 0;
 	int rc;
 
-	if (n > ib->res_cap) {
-		ds_record_result *nr = realloc(ib->res, n * sizeof(*nr));
-		if (!nr)
-			return ds_err_fallback(err, -ENOMEM);
-		ib->res = nr;
-		ib->res_cap = n;
-	}
+	if (ds_grow((void **)&ib->res, &ib->res_cap, n, sizeof(*ib->res)) < 0)
+		return ds_err_fallback(err, -ENOMEM);
 	rc = ds_sqlite_exec(ib->db, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
 		return ds_err_fallback(err, rc);

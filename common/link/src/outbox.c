@@ -1,5 +1,6 @@
 #include "drasync/outbox.h"
 
+#include "drasync/buf.h"
 #include "sqlite_util.h"
 
 #include <errno.h>
@@ -284,15 +285,9 @@ int ds_outbox_read(ds_outbox *ob, uint64_t from_seq, size_t max_records, size_t 
 			break;
 		if (b.n > 0 && b.bytes + len > max_bytes)
 			break;
-		if (b.bytes + len > cap) {
-			size_t ncap = (b.bytes + len) * 2;
-			uint8_t *na = realloc(b.arena, ncap);
-			if (!na) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			b.arena = na;
-			cap = ncap;
+		if (ds_grow((void **)&b.arena, &cap, b.bytes + len, 1) < 0) {
+			rc = -ENOMEM;
+			goto out;
 		}
 		if (len)
 			memcpy(b.arena + b.bytes, blob, len);

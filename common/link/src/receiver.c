@@ -1,5 +1,6 @@
 #include "drasync/receiver.h"
 
+#include "drasync/buf.h"
 #include "drasync/version.h"
 #include "drasync/zap.h"
 #include "transport_internal.h"
@@ -504,13 +505,8 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 		drop_peer(r, fd, peer_ip, rid, rid_len, why);
 		return;
 	}
-	if (n > r->results_cap) {
-		ds_wire_result *nr = realloc(r->results, n * sizeof(*nr));
-		if (!nr)
-			return; /* no ack: the source resends after its timeout */
-		r->results = nr;
-		r->results_cap = n;
-	}
+	if (ds_grow((void **)&r->results, &r->results_cap, n, sizeof(*r->results)) < 0)
+		return; /* no ack: the source resends after its timeout */
 	rc = ds_inbox_commit(r->inbox, s->source, s->epoch, msg, r->cfg.handler, r->cfg.handler_ud,
 			     r->results, &committed, &err);
 	if (rc == -EPROTO) {

@@ -1,5 +1,6 @@
 #include "drasync/wire.h"
 
+#include "drasync/buf.h"
 #include "drasync.pb-c.h"
 
 #include <errno.h>
@@ -303,14 +304,9 @@ int ds_wire_record_encode(ds_wire_encoder *enc, const ds_record *rec, uint8_t **
 		if (rec->payload_len >= enc->threshold) {
 			size_t bound = ZSTD_compressBound(rec->payload_len);
 			size_t z;
-			if (bound > enc->zcap) {
-				uint8_t *nb = realloc(enc->zbuf, bound);
-				if (!nb) {
-					rc = -ENOMEM;
-					goto out;
-				}
-				enc->zbuf = nb;
-				enc->zcap = bound;
+			if (ds_grow((void **)&enc->zbuf, &enc->zcap, bound, 1) < 0) {
+				rc = -ENOMEM;
+				goto out;
 			}
 			z = ZSTD_compress2(enc->cctx, enc->zbuf, enc->zcap, rec->payload,
 					   rec->payload_len);

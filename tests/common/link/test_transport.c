@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "drasync/buf.h"
 #include "drasync/inbox.h"
 #include "drasync/keys.h"
 #include "drasync/outbox.h"
@@ -56,10 +57,8 @@ static void on_event(void *ud, const ds_transport_event *ev)
 		return;
 	n = snprintf(line, sizeof(line), "%s|%s|%s\n", ev->name, ev->peer, ev->detail);
 	pthread_mutex_lock(&e->mu);
-	if (e->len + (size_t)n + 1 > e->cap) {
-		e->cap = (e->cap + (size_t)n + 1) * 2;
-		e->text = realloc(e->text, e->cap);
-	}
+	if (ds_grow((void **)&e->text, &e->cap, e->len + (size_t)n + 1, 1) < 0)
+		abort();
 	memcpy(e->text + e->len, line, (size_t)n + 1);
 	e->len += (size_t)n;
 	pthread_mutex_unlock(&e->mu);
