@@ -64,25 +64,15 @@ static bool needs_quotes(const char *s, size_t len)
 	return memchr(s, '\0', len) != NULL;
 }
 
-struct sbuf {
-	char *p;
-	size_t len, cap;
-};
-
-static int sbuf_write(void *data, unsigned char *buffer, size_t size)
+/* libyaml's write handler: into the ds_str (a failed add is read back by em_fail). */
+static int str_write(void *data, unsigned char *buffer, size_t size)
 {
-	struct sbuf *b = data;
-
-	if (ds_grow((void **)&b->p, &b->cap, b->len + size + 1, 1))
-		return 0;
-	memcpy(b->p + b->len, buffer, size);
-	b->len += size;
-	b->p[b->len] = '\0';
-	return 1;
+	return ds_str_add(data, buffer, size) == 0;
 }
 
 struct em {
 	yaml_emitter_t e;
+	ds_str out; /* the document, bounded by DS_YAML_MAX_INPUT so it can be read back */
 	ds_err *err;
 	int rc;
 };
@@ -94,6 +84,14 @@ static int em_fail(struct em *em)
 		ds_err_set(em->err, "out of memory while writing YAML");
 		return -ENOMEM;
 	case YAML_WRITER_ERROR:
+		if (ds_str_error(&em->out) == -E2BIG) {
+			ds_err_set(em->err, "YAML output larger than %u bytes", DS_YAML_MAX_INPUT);
+			return -E2BIG;
+		}
+		if (ds_str_error(&em->out) == -ENOMEM) {
+			ds_err_set(em->err, "out of memory while writing YAML");
+			return -ENOMEM;
+		}
 		ds_err_set(em->err, "cannot write YAML: %s",
 			   em->e.problem ? em->e.problem : "write error");
 		return -EIO;
@@ -262,7 +260,6 @@ static int emit_doc(struct em *em, const json_t *value)
 int ds_yaml_emit_string(const json_t *value, char **out, ds_err *err)
 {
 	struct em em;
-	struct sbuf b = {0};
 	int rc;
 
 	if (!out) {
@@ -270,26 +267,27 @@ int ds_yaml_emit_string(const json_t *value, char **out, ds_err *err)
 		return -EINVAL;
 	}
 	memset(&em, 0, sizeof(em));
+	ds_str_init(&em.out, DS_YAML_MAX_INPUT);
 	em.err = err;
 	if (!yaml_emitter_initialize(&em.e)) {
 		ds_err_set(err, "out of memory");
 		return -ENOMEM;
 	}
-	yaml_emitter_set_output(&em.e, sbuf_write, &b);
+	yaml_emitter_set_output(&em.e, str_write, &em.out);
 	rc = emit_doc(&em, value);
 	yaml_emitter_delete(&em.e);
-	if (!rc && !b.p && ds_grow((void **)&b.p, &b.cap, 1, 1))
-		rc = -ENOMEM;
-	if (rc) {
-		if (rc == -ENOMEM && err && !err->msg[0])
-			ds_err_set(err, "out of memory");
-		free(b.p);
-		return rc;
+	if (!rc) {
+		char *doc = ds_str_take(&em.out, NULL);
+
+		if (doc)
+			*out = doc;
+		else
+			rc = -ENOMEM;
 	}
-	if (!b.len)
-		b.p[0] = '\0';
-	*out = b.p;
-	return 0;
+	if (rc == -ENOMEM && err && !err->msg[0])
+		ds_err_set(err, "out of memory");
+	ds_str_dispose(&em.out);
+	return rc;
 }
 
 int ds_yaml_emit(FILE *out, const json_t *value, ds_err *err)

@@ -80,7 +80,8 @@ void ds_yaml_locs_free(ds_yaml_locs *locs);
  * strings quoted whenever a plain scalar would be read back as another type or
  * would not be valid), so that ds_yaml_parse() of the output gives an equal value.
  * Does not write the "---" separator. Nothing is written on failure.
- * @return 0, -EIO, -ENOMEM, -EINVAL (nested deeper than DS_YAML_MAX_DEPTH)
+ * @return 0, -EIO, -ENOMEM, -EINVAL (nested deeper than DS_YAML_MAX_DEPTH),
+ *         -E2BIG (the document would be longer than DS_YAML_MAX_INPUT)
  */
 int ds_yaml_emit(FILE *out, const json_t *value, ds_err *err);
 
