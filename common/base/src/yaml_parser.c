@@ -659,200 +659,235 @@ out:
 	return rc;
 }
 
+/*
+ * Merge the value of a "<<" key (a mapping, or a list of mappings whose
+ * earlier entries win) into obj. Locations of the sources were recorded from
+ * entry loc_a on, under `prefix` (the "<<" key's pointer).
+ */
+static int merge_value(struct ps *ps, const yaml_event_t *kev, json_t *obj, json_t *merged,
+		       json_t *v, size_t loc_a, const char *prefix, size_t plen)
+{
+	size_t i, loc_b = ps->locs ? ps->locs->n : 0;
+	json_t *m;
+	int rc = 0;
+
+	if (json_is_object(v))
+		return merge_one(ps, obj, merged, v, loc_a, loc_b, prefix, plen);
+	if (!json_is_array(v))
+		return fail(ps, &kev->start_mark, -EBADMSG,
+			    "merge key '<<' needs a mapping or a list of mappings");
+	json_array_foreach (v, i, m) {
+		if (!json_is_object(m))
+			return fail(ps, &kev->start_mark, -EBADMSG,
+				    "merge key '<<' needs a mapping or a list of mappings");
+	}
+	/* Earlier sources win, so merge them first. */
+	json_array_foreach (v, i, m) {
+		char *ip = NULL;
+
+		if (ps->locs && asprintf(&ip, "%.*s/%zu", (int)plen, prefix, i) < 0)
+			return -ENOMEM;
+		rc = merge_one(ps, obj, merged, m, loc_a, loc_b, ip, ip ? strlen(ip) : 0);
+		free(ip);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* A "<<" entry of a mapping: parse its value and merge it into obj. */
+static int map_merge(struct ps *ps, int depth, const yaml_event_t *kev, json_t *obj,
+		     json_t **merged, struct built *out)
+{
+	yaml_event_t vev;
+	struct built c = {0};
+	size_t base = ps->ptrlen, loc_a = ps->locs ? ps->locs->n : 0, plen = 0;
+	char *prefix = NULL;
+	int rc;
+
+	if (ps->locs) {
+		if ((rc = ptr_push(ps, "<<", 2)) != 0)
+			return rc;
+		prefix = strndup(ps->ptr, ps->ptrlen);
+		plen = ps->ptrlen;
+		if (!prefix)
+			return -ENOMEM;
+	}
+	rc = next(ps, &vev);
+	if (!rc)
+		rc = parse_node(ps, &vev, depth + 1, &kev->start_mark, &c);
+	ps->ptrlen = base;
+	if (!rc && !*merged && !(*merged = json_object()))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = merge_value(ps, kev, obj, *merged, c.v, loc_a, prefix, plen);
+	if (!rc) {
+		out->nodes += c.nodes;
+		if (c.height > out->height)
+			out->height = c.height;
+	}
+	free(prefix);
+	json_decref(c.v);
+	return rc;
+}
+
+/* The key text of a scalar key; an anchor on it is defined here. */
+static int key_of_scalar(struct ps *ps, const yaml_event_t *kev, char *kbuf, size_t size,
+			 const char **key, size_t *klen)
+{
+	struct res r = {0};
+	int rc = scalar_res(ps, kev, &r);
+
+	if (rc)
+		return rc;
+	if (r.kind == R_STR) {
+		*key = (const char *)kev->data.scalar.value;
+		*klen = kev->data.scalar.length;
+	} else {
+		rc = key_from_res(ps, &kev->start_mark, &r, kbuf, size);
+		if (rc)
+			return rc;
+		*key = kbuf;
+		*klen = strlen(kbuf);
+	}
+	if (kev->data.scalar.anchor) {
+		json_t *kv = r.kind == R_STR || r.kind == R_NONFINITE ? json_stringn(*key, *klen)
+								      : json_from_res(&r);
+
+		rc = anchor_add(ps, (const char *)kev->data.scalar.anchor, kv);
+	}
+	return rc;
+}
+
+/* The key text of an alias used as a key: its anchored scalar, as a key string. */
+static int key_of_alias(struct ps *ps, const yaml_event_t *kev, char *kbuf, size_t size,
+			const char **key, size_t *klen)
+{
+	struct anchor *a = anchor_find(ps, (const char *)kev->data.alias.anchor);
+	struct res r = {0};
+	int rc;
+
+	if (!a || !a->value)
+		return fail(ps, &kev->start_mark, -EBADMSG, "unknown anchor '%s'",
+			    (const char *)kev->data.alias.anchor);
+	if (json_is_string(a->value)) {
+		*key = json_string_value(a->value);
+		*klen = json_string_length(a->value);
+		return 0;
+	}
+	r.kind = json_is_null(a->value)	     ? R_NULL
+		 : json_is_boolean(a->value) ? R_BOOL
+		 : json_is_integer(a->value) ? R_INT
+		 : json_is_real(a->value)    ? R_REAL
+					     : R_STR;
+	r.b = json_is_true(a->value);
+	r.i = json_integer_value(a->value);
+	r.d = json_real_value(a->value);
+	if (r.kind == R_STR)
+		return fail(ps, &kev->start_mark, -EBADMSG, "unsupported mapping key: a %s",
+			    json_is_object(a->value) ? "mapping" : "sequence");
+	rc = key_from_res(ps, &kev->start_mark, &r, kbuf, size);
+	if (rc)
+		return rc;
+	*key = kbuf;
+	*klen = strlen(kbuf);
+	return 0;
+}
+
+/* The key of a mapping entry as a string (borrowed from kev, the anchors or kbuf). */
+static int map_key(struct ps *ps, const yaml_event_t *kev, char *kbuf, size_t size,
+		   const char **key, size_t *klen)
+{
+	if (kev->type == YAML_SCALAR_EVENT)
+		return key_of_scalar(ps, kev, kbuf, size, key, klen);
+	if (kev->type == YAML_ALIAS_EVENT)
+		return key_of_alias(ps, kev, kbuf, size, key, klen);
+	return fail(ps, &kev->start_mark, -EBADMSG, "unsupported mapping key: a %s",
+		    kev->type == YAML_MAPPING_START_EVENT ? "mapping" : "sequence");
+}
+
+/* Reject keys JSON cannot hold here and duplicates; an explicit key replaces a merged one. */
+static int map_check_key(struct ps *ps, const yaml_event_t *kev, json_t *obj, json_t *merged,
+			 const char *key, size_t klen)
+{
+	if (memchr(key, '\0', klen))
+		/* jansson's json_equal() and json_deep_copy() stop keys at a NUL. */
+		return fail(ps, &kev->start_mark, -EBADMSG, "mapping key contains a NUL character");
+	if (json_object_getn(obj, key, klen)) {
+		if (!merged || !json_object_getn(merged, key, klen))
+			return fail(ps, &kev->start_mark, -EBADMSG, "duplicate key '%.*s'",
+				    (int)(klen > 128 ? 128 : klen), key);
+		json_object_deln(merged, key, klen);
+	}
+	return 0;
+}
+
+/* Parse the value of the entry `key` and set it in obj. */
+static int map_value(struct ps *ps, int depth, const yaml_event_t *kev, json_t *obj,
+		     const char *key, size_t klen, struct built *out)
+{
+	yaml_event_t vev;
+	struct built c = {0};
+	size_t base = ps->ptrlen;
+	int rc;
+
+	if (ps->locs && (rc = ptr_push(ps, key, klen)) != 0)
+		return rc;
+	rc = next(ps, &vev);
+	if (!rc)
+		rc = parse_node(ps, &vev, depth + 1, &kev->start_mark, &c);
+	ps->ptrlen = base;
+	if (rc)
+		return rc;
+	if (json_object_setn_new(obj, key, klen, c.v))
+		return -ENOMEM;
+	out->nodes += c.nodes;
+	if (c.height + 1 > out->height)
+		out->height = c.height + 1;
+	return 0;
+}
+
+/* A mapping, entry by entry: a merge ("<<"), or a key checked and its value set. */
 static int parse_mapping(struct ps *ps, int depth, struct built *out)
 {
-	yaml_event_t kev, vev;
+	yaml_event_t kev;
 	json_t *obj = json_object();
 	json_t *merged = NULL; /* keys that came from "<<" (explicit keys replace them) */
-	size_t base = ps->ptrlen;
 	int rc = 0;
-	bool have_kev = false;
 
 	if (!obj)
 		return -ENOMEM;
 	out->nodes = 1;
 	out->height = 0;
 	for (;;) {
-		struct built c = {0};
-		struct res r = {0};
 		char kbuf[64];
-		const char *key;
-		size_t klen;
+		const char *key = NULL;
+		size_t klen = 0;
 
 		rc = next(ps, &kev);
 		if (rc)
 			goto out;
-		have_kev = true;
-		if (kev.type == YAML_MAPPING_END_EVENT)
-			break;
-		if (kev.type == YAML_SCALAR_EVENT && is_merge_key(&kev)) {
-			size_t loc_a = ps->locs ? ps->locs->n : 0;
-			char *prefix = NULL;
-			size_t plen = 0;
-
-			if (ps->locs) {
-				if ((rc = ptr_push(ps, "<<", 2)) != 0)
-					goto out;
-				prefix = strndup(ps->ptr, ps->ptrlen);
-				plen = ps->ptrlen;
-				if (!prefix) {
-					rc = -ENOMEM;
-					goto out;
-				}
-			}
-			rc = next(ps, &vev);
-			if (!rc)
-				rc = parse_node(ps, &vev, depth + 1, &kev.start_mark, &c);
-			ps->ptrlen = base;
-			if (!rc && !merged && !(merged = json_object()))
-				rc = -ENOMEM;
-			if (!rc && json_is_object(c.v)) {
-				rc = merge_one(ps, obj, merged, c.v, loc_a,
-					       ps->locs ? ps->locs->n : 0, prefix, plen);
-			} else if (!rc && json_is_array(c.v)) {
-				size_t i;
-				json_t *m;
-				size_t loc_b = ps->locs ? ps->locs->n : 0;
-
-				json_array_foreach (c.v, i, m) {
-					if (!json_is_object(m)) {
-						rc = fail(ps, &kev.start_mark, -EBADMSG,
-							  "merge key '<<' needs a mapping or a "
-							  "list of mappings");
-						break;
-					}
-				}
-				/* Earlier sources win, so merge them first. */
-				json_array_foreach (c.v, i, m) {
-					char *ip = NULL;
-
-					if (rc)
-						break;
-					if (ps->locs &&
-					    asprintf(&ip, "%.*s/%zu", (int)plen, prefix, i) < 0) {
-						ip = NULL;
-						rc = -ENOMEM;
-						break;
-					}
-					rc = merge_one(ps, obj, merged, m, loc_a, loc_b, ip,
-						       ip ? strlen(ip) : 0);
-					free(ip);
-				}
-			} else if (!rc) {
-				rc = fail(ps, &kev.start_mark, -EBADMSG,
-					  "merge key '<<' needs a mapping or a list of mappings");
-			}
-			if (!rc) {
-				out->nodes += c.nodes;
-				if (c.height > out->height)
-					out->height = c.height;
-			}
-			free(prefix);
-			json_decref(c.v);
+		if (kev.type == YAML_MAPPING_END_EVENT) {
 			yaml_event_delete(&kev);
-			have_kev = false;
-			if (rc)
-				goto out;
-			continue;
+			break;
 		}
-		if (kev.type == YAML_SCALAR_EVENT) {
-			rc = scalar_res(ps, &kev, &r);
-			if (rc)
-				goto out;
-			if (r.kind == R_STR) {
-				key = (const char *)kev.data.scalar.value;
-				klen = kev.data.scalar.length;
-			} else {
-				rc = key_from_res(ps, &kev.start_mark, &r, kbuf, sizeof(kbuf));
-				if (rc)
-					goto out;
-				key = kbuf;
-				klen = strlen(kbuf);
-			}
-			if (kev.data.scalar.anchor) {
-				json_t *kv = r.kind == R_STR || r.kind == R_NONFINITE
-						 ? json_stringn(key, klen)
-						 : json_from_res(&r);
-
-				rc = anchor_add(ps, (const char *)kev.data.scalar.anchor, kv);
-				if (rc)
-					goto out;
-			}
-		} else if (kev.type == YAML_ALIAS_EVENT) {
-			struct anchor *a = anchor_find(ps, (const char *)kev.data.alias.anchor);
-
-			if (!a || !a->value) {
-				rc = fail(ps, &kev.start_mark, -EBADMSG, "unknown anchor '%s'",
-					  (const char *)kev.data.alias.anchor);
-				goto out;
-			}
-			if (json_is_string(a->value)) {
-				key = json_string_value(a->value);
-				klen = json_string_length(a->value);
-			} else {
-				r.kind = json_is_null(a->value)	     ? R_NULL
-					 : json_is_boolean(a->value) ? R_BOOL
-					 : json_is_integer(a->value) ? R_INT
-					 : json_is_real(a->value)    ? R_REAL
-								     : R_STR;
-				r.b = json_is_true(a->value);
-				r.i = json_integer_value(a->value);
-				r.d = json_real_value(a->value);
-				if (r.kind == R_STR) {
-					rc =
-					    fail(ps, &kev.start_mark, -EBADMSG,
-						 "unsupported mapping key: a %s",
-						 json_is_object(a->value) ? "mapping" : "sequence");
-					goto out;
-				}
-				rc = key_from_res(ps, &kev.start_mark, &r, kbuf, sizeof(kbuf));
-				if (rc)
-					goto out;
-				key = kbuf;
-				klen = strlen(kbuf);
-			}
+		if (kev.type == YAML_SCALAR_EVENT && is_merge_key(&kev)) {
+			rc = map_merge(ps, depth, &kev, obj, &merged, out);
 		} else {
-			rc = fail(ps, &kev.start_mark, -EBADMSG, "unsupported mapping key: a %s",
-				  kev.type == YAML_MAPPING_START_EVENT ? "mapping" : "sequence");
-			goto out;
+			rc = map_key(ps, &kev, kbuf, sizeof(kbuf), &key, &klen);
+			if (!rc)
+				rc = map_check_key(ps, &kev, obj, merged, key, klen);
+			if (!rc)
+				rc = map_value(ps, depth, &kev, obj, key, klen, out);
 		}
-		if (memchr(key, '\0', klen)) {
-			/* jansson's json_equal() and json_deep_copy() stop keys at a NUL. */
-			rc = fail(ps, &kev.start_mark, -EBADMSG,
-				  "mapping key contains a NUL character");
-			goto out;
-		}
-		if (json_object_getn(obj, key, klen)) {
-			if (!merged || !json_object_getn(merged, key, klen)) {
-				rc = fail(ps, &kev.start_mark, -EBADMSG, "duplicate key '%.*s'",
-					  (int)(klen > 128 ? 128 : klen), key);
-				goto out;
-			}
-			json_object_deln(merged, key, klen);
-		}
-		if (ps->locs && (rc = ptr_push(ps, key, klen)) != 0)
-			goto out;
-		rc = next(ps, &vev);
-		if (!rc)
-			rc = parse_node(ps, &vev, depth + 1, &kev.start_mark, &c);
-		ps->ptrlen = base;
+		/* Only now: the key may point into the event. */
+		yaml_event_delete(&kev);
 		if (rc)
 			goto out;
-		if (json_object_setn_new(obj, key, klen, c.v)) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		out->nodes += c.nodes;
-		if (c.height + 1 > out->height)
-			out->height = c.height + 1;
-		yaml_event_delete(&kev);
-		have_kev = false;
 	}
 	out->v = obj;
 	obj = NULL;
 out:
-	if (have_kev)
-		yaml_event_delete(&kev);
 	json_decref(merged);
 	json_decref(obj);
 	return rc;
