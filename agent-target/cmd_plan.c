@@ -4,6 +4,7 @@
  */
 #include "commands.h"
 
+#include "drasync/buf.h"
 #include "drasync/dra_convert.h"
 #include "drasync/k8s_object.h"
 #include "drasync/manifest.h"
@@ -50,6 +51,15 @@ static void usage(FILE *out)
 		"configuration error.\n");
 }
 
+/* What the command line asks for. */
+struct args {
+	const char *config, *source_cluster;
+	const char **files; /* from argv */
+	size_t n_files;
+	int json_out, quiet;
+	enum ds_dra_version api;
+};
+
 struct key {
 	const char *kind, *ns, *name;
 };
@@ -59,10 +69,185 @@ struct plan {
 	json_t *held;	  /* standby: kept in the ledger, still checked */
 	struct key *keys; /* identity of each, for the preflight */
 	size_t n_keys;
+	json_t *required; /* set of the (needer, kind, namespace, name) already reported */
 	ds_report *rep;
-	const char *obj_desc;
+	const char *obj_desc; /* the object the preflight is at */
 	size_t n_required;
+	size_t n_apply, n_skip, n_hold, n_fail, n_bad_files;
 };
+
+/* @return -1 to go on, or the exit code (after --help or a usage error, reported) */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option opts[] = {
+	    {"config", required_argument, NULL, 'c'},
+	    {"filename", required_argument, NULL, 'f'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"target-api", required_argument, NULL, 'A'},
+	    {"source-cluster", required_argument, NULL, 'S'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:f:o:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			a->config = optarg;
+			break;
+		case 'f':
+			a->files[a->n_files++] = optarg;
+			break;
+		case 'o':
+			if (strcmp(optarg, "json") == 0)
+				a->json_out = 1;
+			else if (strcmp(optarg, "yaml") != 0) {
+				fprintf(stderr, "plan: -o %s: expected yaml or json\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'A':
+			if (ds_dra_version_parse(optarg, &a->api) < 0 ||
+			    a->api == DS_DRA_V1ALPHA3) {
+				fprintf(stderr,
+					"plan: --target-api %s: expected resource.k8s.io/v1, "
+					"resource.k8s.io/v1beta2 or resource.k8s.io/v1beta1\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			a->source_cluster = optarg;
+			break;
+		case 'q':
+			a->quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			fprintf(stderr, "plan: try 'drasync-target plan --help'\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "plan: unexpected argument '%s' (manifests are given with -f)\n",
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (!a->config || a->n_files == 0) {
+		fprintf(stderr, "plan: %s is required (try 'drasync-target plan --help')\n",
+			!a->config ? "--config FILE" : "-f FILE");
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* @return 0, or -1 after reporting a configuration error */
+static int load_config(const struct args *a, ds_target_config **cfg)
+{
+	char buf[600];
+	ds_err err;
+	int r = ds_target_config_load(cfg, a->config, &err);
+
+	if (r < 0) {
+		if (!err.msg[0])
+			ds_err_set(&err, "%s", strerror(-r));
+		fprintf(stderr, "plan: configuration error: %s\n",
+			ds_err_format(&err, buf, sizeof(buf)));
+		return -1;
+	}
+	return 0;
+}
+
+/* Every -f file into man; a file that cannot be read is reported and skipped. @return 0, -ENOMEM */
+static int load_manifests(const struct args *a, ds_manifest *man, struct plan *p)
+{
+	char buf[600];
+	ds_err err;
+
+	for (size_t i = 0; i < a->n_files; i++) {
+		int r;
+
+		ds_err_clear(&err);
+		r = ds_manifest_load(man, a->files[i], &err);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0) {
+			if (!err.msg[0])
+				ds_err_setloc(&err, a->files[i], 0, 0, "%s", strerror(-r));
+			fprintf(stderr, "error       %s (file skipped)\n",
+				ds_err_format(&err, buf, sizeof(buf)));
+			p->n_bad_files++;
+		}
+	}
+	return 0;
+}
+
+/* File the transformed object by the transform's verdict r. @return 0, -ENOMEM */
+static int classify(struct plan *p, json_t *obj, int r)
+{
+	switch (r) {
+	case DS_TRANSFORM_APPLY:
+		p->n_apply++;
+		if (json_array_append(p->out, obj) < 0)
+			return -ENOMEM;
+		p->keys[p->n_keys++] =
+		    (struct key){ds_obj_kind(obj), ds_obj_namespace(obj), ds_obj_name(obj)};
+		return 0;
+	case DS_TRANSFORM_SKIP:
+		p->n_skip++;
+		return 0;
+	case DS_TRANSFORM_HOLD:
+		p->n_hold++;
+		return json_array_append(p->held, obj) < 0 ? -ENOMEM : 0;
+	default:
+		p->n_fail++;
+		return 0;
+	}
+}
+
+/* The report entries from `first` on, of manifest object i; errors are shown with --quiet too. */
+static void print_entries(const struct plan *p, const ds_manifest *man, size_t i, size_t first,
+			  int quiet)
+{
+	for (size_t k = first; k < ds_report_count(p->rep); k++) {
+		const ds_report_entry *e = ds_report_get(p->rep, k);
+
+		if (e->type == DS_REPORT_ERROR) {
+			char origin[300];
+			fprintf(stderr, "error       %s: %s: %s\n",
+				ds_manifest_origin(man, i, origin, sizeof(origin)),
+				e->object ? e->object : "-", e->message ? e->message : "");
+		} else if (!quiet) {
+			ds_report_entry_print(stderr, e);
+		}
+	}
+}
+
+/* The importer's pipeline on every object read. @return 0, -ENOMEM */
+static int transform_all(struct plan *p, ds_manifest *man, const struct args *a,
+			 const ds_target_config *cfg)
+{
+	ds_transform_opts topts = {
+	    .cfg = cfg, .dra_version = a->api, .source_cluster = a->source_cluster};
+
+	p->keys = calloc(ds_manifest_count(man) + 1, sizeof(*p->keys));
+	if (!p->keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < ds_manifest_count(man); i++) {
+		json_t *obj = ds_manifest_object(man, i);
+		size_t first = ds_report_count(p->rep);
+		int r = ds_transform_object(&topts, obj, p->rep);
+
+		if (r < 0 || classify(p, obj, r) < 0)
+			return -ENOMEM;
+		print_entries(p, man, i, first, a->quiet);
+	}
+	return 0;
+}
 
 static int in_plan(const struct plan *p, const char *kind, const char *ns, const char *name)
 {
@@ -75,27 +260,77 @@ static int in_plan(const struct plan *p, const char *kind, const char *ns, const
 	return 0;
 }
 
+/*
+ * Remember that the current object needs (kind, ns, name): the four fields,
+ * each length-prefixed, make one key of the set, so no two tuples share it.
+ * @return 1 when new, 0 when already required, -ENOMEM
+ */
+static int required_add(struct plan *p, const char *kind, const char *ns, const char *name)
+{
+	const char *f[] = {p->obj_desc, kind, ns, name};
+	ds_str k;
+	char *key;
+	int rc;
+
+	/* No field is longer than the input it was read from. */
+	ds_str_init(&k, 4 * (size_t)DS_YAML_MAX_INPUT);
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (f[i])
+			ds_str_addf(&k, "%zu:%s;", strlen(f[i]), f[i]);
+		else
+			ds_str_adds(&k, "-;");
+	}
+	key = ds_str_take(&k, NULL);
+	if (!key)
+		return -ENOMEM;
+	if (json_object_get(p->required, key))
+		rc = 0;
+	else /* names are not checked for UTF-8 here, and desc may be cut mid-character */
+		rc = json_object_set_new_nocheck(p->required, key, json_null()) < 0 ? -ENOMEM : 1;
+	free(key);
+	return rc;
+}
+
 static int need(void *ud, const char *kind, const char *ns, const char *name)
 {
 	struct plan *p = ud;
 	char msg[400];
+	int r;
 
 	if (in_plan(p, kind, ns, name))
 		return 0;
 	/* One line per distinct missing object and needer. */
-	for (size_t i = 0; i < ds_report_count(p->rep); i++) {
-		const ds_report_entry *e = ds_report_get(p->rep, i);
-		if (e->type == DS_REPORT_REQUIRE && e->message && e->object &&
-		    strcmp(e->object, p->obj_desc) == 0 && strstr(e->message, name) &&
-		    strstr(e->message, kind))
-			return 0;
-	}
+	r = required_add(p, kind, ns, name);
+	if (r <= 0)
+		return r;
 	snprintf(msg, sizeof(msg),
 		 "needs %s %s%s%s, which must exist on the target (it is not in "
 		 "this plan)",
 		 kind, ns ? ns : "", ns ? "/" : "", name);
 	p->n_required++;
 	return ds_report_add(p->rep, DS_REPORT_REQUIRE, p->obj_desc, NULL, NULL, NULL, NULL, msg);
+}
+
+/* Preflight: what the planned objects reference but the plan does not contain. @return 0, -ENOMEM
+ */
+static int preflight_all(struct plan *p, int quiet)
+{
+	size_t n_out = json_array_size(p->out);
+
+	for (size_t i = 0; i < n_out + json_array_size(p->held); i++) {
+		json_t *obj =
+		    i < n_out ? json_array_get(p->out, i) : json_array_get(p->held, i - n_out);
+		size_t first = ds_report_count(p->rep);
+		char desc[300];
+
+		p->obj_desc = ds_obj_describe(obj, desc, sizeof(desc));
+		if (ds_preflight_needs(obj, need, p) < 0)
+			return -ENOMEM;
+		for (size_t k = first; !quiet && k < ds_report_count(p->rep); k++)
+			ds_report_entry_print(stderr, ds_report_get(p->rep, k));
+	}
+	p->obj_desc = NULL;
+	return 0;
 }
 
 static int cmp_rank(const void *a, const void *b)
@@ -135,211 +370,119 @@ static int order_output(json_t *arr)
 	return r;
 }
 
+/* @return 0, or the negative errno of the failed write */
+static int put_stdout(const char *s, size_t len)
+{
+	if (len && fwrite(s, 1, len, stdout) != len)
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+/* One object as a YAML document. @return 0; -ENOMEM; a write's negative errno; -EINVAL/-E2BIG
+ * reported */
+static int put_yaml(const json_t *o)
+{
+	ds_err err = {0};
+	char *s = NULL;
+	int rc = ds_yaml_emit_string(o, &s, &err);
+
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0) {
+		/* Not a write error: the object cannot be written as YAML. */
+		fprintf(stderr, "plan: cannot write output: %s\n", err.msg);
+		return -ECANCELED;
+	}
+	rc = put_stdout(s, strlen(s));
+	free(s);
+	return rc;
+}
+
+/*
+ * The planned objects on stdout, flushed, so that a full disk or a closed
+ * pipe is known here. Nothing is reported for -ENOMEM and -ECANCELED.
+ * @return 0; -ENOMEM; -ECANCELED (reported); a write's negative errno
+ */
 static int print_output(json_t *out, int json_out)
 {
 	size_t i;
 	json_t *o;
-	ds_err err;
+	int rc = 0;
 
 	if (json_out) {
 		json_t *list = json_pack("{s:s, s:O, s:s, s:{s:s}}", "apiVersion", "v1", "items",
 					 out, "kind", "List", "metadata", "resourceVersion", "");
-		int r;
+		char *s = list ? json_dumps(list, JSON_INDENT(4) | JSON_PRESERVE_ORDER) : NULL;
 
-		if (!list)
-			return -ENOMEM;
-		r = json_dumpf(list, stdout, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
 		json_decref(list);
-		fputc('\n', stdout);
-		return r < 0 ? -EIO : 0;
-	}
-	json_array_foreach (out, i, o) {
-		if (i > 0)
-			fputs("---\n", stdout);
-		if (ds_yaml_emit(stdout, o, &err) < 0) {
-			fprintf(stderr, "plan: cannot write output: %s\n", err.msg);
-			return -EIO;
+		if (!s)
+			return -ENOMEM;
+		rc = put_stdout(s, strlen(s));
+		if (!rc)
+			rc = put_stdout("\n", 1);
+		free(s);
+	} else {
+		json_array_foreach (out, i, o) {
+			if (i > 0 && (rc = put_stdout("---\n", 4)) < 0)
+				break;
+			if ((rc = put_yaml(o)) < 0)
+				break;
 		}
 	}
-	return 0;
+	if (!rc && fflush(stdout) == EOF)
+		rc = errno ? -errno : -EIO;
+	return rc;
 }
 
-int ds_cmd_plan(int argc, char **argv)
+static void print_summary(const struct plan *p, const ds_target_config *cfg,
+			  enum ds_dra_version api)
 {
-	static const struct option opts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"filename", required_argument, NULL, 'f'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"target-api", required_argument, NULL, 'A'},
-	    {"source-cluster", required_argument, NULL, 'S'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *config = NULL, *source_cluster = NULL;
-	const char **files = NULL;
-	size_t n_files = 0;
-	int json_out = 0, quiet = 0, c, rc = EXIT_USAGE, r;
-	enum ds_dra_version api = DS_DRA_V1;
-	ds_target_config *cfg = NULL;
-	ds_manifest *man = NULL;
-	struct plan p = {0};
-	size_t n_apply = 0, n_skip = 0, n_hold = 0, n_fail = 0, n_bad_files = 0;
-	char buf[600];
-	ds_err err;
-
-	files = calloc((size_t)argc + 1, sizeof(*files));
-	if (!files)
-		goto oom;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:f:o:qh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			config = optarg;
-			break;
-		case 'f':
-			files[n_files++] = optarg;
-			break;
-		case 'o':
-			if (strcmp(optarg, "json") == 0)
-				json_out = 1;
-			else if (strcmp(optarg, "yaml") != 0) {
-				fprintf(stderr, "plan: -o %s: expected yaml or json\n", optarg);
-				goto out;
-			}
-			break;
-		case 'A':
-			if (ds_dra_version_parse(optarg, &api) < 0 || api == DS_DRA_V1ALPHA3) {
-				fprintf(stderr,
-					"plan: --target-api %s: expected resource.k8s.io/v1, "
-					"resource.k8s.io/v1beta2 or resource.k8s.io/v1beta1\n",
-					optarg);
-				goto out;
-			}
-			break;
-		case 'S':
-			source_cluster = optarg;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			rc = EXIT_OK;
-			goto out;
-		default:
-			fprintf(stderr, "plan: try 'drasync-target plan --help'\n");
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "plan: unexpected argument '%s' (manifests are given with -f)\n",
-			argv[optind]);
-		goto out;
-	}
-	if (!config || n_files == 0) {
-		fprintf(stderr, "plan: %s is required (try 'drasync-target plan --help')\n",
-			!config ? "--config FILE" : "-f FILE");
-		goto out;
-	}
-	r = ds_target_config_load(&cfg, config, &err);
-	if (r < 0) {
-		if (!err.msg[0])
-			ds_err_set(&err, "%s", strerror(-r));
-		fprintf(stderr, "plan: configuration error: %s\n",
-			ds_err_format(&err, buf, sizeof(buf)));
-		goto out;
-	}
-	if (ds_manifest_new(&man) < 0 || ds_report_new(&p.rep) < 0 || !(p.out = json_array()) ||
-	    !(p.held = json_array()))
-		goto oom;
-	for (size_t i = 0; i < n_files; i++) {
-		ds_err_clear(&err);
-		r = ds_manifest_load(man, files[i], &err);
-		if (r == -ENOMEM)
-			goto oom;
-		if (r < 0) {
-			if (!err.msg[0])
-				ds_err_setloc(&err, files[i], 0, 0, "%s", strerror(-r));
-			fprintf(stderr, "error       %s (file skipped)\n",
-				ds_err_format(&err, buf, sizeof(buf)));
-			n_bad_files++;
-		}
-	}
-
-	p.keys = calloc(ds_manifest_count(man) + 1, sizeof(*p.keys));
-	if (!p.keys)
-		goto oom;
-	ds_transform_opts topts = {
-	    .cfg = cfg, .dra_version = api, .source_cluster = source_cluster};
-	for (size_t i = 0; i < ds_manifest_count(man); i++) {
-		json_t *obj = ds_manifest_object(man, i);
-		size_t first = ds_report_count(p.rep);
-
-		r = ds_transform_object(&topts, obj, p.rep);
-		if (r < 0)
-			goto oom;
-		switch (r) {
-		case DS_TRANSFORM_APPLY:
-			n_apply++;
-			if (json_array_append(p.out, obj) < 0)
-				goto oom;
-			p.keys[p.n_keys++] =
-			    (struct key){ds_obj_kind(obj), ds_obj_namespace(obj), ds_obj_name(obj)};
-			break;
-		case DS_TRANSFORM_SKIP:
-			n_skip++;
-			break;
-		case DS_TRANSFORM_HOLD:
-			n_hold++;
-			if (json_array_append(p.held, obj) < 0)
-				goto oom;
-			break;
-		default:
-			n_fail++;
-			break;
-		}
-		for (size_t k = first; k < ds_report_count(p.rep); k++) {
-			const ds_report_entry *e = ds_report_get(p.rep, k);
-
-			if (e->type == DS_REPORT_ERROR) {
-				char origin[300];
-				fprintf(stderr, "error       %s: %s: %s\n",
-					ds_manifest_origin(man, i, origin, sizeof(origin)),
-					e->object ? e->object : "-", e->message ? e->message : "");
-			} else if (!quiet) {
-				ds_report_entry_print(stderr, e);
-			}
-		}
-	}
-	/* Preflight: what the planned objects reference but the plan does not contain. */
-	for (size_t i = 0; i < json_array_size(p.out) + json_array_size(p.held); i++) {
-		size_t n_out = json_array_size(p.out);
-		json_t *obj =
-		    i < n_out ? json_array_get(p.out, i) : json_array_get(p.held, i - n_out);
-		size_t first = ds_report_count(p.rep);
-		char desc[300];
-
-		p.obj_desc = ds_obj_describe(obj, desc, sizeof(desc));
-		if (ds_preflight_needs(obj, need, &p) < 0)
-			goto oom;
-		for (size_t k = first; !quiet && k < ds_report_count(p.rep); k++)
-			ds_report_entry_print(stderr, ds_report_get(p.rep, k));
-	}
-	if (order_output(p.out) < 0 || print_output(p.out, json_out) < 0)
-		goto oom;
-	fflush(stdout);
 	fprintf(stderr,
 		"plan: %zu to apply, %zu skipped, %zu held (standby), %zu failed; %zu DRA "
 		"reference(s) rewritten, %zu split, %zu attached, %zu device class(es) renamed; "
 		"%zu object(s) must already exist on the target; mode %s, %s\n",
-		n_apply, n_skip, n_hold, n_fail + n_bad_files,
-		ds_report_count_type(p.rep, DS_REPORT_REWRITE),
-		ds_report_count_type(p.rep, DS_REPORT_SPLIT),
-		ds_report_count_type(p.rep, DS_REPORT_ATTACH),
-		ds_report_count_type(p.rep, DS_REPORT_DEVICE_CLASS), p.n_required,
+		p->n_apply, p->n_skip, p->n_hold, p->n_fail + p->n_bad_files,
+		ds_report_count_type(p->rep, DS_REPORT_REWRITE),
+		ds_report_count_type(p->rep, DS_REPORT_SPLIT),
+		ds_report_count_type(p->rep, DS_REPORT_ATTACH),
+		ds_report_count_type(p->rep, DS_REPORT_DEVICE_CLASS), p->n_required,
 		ds_mode_name(ds_target_config_mode(cfg)), ds_dra_api_version(api));
-	rc = (n_fail || n_bad_files) ? EXIT_SOME_FAILED : EXIT_OK;
+}
+
+int ds_cmd_plan(int argc, char **argv)
+{
+	struct args a = {.api = DS_DRA_V1};
+	ds_target_config *cfg = NULL;
+	ds_manifest *man = NULL;
+	struct plan p = {0};
+	int rc = EXIT_USAGE, r;
+
+	a.files = calloc((size_t)argc + 1, sizeof(*a.files));
+	if (!a.files)
+		goto oom;
+	if ((r = parse_args(argc, argv, &a)) >= 0) {
+		rc = r;
+		goto out;
+	}
+	if (load_config(&a, &cfg) < 0)
+		goto out;
+	if (ds_manifest_new(&man) < 0 || ds_report_new(&p.rep) < 0 || !(p.out = json_array()) ||
+	    !(p.held = json_array()) || !(p.required = json_object()))
+		goto oom;
+	if (load_manifests(&a, man, &p) < 0 || transform_all(&p, man, &a, cfg) < 0 ||
+	    preflight_all(&p, a.quiet) < 0 || order_output(p.out) < 0)
+		goto oom;
+	r = print_output(p.out, a.json_out);
+	if (r == -ENOMEM)
+		goto oom;
+	if (r < 0) {
+		if (r != -ECANCELED)
+			fprintf(stderr, "plan: writing to stdout: %s\n", strerror(-r));
+		rc = EXIT_SOME_FAILED;
+		goto out;
+	}
+	print_summary(&p, cfg, a.api);
+	rc = (p.n_fail || p.n_bad_files) ? EXIT_SOME_FAILED : EXIT_OK;
 	goto out;
 oom:
 	fprintf(stderr, "plan: out of memory\n");
@@ -347,10 +490,11 @@ oom:
 out:
 	json_decref(p.out);
 	json_decref(p.held);
+	json_decref(p.required);
 	free(p.keys);
 	ds_report_free(p.rep);
 	ds_manifest_free(man);
 	ds_target_config_free(cfg);
-	free(files);
+	free(a.files);
 	return rc;
 }

@@ -458,6 +458,60 @@ static void test_plan__stdin_and_lists(void **state)
 	tu_run_dispose(&r);
 }
 
+/* Every missing object is required once per needer, even when its name contains another's. */
+static void test_plan__each_missing_object_required_once(void **state)
+{
+	const char *pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns1}\n"
+			  "spec:\n  containers:\n  - name: c\n    image: x\n"
+			  "    resources: {claims: [{name: a}, {name: b}, {name: c}]}\n"
+			  "  resourceClaims:\n"
+			  "  - {name: a, resourceClaimName: gpu-claim-long}\n"
+			  "  - {name: b, resourceClaimName: gpu-claim}\n"
+			  "  - {name: c, resourceClaimName: gpu-claim-long}\n";
+	struct tu_run r;
+	const char *at;
+	int lines = 0;
+
+	(void)state;
+	plan(&r, pod, (const char *[]){"-c", migrate_cfg(), "-f", "-", "-o", "json", NULL});
+	assert_int_equal(r.status, 0);
+	for (at = r.err; (at = strstr(at, "needs ResourceClaim ")); at++)
+		lines++;
+	if (lines != 2 || !strstr(r.err, "needs ResourceClaim ns1/gpu-claim-long,") ||
+	    !strstr(r.err, "needs ResourceClaim ns1/gpu-claim,") ||
+	    !strstr(r.err, "2 object(s) must already exist on the target"))
+		fail_msg("expected gpu-claim-long and gpu-claim required once each:\n%s", r.err);
+	tu_run_dispose(&r);
+}
+
+/* A full stdout is an error of its own, not "out of memory", and not a success. */
+static void test_plan__write_error_on_stdout_is_reported(void **state)
+{
+	static const char *const outputs[] = {"yaml", "json"};
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		const char *argv[] = {
+		    tu_env("DS_TARGET_BIN"),
+		    "plan",
+		    "-c",
+		    migrate_cfg(),
+		    "-f",
+		    tu_fixture("dra-example-driver/v1/basic-shared-claim-across-pods.yaml"),
+		    "-o",
+		    outputs[i],
+		    NULL};
+		struct tu_run r;
+
+		tu_run_to(&r, NULL, "/dev/full", argv);
+		if (r.status != 1 ||
+		    !strstr(r.err, "plan: writing to stdout: No space left on device") ||
+		    strstr(r.err, "out of memory"))
+			fail_msg("-o %s to /dev/full: exit %d\n%s", outputs[i], r.status, r.err);
+		tu_run_dispose(&r);
+	}
+}
+
 /* Truncated and garbage input never crashes plan (ASan/UBSan would abort it). */
 static void test_plan__truncated_and_garbage_input(void **state)
 {
@@ -519,6 +573,8 @@ int main(void)
 	    cmocka_unit_test(test_plan__usage_and_config_errors_exit_2),
 	    cmocka_unit_test(test_plan__stdin_and_lists),
 	    cmocka_unit_test(test_plan__truncated_and_garbage_input),
+	    cmocka_unit_test(test_plan__each_missing_object_required_once),
+	    cmocka_unit_test(test_plan__write_error_on_stdout_is_reported),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

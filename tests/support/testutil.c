@@ -107,6 +107,12 @@ static void append(char **buf, size_t *len, size_t *cap, const char *data, size_
 
 void tu_run(struct tu_run *r, const char *input, const char *const argv[])
 {
+	tu_run_to(r, input, NULL, argv);
+}
+
+void tu_run_to(struct tu_run *r, const char *input, const char *stdout_path,
+	       const char *const argv[])
+{
 	int in[2], out[2], err[2];
 	size_t olen = 0, ocap = 0, elen = 0, ecap = 0, ilen, ioff = 0;
 	pid_t pid;
@@ -121,6 +127,15 @@ void tu_run(struct tu_run *r, const char *input, const char *const argv[])
 	if (pid == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
+		if (stdout_path) {
+			int fd = open(stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+			if (fd < 0 || dup2(fd, 1) < 0) {
+				fprintf(stderr, "open %s: %s\n", stdout_path, strerror(errno));
+				_exit(127);
+			}
+			close(fd);
+		}
 		dup2(err[1], 2);
 		close(in[0]);
 		close(in[1]);

@@ -56,6 +56,10 @@ struct tu_run {
  * stdout and stderr. Fails the test when the program cannot be started.
  */
 void tu_run(struct tu_run *r, const char *input, const char *const argv[]);
+
+/** As tu_run(), with stdout written to the file at stdout_path (r->out stays ""). */
+void tu_run_to(struct tu_run *r, const char *input, const char *stdout_path,
+	       const char *const argv[]);
 void tu_run_dispose(struct tu_run *r);
 
 #endif
