@@ -149,7 +149,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 static int load_config(const struct args *a, ds_target_config **cfg)
 {
 	char buf[600];
-	ds_err err;
+	ds_err err = {0};
 	int r = ds_target_config_load(cfg, a->config, &err);
 
 	if (r < 0) {
@@ -166,7 +166,7 @@ static int load_config(const struct args *a, ds_target_config **cfg)
 static int load_manifests(const struct args *a, ds_manifest *man, struct plan *p)
 {
 	char buf[600];
-	ds_err err;
+	ds_err err = {0};
 
 	for (size_t i = 0; i < a->n_files; i++) {
 		int r;

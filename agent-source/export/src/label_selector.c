@@ -18,7 +18,7 @@ struct req {
 	char *key;
 	enum op op;
 	char **values;
-	size_t n_values;
+	size_t n_values, cap_values;
 	long long num; /* OP_GT, OP_LT */
 };
 
@@ -187,18 +187,14 @@ bool ds_label_key_valid(const char *s, size_t len)
 
 static int add_value(struct req *r, const char *s, size_t len)
 {
-	char **v;
-
 	/* Sets: "a, a" is one value. */
 	for (size_t i = 0; i < r->n_values; i++)
 		if (strlen(r->values[i]) == len && memcmp(r->values[i], s, len) == 0)
 			return 0;
-	v = realloc(r->values, (r->n_values + 1) * sizeof(*v));
-	if (!v)
+	if (ds_grow((void **)&r->values, &r->cap_values, r->n_values + 1, sizeof(*r->values)) < 0)
 		return -ENOMEM;
-	r->values = v;
-	v[r->n_values] = strndup(s, len);
-	if (!v[r->n_values])
+	r->values[r->n_values] = strndup(s, len);
+	if (!r->values[r->n_values])
 		return -ENOMEM;
 	r->n_values++;
 	return 0;

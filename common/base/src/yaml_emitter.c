@@ -287,7 +287,7 @@ int ds_yaml_emit_string(const json_t *value, char **out, ds_err *err)
 	if (rc == -ENOMEM && err && !err->msg[0])
 		ds_err_set(err, "out of memory");
 	ds_str_dispose(&em.out);
-	return rc;
+	return ds_err_fallback(err, rc);
 }
 
 int ds_yaml_emit(FILE *out, const json_t *value, ds_err *err)
@@ -308,5 +308,5 @@ int ds_yaml_emit(FILE *out, const json_t *value, ds_err *err)
 		rc = -EIO;
 	}
 	free(s);
-	return rc;
+	return ds_err_fallback(err, rc);
 }
