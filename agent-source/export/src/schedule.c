@@ -78,7 +78,7 @@ int ds_schedule_next(const ds_schedule *s, int64_t last_ms, int64_t now_ms, int6
 		     uint64_t *missed, ds_err *err)
 {
 	uint64_t skipped = 0;
-	int64_t next;
+	int64_t next = 0;
 	int rc;
 
 	if (s->mode == DS_SCHEDULE_INTERVAL) {
@@ -103,7 +103,7 @@ int ds_schedule_next(const ds_schedule *s, int64_t last_ms, int64_t now_ms, int6
 			int64_t t = last_ms;
 
 			while (skipped < 1000) {
-				int64_t n;
+				int64_t n = 0;
 
 				rc = cron_after(s, t, &n, err);
 				if (rc < 0 || n > now_ms)
