@@ -201,9 +201,15 @@ func filler(n int) string {
 }
 
 func (g *gen) meta(i int, kind string) metav1.ObjectMeta {
+	// Mixed: each run of len(mixedKinds) objects goes to one namespace, so
+	// that every kind lands in every namespace.
+	ns := i % len(g.ns)
+	if g.mode == "mixed" {
+		ns = i / len(mixedKinds) % len(g.ns)
+	}
 	return metav1.ObjectMeta{
 		Name:      fmt.Sprintf("%s-%s-%d", g.prefix, strings.ToLower(kind), i),
-		Namespace: g.ns[i%len(g.ns)],
+		Namespace: g.ns[ns],
 		Labels: map[string]string{
 			"app.kubernetes.io/managed-by": "drasync-loadgen",
 			"app":                          fmt.Sprintf("%s-%d", g.prefix, i%100),
