@@ -10,7 +10,7 @@
  *   (a) first pass over MIXED objects (tests/bench/loadgen -mode mixed):
  *       wall time from the agent's start to its exit (`schedule: once` exits
  *       once the target has acknowledged every record) -> records/s, and the
- *       agent's peak RSS (wait4 ru_maxrss);
+ *       agent's peak RSS (VmHWM, see struct child);
  *   (b) one ConfigMap changed (loadgen -patch), the agent run once more on
  *       the same state: records received and bytes on the wire for that run;
  *   (c) first pass over CONFIGMAPS ConfigMaps in a fresh state dir, against
@@ -29,6 +29,7 @@
 #include "drasync/outbox.h"
 #include "drasync/receiver.h"
 #include "drasync/sender.h"
+#include "drasync/source_config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,7 +44,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -330,26 +330,55 @@ static void target_stop(struct target *t)
 
 /* ---- child processes ------------------------------------------------------ */
 
+/*
+ * The peak RSS of a child is its VmHWM (/proc/PID/status), read every few
+ * milliseconds while it runs: the kernel's high-water mark of the program's
+ * own address space. wait4's ru_maxrss is not used for the figure: Linux
+ * folds into it the RSS of the address space the child had before exec,
+ * which after fork() is a copy of this harness's.
+ */
 struct child {
-	int status;	 /* exit code, 128+signal, or -1 when killed at the timeout */
-	double seconds;	 /* spawn to exit */
-	long maxrss_kib; /* wait4 ru_maxrss */
+	int status;	/* exit code, 128+signal, or -1 when killed at the timeout */
+	double seconds; /* spawn to exit */
+	long hwm_kib;	/* the last VmHWM read before the exit */
 };
+
+static long vm_hwm_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmHWM:", 6) == 0) {
+			kib = strtol(line + 6, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return kib;
+}
 
 /* Run argv, its stdout and stderr appended to `log`; kill it after timeout_s. */
 static void run_child(struct child *c, const char *const argv[], const char *log, double timeout_s)
 {
-	struct rusage ru;
 	double t0 = now_s();
-	int st = 0;
+	int st = 0, exec_pipe[2];
+	char byte;
 	pid_t pid;
 
 	memset(c, 0, sizeof(*c));
+	if (pipe2(exec_pipe, O_CLOEXEC) < 0)
+		die("pipe: %s", strerror(errno));
 	pid = fork();
 	if (pid < 0)
 		die("fork: %s", strerror(errno));
 	if (pid == 0) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		close(exec_pipe[0]);
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
@@ -357,26 +386,36 @@ static void run_child(struct child *c, const char *const argv[], const char *log
 		}
 		execv(argv[0], (char *const *)argv);
 		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+		if (write(exec_pipe[1], "x", 1) < 0)
+			_exit(126);
 		_exit(127);
 	}
+	/* The pipe closes on exec: from then on /proc shows the program's own
+	 * address space, not the copy of ours that fork() made. */
+	close(exec_pipe[1]);
+	while (read(exec_pipe[0], &byte, 1) < 0 && errno == EINTR)
+		;
+	close(exec_pipe[0]);
 	for (;;) {
-		pid_t w = wait4(pid, &st, WNOHANG, &ru);
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		long hwm;
 		if (w == pid)
 			break;
 		if (w < 0 && errno != EINTR)
-			die("wait4: %s", strerror(errno));
+			die("waitpid: %s", strerror(errno));
+		hwm = vm_hwm_kib(pid);
+		if (hwm > c->hwm_kib)
+			c->hwm_kib = hwm;
 		if (now_s() - t0 > timeout_s) {
 			kill(pid, SIGKILL);
-			wait4(pid, &st, 0, &ru);
+			waitpid(pid, &st, 0);
 			c->seconds = now_s() - t0;
 			c->status = -1;
-			c->maxrss_kib = ru.ru_maxrss;
 			return;
 		}
-		usleep(5000);
+		usleep(2000);
 	}
 	c->seconds = now_s() - t0;
-	c->maxrss_kib = ru.ru_maxrss;
 	c->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -534,7 +573,7 @@ static int bench(const struct opts *o)
 	print_wire("first pass (mixed)", &t.counts);
 	printf("first pass (mixed): %.2f s from the agent's start to its exit (all acknowledged): "
 	       "%.0f objects/s; peak RSS %.1f MiB\n",
-	       a.seconds, rate, (double)a.maxrss_kib / 1024);
+	       a.seconds, rate, (double)a.hwm_kib / 1024);
 	fflush(stdout);
 
 	{
@@ -560,7 +599,7 @@ static int bench(const struct opts *o)
 	print_records("one change", &t.counts);
 	print_wire("one change", &t.counts);
 	printf("one change: the agent ran %.2f s; peak RSS %.1f MiB\n", b.seconds,
-	       (double)b.maxrss_kib / 1024);
+	       (double)b.hwm_kib / 1024);
 	fflush(stdout);
 	target_stop(&t);
 
@@ -579,13 +618,13 @@ static int bench(const struct opts *o)
 	    "first pass (%u ConfigMaps of %u bytes): %.2f s, %.0f objects/s; peak RSS %.1f MiB\n",
 	    o->configmaps, o->configmap_size, c.seconds,
 	    (double)atomic_load(&t.counts.ops[DS_RECORD_UPSERT]) / c.seconds,
-	    (double)c.maxrss_kib / 1024);
+	    (double)c.hwm_kib / 1024);
 	target_stop(&t);
 
 	printf("targets: one_change_records = 1, one_change_bytes < 4096, rss_mb_100k <= 64\n");
 	printf("RESULT first_pass_per_s=%.0f one_change_records=%llu one_change_bytes=%llu "
 	       "rss_mb_100k=%.0f\n",
-	       rate, b_records, b_bytes, (double)c.maxrss_kib / 1024);
+	       rate, b_records, b_bytes, (double)c.hwm_kib / 1024);
 	return 0;
 }
 
@@ -666,6 +705,54 @@ static int selftest(const char *work)
 	if (up < bytes || down == 0 || atomic_load(&t.counts.connections) < 1) {
 		fprintf(stderr, "selftest: the relay counted up=%llu down=%llu\n", up, down);
 		fails++;
+	}
+
+	/* The configuration the agent gets is one its parser accepts. */
+	{
+		char cfg[700], log[700];
+		ds_source_config *sc_file = NULL;
+		size_t n_ns = 0;
+		struct child c;
+		const char *const sh[] = {"/bin/sh", "-c", "echo hi; exit 3", NULL};
+		const char *const py[] = {"/usr/bin/python3", "-c",
+					  "import time; x = bytearray(48 << 20); time.sleep(0.3)",
+					  NULL};
+
+		snprintf(cfg, sizeof(cfg), "%s/source.yaml", work);
+		write_config(cfg, "/tmp/state", "bench-a,bench-b", 7450, &server,
+			     "/tmp/keys/source.key", "/tmp/kubeconfig");
+		if (ds_source_config_load(&sc_file, cfg, &err) < 0) {
+			fprintf(stderr, "selftest: the written config is refused: %s\n", err.msg);
+			fails++;
+		} else {
+			const char *const *ns = ds_source_config_namespaces(sc_file, &n_ns);
+			if (n_ns != 2 || strcmp(ns[1], "bench-b") != 0 ||
+			    ds_source_config_schedule(sc_file)->mode != DS_SCHEDULE_ONCE ||
+			    strcmp(ds_source_config_endpoint(sc_file), "tcp://127.0.0.1:7450") !=
+				0) {
+				fprintf(stderr, "selftest: the written config reads back wrong\n");
+				fails++;
+			}
+		}
+		ds_source_config_free(sc_file);
+
+		/* Children: exit status, and the peak RSS of the program itself. */
+		snprintf(log, sizeof(log), "%s/child.log", work);
+		run_child(&c, sh, log, 10);
+		if (c.status != 3) {
+			fprintf(stderr, "selftest: /bin/sh exited %d, not 3\n", c.status);
+			fails++;
+		}
+		if (access(py[0], X_OK) == 0) {
+			run_child(&c, py, log, 30);
+			printf("selftest: python3 holding 48 MiB: VmHWM %.1f MiB\n",
+			       (double)c.hwm_kib / 1024);
+			if (c.status != 0 || c.hwm_kib < 48 * 1024 || c.hwm_kib > 120 * 1024) {
+				fprintf(stderr, "selftest: python3 status %d, VmHWM %ld KiB\n",
+					c.status, c.hwm_kib);
+				fails++;
+			}
+		}
 	}
 	printf("selftest: %s\n", fails ? "FAILED" : "ok");
 	return fails ? 1 : 0;
