@@ -83,6 +83,9 @@ struct counts {
 	atomic_ullong up, down;	      /* TCP payload through the relay */
 	atomic_ullong connections;
 	atomic_ullong last_record_ns; /* CLOCK_MONOTONIC of the last record committed */
+	/* The first few records, "Kind namespace/name" (only the handler's thread writes). */
+	char first[4][160];
+	unsigned n_first;
 };
 
 static void counts_reset(struct counts *c)
@@ -96,6 +99,7 @@ static void counts_reset(struct counts *c)
 	atomic_store(&c->down, 0);
 	atomic_store(&c->connections, 0);
 	atomic_store(&c->last_record_ns, 0);
+	c->n_first = 0;
 }
 
 static size_t slen(const char *s)
@@ -113,6 +117,9 @@ static void on_record(void *ud, const char *source, const ds_record *rec, ds_rec
 	(void)source;
 	for (size_t i = 0; i < rec->manifest_len; i++)
 		env += slen(rec->manifest[i].key) + DS_HASH_LEN;
+	if (c->n_first < 4 && rec->op == DS_RECORD_UPSERT)
+		snprintf(c->first[c->n_first++], sizeof(c->first[0]), "%s %s/%s", rec->kind,
+			 rec->ns ? rec->ns : "", rec->name);
 	atomic_fetch_add(&c->records, 1);
 	if (rec->op > 0 && rec->op < DS_RECORD_OP_MAX)
 		atomic_fetch_add(&c->ops[rec->op], 1);
@@ -481,9 +488,10 @@ static void loadgen(const struct opts *o, const char *mode, const char *namespac
 		show_tail(log);
 		die("loadgen -mode %s failed", mode);
 	}
-	printf("generated %u %s objects in %u namespace(s) in %.1f s (%.0f/s, %u workers)\n", count,
-	       mode, strcmp(mode, "mixed") == 0 ? o->mixed_ns : o->configmap_ns, c.seconds,
-	       count / c.seconds, o->workers);
+	printf("generated %u %s objects in %u namespace(s) in %.1f s (%.0f/s, %u workers%s)\n",
+	       count, mode, strcmp(mode, "mixed") == 0 ? o->mixed_ns : o->configmap_ns, c.seconds,
+	       count / c.seconds, o->workers,
+	       strcmp(mode, "mixed") == 0 ? ", with the wait for the Deployment controller" : "");
 	fflush(stdout);
 }
 
@@ -611,6 +619,9 @@ static int bench(const struct opts *o)
 	b_records = atomic_load(&t.counts.records);
 	b_bytes = atomic_load(&t.counts.up) + atomic_load(&t.counts.down);
 	print_records("one change", &t.counts);
+	for (unsigned i = 0; i < t.counts.n_first; i++)
+		printf("one change: record %u: %s%s\n", i + 1, t.counts.first[i],
+		       i == 3 && b_records > 4 ? " ..." : "");
 	print_wire("one change", &t.counts);
 	printf("one change: the agent ran %.2f s; peak RSS %.1f MiB\n", b.seconds,
 	       (double)b.hwm_kib / 1024);

@@ -11,7 +11,9 @@
 // (headless: the test clusters' service range is a /24), Secrets, ConfigMaps,
 // ServiceAccounts, ResourceClaimTemplates and ResourceClaims
 // (resource.k8s.io/v1, deviceClassName gpu.example.com) and bare Pods.
-// An object that already exists counts as made (a rerun is idempotent).
+// An object that already exists counts as made (a rerun is idempotent). In
+// mixed mode it then waits until the Deployment controller has annotated
+// every Deployment (revision), so the objects do not change under a reader.
 // 429, 5xx and timeouts are retried with backoff.
 //
 // The last line on stdout is "loadgen created=N existing=N seconds=S per_s=R".
@@ -66,6 +68,8 @@ func main() {
 	replicas := flag.Int("replicas", 0, "replicas of the Deployments and StatefulSets")
 	qps := flag.Float64("qps", 5000, "client QPS")
 	burst := flag.Int("burst", 10000, "client burst")
+	settleTimeout := flag.Duration("settle-timeout", 5*time.Minute,
+		"mixed: how long to wait for the controllers to settle the objects")
 	patch := flag.String("patch", "", "NAMESPACE/NAME: change one ConfigMap's data and exit")
 	flag.Parse()
 
@@ -161,8 +165,47 @@ func main() {
 	if e := firstErr.Load(); e != nil {
 		fail("%v (after %d created)", e, created.Load())
 	}
+	if g.mode == "mixed" {
+		t := time.Now()
+		if err := g.settle(ctx, *settleTimeout); err != nil {
+			fail("%v", err)
+		}
+		fmt.Printf("loadgen settled in %.2f s\n", time.Since(t).Seconds())
+	}
 	fmt.Printf("loadgen created=%d existing=%d seconds=%.2f per_s=%.0f\n",
 		created.Load(), existing.Load(), secs, float64(created.Load()+existing.Load())/secs)
+}
+
+// settle waits until the controllers have written what they add to the
+// objects made (the Deployment controller's revision annotation), so that a
+// pass of the exporter right after sees the objects as they stay.
+func (g *gen) settle(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=drasync-loadgen"}
+	for {
+		pending := 0
+		for _, ns := range g.ns {
+			l, err := g.cs.AppsV1().Deployments(ns).List(ctx, sel)
+			if err != nil {
+				return fmt.Errorf("settle: list deployments in %s: %w", ns, err)
+			}
+			for i := range l.Items {
+				d := &l.Items[i]
+				if d.Annotations["deployment.kubernetes.io/revision"] == "" ||
+					d.Status.ObservedGeneration < d.Generation {
+					pending++
+				}
+			}
+		}
+		if pending == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("settle: %d Deployments still not observed by their controller after %v",
+				pending, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 func fail(format string, args ...any) {
