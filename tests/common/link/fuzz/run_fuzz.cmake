@@ -20,6 +20,7 @@ execute_process(
           -I${GEN_DIR} -I${GEN_DIR}/proto
           ${SRC_DIR}/tests/common/link/fuzz/fuzz_wire.c ${SRC_DIR}/common/link/src/wire.c
           ${SRC_DIR}/common/link/src/record.c ${SRC_DIR}/common/base/src/err.c
+          ${SRC_DIR}/common/base/src/buf.c
           ${GEN_DIR}/proto/drasync.pb-c.c ${pc}
           -o ${OUT_DIR}/fuzz_wire
   RESULT_VARIABLE rc)
