@@ -1050,6 +1050,13 @@ int ds_kube_watch(ds_kube *k, const struct ds_kube_resource *res, const char *ns
 			failures = 0;
 			continue;
 		case STEP_RELIST:
+			if (o.fail_on_gone) {
+				/* the caller relists itself (page by page) */
+				ds_kube_error_set(ke, 410, "resourceVersion %s is too old", ws.rv);
+				if (ke)
+					snprintf(ke->reason, sizeof(ke->reason), "Expired");
+				return -EIDRM;
+			}
 			need_list = true;
 			if (o.relists)
 				(*o.relists)++;

@@ -164,14 +164,28 @@ uint64_t ds_outbox_epoch(const ds_outbox *ob)
 
 int ds_outbox_push(ds_outbox *ob, const ds_record *recs, size_t n, uint64_t *last_seq, ds_err *err)
 {
+	return ds_outbox_push_with(ob, recs, n, NULL, NULL, last_seq, err);
+}
+
+int ds_outbox_push_with(ds_outbox *ob, const ds_record *recs, size_t n, ds_outbox_hook hook,
+			void *ud, uint64_t *last_seq, ds_err *err)
+{
+	ds_record *pushed = NULL;
 	uint64_t seq = 0;
 	int rc;
 
 	if (n == 0)
 		return 0;
+	if (hook) {
+		pushed = calloc(n, sizeof(*pushed));
+		if (!pushed)
+			return -ENOMEM;
+	}
 	rc = ds_sqlite_exec(ob->db, "BEGIN IMMEDIATE", err);
-	if (rc < 0)
+	if (rc < 0) {
+		free(pushed);
 		return ds_err_fallback(err, rc);
+	}
 	rc = meta_get(ob, "last_seq", &seq, err);
 	if (rc < 0)
 		goto out;
@@ -184,6 +198,8 @@ int ds_outbox_push(ds_outbox *ob, const ds_record *recs, size_t n, uint64_t *las
 		r.epoch = ob->epoch;
 		r.seq = ++seq;
 		ds_record_hash(r.payload, r.payload_len, r.content_hash);
+		if (pushed)
+			pushed[i] = r;
 		rc = ds_wire_record_encode(ob->enc, &r, &buf, &len, err);
 		if (rc < 0)
 			goto out;
@@ -198,7 +214,13 @@ int ds_outbox_push(ds_outbox *ob, const ds_record *recs, size_t n, uint64_t *las
 		}
 	}
 	rc = meta_set(ob, "last_seq", seq, err);
+	if (rc == 0 && hook) {
+		rc = hook(ud, ob->db, pushed, n, err);
+		if (rc < 0 && err && !err->msg[0])
+			ds_err_set(err, "outbox push hook: %s", strerror(-rc));
+	}
 out:
+	free(pushed);
 	sqlite3_reset(ob->ins);
 	sqlite3_clear_bindings(ob->ins);
 	if (rc < 0) {

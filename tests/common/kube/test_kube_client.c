@@ -290,6 +290,36 @@ static void test_kube_client__watch_resumes_and_relists_on_410(void **state)
 	assert_int_equal(relists, 1);
 }
 
+/* With fail_on_gone the caller relists itself: 410 ends the watch with -EIDRM,
+ * after the events before it, and nothing is listed. */
+static void test_kube_client__watch_returns_on_410_when_asked(void **state)
+{
+	struct fx *f = *state;
+	static const char *const stream[] = {
+	    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":"
+	    "\"8\"}}}\n",
+	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":"
+	    "\"Expired\",\"message\":\"too old resource version: 8 (15)\"}}\n",
+	    NULL};
+	struct ds_kube_watch_opts o = {0};
+	struct events e = {.stop_after = 100};
+	unsigned relists = 0;
+	ds_kube_error ke;
+
+	f->h.steps[0] = (struct tu_httpd_step){.code = 200, .chunks = stream};
+	f->h.nsteps = 1;
+	client(f);
+	o.resource_version = "5";
+	o.fail_on_gone = true;
+	o.relists = &relists;
+	assert_int_equal(ds_kube_watch(f->k, &CM, "ns", &o, on_event, &e, &ke), -EIDRM);
+	assert_int_equal(f->h.hits, 1);
+	assert_int_equal(e.n, 1);
+	assert_string_equal(e.got[0], "MODIFIED a");
+	assert_int_equal(ke.code, 410);
+	assert_int_equal(relists, 0);
+}
+
 static void test_kube_client__watch_gives_up_on_forbidden(void **state)
 {
 	struct fx *f = *state;
@@ -447,6 +477,7 @@ int main(void)
 	    T(test_kube_client__discovery_is_cached_and_refreshed_on_a_miss),
 	    T(test_kube_client__list_follows_continue_and_restarts_when_it_expires),
 	    T(test_kube_client__watch_resumes_and_relists_on_410),
+	    T(test_kube_client__watch_returns_on_410_when_asked),
 	    T(test_kube_client__watch_gives_up_on_forbidden),
 	    T(test_kube_client__watch_retry_after_a_failed_list_is_no_reconnect),
 	    T(test_kube_client__watch_backoff_leaves_rand_alone),

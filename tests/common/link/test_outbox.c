@@ -8,6 +8,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,12 +137,120 @@ static void test_outbox__invalid_record_pushes_nothing(void **state)
 	free(dir);
 }
 
+/* The hook writes its own table in the push's transaction: it sees the seqs
+ * and hashes assigned, and its failure takes the records back with it. */
+struct hook_ud {
+	int fail;
+	uint64_t seqs[4];
+	uint8_t hash0[DS_HASH_LEN];
+	size_t n;
+};
+
+static int note_seqs(void *ud, struct sqlite3 *db, const ds_record *pushed, size_t n, ds_err *err)
+{
+	struct hook_ud *h = ud;
+	char sql[128];
+
+	for (size_t i = 0; i < n && i < 4; i++) {
+		h->seqs[i] = pushed[i].seq;
+		snprintf(sql, sizeof(sql), "INSERT INTO side(seq) VALUES(%llu)",
+			 (unsigned long long)pushed[i].seq);
+		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			return -EIO;
+	}
+	memcpy(h->hash0, pushed[0].content_hash, DS_HASH_LEN);
+	h->n = n;
+	if (h->fail) {
+		ds_err_set(err, "hook refused");
+		return -ECANCELED;
+	}
+	return 0;
+}
+
+static long long side_rows(const char *path)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	long long v = -1;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM side", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static void test_outbox__push_hook_commits_or_rolls_back_with_the_records(void **state)
+{
+	char *dir = tu_mkdtemp("outbox");
+	char path[1024];
+	const char *json = "{\"a\":1}";
+	struct hook_ud h = {0};
+	uint8_t want[DS_HASH_LEN];
+	ds_outbox *ob;
+	ds_outbox_state st;
+	ds_record r[2];
+	uint64_t last = 0;
+	ds_err err = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/outbox.db", dir);
+	assert_int_equal(ds_outbox_open(&ob, path, NULL, &err), 0);
+	{
+		sqlite3 *db = NULL;
+		assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+		assert_int_equal(
+		    sqlite3_exec(db, "CREATE TABLE side(seq INTEGER)", NULL, NULL, NULL),
+		    SQLITE_OK);
+		sqlite3_close(db);
+	}
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < 2; i++) {
+		r[i].op = DS_RECORD_UPSERT;
+		r[i].api_version = "v1";
+		r[i].kind = "ConfigMap";
+		r[i].ns = "ns";
+		r[i].name = i ? "b" : "a";
+		r[i].payload = (const uint8_t *)json;
+		r[i].payload_len = strlen(json);
+	}
+	assert_int_equal(ds_outbox_push_with(ob, r, 2, note_seqs, &h, &last, &err), 0);
+	assert_int_equal(h.n, 2);
+	assert_int_equal(h.seqs[0], 1);
+	assert_int_equal(h.seqs[1], 2);
+	assert_int_equal(last, 2);
+	ds_record_hash(json, strlen(json), want);
+	assert_memory_equal(h.hash0, want, DS_HASH_LEN);
+	assert_int_equal(side_rows(path), 2);
+
+	h.fail = 1;
+	last = 0;
+	assert_int_equal(ds_outbox_push_with(ob, r, 2, note_seqs, &h, &last, &err), -ECANCELED);
+	assert_string_equal(err.msg, "hook refused");
+	assert_int_equal(last, 0);
+	assert_int_equal(h.seqs[0], 3); /* the hook saw the seqs it would have had */
+	assert_int_equal(side_rows(path), 2);
+	assert_int_equal(ds_outbox_state_get(ob, &st, &err), 0);
+	assert_int_equal(st.last_seq, 2);
+
+	/* the seqs are not burnt: the next push takes them */
+	h.fail = 0;
+	assert_int_equal(ds_outbox_push_with(ob, r, 1, note_seqs, &h, &last, &err), 0);
+	assert_int_equal(last, 3);
+	assert_int_equal(side_rows(path), 3);
+	ds_outbox_free(ob);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_outbox__seqs_survive_reopen_and_read_in_order),
 	    cmocka_unit_test(test_outbox__pruned_seq_requires_a_snapshot),
 	    cmocka_unit_test(test_outbox__invalid_record_pushes_nothing),
+	    cmocka_unit_test(test_outbox__push_hook_commits_or_rolls_back_with_the_records),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

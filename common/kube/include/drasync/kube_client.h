@@ -165,13 +165,17 @@ struct ds_kube_watch_opts {
 				       * (default 10; backoff between them) */
 	unsigned *reconnects;	      /* out, may be NULL: streams reopened */
 	unsigned *relists;	      /* out, may be NULL: lists made because of 410 Gone */
+	bool fail_on_gone;	      /* 410 Gone: return -EIDRM instead of relisting, for a
+				       * caller that relists page by page itself */
 };
 
 /**
  * Watch like an informer: list (SYNC) unless resuming, then watch from the last
- * resourceVersion seen; reconnect when the stream ends; relist on 410 Gone.
- * @return 0 when the callback or `stop` ended it, or the error that could not
- *         be recovered (403, 404, repeated connection failures)
+ * resourceVersion seen; reconnect when the stream ends; relist on 410 Gone
+ * (unless opts->fail_on_gone).
+ * @return 0 when the callback or `stop` ended it, -EIDRM on 410 Gone with
+ *         fail_on_gone, or the error that could not be recovered (403, 404,
+ *         repeated connection failures)
  */
 int ds_kube_watch(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
 		  const struct ds_kube_watch_opts *opts, ds_kube_watch_fn fn, void *user,

@@ -42,6 +42,27 @@ uint64_t ds_outbox_epoch(const ds_outbox *ob);
  */
 int ds_outbox_push(ds_outbox *ob, const ds_record *recs, size_t n, uint64_t *last_seq, ds_err *err);
 
+struct sqlite3;
+
+/**
+ * Runs inside ds_outbox_push_with()'s transaction once the records are
+ * stored. `pushed` are the records as stored: epoch, seq and content hash
+ * assigned. The hook may write tables of its own through `db` (the outbox's
+ * connection, already in the transaction: no BEGIN or COMMIT). A negative
+ * return rolls back the records and everything the hook wrote, and is what
+ * the push returns.
+ */
+typedef int (*ds_outbox_hook)(void *ud, struct sqlite3 *db, const ds_record *pushed, size_t n,
+			      ds_err *err);
+
+/**
+ * ds_outbox_push() that also runs `hook` (may be NULL) in the same
+ * transaction, so what the caller keeps beside the outbox (the exporter's
+ * index) and the records are committed together or not at all.
+ */
+int ds_outbox_push_with(ds_outbox *ob, const ds_record *recs, size_t n, ds_outbox_hook hook,
+			void *ud, uint64_t *last_seq, ds_err *err);
+
 typedef struct ds_outbox_state {
 	uint64_t first_seq; /* lowest seq still held; last_seq + 1 when empty */
 	uint64_t last_seq;  /* highest seq ever pushed; 0 when none */

@@ -1,0 +1,701 @@
+#include "drasync/object_index.h"
+
+#include "drasync/buf.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MARK_CHUNK 512
+
+struct ds_object_index {
+	sqlite3 *db;
+	uint64_t gen;
+	sqlite3_stmt *get;
+	sqlite3_stmt *mark;
+	/* strings of the last row handed out by get/result */
+	char buf[2048];
+};
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS export_meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS export_objects(key TEXT PRIMARY KEY, api_version TEXT NOT NULL,"
+    " grp TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,"
+    " uid TEXT NOT NULL DEFAULT '', hash BLOB, seq INTEGER NOT NULL, seen INTEGER NOT NULL,"
+    " deleted INTEGER NOT NULL DEFAULT 0, result_status INTEGER, result_message TEXT,"
+    " result_seq INTEGER);"
+    "CREATE INDEX IF NOT EXISTS export_objects_by_seq ON export_objects(seq);"
+    "CREATE INDEX IF NOT EXISTS export_objects_by_kind ON export_objects(kind, namespace);"
+    "CREATE INDEX IF NOT EXISTS export_objects_by_ns ON export_objects(namespace);";
+
+#define ROW_COLS                                                                                   \
+	"key, api_version, kind, namespace, name, uid, hash, seq, seen, deleted, result_status, "  \
+	"result_message"
+
+static int fail(sqlite3 *db, int rc, const char *what, ds_err *err)
+{
+	ds_err_set(err, "object index: %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	switch (rc & 0xff) {
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+		return -EACCES;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return -EBADMSG;
+	default:
+		return -EIO;
+	}
+}
+
+static int exec(sqlite3 *db, const char *sql, ds_err *err)
+{
+	int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : fail(db, rc, sql, err);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	const unsigned char *s = sqlite3_column_text(st, i);
+
+	return s ? (const char *)s : "";
+}
+
+/* A row of ROW_COLS from st; the strings point into st (valid until its next step). */
+static void row_of(sqlite3_stmt *st, ds_index_row *r)
+{
+	const void *h = sqlite3_column_blob(st, 6);
+
+	memset(r, 0, sizeof(*r));
+	r->key = col_text(st, 0);
+	r->api_version = col_text(st, 1);
+	r->kind = col_text(st, 2);
+	r->ns = col_text(st, 3);
+	r->name = col_text(st, 4);
+	r->uid = col_text(st, 5);
+	if (h && sqlite3_column_bytes(st, 6) == DS_HASH_LEN)
+		memcpy(r->hash, h, DS_HASH_LEN);
+	r->seq = (uint64_t)sqlite3_column_int64(st, 7);
+	r->seen = (uint64_t)sqlite3_column_int64(st, 8);
+	r->deleted = sqlite3_column_int(st, 9) != 0;
+	r->result_status = sqlite3_column_int(st, 10);
+	r->result_message = col_text(st, 11);
+}
+
+/* Copy a row's strings into idx->buf so it outlives the statement. */
+static void row_keep(ds_object_index *idx, ds_index_row *r)
+{
+	const char **fields[] = {&r->key,  &r->api_version, &r->kind,	       &r->ns,
+				 &r->name, &r->uid,	    &r->result_message};
+	size_t off = 0;
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		size_t len = strlen(*fields[i]) + 1;
+		if (off + len > sizeof(idx->buf))
+			len = 1; /* cannot happen for valid names: keep "" */
+		memcpy(idx->buf + off, len == 1 ? "" : *fields[i], len);
+		*fields[i] = idx->buf + off;
+		off += len;
+	}
+}
+
+int ds_object_key(char *buf, size_t size, const char *api_version, const char *kind, const char *ns,
+		  const char *name)
+{
+	const char *slash = api_version ? strchr(api_version, '/') : NULL;
+	int glen = slash ? (int)(slash - api_version) : 0, n;
+
+	if (!kind || !kind[0] || !name || !name[0])
+		return -EINVAL;
+	n = snprintf(buf, size, "%.*s/%s/%s/%s", glen, slash ? api_version : "", kind, ns ? ns : "",
+		     name);
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int meta_get(sqlite3 *db, const char *key, int64_t *value, ds_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc =
+	    sqlite3_prepare_v2(db, "SELECT value FROM export_meta WHERE key = ?", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return fail(db, rc, "meta", err);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*value = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = -ENOENT;
+	} else {
+		rc = fail(db, rc, "meta", err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int meta_set(sqlite3 *db, const char *key, int64_t value, ds_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db,
+				    "INSERT INTO export_meta(key, value) VALUES(?, ?) ON "
+				    "CONFLICT(key) DO UPDATE SET value = excluded.value",
+				    -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return fail(db, rc, "meta", err);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, value);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : fail(db, rc, "meta", err);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int ds_object_index_open(ds_object_index **out, const char *path, ds_err *err)
+{
+	ds_object_index *idx = calloc(1, sizeof(*idx));
+	int64_t gen = 0;
+	int rc;
+
+	if (!idx)
+		return -ENOMEM;
+	rc = sqlite3_open_v2(
+	    path, &idx->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		ds_err_set(err, "cannot open %s: %s", path,
+			   idx->db ? sqlite3_errmsg(idx->db) : sqlite3_errstr(rc));
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_busy_timeout(idx->db, 10000);
+	rc = exec(idx->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
+	if (rc == 0)
+		rc = exec(idx->db, schema, err);
+	if (rc < 0)
+		goto out;
+	rc = meta_get(idx->db, "generation", &gen, err);
+	if (rc == -ENOENT)
+		rc = 0;
+	if (rc < 0)
+		goto out;
+	idx->gen = (uint64_t)gen;
+	rc = sqlite3_prepare_v2(idx->db, "SELECT " ROW_COLS " FROM export_objects WHERE key = ?",
+				-1, &idx->get, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(idx->db,
+					"UPDATE export_objects SET seen = ? WHERE key = ? AND "
+					"seen < ?",
+					-1, &idx->mark, NULL);
+	rc = rc == SQLITE_OK ? 0 : fail(idx->db, rc, "statements", err);
+out:
+	if (rc < 0) {
+		ds_object_index_free(idx);
+		return rc;
+	}
+	*out = idx;
+	return 0;
+}
+
+void ds_object_index_free(ds_object_index *idx)
+{
+	if (!idx)
+		return;
+	sqlite3_finalize(idx->get);
+	sqlite3_finalize(idx->mark);
+	sqlite3_close(idx->db);
+	free(idx);
+}
+
+int ds_object_index_get(ds_object_index *idx, const char *key, ds_index_row *out, ds_err *err)
+{
+	int rc;
+
+	sqlite3_reset(idx->get);
+	sqlite3_bind_text(idx->get, 1, key, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(idx->get);
+	if (rc == SQLITE_ROW) {
+		row_of(idx->get, out);
+		row_keep(idx, out);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = -ENOENT;
+	} else {
+		rc = fail(idx->db, rc, "get", err);
+	}
+	sqlite3_reset(idx->get);
+	return rc;
+}
+
+/* ---- the push hook: runs on the outbox's connection, inside its transaction ---- */
+
+struct hook_ctx {
+	uint64_t gen;
+};
+
+static int hook(void *ud, struct sqlite3 *db, const ds_record *recs, size_t n, ds_err *err)
+{
+	struct hook_ctx *h = ud;
+	sqlite3_stmt *up = NULL;
+	char key[DS_OBJECT_KEY_MAX], grp[256];
+	int rc;
+
+	rc = sqlite3_prepare_v2(
+	    db,
+	    "INSERT INTO export_objects(key, api_version, grp, kind, namespace, name, uid, hash, "
+	    "seq, seen, deleted, result_status, result_message, result_seq) VALUES(?, ?, ?, ?, ?, "
+	    "?, ?, ?, ?, ?, ?, NULL, NULL, NULL) ON CONFLICT(key) DO UPDATE SET api_version = "
+	    "excluded.api_version, uid = excluded.uid, hash = excluded.hash, seq = excluded.seq, "
+	    "seen = max(seen, excluded.seen), deleted = excluded.deleted, result_status = NULL, "
+	    "result_message = NULL, result_seq = NULL",
+	    -1, &up, NULL);
+	if (rc != SQLITE_OK)
+		return fail(db, rc, "push", err);
+	rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const ds_record *r = &recs[i];
+		const char *slash;
+		int src;
+
+		if (r->op == DS_RECORD_SNAPSHOT_BEGIN) {
+			rc = meta_set(db, "snapshot_open", (int64_t)r->seq, err);
+			continue;
+		}
+		if (r->op == DS_RECORD_SNAPSHOT_END) {
+			rc = meta_set(db, "snapshot_open", 0, err);
+			if (rc == 0)
+				rc = meta_set(db, "snapshot_done", (int64_t)r->seq, err);
+			continue;
+		}
+		rc = ds_object_key(key, sizeof(key), r->api_version, r->kind, r->ns, r->name);
+		if (rc < 0) {
+			ds_err_set(err, "object index: no key for %s %s", r->kind ? r->kind : "?",
+				   r->name ? r->name : "?");
+			break;
+		}
+		slash = r->api_version ? strchr(r->api_version, '/') : NULL;
+		snprintf(grp, sizeof(grp), "%.*s", slash ? (int)(slash - r->api_version) : 0,
+			 slash ? r->api_version : "");
+		sqlite3_reset(up);
+		sqlite3_bind_text(up, 1, key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(up, 2, r->api_version ? r->api_version : "", -1, SQLITE_STATIC);
+		sqlite3_bind_text(up, 3, grp, -1, SQLITE_STATIC);
+		sqlite3_bind_text(up, 4, r->kind, -1, SQLITE_STATIC);
+		sqlite3_bind_text(up, 5, r->ns ? r->ns : "", -1, SQLITE_STATIC);
+		sqlite3_bind_text(up, 6, r->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(up, 7, r->source_uid ? r->source_uid : "", -1, SQLITE_STATIC);
+		if (r->op == DS_RECORD_UPSERT)
+			sqlite3_bind_blob(up, 8, r->content_hash, DS_HASH_LEN, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(up, 8);
+		sqlite3_bind_int64(up, 9, (sqlite3_int64)r->seq);
+		/* a tombstone does not make the object seen: it is gone */
+		sqlite3_bind_int64(up, 10, r->op == DS_RECORD_UPSERT ? (sqlite3_int64)h->gen : 0);
+		sqlite3_bind_int(up, 11, r->op == DS_RECORD_DELETE);
+		src = sqlite3_step(up);
+		if (src != SQLITE_DONE)
+			rc = fail(db, src, "push", err);
+	}
+	sqlite3_finalize(up);
+	return rc;
+}
+
+int ds_object_index_push(ds_object_index *idx, ds_outbox *ob, const ds_record *recs, size_t n,
+			 uint64_t *last_seq, ds_err *err)
+{
+	struct hook_ctx h = {idx->gen};
+
+	return ds_outbox_push_with(ob, recs, n, hook, &h, last_seq, err);
+}
+
+/* ---- mark and sweep ---- */
+
+int ds_object_index_begin_pass(ds_object_index *idx, uint64_t *gen, ds_err *err)
+{
+	int rc = meta_set(idx->db, "generation", (int64_t)(idx->gen + 1), err);
+
+	if (rc < 0)
+		return rc;
+	idx->gen++;
+	if (gen)
+		*gen = idx->gen;
+	return 0;
+}
+
+uint64_t ds_object_index_generation(const ds_object_index *idx)
+{
+	return idx->gen;
+}
+
+int ds_object_index_mark(ds_object_index *idx, const char *const *keys, size_t n, ds_err *err)
+{
+	int rc = 0;
+
+	if (n == 0)
+		return 0;
+	rc = exec(idx->db, "BEGIN IMMEDIATE", err);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		int src;
+
+		sqlite3_reset(idx->mark);
+		sqlite3_bind_int64(idx->mark, 1, (sqlite3_int64)idx->gen);
+		sqlite3_bind_text(idx->mark, 2, keys[i], -1, SQLITE_STATIC);
+		sqlite3_bind_int64(idx->mark, 3, (sqlite3_int64)idx->gen);
+		src = sqlite3_step(idx->mark);
+		if (src != SQLITE_DONE)
+			rc = fail(idx->db, src, "mark", err);
+	}
+	sqlite3_reset(idx->mark);
+	sqlite3_clear_bindings(idx->mark);
+	if (rc < 0) {
+		exec(idx->db, "ROLLBACK", NULL);
+		return rc;
+	}
+	rc = exec(idx->db, "COMMIT", err);
+	if (rc < 0)
+		exec(idx->db, "ROLLBACK", NULL);
+	return rc;
+}
+
+static int each_row(ds_object_index *idx, sqlite3_stmt *st, ds_index_row_fn fn, void *ud,
+		    ds_err *err)
+{
+	int rc, stop = 0;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		ds_index_row r;
+
+		row_of(st, &r);
+		stop = fn(ud, &r);
+		if (stop)
+			break;
+	}
+	if (!stop && rc != SQLITE_DONE)
+		stop = fail(idx->db, rc, "read", err);
+	sqlite3_finalize(st);
+	return stop;
+}
+
+int ds_object_index_unseen(ds_object_index *idx, const char *kind, const char *ns,
+			   ds_index_row_fn fn, void *ud, ds_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(idx->db,
+				"SELECT " ROW_COLS " FROM export_objects WHERE kind = ?1 AND "
+				"deleted = 0 AND seen < ?2 AND (?3 IS NULL OR namespace = ?3) "
+				"ORDER BY key",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return fail(idx->db, rc, "unseen", err);
+	sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)idx->gen);
+	if (ns)
+		sqlite3_bind_text(st, 3, ns, -1, SQLITE_STATIC);
+	return each_row(idx, st, fn, ud, err);
+}
+
+int ds_object_index_each(ds_object_index *idx, const char *ns, ds_index_row_fn fn, void *ud,
+			 ds_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(idx->db,
+				"SELECT " ROW_COLS " FROM export_objects WHERE ?1 IS NULL OR "
+				"namespace = ?1 ORDER BY key",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return fail(idx->db, rc, "each", err);
+	if (ns)
+		sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+	return each_row(idx, st, fn, ud, err);
+}
+
+int ds_object_index_forget_namespace(ds_object_index *idx, const char *ns, size_t *n, ds_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(idx->db,
+				"DELETE FROM export_objects WHERE namespace = ?1 OR (grp = '' AND "
+				"kind = 'Namespace' AND name = ?1)",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return fail(idx->db, rc, "forget", err);
+	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : fail(idx->db, rc, "forget", err);
+	if (rc == 0 && n)
+		*n = (size_t)sqlite3_changes(idx->db);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int ds_object_index_prune_deleted(ds_object_index *idx, uint64_t seq, ds_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(idx->db,
+				"DELETE FROM export_objects WHERE deleted = 1 AND seq <= ? AND "
+				"(result_status IS NULL OR result_status != ?)",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return fail(idx->db, rc, "prune", err);
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
+	sqlite3_bind_int(st, 2, DS_RESULT_FAILED);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : fail(idx->db, rc, "prune", err);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* ---- snapshot ---- */
+
+void ds_index_manifest_dispose(ds_index_manifest *m)
+{
+	if (!m)
+		return;
+	free(m->entries);
+	free(m->keys);
+	memset(m, 0, sizeof(*m));
+}
+
+int ds_object_index_manifest(ds_object_index *idx, ds_index_manifest *out, ds_err *err)
+{
+	ds_index_manifest m = {0};
+	size_t cap = 0, kcap = 0, klen = 0, *offs = NULL, ocap = 0;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	/* Keys go into one arena (offsets first: it moves while it grows). */
+	rc = sqlite3_prepare_v2(
+	    idx->db, "SELECT key, hash FROM export_objects WHERE deleted = 0 ORDER BY key", -1, &st,
+	    NULL);
+	if (rc != SQLITE_OK)
+		return fail(idx->db, rc, "manifest", err);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *key = col_text(st, 0);
+		const void *h = sqlite3_column_blob(st, 1);
+		size_t len = strlen(key) + 1;
+
+		if (ds_grow((void **)&m.entries, &cap, m.n + 1, sizeof(*m.entries)) < 0 ||
+		    ds_grow((void **)&offs, &ocap, m.n + 1, sizeof(*offs)) < 0 ||
+		    ds_grow((void **)&m.keys, &kcap, klen + len, 1) < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(m.keys + klen, key, len);
+		offs[m.n] = klen;
+		klen += len;
+		memset(m.entries[m.n].content_hash, 0, DS_HASH_LEN);
+		if (h && sqlite3_column_bytes(st, 1) == DS_HASH_LEN)
+			memcpy(m.entries[m.n].content_hash, h, DS_HASH_LEN);
+		m.n++;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fail(idx->db, rc, "manifest", err);
+		goto out;
+	}
+	rc = 0;
+	for (size_t i = 0; i < m.n; i++)
+		m.entries[i].key = m.keys + offs[i];
+out:
+	sqlite3_finalize(st);
+	free(offs);
+	if (rc < 0) {
+		if (rc == -ENOMEM)
+			ds_err_set(err, "object index: manifest: out of memory");
+		ds_index_manifest_dispose(&m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+int ds_object_index_snapshot_done(ds_object_index *idx, bool *done, ds_err *err)
+{
+	int64_t d = 0, open = 0;
+	int rc = meta_get(idx->db, "snapshot_done", &d, err);
+
+	if (rc == -ENOENT)
+		d = 0;
+	else if (rc < 0)
+		return rc;
+	rc = meta_get(idx->db, "snapshot_open", &open, err);
+	if (rc == -ENOENT)
+		open = 0;
+	else if (rc < 0)
+		return rc;
+	*done = d > 0 && open == 0;
+	return 0;
+}
+
+/* ---- results ---- */
+
+int ds_object_index_result(ds_object_index *idx, uint64_t seq, enum ds_result_status status,
+			   const char *message, ds_index_row *row, bool *changed, ds_err *err)
+{
+	sqlite3_stmt *st = NULL, *up = NULL;
+	ds_index_row r;
+	bool diff;
+	int rc;
+
+	if (!message)
+		message = "";
+	rc = exec(idx->db, "BEGIN IMMEDIATE", err);
+	if (rc < 0)
+		return rc;
+	rc = sqlite3_prepare_v2(idx->db, "SELECT " ROW_COLS " FROM export_objects WHERE seq = ?",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		rc = fail(idx->db, rc, "result", err);
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		rc = -ENOENT;
+		ds_err_set(err, "seq %llu is no object's latest record", (unsigned long long)seq);
+		goto out;
+	}
+	if (rc != SQLITE_ROW) {
+		rc = fail(idx->db, rc, "result", err);
+		goto out;
+	}
+	row_of(st, &r);
+	diff = r.result_status != (int)status || strcmp(r.result_message, message) != 0;
+	row_keep(idx, &r);
+	sqlite3_finalize(st);
+	st = NULL;
+	rc = sqlite3_prepare_v2(idx->db,
+				"UPDATE export_objects SET result_status = ?, result_message = ?, "
+				"result_seq = ? WHERE key = ?",
+				-1, &up, NULL);
+	if (rc != SQLITE_OK) {
+		rc = fail(idx->db, rc, "result", err);
+		goto out;
+	}
+	sqlite3_bind_int(up, 1, (int)status);
+	sqlite3_bind_text(up, 2, message, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(up, 3, (sqlite3_int64)seq);
+	sqlite3_bind_text(up, 4, r.key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(up);
+	rc = rc == SQLITE_DONE ? 0 : fail(idx->db, rc, "result", err);
+	if (rc == 0) {
+		r.result_status = (int)status;
+		if (row)
+			*row = r;
+		if (changed)
+			*changed = diff;
+	}
+out:
+	sqlite3_finalize(st);
+	sqlite3_finalize(up);
+	if (rc < 0) {
+		exec(idx->db, "ROLLBACK", NULL);
+		return rc;
+	}
+	rc = exec(idx->db, "COMMIT", err);
+	if (rc < 0)
+		exec(idx->db, "ROLLBACK", NULL);
+	return rc;
+}
+
+/* ---- meta and counts ---- */
+
+int ds_object_index_meta_get(ds_object_index *idx, const char *key, int64_t *value, ds_err *err)
+{
+	int rc = meta_get(idx->db, key, value, err);
+
+	if (rc == -ENOENT)
+		ds_err_set(err, "object index: no value %s", key);
+	return rc;
+}
+
+int ds_object_index_meta_set(ds_object_index *idx, const char *key, int64_t value, ds_err *err)
+{
+	return meta_set(idx->db, key, value, err);
+}
+
+int ds_object_index_kind_counts(ds_object_index *idx, ds_index_kind_count **out, size_t *n,
+				ds_err *err)
+{
+	ds_index_kind_count *v = NULL;
+	size_t cap = 0, len = 0;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(
+	    idx->db,
+	    "SELECT kind, count(*), sum(result_status IN (?1, ?2)), sum(result_status = ?3), "
+	    "sum(result_status = ?4), sum(result_status IS NULL) FROM export_objects WHERE "
+	    "deleted = 0 GROUP BY kind ORDER BY kind",
+	    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return fail(idx->db, rc, "counts", err);
+	sqlite3_bind_int(st, 1, DS_RESULT_OK);
+	sqlite3_bind_int(st, 2, DS_RESULT_DUPLICATE);
+	sqlite3_bind_int(st, 3, DS_RESULT_FAILED);
+	sqlite3_bind_int(st, 4, DS_RESULT_SKIPPED);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		ds_index_kind_count *c;
+
+		if (ds_grow((void **)&v, &cap, len + 1, sizeof(*v)) < 0) {
+			rc = -ENOMEM;
+			ds_err_set(err, "object index: counts: out of memory");
+			goto out;
+		}
+		c = &v[len++];
+		memset(c, 0, sizeof(*c));
+		snprintf(c->kind, sizeof(c->kind), "%s", col_text(st, 0));
+		c->objects = (uint64_t)sqlite3_column_int64(st, 1);
+		c->ok = (uint64_t)sqlite3_column_int64(st, 2);
+		c->failed = (uint64_t)sqlite3_column_int64(st, 3);
+		c->skipped = (uint64_t)sqlite3_column_int64(st, 4);
+		c->awaiting = (uint64_t)sqlite3_column_int64(st, 5);
+	}
+	rc = rc == SQLITE_DONE ? 0 : fail(idx->db, rc, "counts", err);
+out:
+	sqlite3_finalize(st);
+	if (rc < 0) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+int ds_object_index_with_result(ds_object_index *idx, enum ds_result_status status,
+				ds_index_row_fn fn, void *ud, ds_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(idx->db,
+				"SELECT " ROW_COLS " FROM export_objects WHERE result_status = ? "
+				"ORDER BY key",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return fail(idx->db, rc, "results", err);
+	sqlite3_bind_int(st, 1, (int)status);
+	return each_row(idx, st, fn, ud, err);
+}
