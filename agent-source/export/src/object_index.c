@@ -428,6 +428,28 @@ int ds_object_index_each(ds_object_index *idx, const char *ns, ds_index_row_fn f
 	return each_row(idx, st, fn, ud, err);
 }
 
+int ds_object_index_namespaces(ds_object_index *idx, int (*fn)(void *ud, const char *ns), void *ud,
+			       ds_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, stop = 0;
+
+	rc = sqlite3_prepare_v2(idx->db,
+				"SELECT namespace FROM export_objects WHERE namespace != '' UNION "
+				"SELECT name FROM export_objects WHERE grp = '' AND kind = "
+				"'Namespace' ORDER BY 1",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return fail(idx->db, rc, "namespaces", err);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if ((stop = fn(ud, col_text(st, 0))) != 0)
+			break;
+	if (!stop && rc != SQLITE_DONE)
+		stop = fail(idx->db, rc, "namespaces", err);
+	sqlite3_finalize(st);
+	return stop;
+}
+
 int ds_object_index_forget_namespace(ds_object_index *idx, const char *ns, size_t *n, ds_err *err)
 {
 	sqlite3_stmt *st = NULL;

@@ -106,6 +106,10 @@ int ds_object_index_unseen(ds_object_index *idx, const char *kind, const char *n
 int ds_object_index_each(ds_object_index *idx, const char *ns, ds_index_row_fn fn, void *ud,
 			 ds_err *err);
 
+/** Every namespace the index holds objects of (or the Namespace object of), sorted. */
+int ds_object_index_namespaces(ds_object_index *idx, int (*fn)(void *ud, const char *ns), void *ud,
+			       ds_err *err);
+
 /**
  * Forget a namespace without tombstones: its objects and its Namespace
  * object leave the index (they stay on the target).
