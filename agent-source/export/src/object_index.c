@@ -32,7 +32,7 @@ static const char schema[] =
 
 #define ROW_COLS                                                                                   \
 	"key, api_version, kind, namespace, name, uid, hash, seq, seen, deleted, result_status, "  \
-	"result_message"
+	"result_message, result_seq"
 
 static int fail(sqlite3 *db, int rc, const char *what, ds_err *err)
 {
@@ -91,6 +91,7 @@ static void row_of(sqlite3_stmt *st, ds_index_row *r)
 	r->deleted = sqlite3_column_int(st, 9) != 0;
 	r->result_status = sqlite3_column_int(st, 10);
 	r->result_message = col_text(st, 11);
+	r->result_seq = (uint64_t)sqlite3_column_int64(st, 12);
 }
 
 /* Copy a row's strings into idx->buf so it outlives the statement. */
@@ -259,8 +260,7 @@ static int hook(void *ud, struct sqlite3 *db, const ds_record *recs, size_t n, d
 	    "seq, seen, deleted, result_status, result_message, result_seq) VALUES(?, ?, ?, ?, ?, "
 	    "?, ?, ?, ?, ?, ?, NULL, NULL, NULL) ON CONFLICT(key) DO UPDATE SET api_version = "
 	    "excluded.api_version, uid = excluded.uid, hash = excluded.hash, seq = excluded.seq, "
-	    "seen = max(seen, excluded.seen), deleted = excluded.deleted, result_status = NULL, "
-	    "result_message = NULL, result_seq = NULL",
+	    "seen = max(seen, excluded.seen), deleted = excluded.deleted, result_seq = NULL",
 	    -1, &up, NULL);
 	if (rc != SQLITE_OK)
 		return fail(db, rc, "push", err);
@@ -475,10 +475,11 @@ int ds_object_index_prune_deleted(ds_object_index *idx, uint64_t seq, ds_err *er
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	rc = sqlite3_prepare_v2(idx->db,
-				"DELETE FROM export_objects WHERE deleted = 1 AND seq <= ? AND "
-				"(result_status IS NULL OR result_status != ?)",
-				-1, &st, NULL);
+	rc =
+	    sqlite3_prepare_v2(idx->db,
+			       "DELETE FROM export_objects WHERE deleted = 1 AND seq <= ? AND NOT "
+			       "(coalesce(result_seq, 0) = seq AND coalesce(result_status, 0) = ?)",
+			       -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return fail(idx->db, rc, "prune", err);
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
@@ -667,9 +668,10 @@ int ds_object_index_kind_counts(ds_object_index *idx, ds_index_kind_count **out,
 
 	rc = sqlite3_prepare_v2(
 	    idx->db,
-	    "SELECT kind, count(*), sum(result_status IN (?1, ?2)), sum(result_status = ?3), "
-	    "sum(result_status = ?4), sum(result_status IS NULL) FROM export_objects WHERE "
-	    "deleted = 0 GROUP BY kind ORDER BY kind",
+	    "SELECT kind, count(*), sum(result_seq = seq AND result_status IN (?1, ?2)), "
+	    "sum(result_seq = seq AND result_status = ?3), sum(result_seq = seq AND "
+	    "result_status = ?4), sum(coalesce(result_seq, 0) != seq) FROM "
+	    "export_objects WHERE deleted = 0 GROUP BY kind ORDER BY kind",
 	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return fail(idx->db, rc, "counts", err);
@@ -714,7 +716,7 @@ int ds_object_index_with_result(ds_object_index *idx, enum ds_result_status stat
 
 	rc = sqlite3_prepare_v2(idx->db,
 				"SELECT " ROW_COLS " FROM export_objects WHERE result_status = ? "
-				"ORDER BY key",
+				"AND result_seq = seq ORDER BY key",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return fail(idx->db, rc, "results", err);

@@ -23,6 +23,9 @@ static const struct kind_rule replicated[] = {
     {"resource.k8s.io", "ResourceClaim", true},
     {"resource.k8s.io", "ResourceClaimTemplate", true},
     {"resource.k8s.io", "DeviceClass", false},
+    /* workload-level DRA (Kubernetes 1.36+): their claims are shared by member pods */
+    {"scheduling.k8s.io", "Workload", true},
+    {"scheduling.k8s.io", "PodGroup", true},
     {"", "ConfigMap", true},
     {"", "Secret", true},
     {"", "ServiceAccount", true},
@@ -134,9 +137,17 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, ds_err 
 int ds_selection_apply_rank(const json_t *obj)
 {
 	static const char *const order[] = {
-	    "Namespace",   "ServiceAccount",	    "ConfigMap",
-	    "Secret",	   "PersistentVolumeClaim", "Service",
-	    "DeviceClass", "ResourceClaimTemplate", "ResourceClaim",
+	    "Namespace",
+	    "ServiceAccount",
+	    "ConfigMap",
+	    "Secret",
+	    "PersistentVolumeClaim",
+	    "Service",
+	    "DeviceClass",
+	    "ResourceClaimTemplate",
+	    "ResourceClaim",
+	    "Workload",
+	    "PodGroup",
 	    NULL,
 	};
 	const char *kind = ds_obj_kind(obj);

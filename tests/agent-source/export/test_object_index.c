@@ -352,8 +352,16 @@ static void test_object_index__results_map_to_the_latest_record(void **state)
 	assert_int_equal(ds_object_index_result(f->idx, 1, DS_RESULT_OK, "", NULL, NULL, &err),
 			 -ENOENT);
 	assert_int_equal(ds_object_index_get(f->idx, "apps/Deployment/ml/a", &row, &err), 0);
-	assert_int_equal(row.result_status, 0);
+	assert_int_equal(row.result_seq, 0);
+	assert_int_equal(row.result_status, DS_RESULT_FAILED); /* the previous version's */
 	assert_int_equal(row.seq, 4);
+	/* the new version fails for the same reason: not news */
+	assert_int_equal(ds_object_index_result(f->idx, 4, DS_RESULT_FAILED, "no such class", &row,
+						&changed, &err),
+			 0);
+	assert_false(changed);
+	assert_int_equal(ds_object_index_get(f->idx, "apps/Deployment/ml/a", &row, &err), 0);
+	assert_int_equal(row.result_seq, 4);
 	{
 		int64_t v = 0;
 		assert_int_equal(ds_object_index_meta_get(f->idx, "last_pass", &v, &err), -ENOENT);

@@ -61,8 +61,12 @@ typedef struct ds_index_row {
 	uint64_t seq;		   /* of the last record pushed for it */
 	uint64_t seen;		   /* the pass generation that last saw it */
 	bool deleted;		   /* the last record was a tombstone */
-	int result_status;	   /* enum ds_result_status of that record; 0 = none yet */
+	/* The target's latest result for this object: of the record result_seq,
+	 * which is `seq` when it is about the current version, 0 while that one
+	 * awaits its result (status and message then are the previous version's). */
+	int result_status; /* enum ds_result_status; 0 = never any */
 	const char *result_message;
+	uint64_t result_seq;
 } ds_index_row;
 
 /* Called per row; return nonzero to stop (that value is returned). */
@@ -146,7 +150,8 @@ int ds_object_index_snapshot_done(ds_object_index *idx, bool *done, ds_err *err)
  * Record the target's result for the record `seq`. When seq is still the
  * object's latest record its result is stored; *row (may be NULL) then
  * describes the object, valid until the next call, and *changed (may be
- * NULL) says whether status or message differ from what was stored.
+ * NULL) says whether status or message differ from the object's previous
+ * result (of this or an earlier version): a reason is news once per object.
  * @return 0, -ENOENT when seq is no object's latest record (a snapshot
  *         marker, or a version pushed over since)
  */
@@ -174,7 +179,7 @@ typedef struct ds_index_kind_count {
 int ds_object_index_kind_counts(ds_object_index *idx, ds_index_kind_count **out, size_t *n,
 				ds_err *err);
 
-/** Rows whose latest result is `status` (failed, skipped), in key order. */
+/** Rows whose current version's result is `status` (failed, skipped), in key order. */
 int ds_object_index_with_result(ds_object_index *idx, enum ds_result_status status,
 				ds_index_row_fn fn, void *ud, ds_err *err);
 

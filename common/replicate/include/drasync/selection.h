@@ -28,7 +28,8 @@ bool ds_selection_namespaced(const char *kind);
 /**
  * Rank of an object in the target's apply order (SPEC §5): Namespace,
  * ServiceAccount, ConfigMap, Secret, PVC, Service, DeviceClass,
- * ResourceClaimTemplate, ResourceClaim, then workloads (lower first).
+ * ResourceClaimTemplate, ResourceClaim, Workload, PodGroup, then workloads
+ * (lower first).
  */
 int ds_selection_apply_rank(const json_t *obj);
 
