@@ -283,9 +283,10 @@ EOF
 
   local t_api
   t_api=$(now_ms)
-  # --watch-cache-sizes: PodTemplates have no watch cache, so a watch of them
-  # is served by etcd and "compact" makes an old resourceVersion expire (410)
-  # at once, as it does on a busy cluster; the tests of watch relists use them.
+  # --watch-cache-sizes: PodTemplates and ResourceClaimTemplates have no watch
+  # cache, so a watch of them is served by etcd and "compact" makes an old
+  # resourceVersion expire (410) at once, as it does on a busy cluster; the
+  # tests of watch relists use them (the client's, the exporter's).
   start "$dir" kube-apiserver "$bin" kube-apiserver \
     --etcd-servers "https://127.0.0.1:$etcd_client" \
     --etcd-cafile "$pki/ca.crt" --etcd-certfile "$pki/apiserver-etcd-client.crt" \
@@ -310,7 +311,7 @@ EOF
     --endpoint-reconciler-type none \
     --allow-privileged=true \
     --profiling=false \
-    --watch-cache-sizes podtemplates#0 \
+    --watch-cache-sizes podtemplates#0,resourceclaimtemplates.resource.k8s.io#0 \
     ${runtime_config:+--runtime-config "$runtime_config"}
 
   wait_https "$server/readyz" "$pki" "kube-apiserver /readyz" "$dir"

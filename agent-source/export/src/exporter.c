@@ -96,8 +96,9 @@ struct ds_exporter {
 	ds_change_queue *q;
 	struct batch b;
 	ds_export_counts counts;
-	bool force;	   /* a snapshot: push every object, changed or not */
-	bool local_failed; /* the outbox or the index failed: fatal, unlike the cluster */
+	bool force;	     /* a snapshot: push every object not pushed since snap_begin */
+	uint64_t snap_begin; /* seq of the snapshot's SNAPSHOT_BEGIN */
+	bool local_failed;   /* the outbox or the index failed: fatal, unlike the cluster */
 
 	/* the selected namespaces (sorted), read by the watch threads */
 	pthread_mutex_t mu;
@@ -463,8 +464,10 @@ static int process_object(ds_exporter *ex, const struct kind *k, json_t *obj)
 		goto out;
 	}
 	ds_record_hash(payload, strlen(payload), hash);
-	if (have && !ex->force && strcmp(row.uid, uid ? uid : "") == 0 &&
-	    memcmp(row.hash, hash, DS_HASH_LEN) == 0) {
+	/* In a snapshot, what was pushed after its SNAPSHOT_BEGIN (before a
+	 * crash, when it resumes) is in it already. */
+	if (have && !(ex->force && row.seq < ex->snap_begin) &&
+	    strcmp(row.uid, uid ? uid : "") == 0 && memcmp(row.hash, hash, DS_HASH_LEN) == 0) {
 		const char *kd = own(b, key);
 		if (!kd || ds_grow((void **)&b->marks, &b->markcap, b->nmarks + 1,
 				   sizeof(*b->marks)) < 0) {
@@ -972,7 +975,8 @@ static void save_pass(ds_exporter *ex, long long started, int rc)
 static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 {
 	long long started = wall_ms();
-	bool done = false, snapshot;
+	bool done = false, snapshot, wanted;
+	int64_t open_seq = 0, open_gen = 0;
 	char snap_id[64] = "";
 	ds_err kerr = {0};
 	int rc, first = 0;
@@ -990,17 +994,34 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 	rc = ds_object_index_snapshot_done(ex->idx, &done, err);
 	if (rc < 0)
 		goto out;
-	snapshot = atomic_exchange(&ex->snapshot_wanted, false) || !done;
+	wanted = atomic_exchange(&ex->snapshot_wanted, false);
+	snapshot = wanted || !done;
 	rc = ds_object_index_begin_pass(ex->idx, NULL, err);
 	if (rc < 0)
 		goto out;
-	if (snapshot) {
+	if (ds_object_index_meta_get(ex->idx, "snapshot_open", &open_seq, NULL) < 0)
+		open_seq = 0;
+	if (ds_object_index_meta_get(ex->idx, "snapshot_gen", &open_gen, NULL) < 0)
+		open_gen = 0;
+	if (snapshot && !wanted && open_seq > 0 && open_gen > 0) {
+		/* a snapshot was cut short (a crash): go on with it, so what it
+		 * already sent is not sent twice */
 		snprintf(snap_id, sizeof(snap_id), "%llx-%llu",
-			 (unsigned long long)ds_outbox_epoch(ex->ob),
-			 (unsigned long long)ds_object_index_generation(ex->idx));
-		rc = push_marker(ex, DS_RECORD_SNAPSHOT_BEGIN, snap_id, err);
+			 (unsigned long long)ds_outbox_epoch(ex->ob), (unsigned long long)open_gen);
+		ex->snap_begin = (uint64_t)open_seq;
+		ds_log(DS_LOG_INFO, "snapshot_resumed", "snapshot=%s", snap_id);
+		ex->force = true;
+	} else if (snapshot) {
+		uint64_t gen = ds_object_index_generation(ex->idx);
+
+		snprintf(snap_id, sizeof(snap_id), "%llx-%llu",
+			 (unsigned long long)ds_outbox_epoch(ex->ob), (unsigned long long)gen);
+		rc = ds_object_index_meta_set(ex->idx, "snapshot_gen", (int64_t)gen, err);
+		if (rc == 0)
+			rc = push_marker(ex, DS_RECORD_SNAPSHOT_BEGIN, snap_id, err);
 		if (rc < 0)
 			goto out;
+		ex->snap_begin = atomic_load(&ex->last_seq);
 		ex->force = true;
 	}
 	ds_log(DS_LOG_INFO, "pass_started", "snapshot=%s", snapshot ? snap_id : "none");
@@ -1051,6 +1072,7 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 	rc = first;
 out:
 	ex->force = false;
+	ex->snap_begin = 0;
 	batch_reset(&ex->b);
 	save_pass(ex, started, rc);
 	ds_log(rc < 0 ? DS_LOG_WARN : DS_LOG_INFO, "pass_finished",

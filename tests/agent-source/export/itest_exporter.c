@@ -1,0 +1,1251 @@
+/*
+ * The exporter against the real source clusters (tests/kube fixtures), feeding
+ * a real in-process receiver over CURVE on loopback: a handler records what
+ * arrives. Each test selects its own namespaces by a label unique to the run,
+ * so the rest of the cluster is listed and filtered out, as in production.
+ *
+ * The same executable is the child process of the crash test:
+ *   itest_exporter --pass STATE_DIR LABEL_VALUE   (one pass, then exit 0)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drasync/exporter.h"
+#include "drasync/export_status.h"
+#include "drasync/k8s_object.h"
+#include "drasync/keys.h"
+#include "drasync/kube_client.h"
+#include "drasync/log.h"
+#include "drasync/receiver.h"
+#include "drasync/sender.h"
+#include "drasync/yaml.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LABEL "drasync-itest"
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static unsigned rnd(void)
+{
+	static unsigned seed;
+
+	if (!seed)
+		seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	return (unsigned)rand_r(&seed) % 1000000u;
+}
+
+static void msleep(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static ds_kube *connect_to(const char *kubeconfig)
+{
+	struct ds_kube_transport_opts o;
+	ds_kubeconfig *kc = NULL;
+	ds_kube *k = NULL;
+	ds_err err;
+
+	ds_kube_transport_opts_init(&o);
+	o.qps = 0;
+	if (ds_kubeconfig_load(&kc, kubeconfig, NULL, &err) < 0)
+		fail_msg("kubeconfig %s: %s", kubeconfig, err.msg);
+	if (ds_kube_new(&k, &kc, &o, &err) < 0)
+		fail_msg("client: %s", err.msg);
+	return k;
+}
+
+#define CHECK(call, ke)                                                                            \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_ < 0) {                                                                     \
+			char b_[800];                                                              \
+			fail_msg("%s: %d %s", #call, rc_,                                          \
+				 ds_kube_error_format(&(ke), b_, sizeof(b_)));                     \
+		}                                                                                  \
+	} while (0)
+
+static json_t *doc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *doc(const char *fmt, ...)
+{
+	va_list ap;
+	char *text;
+	json_t *docs = NULL, *d;
+	ds_err err;
+
+	va_start(ap, fmt);
+	if (vasprintf(&text, fmt, ap) < 0)
+		fail_msg("oom");
+	va_end(ap);
+	if (ds_yaml_parse(text, strlen(text), "test", 0, &docs, NULL, &err) < 0)
+		fail_msg("test manifest: %s\n%s", err.msg, text);
+	free(text);
+	d = json_incref(json_array_get(docs, 0));
+	json_decref(docs);
+	return d;
+}
+
+static struct ds_kube_resource resource(ds_kube *k, const char *api, const char *kind)
+{
+	struct ds_kube_resource r;
+	ds_kube_error ke;
+
+	CHECK(ds_kube_resource_find(k, api, kind, &r, &ke), ke);
+	return r;
+}
+
+/* Create the object of a manifest (its apiVersion and kind say where). */
+static void create(ds_kube *k, json_t *obj)
+{
+	struct ds_kube_resource r;
+	ds_kube_error ke;
+
+	CHECK(ds_kube_resource_of(k, obj, &r, &ke), ke);
+	CHECK(ds_kube_create(k, &r, NULL, obj, NULL, &ke), ke);
+	json_decref(obj);
+}
+
+static void merge(ds_kube *k, const char *api, const char *kind, const char *ns, const char *name,
+		  const char *sub, const char *patch_json)
+{
+	struct ds_kube_resource r = resource(k, api, kind);
+	json_t *p = json_loads(patch_json, 0, NULL);
+	ds_kube_error ke;
+
+	assert_non_null(p);
+	CHECK(ds_kube_merge_patch(k, &r, ns, name, p, sub, NULL, &ke), ke);
+	json_decref(p);
+}
+
+static void del(ds_kube *k, const char *api, const char *kind, const char *ns, const char *name)
+{
+	struct ds_kube_resource r = resource(k, api, kind);
+	ds_kube_error ke;
+
+	CHECK(ds_kube_delete(k, &r, ns, name, NULL, &ke), ke);
+}
+
+/* A namespace, labelled for this run's selector when `selected`. */
+static char *new_ns(ds_kube *k, const char *prefix, const char *label, bool selected)
+{
+	char *name;
+
+	if (asprintf(&name, "itx-%s-%u", prefix, rnd()) < 0)
+		fail_msg("oom");
+	if (selected)
+		create(k, doc("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: "
+			      "{" LABEL ": '%s'}}\n",
+			      name, label));
+	else
+		create(k, doc("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", name));
+	return name;
+}
+
+static void drop_ns(ds_kube *k, char *name)
+{
+	struct ds_kube_resource r = resource(k, "v1", "Namespace");
+	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
+
+	ds_kube_delete(k, &r, NULL, name, &d, NULL);
+	free(name);
+}
+
+static bool by_label(void *ud, const json_t *ns)
+{
+	const char *want = ud;
+	const char *v = ds_json_str(ds_json_path(ns, "metadata.labels"), LABEL);
+
+	return v && strcmp(v, want) == 0;
+}
+
+/* ---- what the target received ------------------------------------------------- */
+
+struct arrival {
+	int op;
+	char key[600];
+	char api_version[128];
+	char *payload;
+};
+
+struct ledger {
+	pthread_mutex_t mu;
+	struct arrival *a;
+	size_t n, cap;
+};
+
+static void on_record(void *ud, const char *source, const ds_record *rec, ds_record_result *res)
+{
+	struct ledger *l = ud;
+	struct arrival *a;
+
+	(void)source;
+	(void)res;
+	pthread_mutex_lock(&l->mu);
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 256;
+		l->a = realloc(l->a, l->cap * sizeof(*l->a));
+		assert_non_null(l->a);
+	}
+	a = &l->a[l->n++];
+	memset(a, 0, sizeof(*a));
+	a->op = rec->op;
+	if (rec->op == DS_RECORD_UPSERT || rec->op == DS_RECORD_DELETE) {
+		const char *slash = strchr(rec->api_version, '/');
+		snprintf(a->key, sizeof(a->key), "%.*s/%s/%s/%s",
+			 slash ? (int)(slash - rec->api_version) : 0, slash ? rec->api_version : "",
+			 rec->kind, rec->ns ? rec->ns : "", rec->name);
+		snprintf(a->api_version, sizeof(a->api_version), "%s", rec->api_version);
+	}
+	if (rec->payload)
+		a->payload = strndup((const char *)rec->payload, rec->payload_len);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static size_t ledger_len(struct ledger *l)
+{
+	size_t n;
+
+	pthread_mutex_lock(&l->mu);
+	n = l->n;
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}
+
+/* Records from index `from` on with op (0: any) whose key is `key` (NULL: any). */
+static int count(struct ledger *l, size_t from, int op, const char *key)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&l->mu);
+	for (size_t i = from; i < l->n; i++)
+		if ((!op || l->a[i].op == op) && (!key || strcmp(l->a[i].key, key) == 0))
+			n++;
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}
+
+/* Records from `from` on whose key holds `part`. */
+static int count_like(struct ledger *l, size_t from, int op, const char *part)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&l->mu);
+	for (size_t i = from; i < l->n; i++)
+		if ((!op || l->a[i].op == op) && strstr(l->a[i].key, part))
+			n++;
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}
+
+/* The payload of the last upsert of key (a copy), or NULL. */
+static char *last_payload(struct ledger *l, const char *key)
+{
+	char *p = NULL;
+
+	pthread_mutex_lock(&l->mu);
+	for (size_t i = l->n; i-- > 0;)
+		if (l->a[i].op == DS_RECORD_UPSERT && strcmp(l->a[i].key, key) == 0) {
+			p = strdup(l->a[i].payload);
+			break;
+		}
+	pthread_mutex_unlock(&l->mu);
+	return p;
+}
+
+static void dump(struct ledger *l, size_t from)
+{
+	pthread_mutex_lock(&l->mu);
+	for (size_t i = from; i < l->n; i++)
+		fprintf(stderr, "ledger[%zu] %s %s\n", i, ds_record_op_name(l->a[i].op),
+			l->a[i].key);
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* ---- the target site and the source agent -------------------------------------- */
+
+struct site {
+	char *dir;
+	char state[1024];
+	char label[32];
+	ds_keypair server, client;
+	ds_receiver *rx;
+	pthread_t rx_thread;
+	struct ledger l;
+	/* the source agent */
+	ds_kube *k;
+	ds_exporter *ex;
+	ds_sender *tx;
+	pthread_t tx_thread, ex_thread;
+	bool watching;
+	int watch_rc;
+	ds_err watch_err;
+};
+
+static void *rx_main(void *arg)
+{
+	struct site *s = arg;
+	ds_err err;
+
+	ds_receiver_run(s->rx, &err);
+	return NULL;
+}
+
+static void site_start(struct site *s, const char *kubeconfig)
+{
+	ds_receiver_config cfg;
+	char auth[1100], inbox[1100];
+	ds_err err;
+	FILE *f;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->l.mu, NULL);
+	s->dir = tu_mkdtemp("exporter");
+	snprintf(s->state, sizeof(s->state), "%s/state", s->dir);
+	snprintf(s->label, sizeof(s->label), "run-%u", rnd());
+	assert_int_equal(ds_keys_generate(&s->server, &err), 0);
+	assert_int_equal(ds_keys_generate(&s->client, &err), 0);
+	snprintf(auth, sizeof(auth), "%s/authorized_sources", s->dir);
+	f = fopen(auth, "w");
+	assert_non_null(f);
+	fprintf(f, "itest %s\n", s->client.public_z85);
+	fclose(f);
+	snprintf(inbox, sizeof(inbox), "%s/inbox.db", s->dir);
+	ds_receiver_config_default(&cfg);
+	cfg.endpoint = "tcp://127.0.0.1:*";
+	cfg.keys = &s->server;
+	cfg.authorized_sources = auth;
+	cfg.inbox_path = inbox;
+	cfg.handler = on_record;
+	cfg.handler_ud = &s->l;
+	if (ds_receiver_new(&s->rx, &cfg, &err) < 0)
+		fail_msg("receiver: %s", err.msg);
+	assert_int_equal(pthread_create(&s->rx_thread, NULL, rx_main, s), 0);
+	s->k = connect_to(kubeconfig);
+}
+
+static void *tx_main(void *arg)
+{
+	struct site *s = arg;
+	ds_err err;
+
+	ds_sender_run(s->tx, 0, 0, &err);
+	return NULL;
+}
+
+static void wake(void *ud, uint64_t last)
+{
+	struct site *s = ud;
+
+	(void)last;
+	if (s->tx)
+		ds_sender_wake(s->tx);
+}
+
+/* The source agent: an exporter on the state directory and its sender. */
+static void agent_start(struct site *s, long page, size_t batch, int watch_timeout)
+{
+	ds_exporter_config cfg;
+	ds_sender_config sc;
+	char db[1100];
+	ds_err err = {0};
+
+	ds_exporter_config_default(&cfg);
+	cfg.kube = s->k;
+	cfg.state_dir = s->state;
+	cfg.ns_match = by_label;
+	cfg.ns_match_ud = s->label;
+	cfg.on_pushed = wake;
+	cfg.pushed_ud = s;
+	if (page)
+		cfg.page_size = page;
+	if (batch)
+		cfg.batch_records = batch;
+	if (watch_timeout)
+		cfg.watch_timeout_seconds = watch_timeout;
+	if (ds_exporter_new(&s->ex, &cfg, &err) < 0)
+		fail_msg("exporter: %s", err.msg);
+	assert_int_equal(ds_export_db_path(s->state, db, sizeof(db)), 0);
+	ds_sender_config_default(&sc);
+	sc.endpoint = ds_receiver_endpoint(s->rx);
+	sc.server_public_key = s->server.public_z85;
+	sc.keys = &s->client;
+	sc.outbox_path = db;
+	sc.cluster_name = "itest-source";
+	sc.on_result = ds_exporter_on_result;
+	sc.on_snapshot_required = ds_exporter_on_snapshot_required;
+	sc.ud = s->ex;
+	if (ds_sender_new(&s->tx, &sc, &err) < 0)
+		fail_msg("sender: %s", err.msg);
+	assert_int_equal(pthread_create(&s->tx_thread, NULL, tx_main, s), 0);
+}
+
+static void *watch_main(void *arg)
+{
+	struct site *s = arg;
+
+	s->watch_rc = ds_exporter_watch(s->ex, &s->watch_err);
+	return NULL;
+}
+
+static void agent_watch(struct site *s)
+{
+	assert_int_equal(pthread_create(&s->ex_thread, NULL, watch_main, s), 0);
+	s->watching = true;
+}
+
+/* Wait until the target acknowledged everything the exporter pushed. */
+static void wait_acked(struct site *s, int timeout_ms)
+{
+	long long end = now_ms() + timeout_ms;
+
+	while (ds_sender_acked(s->tx) < ds_exporter_last_seq(s->ex)) {
+		if (now_ms() > end)
+			fail_msg("the target acknowledged %llu of %llu",
+				 (unsigned long long)ds_sender_acked(s->tx),
+				 (unsigned long long)ds_exporter_last_seq(s->ex));
+		msleep(20);
+	}
+}
+
+/* Wait until nothing more arrives for quiet_ms (watch mode). */
+static void settle(struct site *s, int quiet_ms)
+{
+	size_t n = ledger_len(&s->l);
+	long long last = now_ms(), end = now_ms() + 60000;
+
+	while (now_ms() - last < quiet_ms) {
+		msleep(50);
+		if (ledger_len(&s->l) != n ||
+		    ds_sender_acked(s->tx) < ds_exporter_last_seq(s->ex)) {
+			n = ledger_len(&s->l);
+			last = now_ms();
+		}
+		if (now_ms() > end)
+			fail_msg("the stream does not settle");
+	}
+}
+
+/* Wait for a record of op for key arriving from `from` on. */
+static void wait_for(struct site *s, size_t from, int op, const char *key, int timeout_ms)
+{
+	long long end = now_ms() + timeout_ms;
+
+	while (count(&s->l, from, op, key) == 0) {
+		if (now_ms() > end) {
+			dump(&s->l, from);
+			fail_msg("no %s of %s arrived", ds_record_op_name(op), key);
+		}
+		msleep(20);
+	}
+}
+
+static void agent_stop(struct site *s)
+{
+	if (s->watching) {
+		ds_exporter_stop(s->ex);
+		pthread_join(s->ex_thread, NULL);
+		s->watching = false;
+		if (s->watch_rc < 0)
+			fail_msg("watch: %d %s", s->watch_rc, s->watch_err.msg);
+	}
+	ds_sender_stop(s->tx);
+	pthread_join(s->tx_thread, NULL);
+	ds_sender_free(s->tx);
+	ds_exporter_free(s->ex);
+	s->tx = NULL;
+	s->ex = NULL;
+}
+
+static void site_stop(struct site *s)
+{
+	if (s->ex)
+		agent_stop(s);
+	ds_receiver_stop(s->rx);
+	pthread_join(s->rx_thread, NULL);
+	ds_receiver_free(s->rx);
+	for (size_t i = 0; i < s->l.n; i++)
+		free(s->l.a[i].payload);
+	free(s->l.a);
+	pthread_mutex_destroy(&s->l.mu);
+	ds_kube_free(s->k);
+	free(s->dir);
+}
+
+static ds_export_counts pass(struct site *s)
+{
+	ds_export_counts c;
+	ds_err err = {0};
+
+	if (ds_exporter_pass(s->ex, &c, &err) < 0)
+		fail_msg("pass: %s", err.msg);
+	return c;
+}
+
+/* stderr into a file while the exporter logs, for assertions on its lines. */
+struct logcap {
+	int saved;
+	char path[1100];
+};
+
+static void log_begin(struct logcap *c, const struct site *s)
+{
+	int fd;
+
+	snprintf(c->path, sizeof(c->path), "%s/log-%u.txt", s->dir, rnd());
+	fflush(stderr);
+	c->saved = dup(2);
+	fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	dup2(fd, 2);
+	close(fd);
+}
+
+/* Stop capturing; the text (to free), also echoed to the real stderr. */
+static char *log_end(struct logcap *c)
+{
+	char *text;
+
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	text = tu_read_file(c->path, NULL);
+	fputs(text, stderr);
+	return text;
+}
+
+static int lines_with(const char *text, const char *a, const char *b, const char *c)
+{
+	int n = 0;
+
+	for (const char *line = text; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char *l = strndup(line, len);
+
+		if (strstr(l, a) && (!b || strstr(l, b)) && (!c || strstr(l, c)))
+			n++;
+		free(l);
+		line = end ? end + 1 : NULL;
+	}
+	return n;
+}
+
+static void key_of(char *buf, size_t size, const char *group, const char *kind, const char *ns,
+		   const char *name)
+{
+	snprintf(buf, size, "%s/%s/%s/%s", group, kind, ns ? ns : "", name);
+}
+
+/* Wait until a pod controlled by `owner` exists in ns. */
+static void wait_owned_pod(ds_kube *k, const char *ns, const char *owner)
+{
+	struct ds_kube_resource r = resource(k, "v1", "Pod");
+	struct ds_kube_list_opts lo = {0};
+	long long end = now_ms() + 60000;
+
+	for (;;) {
+		json_t *list = NULL, *item;
+		ds_kube_error ke;
+		size_t i;
+		bool found = false;
+
+		CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
+		json_array_foreach (json_object_get(list, "items"), i, item) {
+			json_t *refs = ds_json_path(item, "metadata.ownerReferences");
+			if (json_array_size(refs) &&
+			    strcmp(ds_json_str(json_array_get(refs, 0), "name"), owner) == 0)
+				found = true;
+		}
+		json_decref(list);
+		if (found)
+			return;
+		if (now_ms() > end)
+			fail_msg("no pod of %s appeared", owner);
+		msleep(200);
+	}
+}
+
+/* Wait until the ConfigMap kube-root-ca.crt exists in ns (the controller publishes it). */
+static void wait_object(ds_kube *k, const char *api, const char *kind, const char *ns,
+			const char *name)
+{
+	struct ds_kube_resource r = resource(k, api, kind);
+	long long end = now_ms() + 60000;
+
+	for (;;) {
+		json_t *obj = NULL;
+		ds_kube_error ke;
+
+		if (ds_kube_get(k, &r, ns, name, NULL, &obj, &ke) == 0) {
+			json_decref(obj);
+			return;
+		}
+		if (now_ms() > end)
+			fail_msg("%s %s/%s did not appear", kind, ns, name);
+		msleep(200);
+	}
+}
+
+static const char POD_SPEC[] = "      containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n";
+
+/* ---- tests ------------------------------------------------------------------- */
+
+/* The first pass (a snapshot) ships exactly the selected objects of every
+ * kind, once each, and says why it skips the others. */
+static void
+test_itest_exporter__first_pass_ships_the_selected_objects_and_reports_skips(void **state)
+{
+	struct site s;
+	struct logcap lc;
+	char *ns, *other, *log, key[700];
+	ds_export_counts c;
+	static const char *const shipped[][3] = {
+	    {"", "ServiceAccount", "sa"},
+	    {"", "ConfigMap", "cm"},
+	    {"", "Secret", "s"},
+	    {"", "Service", "svc"},
+	    {"", "PersistentVolumeClaim", "pvc"},
+	    {"", "Pod", "pod"},
+	    {"apps", "Deployment", "dep"},
+	    {"apps", "ReplicaSet", "rs"},
+	    {"apps", "StatefulSet", "sts"},
+	    {"apps", "DaemonSet", "ds"},
+	    {"batch", "Job", "job"},
+	    {"batch", "CronJob", "cron"},
+	    {"resource.k8s.io", "ResourceClaimTemplate", "rct"},
+	    {"resource.k8s.io", "ResourceClaim", "rc"},
+	};
+
+	(void)state;
+	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
+	ns = new_ns(s.k, "first", s.label, true);
+	other = new_ns(s.k, "other", s.label, false);
+	create(s.k, doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa, namespace: "
+			"%s}\n",
+			ns));
+	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
+			"data: {a: '1'}\n",
+			ns));
+	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
+			"data: {a: 'not selected'}\n",
+			other));
+	create(s.k, doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
+			"type: Opaque\nstringData: {password: hunter2}\n",
+			ns));
+	create(s.k, doc("apiVersion: v1\nkind: Secret\nmetadata: {name: tok, namespace: %s, "
+			"annotations: {kubernetes.io/service-account.name: sa}}\n"
+			"type: kubernetes.io/service-account-token\n",
+			ns));
+	create(s.k, doc("apiVersion: v1\nkind: Service\nmetadata: {name: svc, namespace: %s}\n"
+			"spec: {selector: {app: x}, ports: [{port: 80, targetPort: 8080}]}\n",
+			ns));
+	create(s.k, doc("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: pvc, "
+			"namespace: %s}\nspec: {accessModes: [ReadWriteOnce], resources: "
+			"{requests: {storage: 1Gi}}}\n",
+			ns));
+	create(s.k, doc("apiVersion: v1\nkind: Pod\nmetadata: {name: pod, namespace: %s}\n"
+			"spec:\n%s",
+			ns, POD_SPEC + 4));
+	create(s.k, doc("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: dep, namespace: "
+			"%s}\nspec:\n  replicas: 0\n  selector: {matchLabels: {app: dep}}\n"
+			"  template:\n    metadata: {labels: {app: dep}}\n    spec:\n%s",
+			ns, POD_SPEC));
+	create(s.k, doc("apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: "
+			"%s}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: rs}}\n"
+			"  template:\n    metadata: {labels: {app: rs}}\n    spec:\n%s",
+			ns, POD_SPEC));
+	create(s.k, doc("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: sts, "
+			"namespace: %s}\nspec:\n  replicas: 0\n  serviceName: svc\n  selector: "
+			"{matchLabels: {app: sts}}\n  template:\n    metadata: {labels: {app: "
+			"sts}}\n    spec:\n%s",
+			ns, POD_SPEC));
+	create(s.k, doc("apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds, namespace: "
+			"%s}\nspec:\n  selector: {matchLabels: {app: ds}}\n  template:\n    "
+			"metadata: {labels: {app: ds}}\n    spec:\n%s",
+			ns, POD_SPEC));
+	create(s.k, doc("apiVersion: batch/v1\nkind: Job\nmetadata: {name: job, namespace: %s}\n"
+			"spec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: "
+			"Never\n%s",
+			ns, POD_SPEC));
+	create(s.k,
+	       doc("apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cron, namespace: "
+		   "%s}\nspec:\n  schedule: '*/5 * * * *'\n  suspend: true\n  jobTemplate:\n"
+		   "    spec:\n      template:\n        spec:\n          restartPolicy: Never\n"
+		   "          containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n",
+		   ns));
+	create(s.k,
+	       doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: "
+		   "{name: rct, namespace: %s}\nspec:\n  spec:\n    devices:\n      requests:\n"
+		   "      - name: gpu\n        exactly: {deviceClassName: gpu.example.com}\n",
+		   ns));
+	create(s.k, doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: "
+			"rc, namespace: %s}\nspec:\n  devices:\n    requests:\n    - name: gpu\n"
+			"      exactly: {deviceClassName: gpu.example.com}\n",
+			ns));
+	create(s.k, doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: "
+			"pod-gpu-x1, namespace: %s, annotations: "
+			"{resource.kubernetes.io/pod-claim-name: gpu}}\nspec:\n  devices:\n"
+			"    requests:\n    - name: gpu\n      exactly: {deviceClassName: "
+			"gpu.example.com}\n",
+			ns));
+	wait_owned_pod(s.k, ns, "rs");
+	wait_object(s.k, "v1", "ConfigMap", ns, "kube-root-ca.crt");
+
+	agent_start(&s, 0, 0, 0);
+	log_begin(&lc, &s);
+	c = pass(&s);
+	wait_acked(&s, 30000);
+	log = log_end(&lc);
+
+	/* a snapshot around the objects */
+	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
+	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_END, NULL), 1);
+	assert_int_equal(s.l.a[0].op, DS_RECORD_SNAPSHOT_BEGIN);
+	assert_int_equal(s.l.a[s.l.n - 1].op, DS_RECORD_SNAPSHOT_END);
+	/* every selected object once; the Namespace; nothing of the other namespace */
+	key_of(key, sizeof(key), "", "Namespace", NULL, ns);
+	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, key), 1);
+	for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]); i++) {
+		key_of(key, sizeof(key), shipped[i][0], shipped[i][1], ns, shipped[i][2]);
+		if (count(&s.l, 0, DS_RECORD_UPSERT, key) != 1) {
+			dump(&s.l, 0);
+			fail_msg("%s arrived %d times", key, count(&s.l, 0, DS_RECORD_UPSERT, key));
+		}
+	}
+	assert_int_equal(count_like(&s.l, 0, 0, other), 0);
+	/* only these (and the default ServiceAccount) */
+	{
+		char part[300];
+		snprintf(part, sizeof(part), "/%s/", ns);
+		key_of(key, sizeof(key), "", "ServiceAccount", ns, "default");
+		assert_int_equal(count_like(&s.l, 0, DS_RECORD_UPSERT, part),
+				 (int)(sizeof(shipped) / sizeof(shipped[0])) +
+				     count(&s.l, 0, DS_RECORD_UPSERT, key));
+	}
+	/* sanitized on the way: no status, no uid, no resourceVersion */
+	key_of(key, sizeof(key), "apps", "Deployment", ns, "dep");
+	{
+		char *p = last_payload(&s.l, key);
+		assert_non_null(p);
+		assert_null(strstr(p, "\"status\""));
+		assert_null(strstr(p, "\"uid\""));
+		assert_null(strstr(p, "\"resourceVersion\""));
+		free(p);
+	}
+	/* the skips, each with its reason (and the owner) */
+	assert_int_equal(lines_with(log, "event=skipped", "kube-root-ca.crt", "own kube-root-ca"),
+			 1);
+	assert_int_equal(lines_with(log, "event=skipped", "Secret", "token Secrets"), 1);
+	assert_int_equal(
+	    lines_with(log, "event=skipped", "pod-gpu-x1", "generated from a template"), 1);
+	assert_true(lines_with(log, "event=skipped", "Pod ", "controlled by ReplicaSet rs") >= 1);
+	assert_int_equal(lines_with(log, "event=skipped", other, NULL), 0);
+	assert_true(c.skipped >= 4);
+	assert_int_equal(c.tombstoned, 0);
+	assert_true(c.pushed >= sizeof(shipped) / sizeof(shipped[0]) + 1);
+	free(log);
+
+	/* the status, from the files alone */
+	{
+		ds_export_status *st = NULL;
+		ds_err err = {0};
+		assert_int_equal(ds_export_status_read(s.state, 10, &st, &err), 0);
+		assert_true(st->snapshot_done);
+		assert_int_equal(st->last_pass.pushed, c.pushed);
+		assert_true(st->last_pass_finished_ms > 0);
+		assert_true(st->n_kinds >= 14);
+		ds_export_status_free(st);
+	}
+	drop_ns(s.k, ns);
+	drop_ns(s.k, other);
+	site_stop(&s);
+}
+
+/* Passes after a restart ship only what changed: nothing when nothing did; a
+ * tombstone for what was deleted while the agent was stopped; a delete then
+ * an upsert for an object re-created under its name. */
+static void test_itest_exporter__a_restart_ships_only_what_changed(void **state)
+{
+	struct site s;
+	char *ns, key[700], keyb[700];
+	ds_export_counts c;
+	size_t mark;
+	ds_kube *k;
+
+	(void)state;
+	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
+	k = s.k;
+	ns = new_ns(k, "restart", s.label, true);
+	for (int i = 0; i < 5; i++)
+		create(k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%d, namespace: "
+			      "%s}\ndata: {a: '%d'}\n",
+			      i, ns, i));
+	agent_start(&s, 2, 3, 0); /* small pages and batches: many of both */
+	c = pass(&s);
+	wait_acked(&s, 30000);
+	assert_true(c.pushed >= 6);
+	agent_stop(&s);
+
+	/* restarted: nothing changed, nothing sent */
+	mark = ledger_len(&s.l);
+	agent_start(&s, 2, 3, 0);
+	c = pass(&s);
+	wait_acked(&s, 30000);
+	assert_int_equal(c.pushed, 0);
+	assert_int_equal(c.tombstoned, 0);
+	assert_true(c.unchanged >= 6);
+	assert_int_equal(ledger_len(&s.l), mark);
+	agent_stop(&s);
+
+	/* deleted while stopped; another re-created under its name */
+	del(k, "v1", "ConfigMap", ns, "cm1");
+	del(k, "v1", "ConfigMap", ns, "cm2");
+	create(k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2, namespace: %s}\n"
+		      "data: {a: '2'}\n",
+		      ns));
+	agent_start(&s, 2, 3, 0);
+	c = pass(&s);
+	wait_acked(&s, 30000);
+	key_of(key, sizeof(key), "", "ConfigMap", ns, "cm1");
+	key_of(keyb, sizeof(keyb), "", "ConfigMap", ns, "cm2");
+	assert_int_equal(count(&s.l, mark, DS_RECORD_DELETE, key), 1);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, key), 0);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_DELETE, keyb), 1);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, keyb), 1);
+	assert_int_equal(count(&s.l, mark, 0, NULL), 3);
+	assert_int_equal(c.tombstoned, 2);
+	assert_int_equal(c.pushed, 1);
+	/* the re-created one's delete comes before its upsert */
+	for (size_t i = mark; i < s.l.n; i++)
+		if (strcmp(s.l.a[i].key, keyb) == 0) {
+			assert_int_equal(s.l.a[i].op, DS_RECORD_DELETE);
+			break;
+		}
+	drop_ns(s.k, ns);
+	site_stop(&s);
+}
+
+/* The child of the crash test: one pass, slowly (tiny pages and batches). */
+static int child_pass(const char *state_dir, const char *label)
+{
+	ds_exporter_config cfg;
+	ds_exporter *ex = NULL;
+	ds_kube *k;
+	struct ds_kube_transport_opts o;
+	ds_kubeconfig *kc = NULL;
+	ds_err err = {0};
+	int rc;
+
+	ds_kube_transport_opts_init(&o);
+	o.qps = 0;
+	if (ds_kubeconfig_load(&kc, getenv("DS_KUBECONFIG_V1"), NULL, &err) < 0 ||
+	    ds_kube_new(&k, &kc, &o, &err) < 0) {
+		fprintf(stderr, "child: %s\n", err.msg);
+		return 2;
+	}
+	ds_exporter_config_default(&cfg);
+	cfg.kube = k;
+	cfg.state_dir = state_dir;
+	cfg.ns_match = by_label;
+	cfg.ns_match_ud = (void *)label;
+	cfg.page_size = 5;
+	cfg.batch_records = 2;
+	rc = ds_exporter_new(&ex, &cfg, &err);
+	if (rc == 0)
+		rc = ds_exporter_pass(ex, NULL, &err);
+	if (rc < 0)
+		fprintf(stderr, "child: %s\n", err.msg);
+	ds_exporter_free(ex);
+	ds_kube_free(k);
+	return rc < 0 ? 1 : 0;
+}
+
+static uint64_t outbox_last_seq(const char *db)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	uint64_t v = 0;
+
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = 'last_seq'", -1, &st, NULL) ==
+		SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v;
+}
+
+/* A pass SIGKILLed midway, then run again: the target receives every object
+ * exactly once, in its final state, inside one snapshot. */
+static void test_itest_exporter__a_crash_mid_pass_loses_and_duplicates_nothing(void **state)
+{
+	struct site s;
+	char *ns, db[1100], key[700];
+	char self[1024];
+	ssize_t n;
+	pid_t pid;
+	int status;
+	const int N = 120;
+
+	(void)state;
+	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
+	ns = new_ns(s.k, "crash", s.label, true);
+	for (int i = 0; i < N; i++)
+		create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%03d, "
+				"namespace: %s}\ndata: {v: 'first-%d'}\n",
+				i, ns, i));
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(n > 0);
+	self[n] = '\0';
+	assert_int_equal(ds_export_db_path(s.state, db, sizeof(db)), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl(self, self, "--pass", s.state, s.label, (char *)NULL);
+		_exit(127);
+	}
+	/* kill it once part of the objects are in the outbox */
+	{
+		long long end = now_ms() + 60000;
+		while (outbox_last_seq(db) < 20) {
+			if (now_ms() > end || waitpid(pid, &status, WNOHANG) == pid)
+				fail_msg(
+				    "the child pass ended or stalled before the kill (seq %llu)",
+				    (unsigned long long)outbox_last_seq(db));
+			msleep(5);
+		}
+	}
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_true(outbox_last_seq(db) < (uint64_t)N);
+	/* changed meanwhile: the final state is what arrives */
+	merge(s.k, "v1", "ConfigMap", ns, "cm000", NULL, "{\"data\":{\"v\":\"final\"}}");
+	merge(s.k, "v1", "ConfigMap", ns, "cm119", NULL, "{\"data\":{\"v\":\"final\"}}");
+
+	agent_start(&s, 0, 0, 0);
+	pass(&s);
+	wait_acked(&s, 60000);
+	for (int i = 0; i < N; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "cm%03d", i);
+		key_of(key, sizeof(key), "", "ConfigMap", ns, name);
+		if (count(&s.l, 0, DS_RECORD_UPSERT, key) != 1 &&
+		    !(i == 0 && count(&s.l, 0, DS_RECORD_UPSERT, key) == 2)) {
+			dump(&s.l, 0);
+			fail_msg("%s arrived %d times", key, count(&s.l, 0, DS_RECORD_UPSERT, key));
+		}
+		if (i == 0 || i == N - 1) {
+			char *p = last_payload(&s.l, key);
+			assert_non_null(strstr(p, "\"final\""));
+			free(p);
+		}
+	}
+	assert_int_equal(count(&s.l, 0, DS_RECORD_DELETE, NULL), 0);
+	/* one snapshot, resumed: one begin, one end, the end last */
+	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
+	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_END, NULL), 1);
+	assert_int_equal(s.l.a[s.l.n - 1].op, DS_RECORD_SNAPSHOT_END);
+	drop_ns(s.k, ns);
+	site_stop(&s);
+}
+
+/* Watch mode: an update ships one record, a status-only change none, a
+ * delete a tombstone; a burst of 100 updates a few records, the last current. */
+static void test_itest_exporter__watch_ships_changes_once_and_debounces_bursts(void **state)
+{
+	struct site s;
+	char *ns, key[700], nskey[700], *p;
+	size_t mark;
+	long long t0, took;
+	int n;
+
+	(void)state;
+	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
+	ns = new_ns(s.k, "watch", s.label, true);
+	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
+			"data: {v: '0'}\n",
+			ns));
+	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone, namespace: %s}\n"
+			"data: {v: '0'}\n",
+			ns));
+	agent_start(&s, 0, 0, 0);
+	agent_watch(&s);
+	key_of(key, sizeof(key), "", "ConfigMap", ns, "cm");
+	key_of(nskey, sizeof(nskey), "", "Namespace", NULL, ns);
+	wait_for(&s, 0, DS_RECORD_UPSERT, key, 30000);
+	settle(&s, 1500);
+
+	/* one update, one record */
+	mark = ledger_len(&s.l);
+	merge(s.k, "v1", "ConfigMap", ns, "cm", NULL, "{\"data\":{\"v\":\"1\"}}");
+	wait_for(&s, mark, DS_RECORD_UPSERT, key, 10000);
+	settle(&s, 1000);
+	assert_int_equal(count(&s.l, mark, 0, NULL), 1);
+	p = last_payload(&s.l, key);
+	assert_non_null(strstr(p, "\"v\":\"1\""));
+	free(p);
+
+	/* a change the sanitizer removes (the Namespace's status): nothing */
+	mark = ledger_len(&s.l);
+	merge(s.k, "v1", "Namespace", NULL, ns, "status",
+	      "{\"status\":{\"conditions\":[{\"type\":\"NamespaceDeletionDiscoveryFailure\","
+	      "\"status\":\"False\",\"reason\":\"ItestOnly\",\"message\":\"status only\"}]}}");
+	settle(&s, 1500);
+	assert_int_equal(count(&s.l, mark, 0, NULL), 0);
+
+	/* a delete, a tombstone */
+	mark = ledger_len(&s.l);
+	del(s.k, "v1", "ConfigMap", ns, "gone");
+	key_of(key, sizeof(key), "", "ConfigMap", ns, "gone");
+	wait_for(&s, mark, DS_RECORD_DELETE, key, 10000);
+	settle(&s, 1000);
+	assert_int_equal(count(&s.l, mark, 0, NULL), 1);
+
+	/* 100 updates in a burst: a few records, the last one current */
+	mark = ledger_len(&s.l);
+	key_of(key, sizeof(key), "", "ConfigMap", ns, "cm");
+	t0 = now_ms();
+	for (int i = 0; i < 100; i++) {
+		char patch[64];
+		snprintf(patch, sizeof(patch), "{\"data\":{\"v\":\"burst-%d\"}}", i);
+		merge(s.k, "v1", "ConfigMap", ns, "cm", NULL, patch);
+	}
+	took = now_ms() - t0;
+	settle(&s, 1500);
+	n = count(&s.l, mark, DS_RECORD_UPSERT, key);
+	fprintf(stderr, "burst: 100 updates in %lld ms -> %d records\n", took, n);
+	assert_true(n >= 1);
+	/* at most one per 200 ms window (and the one that closes the burst) */
+	assert_true(n <= took / 200 + 2);
+	assert_true(n < 50);
+	assert_int_equal(count(&s.l, mark, 0, NULL), n);
+	p = last_payload(&s.l, key);
+	assert_non_null(strstr(p, "\"burst-99\""));
+	free(p);
+	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, nskey), 1);
+	drop_ns(s.k, ns);
+	site_stop(&s);
+}
+
+/* .../STATE/NAME/admin.kubeconfig: compact that cluster's etcd. */
+static void compact(const char *kubeconfig)
+{
+	char *dir = strdup(kubeconfig), *name, *state_dir;
+	struct tu_run run;
+
+	*strrchr(dir, '/') = '\0';
+	name = strrchr(dir, '/') + 1;
+	state_dir = strndup(dir, (size_t)(name - 1 - dir));
+	setenv("DS_KUBE_STATE", state_dir, 1);
+	{
+		const char *argv[] = {tu_env("DS_CLUSTER_SH"), "compact", name, NULL};
+		tu_run(&run, NULL, argv);
+		if (run.status != 0)
+			fail_msg("cluster.sh compact: %s", run.err);
+		tu_run_dispose(&run);
+	}
+	free(state_dir);
+	free(dir);
+}
+
+/* ResourceClaimTemplates have no watch cache on the test clusters: after a
+ * compaction the watch's next request (every 2 s here) gets 410; the kind
+ * is relisted page by page and only the difference is shipped. */
+static void
+test_itest_exporter__an_expired_watch_relists_and_ships_only_the_difference(void **state)
+{
+	struct site s;
+	struct logcap lc;
+	char *ns, *log, key[700];
+	size_t mark;
+	long long end;
+
+	(void)state;
+	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
+	ns = new_ns(s.k, "expire", s.label, true);
+	for (int i = 0; i < 6; i++)
+		create(s.k, doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+				"metadata: {name: rct%d, namespace: %s}\nspec:\n  spec:\n    "
+				"devices:\n      requests:\n      - name: gpu\n        exactly: "
+				"{deviceClassName: gpu.example.com, count: %d}\n",
+				i, ns, i + 1));
+	agent_start(&s, 2, 0, 2);
+	log_begin(&lc, &s);
+	agent_watch(&s);
+	key_of(key, sizeof(key), "resource.k8s.io", "ResourceClaimTemplate", ns, "rct5");
+	end = now_ms() + 30000;
+	while (count(&s.l, 0, DS_RECORD_UPSERT, key) == 0 && now_ms() < end)
+		msleep(50);
+	settle(&s, 1000);
+	mark = ledger_len(&s.l);
+	/* later writes of other kinds move etcd past the watch's resourceVersion */
+	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after, namespace: %s}\n",
+			ns));
+	compact(tu_env("DS_KUBECONFIG_V1"));
+	/* changed around the relist: it arrives once, by the old stream or the list */
+	merge(s.k, "resource.k8s.io/v1", "ResourceClaimTemplate", ns, "rct0", NULL,
+	      "{\"metadata\":{\"labels\":{\"changed\":\"yes\"}}}");
+	end = now_ms() + 30000;
+	for (;;) {
+		fflush(stderr);
+		log = tu_read_file(lc.path, NULL);
+		if (lines_with(log, "event=watch_expired", "kind=ResourceClaimTemplate", NULL))
+			break;
+		free(log);
+		if (now_ms() > end) {
+			log = log_end(&lc);
+			free(log);
+			fail_msg("the watch did not expire");
+		}
+		msleep(200);
+	}
+	free(log);
+	settle(&s, 2000);
+	log = log_end(&lc);
+	key_of(key, sizeof(key), "resource.k8s.io", "ResourceClaimTemplate", ns, "rct0");
+	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, key), 1);
+	/* the ConfigMap and the changed template, not the whole kind again */
+	if (count(&s.l, mark, 0, NULL) != 2) {
+		dump(&s.l, mark);
+		fail_msg("%d records after the relist", count(&s.l, mark, 0, NULL));
+	}
+	assert_int_equal(count_like(&s.l, mark, 0, "ResourceClaimTemplate"), 1);
+	free(log);
+	drop_ns(s.k, ns);
+	site_stop(&s);
+}
+
+/* A namespace labelled while the agent watches brings its objects; the label
+ * removed stops them and deletes nothing on the target. */
+static void test_itest_exporter__labelling_a_namespace_brings_it_unlabelling_stops_it(void **state)
+{
+	struct site s;
+	struct logcap lc;
+	char *ns, *log, key[700], nskey[700], patch[200];
+	size_t mark;
+
+	(void)state;
+	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
+	ns = new_ns(s.k, "label", s.label, false);
+	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
+			"data: {v: '0'}\n",
+			ns));
+	create(s.k, doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
+			"stringData: {k: v}\n",
+			ns));
+	agent_start(&s, 0, 0, 0);
+	log_begin(&lc, &s);
+	agent_watch(&s);
+	msleep(1500);
+	key_of(key, sizeof(key), "", "ConfigMap", ns, "cm");
+	key_of(nskey, sizeof(nskey), "", "Namespace", NULL, ns);
+	assert_int_equal(count_like(&s.l, 0, 0, ns), 0);
+
+	snprintf(patch, sizeof(patch), "{\"metadata\":{\"labels\":{\"" LABEL "\":\"%s\"}}}",
+		 s.label);
+	merge(s.k, "v1", "Namespace", NULL, ns, NULL, patch);
+	wait_for(&s, 0, DS_RECORD_UPSERT, key, 15000);
+	settle(&s, 1000);
+	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, nskey), 1);
+	key_of(key, sizeof(key), "", "Secret", ns, "s");
+	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, key), 1);
+
+	/* unlabelled: nothing is deleted, later changes are not sent */
+	mark = ledger_len(&s.l);
+	merge(s.k, "v1", "Namespace", NULL, ns, NULL,
+	      "{\"metadata\":{\"labels\":{\"" LABEL "\":null}}}");
+	settle(&s, 1500);
+	merge(s.k, "v1", "ConfigMap", ns, "cm", NULL, "{\"data\":{\"v\":\"after\"}}");
+	del(s.k, "v1", "Secret", ns, "s");
+	settle(&s, 1500);
+	log = log_end(&lc);
+	assert_int_equal(count(&s.l, mark, 0, NULL), 0);
+	assert_int_equal(lines_with(log, "event=namespace_unselected", ns, NULL), 1);
+	assert_int_equal(lines_with(log, "event=namespace_selected", ns, NULL), 1);
+	free(log);
+	/* and a pass after a restart does not tombstone them either */
+	agent_stop(&s);
+	agent_start(&s, 0, 0, 0);
+	pass(&s);
+	wait_acked(&s, 30000);
+	assert_int_equal(count(&s.l, mark, 0, NULL), 0);
+	drop_ns(s.k, ns);
+	site_stop(&s);
+}
+
+/* A source serving resource.k8s.io/v1beta1 only: its claims as served. */
+static void test_itest_exporter__the_dra_version_the_source_serves(void **state)
+{
+	struct site s;
+	char *ns, key[700];
+
+	(void)state;
+	site_start(&s, tu_env("DS_KUBECONFIG_V1BETA1"));
+	ns = new_ns(s.k, "beta", s.label, true);
+	create(s.k, doc("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata: "
+			"{name: rc, namespace: %s}\nspec:\n  devices:\n    requests:\n"
+			"    - {name: gpu, deviceClassName: gpu.example.com}\n",
+			ns));
+	agent_start(&s, 0, 0, 0);
+	pass(&s);
+	wait_acked(&s, 30000);
+	key_of(key, sizeof(key), "resource.k8s.io", "ResourceClaim", ns, "rc");
+	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, key), 1);
+	pthread_mutex_lock(&s.l.mu);
+	for (size_t i = 0; i < s.l.n; i++)
+		if (strcmp(s.l.a[i].key, key) == 0) {
+			assert_string_equal(s.l.a[i].api_version, "resource.k8s.io/v1beta1");
+			assert_non_null(strstr(s.l.a[i].payload, "\"deviceClassName\""));
+		}
+	pthread_mutex_unlock(&s.l.mu);
+	drop_ns(s.k, ns);
+	site_stop(&s);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(
+		test_itest_exporter__first_pass_ships_the_selected_objects_and_reports_skips),
+	    cmocka_unit_test(test_itest_exporter__a_restart_ships_only_what_changed),
+	    cmocka_unit_test(test_itest_exporter__a_crash_mid_pass_loses_and_duplicates_nothing),
+	    cmocka_unit_test(test_itest_exporter__watch_ships_changes_once_and_debounces_bursts),
+	    cmocka_unit_test(
+		test_itest_exporter__an_expired_watch_relists_and_ships_only_the_difference),
+	    cmocka_unit_test(
+		test_itest_exporter__labelling_a_namespace_brings_it_unlabelling_stops_it),
+	    cmocka_unit_test(test_itest_exporter__the_dra_version_the_source_serves),
+	};
+
+	if (argc == 4 && strcmp(argv[1], "--pass") == 0)
+		return child_pass(argv[2], argv[3]);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
