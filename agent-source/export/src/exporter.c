@@ -623,10 +623,10 @@ static int discover(ds_exporter *ex, ds_err *err)
 
 /* ---- lists -------------------------------------------------------------------- */
 
-static void progress(ds_exporter *ex)
+static void progress(ds_exporter *ex, const struct kind *k)
 {
 	if (ex->cfg.on_progress)
-		ex->cfg.on_progress(ex->cfg.progress_ud, &ex->counts);
+		ex->cfg.on_progress(ex->cfg.progress_ud, k->def->kind, &ex->counts);
 }
 
 /*
@@ -689,7 +689,7 @@ static int list_kind(ds_exporter *ex, struct kind *k, const char *ns, char *rv, 
 			rc = flush(ex, err);
 		if (rc < 0)
 			return rc;
-		progress(ex);
+		progress(ex, k);
 		if (!token[0])
 			return 0;
 	}

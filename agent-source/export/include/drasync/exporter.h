@@ -72,8 +72,9 @@ typedef struct ds_exporter_config {
 	size_t batch_records;	       /* records per outbox transaction; default 256 */
 	long long debounce_ms;	       /* watch: coalescing window; default 200 */
 	int watch_timeout_seconds;     /* per watch request; default 300 */
-	/* Called during a pass with the counts so far (may be NULL). */
-	void (*on_progress)(void *ud, const ds_export_counts *so_far);
+	/* Called during a pass after each page listed, with the kind being
+	 * listed and the counts so far (may be NULL). */
+	void (*on_progress)(void *ud, const char *kind, const ds_export_counts *so_far);
 	void *progress_ud;
 	/* Records were pushed (may be NULL): e.g. ds_sender_wake(). */
 	void (*on_pushed)(void *ud, uint64_t last_seq);
