@@ -191,6 +191,7 @@ struct arrival {
 	char key[600];
 	char api_version[128];
 	char *payload;
+	size_t manifest_len;
 };
 
 struct ledger {
@@ -205,7 +206,15 @@ static void on_record(void *ud, const char *source, const ds_record *rec, ds_rec
 	struct arrival *a;
 
 	(void)source;
-	(void)res;
+	/* the target's verdicts the results test looks for */
+	if (rec->name && strncmp(rec->name, "bad", 3) == 0) {
+		res->status = DS_RESULT_FAILED;
+		snprintf(res->message, sizeof(res->message),
+			 "DeviceClass gpu.nowhere.example is not on the target");
+	} else if (rec->name && strncmp(rec->name, "skip", 4) == 0) {
+		res->status = DS_RESULT_SKIPPED;
+		snprintf(res->message, sizeof(res->message), "held in the ledger (standby)");
+	}
 	pthread_mutex_lock(&l->mu);
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 256;
@@ -224,6 +233,7 @@ static void on_record(void *ud, const char *source, const ds_record *rec, ds_rec
 	}
 	if (rec->payload)
 		a->payload = strndup((const char *)rec->payload, rec->payload_len);
+	a->manifest_len = rec->manifest_len;
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -1274,6 +1284,100 @@ static void test_itest_exporter__labelling_a_namespace_brings_it_unlabelling_sto
 	site_stop(&s);
 }
 
+static void wait_results(struct site *s, enum ds_result_status st, uint64_t n)
+{
+	uint64_t c[DS_RESULT_STATUS_MAX];
+	long long end = now_ms() + 20000;
+
+	for (;;) {
+		ds_exporter_result_counts(s->ex, c);
+		if (c[st] >= n)
+			return;
+		if (now_ms() > end)
+			fail_msg("%llu %s results, not %llu", (unsigned long long)c[st],
+				 ds_result_status_name(st), (unsigned long long)n);
+		msleep(20);
+	}
+}
+
+/* The target's results: failures and skips logged once per object and
+ * reason, kept per object, shown by the status from the files; a snapshot
+ * the target asks for re-sends every object between its markers. */
+static void test_itest_exporter__results_are_kept_and_a_requested_snapshot_resends_all(void **state)
+{
+	struct site s;
+	char *ns, *log, key[700], part[300];
+	ds_export_status *st = NULL;
+	ds_err err = {0};
+	size_t mark;
+	int objects;
+
+	(void)state;
+	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
+	ns = new_ns(s.k, "results", s.label, true);
+	create(s.k,
+	       doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good, namespace: %s}\n", ns));
+	create(s.k,
+	       doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad1, namespace: %s}\n", ns));
+	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: skip1, namespace: "
+			"%s}\n",
+			ns));
+	agent_start(&s, 0, 0, 0);
+	log_begin();
+	pass(&s);
+	wait_acked(&s, 30000);
+	wait_results(&s, DS_RESULT_FAILED, 1);
+	wait_results(&s, DS_RESULT_SKIPPED, 1);
+
+	/* changed, failed again for the same reason: not logged again */
+	merge(s.k, "v1", "ConfigMap", ns, "bad1", NULL, "{\"data\":{\"v\":\"2\"}}");
+	pass(&s);
+	wait_acked(&s, 30000);
+	wait_results(&s, DS_RESULT_FAILED, 2);
+
+	/* the target needs a snapshot: every object again, between its markers */
+	mark = ledger_len(&s.l);
+	ds_exporter_on_snapshot_required(s.ex, 0);
+	pass(&s);
+	wait_acked(&s, 30000);
+	wait_results(&s, DS_RESULT_FAILED, 3);
+	log = log_end();
+	assert_int_equal(lines_with(log, "event=target_failed", "bad1", "gpu.nowhere.example"), 1);
+	assert_int_equal(lines_with(log, "event=target_skipped", "skip1", "standby"), 1);
+	assert_int_equal(lines_with(log, "event=target_", "good", NULL), 0);
+	free(log);
+	assert_int_equal(s.l.a[mark].op, DS_RECORD_SNAPSHOT_BEGIN);
+	assert_int_equal(s.l.a[s.l.n - 1].op, DS_RECORD_SNAPSHOT_END);
+	snprintf(part, sizeof(part), "/%s/", ns);
+	objects = count_like(&s.l, mark, DS_RECORD_UPSERT, part);
+	assert_true(objects >= 4); /* 3 ConfigMaps, the default ServiceAccount, ... */
+	key_of(key, sizeof(key), "", "ConfigMap", ns, "good");
+	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, key), 1);
+	/* the manifest: every object the index holds (the Namespace too) */
+	assert_int_equal(s.l.a[s.l.n - 1].manifest_len, (size_t)objects + 1);
+
+	/* what `status` shows, with the agent stopped */
+	agent_stop(&s);
+	assert_int_equal(ds_export_status_read(s.state, 10, &st, &err), 0);
+	assert_int_equal(st->backlog, 0);
+	assert_int_equal(st->n_failures, 2);
+	assert_int_equal(st->failures[0].status, DS_RESULT_FAILED);
+	assert_string_equal(st->failures[0].name, "bad1");
+	assert_non_null(strstr(st->failures[0].message, "gpu.nowhere.example"));
+	assert_int_equal(st->failures[1].status, DS_RESULT_SKIPPED);
+	assert_string_equal(st->failures[1].name, "skip1");
+	for (size_t i = 0; i < st->n_kinds; i++)
+		if (strcmp(st->kinds[i].kind, "ConfigMap") == 0) {
+			assert_int_equal(st->kinds[i].objects, 3);
+			assert_int_equal(st->kinds[i].failed, 1);
+			assert_int_equal(st->kinds[i].skipped, 1);
+			assert_int_equal(st->kinds[i].ok, 1);
+		}
+	ds_export_status_free(st);
+	drop_ns(s.k, ns);
+	site_stop(&s);
+}
+
 /* A source serving resource.k8s.io/v1beta1 only: its claims as served. */
 static void test_itest_exporter__the_dra_version_the_source_serves(void **state)
 {
@@ -1315,6 +1419,8 @@ int main(int argc, char **argv)
 		test_itest_exporter__an_expired_watch_relists_and_ships_only_the_difference),
 	    cmocka_unit_test(
 		test_itest_exporter__labelling_a_namespace_brings_it_unlabelling_stops_it),
+	    cmocka_unit_test(
+		test_itest_exporter__results_are_kept_and_a_requested_snapshot_resends_all),
 	    cmocka_unit_test(test_itest_exporter__the_dra_version_the_source_serves),
 	};
 
