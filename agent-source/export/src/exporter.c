@@ -20,7 +20,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define WATCH_RETRY_MS 5000
+#define RETRY_MS 1000	    /* first retry of a kind whose list or watch failed */
+#define RETRY_MAX_MS 300000 /* backoff ceiling */
 
 /* Every kind of SPEC §2, in the target's apply order (what a pass sends first
  * lands first). Namespace comes first: the others are filtered by it. */
@@ -70,6 +71,8 @@ struct kind {
 	char watch_err[512];
 	bool need_list;
 	long long retry_at;
+	unsigned failures;    /* consecutive failed lists or watches: the backoff */
+	long long started_at; /* when the watch thread started */
 };
 
 /* Records being gathered for one outbox transaction, with the strings they own. */
@@ -1171,6 +1174,7 @@ static int watch_start(ds_exporter *ex, struct kind *k)
 	atomic_store(&k->done, false);
 	k->watch_rc = 0;
 	k->watch_err[0] = '\0';
+	k->started_at = now_ms();
 	if (pthread_create(&k->thread, NULL, watch_main, k) != 0)
 		return -EAGAIN;
 	k->running = true;
@@ -1323,6 +1327,17 @@ static int drain(ds_exporter *ex, bool all, ds_err *err)
 	return rc;
 }
 
+/* Doubling from RETRY_MS to RETRY_MAX_MS with each consecutive failure. */
+static long long backoff(struct kind *k)
+{
+	long long ms = RETRY_MS;
+
+	for (unsigned i = 0; i < k->failures && ms < RETRY_MAX_MS; i++)
+		ms *= 2;
+	k->failures++;
+	return ms < RETRY_MAX_MS ? ms : RETRY_MAX_MS;
+}
+
 /* Errors of the outbox and the index end the watch; the cluster's are retried. */
 static bool fatal(ds_exporter *ex, int rc)
 {
@@ -1371,9 +1386,13 @@ int ds_exporter_watch(ds_exporter *ex, ds_err *err)
 					    "kind=%s detail=\"resourceVersion too old: relisting\"",
 					    k->def->kind);
 				} else if (k->watch_rc < 0) {
+					/* a watch that served a while is not failing over and over
+					 */
+					if (now - k->started_at > 60000)
+						k->failures = 0;
 					ds_log(DS_LOG_ERROR, "watch_failed", "kind=%s error=%s",
 					       k->def->kind, q(k->watch_err, e, sizeof(e)));
-					k->retry_at = now + WATCH_RETRY_MS;
+					k->retry_at = now + backoff(k);
 				}
 			}
 			if (k->running || atomic_load(&ex->stop))
@@ -1391,13 +1410,13 @@ int ds_exporter_watch(ds_exporter *ex, ds_err *err)
 					}
 					ds_log(DS_LOG_ERROR, "list_failed", "kind=%s error=%s",
 					       k->def->kind, q(perr.msg, e, sizeof(e)));
-					k->retry_at = now + WATCH_RETRY_MS;
+					k->retry_at = now + backoff(k);
 					continue;
 				}
 				k->need_list = false;
 			}
 			if (watch_start(ex, k) < 0)
-				k->retry_at = now + WATCH_RETRY_MS;
+				k->retry_at = now + backoff(k);
 		}
 		ds_err_clear(&perr);
 		rc = drain(ex, false, &perr);

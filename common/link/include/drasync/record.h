@@ -29,7 +29,12 @@ enum ds_result_status {
 	DS_RESULT_STATUS_MAX
 };
 
-/* One line of a snapshot manifest: "apiVersion/kind/namespace/name" and its content hash. */
+/*
+ * One line of a snapshot manifest: the object's key "group/Kind/namespace/name"
+ * (group "" for the core group, namespace "" for cluster-scoped objects; no
+ * version, so an object keeps its key when the source serves another version)
+ * and its content hash.
+ */
 typedef struct ds_manifest_entry {
 	const char *key;
 	uint8_t content_hash[DS_HASH_LEN];
