@@ -72,7 +72,7 @@ int ds_export_status_read(const char *state_dir, size_t max_failures, ds_export_
 	}
 	st = calloc(1, sizeof(*st));
 	if (!st)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	rc = ds_outbox_open(&ob, path, NULL, err);
 	if (rc == 0)
 		rc = ds_object_index_open(&idx, path, err);
@@ -105,7 +105,7 @@ out:
 	ds_outbox_free(ob);
 	if (rc < 0) {
 		ds_export_status_free(st);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = st;
 	return 0;

@@ -425,7 +425,8 @@ static int object_key(const struct kind *k, const json_t *obj, char *key, size_t
 static int process_object(ds_exporter *ex, const struct kind *k, json_t *obj)
 {
 	struct batch *b = &ex->b;
-	char key[DS_OBJECT_KEY_MAX], why[256], desc[300], e1[300], e2[400];
+	char key[DS_OBJECT_KEY_MAX], desc[300], e1[300], e2[400];
+	ds_err why = {0};
 	const char *uid, *rv;
 	uint8_t hash[DS_HASH_LEN];
 	ds_index_row row;
@@ -444,12 +445,12 @@ static int process_object(ds_exporter *ex, const struct kind *k, json_t *obj)
 		return have;
 	}
 	have = have == 0 && !row.deleted;
-	if (!ds_selection_check(obj, ex->cfg.replicate_device_classes, why, sizeof(why))) {
+	if (!ds_selection_check(obj, ex->cfg.replicate_device_classes, &why)) {
 		ex->counts.skipped++;
-		if (skip_note(ex, key, why))
+		if (skip_note(ex, key, why.msg))
 			ds_log(DS_LOG_INFO, "skipped", "object=%s reason=%s",
 			       q(ds_obj_describe(obj, desc, sizeof(desc)), e1, sizeof(e1)),
-			       q(why, e2, sizeof(e2)));
+			       q(why.msg, e2, sizeof(e2)));
 		/* replicated before, not any more (e.g. adopted by a controller) */
 		return have ? add_tombstone(ex, &row) : 0;
 	}
@@ -1122,7 +1123,7 @@ static int sweep_gone_namespaces(ds_exporter *ex, ds_err *err)
 
 int ds_exporter_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 {
-	return run_pass(ex, out, err);
+	return ds_err_fallback(err, run_pass(ex, out, err));
 }
 
 /* ---- watch ----------------------------------------------------------------------- */
@@ -1344,7 +1345,14 @@ static bool fatal(ds_exporter *ex, int rc)
 	return rc == -ENOMEM || rc == -ECANCELED || ex->local_failed;
 }
 
+static int watch(ds_exporter *ex, ds_err *err);
+
 int ds_exporter_watch(ds_exporter *ex, ds_err *err)
+{
+	return ds_err_fallback(err, watch(ex, err));
+}
+
+static int watch(ds_exporter *ex, ds_err *err)
 {
 	ds_err perr = {0};
 	char e[700];
@@ -1511,7 +1519,7 @@ int ds_exporter_new(ds_exporter **out, const ds_exporter_config *cfg, ds_err *er
 	}
 	ex = calloc(1, sizeof(*ex));
 	if (!ex)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	ex->cfg = *cfg;
 	if (ex->cfg.page_size <= 0)
 		ex->cfg.page_size = 500;
@@ -1550,7 +1558,7 @@ int ds_exporter_new(ds_exporter **out, const ds_exporter_config *cfg, ds_err *er
 out:
 	if (rc < 0) {
 		ds_exporter_free(ex);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = ex;
 	return 0;

@@ -173,7 +173,7 @@ int ds_object_index_open(ds_object_index **out, const char *path, ds_err *err)
 	int rc;
 
 	if (!idx)
-		return -ENOMEM;
+		return ds_err_fallback(err, -ENOMEM);
 	rc = sqlite3_open_v2(
 	    path, &idx->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
@@ -205,7 +205,7 @@ int ds_object_index_open(ds_object_index **out, const char *path, ds_err *err)
 out:
 	if (rc < 0) {
 		ds_object_index_free(idx);
-		return rc;
+		return ds_err_fallback(err, rc);
 	}
 	*out = idx;
 	return 0;
@@ -234,6 +234,7 @@ int ds_object_index_get(ds_object_index *idx, const char *key, ds_index_row *out
 		rc = 0;
 	} else if (rc == SQLITE_DONE) {
 		rc = -ENOENT;
+		ds_err_set(err, "object index: %s is not held", key);
 	} else {
 		rc = fail(idx->db, rc, "get", err);
 	}
@@ -318,7 +319,7 @@ int ds_object_index_push(ds_object_index *idx, ds_outbox *ob, const ds_record *r
 {
 	struct hook_ctx h = {idx->gen};
 
-	return ds_outbox_push_with(ob, recs, n, hook, &h, last_seq, err);
+	return ds_err_fallback(err, ds_outbox_push_with(ob, recs, n, hook, &h, last_seq, err));
 }
 
 /* ---- mark and sweep ---- */
