@@ -315,6 +315,7 @@ struct site {
 	bool watching;
 	int watch_rc;
 	ds_err watch_err;
+	const char *ns_list[1]; /* set: select by this list instead of the label */
 	/* the expiry test: what to do once the templates are listed */
 	const char *expire_ns;
 	bool expire_done;
@@ -416,8 +417,13 @@ static void agent_start(struct site *s, long page, size_t batch, int watch_timeo
 	ds_exporter_config_default(&cfg);
 	cfg.kube = s->k;
 	cfg.state_dir = s->state;
-	cfg.ns_match = by_label;
-	cfg.ns_match_ud = s->label;
+	if (s->ns_list[0]) {
+		cfg.namespaces = s->ns_list;
+		cfg.n_namespaces = 1;
+	} else {
+		cfg.ns_match = by_label;
+		cfg.ns_match_ud = s->label;
+	}
 	cfg.on_pushed = wake;
 	cfg.pushed_ud = s;
 	cfg.on_progress = site_progress;
@@ -499,7 +505,8 @@ static void wait_for(struct site *s, size_t from, int op, const char *key, int t
 	while (count(&s->l, from, op, key) == 0) {
 		if (now_ms() > end) {
 			dump(&s->l, from);
-			fail_msg("no %s of %s arrived", ds_record_op_name(op), key);
+			fail_msg("no %s of %s arrived", ds_record_op_name(op),
+				 key ? key : "any object");
 		}
 		msleep(20);
 	}
@@ -1143,6 +1150,19 @@ static void test_itest_exporter__watch_ships_changes_once_and_debounces_bursts(v
 	assert_non_null(strstr(p, "\"burst-99\""));
 	free(p);
 	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, nskey), 1);
+
+	/* the target asks for a snapshot while the watch runs: one arrives with
+	 * every object, and the watch goes on after it */
+	mark = ledger_len(&s.l);
+	ds_exporter_on_snapshot_required(s.ex, 0);
+	wait_for(&s, mark, DS_RECORD_SNAPSHOT_END, NULL, 30000);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, key), 1);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, nskey), 1);
+	settle(&s, 1000);
+	mark = ledger_len(&s.l);
+	merge(s.k, "v1", "ConfigMap", ns, "cm", NULL, "{\"data\":{\"v\":\"after-snapshot\"}}");
+	wait_for(&s, mark, DS_RECORD_UPSERT, key, 15000);
 	drop_ns(s.k, ns);
 	site_stop(&s);
 }
@@ -1378,19 +1398,25 @@ static void test_itest_exporter__results_are_kept_and_a_requested_snapshot_resen
 	site_stop(&s);
 }
 
-/* A source serving resource.k8s.io/v1beta1 only: its claims as served. */
+/* A source serving resource.k8s.io/v1beta1 only: its claims as served; the
+ * namespaces given as a list. */
 static void test_itest_exporter__the_dra_version_the_source_serves(void **state)
 {
 	struct site s;
-	char *ns, key[700];
+	char *ns, *other, key[700];
 
 	(void)state;
 	site_start(&s, tu_env("DS_KUBECONFIG_V1BETA1"));
-	ns = new_ns(s.k, "beta", s.label, true);
+	ns = new_ns(s.k, "beta", s.label, false);
+	other = new_ns(s.k, "beta-other", s.label, true);
 	create(s.k, doc("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata: "
 			"{name: rc, namespace: %s}\nspec:\n  devices:\n    requests:\n"
 			"    - {name: gpu, deviceClassName: gpu.example.com}\n",
 			ns));
+	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n",
+			other));
+	/* selected by name this time (the label is on the other one) */
+	s.ns_list[0] = ns;
 	agent_start(&s, 0, 0, 0);
 	pass(&s);
 	wait_acked(&s, 30000);
@@ -1403,6 +1429,8 @@ static void test_itest_exporter__the_dra_version_the_source_serves(void **state)
 			assert_non_null(strstr(s.l.a[i].payload, "\"deviceClassName\""));
 		}
 	pthread_mutex_unlock(&s.l.mu);
+	assert_int_equal(count_like(&s.l, 0, 0, other), 0);
+	drop_ns(s.k, other);
 	drop_ns(s.k, ns);
 	site_stop(&s);
 }
