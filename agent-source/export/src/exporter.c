@@ -99,9 +99,10 @@ struct ds_exporter {
 	ds_change_queue *q;
 	struct batch b;
 	ds_export_counts counts;
-	bool force;	     /* a snapshot: push every object not pushed since snap_begin */
-	uint64_t snap_begin; /* seq of the snapshot's SNAPSHOT_BEGIN */
-	bool local_failed;   /* the outbox or the index failed: fatal, unlike the cluster */
+	bool force;	      /* a snapshot: push every object not pushed since snap_begin */
+	uint64_t snap_begin;  /* seq of the snapshot's SNAPSHOT_BEGIN */
+	bool local_failed;    /* the outbox or the index failed: fatal, unlike the cluster */
+	bool finish_snapshot; /* watch: a snapshot left open by a partial pass */
 
 	/* the selected namespaces (sorted), read by the watch threads */
 	pthread_mutex_t mu;
@@ -1352,27 +1353,67 @@ int ds_exporter_watch(ds_exporter *ex, ds_err *err)
 	return ds_err_fallback(err, watch(ex, err));
 }
 
+/* Every served kind has a list behind its watch. */
+static bool all_listed(const ds_exporter *ex)
+{
+	for (size_t i = 0; i < NKINDS; i++)
+		if (ex->kinds[i].served && ex->kinds[i].need_list)
+			return false;
+	return true;
+}
+
+/* A full pass in watch mode. A snapshot it leaves open (a kind could not be
+ * listed) is finished by another full pass once every kind has listed. */
+static int watch_pass(ds_exporter *ex, ds_err *err)
+{
+	bool done = true;
+	int rc = run_pass(ex, NULL, err);
+
+	if (rc < 0 && !fatal(ex, rc) && ex->discovered &&
+	    ds_object_index_snapshot_done(ex->idx, &done, NULL) == 0 && !done)
+		ex->finish_snapshot = true;
+	return rc;
+}
+
 static int watch(ds_exporter *ex, ds_err *err)
 {
 	ds_err perr = {0};
+	struct kind start = {0};
 	char e[700];
 	int rc;
 
-	rc = run_pass(ex, NULL, &perr);
-	if (rc < 0 && (fatal(ex, rc) || !ex->discovered)) {
-		*err = perr;
-		return rc == -ECANCELED ? 0 : rc;
+	/* the source may not answer yet: try again, backing off, until it does */
+	for (;;) {
+		long long wait;
+
+		ds_err_clear(&perr);
+		rc = watch_pass(ex, &perr);
+		if (rc < 0 && fatal(ex, rc)) {
+			*err = perr;
+			return rc == -ECANCELED ? 0 : rc;
+		}
+		if (ex->discovered && ex->kinds[NS_KIND].served && !ex->kinds[NS_KIND].need_list)
+			break;
+		wait = backoff(&start);
+		ds_log(DS_LOG_ERROR, "pass_failed", "error=%s retry_ms=%lld",
+		       q(perr.msg, e, sizeof(e)), wait);
+		for (long long until = now_ms() + wait;
+		     now_ms() < until && !atomic_load(&ex->stop);)
+			msleep(50);
+		if (atomic_load(&ex->stop))
+			return 0;
 	}
 	while (!atomic_load(&ex->stop)) {
 		long long now;
 
-		if (atomic_load(&ex->snapshot_wanted)) {
+		if (atomic_load(&ex->snapshot_wanted) || (ex->finish_snapshot && all_listed(ex))) {
+			ex->finish_snapshot = false;
 			watches_stop(ex);
 			/* what was queued is in the snapshot's lists */
 			for (ds_change c; ds_change_queue_take(ex->q, LLONG_MAX, &c) == 1;)
 				ds_change_dispose(&c);
 			ds_err_clear(&perr);
-			rc = run_pass(ex, NULL, &perr);
+			rc = watch_pass(ex, &perr);
 			if (rc < 0 && fatal(ex, rc)) {
 				*err = perr;
 				return rc == -ECANCELED ? 0 : rc;
@@ -1405,6 +1446,8 @@ static int watch(ds_exporter *ex, ds_err *err)
 			}
 			if (k->running || atomic_load(&ex->stop))
 				continue;
+			if (!k->list_rv[0])
+				k->need_list = true; /* never a watch without its list */
 			if (k->need_list) {
 				if (now < k->retry_at)
 					continue;
@@ -1455,6 +1498,11 @@ void ds_exporter_stop(ds_exporter *ex)
 void ds_exporter_request_snapshot(ds_exporter *ex)
 {
 	atomic_store(&ex->snapshot_wanted, true);
+}
+
+bool ds_exporter_snapshot_wanted(ds_exporter *ex)
+{
+	return atomic_load(&ex->snapshot_wanted);
 }
 
 void ds_exporter_on_snapshot_required(void *ud, uint64_t target_committed_seq)
@@ -1534,6 +1582,7 @@ int ds_exporter_new(ds_exporter **out, const ds_exporter_config *cfg, ds_err *er
 	for (size_t i = 0; i < NKINDS; i++) {
 		ex->kinds[i].def = &KINDS[i];
 		ex->kinds[i].ex = ex;
+		ex->kinds[i].need_list = true;
 	}
 	rc = ds_export_db_path(cfg->state_dir, ex->db_path, sizeof(ex->db_path));
 	if (rc < 0) {

@@ -1358,7 +1358,9 @@ static void test_itest_exporter__results_are_kept_and_a_requested_snapshot_resen
 	/* the target needs a snapshot: every object again, between its markers */
 	mark = ledger_len(&s.l);
 	ds_exporter_on_snapshot_required(s.ex, 0);
+	assert_true(ds_exporter_snapshot_wanted(s.ex));
 	pass(&s);
+	assert_false(ds_exporter_snapshot_wanted(s.ex));
 	wait_acked(&s, 30000);
 	wait_results(&s, DS_RESULT_FAILED, 3);
 	log = log_end();

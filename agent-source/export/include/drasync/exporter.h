@@ -129,6 +129,13 @@ void ds_exporter_request_snapshot(ds_exporter *ex);
 void ds_exporter_on_result(void *ud, uint64_t seq, enum ds_result_status status,
 			   const char *message);
 
+/**
+ * Whether a snapshot was asked for and no pass has sent it yet: interval and
+ * cron schedules should run a pass now rather than at the next slot (the
+ * sender waits for it). Any thread.
+ */
+bool ds_exporter_snapshot_wanted(ds_exporter *ex);
+
 /** ds_sender_config.on_snapshot_required with ud = the exporter. */
 void ds_exporter_on_snapshot_required(void *ud, uint64_t target_committed_seq);
 
