@@ -1304,6 +1304,44 @@ static void test_itest_exporter__labelling_a_namespace_brings_it_unlabelling_sto
 	site_stop(&s);
 }
 
+/* A selected namespace deleted while the agent watches: tombstones for its
+ * objects and for the Namespace itself (a real deletion, unlike an unlabel). */
+static void test_itest_exporter__a_deleted_namespace_is_tombstoned_with_its_objects(void **state)
+{
+	struct site s;
+	char *ns, key[700], nskey[700];
+	struct ds_kube_resource r;
+	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
+	ds_kube_error ke;
+	size_t mark;
+
+	(void)state;
+	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
+	ns = new_ns(s.k, "delete", s.label, true);
+	create(s.k,
+	       doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n", ns));
+	create(s.k, doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
+			"stringData: {k: v}\n",
+			ns));
+	agent_start(&s, 0, 0, 0);
+	agent_watch(&s);
+	key_of(key, sizeof(key), "", "ConfigMap", ns, "cm");
+	key_of(nskey, sizeof(nskey), "", "Namespace", NULL, ns);
+	wait_for(&s, 0, DS_RECORD_UPSERT, key, 30000);
+	settle(&s, 1000);
+	mark = ledger_len(&s.l);
+	r = resource(s.k, "v1", "Namespace");
+	CHECK(ds_kube_delete(s.k, &r, NULL, ns, &d, &ke), ke);
+	wait_for(&s, mark, DS_RECORD_DELETE, nskey, 60000);
+	settle(&s, 1000);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_DELETE, key), 1);
+	key_of(key, sizeof(key), "", "Secret", ns, "s");
+	assert_int_equal(count(&s.l, mark, DS_RECORD_DELETE, key), 1);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, nskey) <= 1, 1); /* Terminating */
+	free(ns);
+	site_stop(&s);
+}
+
 static void wait_results(struct site *s, enum ds_result_status st, uint64_t n)
 {
 	uint64_t c[DS_RESULT_STATUS_MAX];
@@ -1449,6 +1487,8 @@ int main(int argc, char **argv)
 		test_itest_exporter__an_expired_watch_relists_and_ships_only_the_difference),
 	    cmocka_unit_test(
 		test_itest_exporter__labelling_a_namespace_brings_it_unlabelling_stops_it),
+	    cmocka_unit_test(
+		test_itest_exporter__a_deleted_namespace_is_tombstoned_with_its_objects),
 	    cmocka_unit_test(
 		test_itest_exporter__results_are_kept_and_a_requested_snapshot_resends_all),
 	    cmocka_unit_test(test_itest_exporter__the_dra_version_the_source_serves),
