@@ -1063,10 +1063,13 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 	rc = sweep_gone_namespaces(ex, err);
 	if (rc < 0)
 		goto out;
-	if (snapshot) {
+	if (snapshot && first == 0) {
 		rc = push_marker(ex, DS_RECORD_SNAPSHOT_END, snap_id, err);
 		if (rc < 0)
 			goto out;
+	} else if (snapshot) {
+		/* a kind is missing from it: the next full pass goes on with it */
+		ds_log(DS_LOG_WARN, "snapshot_incomplete", "snapshot=%s", snap_id);
 	}
 	{
 		ds_outbox_state st;

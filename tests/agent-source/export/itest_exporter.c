@@ -1342,6 +1342,138 @@ static void test_itest_exporter__a_deleted_namespace_is_tombstoned_with_its_obje
 	site_stop(&s);
 }
 
+/* A kubeconfig for ServiceAccount `sa` of ns (a fresh token), beside the admin's CA. */
+static char *sa_kubeconfig(ds_kube *k, const char *dir, const char *ns, const char *sa)
+{
+	struct ds_kube_resource sa_r = resource(k, "v1", "ServiceAccount");
+	struct ds_kube_request req = {"POST", NULL, NULL, NULL, 0};
+	struct ds_kube_response resp = {0};
+	json_t *answer, *docs = NULL, *cluster;
+	char *path, *body, *text, *out;
+	ds_kube_error ke;
+	ds_err err = {0};
+
+	assert_int_equal(ds_kube_path(&sa_r, ns, sa, "token", &path), 0);
+	body = strdup("{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
+		      "\"spec\":{\"expirationSeconds\":600}}");
+	req.path = path;
+	req.body = body;
+	req.body_len = strlen(body);
+	CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
+	answer = json_loads(resp.body, 0, NULL);
+	assert_int_equal(ds_yaml_parse_file(tu_env("DS_KUBECONFIG_V1"), 0, &docs, NULL, &err), 0);
+	cluster = json_object_get(
+	    json_array_get(json_object_get(json_array_get(docs, 0), "clusters"), 0), "cluster");
+	if (asprintf(
+		&text,
+		"current-context: t\nclusters:\n- name: c\n  cluster:\n    server: %s\n"
+		"    certificate-authority-data: %s\nusers:\n- name: u\n  user:\n    token: "
+		"%s\ncontexts: [{name: t, context: {cluster: c, user: u}}]\n",
+		ds_json_str(cluster, "server"), ds_json_str(cluster, "certificate-authority-data"),
+		json_string_value(json_object_get(json_object_get(answer, "status"), "token"))) <
+		0 ||
+	    asprintf(&out, "%s/%s.kubeconfig", dir, sa) < 0)
+		fail_msg("oom");
+	tu_write_file(out, text);
+	free(text);
+	json_decref(docs);
+	json_decref(answer);
+	free(body);
+	free(path);
+	ds_kube_response_dispose(&resp);
+	return out;
+}
+
+/* A source whose RBAC does not let the agent list Secrets: the pass reports
+ * it and goes on with the other kinds; the snapshot stays open (no
+ * SNAPSHOT_END without Secrets) and the next pass that can list them finishes
+ * it without resending the rest; later, a Secret the agent cannot list is
+ * never tombstoned. */
+static void test_itest_exporter__a_kind_that_cannot_be_listed_is_left_alone(void **state)
+{
+	struct site s;
+	char *ns, *kc, role[64], key[700], cmkey[700];
+	ds_kube *admin;
+	ds_export_counts c;
+	ds_err err = {0};
+	size_t mark;
+
+	(void)state;
+	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
+	admin = s.k;
+	ns = new_ns(admin, "rbac", s.label, true);
+	snprintf(role, sizeof(role), "itx-no-secrets-%s", s.label);
+	create(admin, doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: exporter, "
+			  "namespace: %s}\n",
+			  ns));
+	create(
+	    admin,
+	    doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: "
+		"%s}\nrules:\n- apiGroups: ['', apps, batch, resource.k8s.io, "
+		"scheduling.k8s.io]\n  resources: [namespaces, serviceaccounts, configmaps, "
+		"services, persistentvolumeclaims, pods, deployments, replicasets, statefulsets, "
+		"daemonsets, jobs, cronjobs, resourceclaims, resourceclaimtemplates, workloads, "
+		"podgroups]\n  verbs: [get, list, watch]\n",
+		role));
+	create(admin, doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n"
+			  "metadata: {name: %s}\nroleRef: {apiGroup: rbac.authorization.k8s.io, "
+			  "kind: ClusterRole, name: %s}\nsubjects: [{kind: ServiceAccount, name: "
+			  "exporter, namespace: %s}]\n",
+			  role, role, ns));
+	create(admin,
+	       doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n", ns));
+	create(admin, doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
+			  "stringData: {k: v}\n",
+			  ns));
+	kc = sa_kubeconfig(admin, s.dir, ns, "exporter");
+	key_of(key, sizeof(key), "", "Secret", ns, "s");
+	key_of(cmkey, sizeof(cmkey), "", "ConfigMap", ns, "cm");
+
+	/* as the restricted agent: everything but the Secrets, and no SNAPSHOT_END */
+	msleep(1000); /* the binding reaches the authorizer's cache */
+	s.k = connect_to(kc);
+	agent_start(&s, 0, 0, 0);
+	assert_int_equal(ds_exporter_pass(s.ex, &c, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "Secret"));
+	wait_acked(&s, 30000);
+	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, cmkey), 1);
+	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, key), 0);
+	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
+	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_END, NULL), 0);
+	agent_stop(&s);
+	ds_kube_free(s.k);
+
+	/* with the rights: the same snapshot goes on, only the Secret is new */
+	s.k = admin;
+	mark = ledger_len(&s.l);
+	agent_start(&s, 0, 0, 0);
+	c = pass(&s);
+	wait_acked(&s, 30000);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, key), 1);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, cmkey), 0);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_SNAPSHOT_BEGIN, NULL), 0);
+	assert_int_equal(count(&s.l, mark, DS_RECORD_SNAPSHOT_END, NULL), 1);
+	assert_int_equal(s.l.a[s.l.n - 1].op, DS_RECORD_SNAPSHOT_END);
+	agent_stop(&s);
+
+	/* restricted again: the Secret it cannot see is not tombstoned */
+	mark = ledger_len(&s.l);
+	s.k = connect_to(kc);
+	agent_start(&s, 0, 0, 0);
+	assert_int_equal(ds_exporter_pass(s.ex, &c, &err), -EPERM);
+	wait_acked(&s, 30000);
+	assert_int_equal(c.tombstoned, 0);
+	assert_int_equal(count(&s.l, mark, 0, NULL), 0);
+	agent_stop(&s);
+	ds_kube_free(s.k);
+	s.k = admin;
+	del(admin, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", NULL, role);
+	del(admin, "rbac.authorization.k8s.io/v1", "ClusterRole", NULL, role);
+	free(kc);
+	drop_ns(s.k, ns);
+	site_stop(&s);
+}
+
 static void wait_results(struct site *s, enum ds_result_status st, uint64_t n)
 {
 	uint64_t c[DS_RESULT_STATUS_MAX];
@@ -1489,6 +1621,7 @@ int main(int argc, char **argv)
 		test_itest_exporter__labelling_a_namespace_brings_it_unlabelling_stops_it),
 	    cmocka_unit_test(
 		test_itest_exporter__a_deleted_namespace_is_tombstoned_with_its_objects),
+	    cmocka_unit_test(test_itest_exporter__a_kind_that_cannot_be_listed_is_left_alone),
 	    cmocka_unit_test(
 		test_itest_exporter__results_are_kept_and_a_requested_snapshot_resends_all),
 	    cmocka_unit_test(test_itest_exporter__the_dra_version_the_source_serves),

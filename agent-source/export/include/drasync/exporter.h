@@ -21,11 +21,14 @@
  * source uid changed. Objects the index holds that a pass no longer sees are
  * tombstoned; a re-created object (new uid) is a tombstone, then an upsert.
  *
- * Snapshots: the first pass against a target (no snapshot ever completed,
- * or one left open by a crash) and the first pass after
- * ds_exporter_request_snapshot() send SNAPSHOT_BEGIN, every selected object,
- * SNAPSHOT_END with the manifest (key and hash of every object, from the
- * index).
+ * Snapshots: the first pass against a target (no snapshot ever completed)
+ * and the first pass after ds_exporter_request_snapshot() send
+ * SNAPSHOT_BEGIN, every selected object, SNAPSHOT_END with the manifest (key
+ * and hash of every object, from the index, never the objects themselves).
+ * A snapshot cut short (a crash, a kind that could not be listed) stays open
+ * and the next full pass goes on with it: what it already sent after its
+ * SNAPSHOT_BEGIN is not sent again, and SNAPSHOT_END comes only once every
+ * kind was listed.
  *
  * Files: STATE_DIR/outbox.db holds the outbox and the index (the sender's
  * outbox_path is ds_export_db_path()).
