@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "drasync/buf.h"
 #include "drasync/exporter.h"
 #include "drasync/export_status.h"
 #include "drasync/k8s_object.h"
@@ -216,11 +217,7 @@ static void on_record(void *ud, const char *source, const ds_record *rec, ds_rec
 		snprintf(res->message, sizeof(res->message), "held in the ledger (standby)");
 	}
 	pthread_mutex_lock(&l->mu);
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 256;
-		l->a = realloc(l->a, l->cap * sizeof(*l->a));
-		assert_non_null(l->a);
-	}
+	assert_int_equal(ds_grow((void **)&l->a, &l->cap, l->n + 1, sizeof(*l->a)), 0);
 	a = &l->a[l->n++];
 	memset(a, 0, sizeof(*a));
 	a->op = rec->op;
@@ -576,10 +573,8 @@ static void *tee_main(void *arg)
 			/* the real stderr is gone: keep capturing */
 		}
 		pthread_mutex_lock(&cap.mu);
-		if (cap.len + (size_t)n + 1 > cap.cap) {
-			cap.cap = (cap.len + (size_t)n + 1) * 2;
-			cap.text = realloc(cap.text, cap.cap);
-		}
+		if (ds_grow((void **)&cap.text, &cap.cap, cap.len + (size_t)n + 1, 1) < 0)
+			abort();
 		memcpy(cap.text + cap.len, buf, (size_t)n);
 		cap.len += (size_t)n;
 		cap.text[cap.len] = '\0';
