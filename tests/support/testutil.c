@@ -213,3 +213,46 @@ void tu_assert_bad_config(const struct tu_bad_config *c, int r, const ds_err *er
 			 err->col, err->msg, c->line, c->col, c->msg);
 	assert_string_equal(err->file, file);
 }
+
+int tu_spawn(const char *log_path, const char *const argv[])
+{
+	pid_t pid;
+	int fd;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		fail_msg("fork: %s", strerror(errno));
+	if (pid == 0) {
+		fd = open("/dev/null", O_RDONLY);
+		if (fd >= 0)
+			dup2(fd, 0);
+		fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return (int)pid;
+}
+
+int tu_wait_exit(int pid, int timeout_ms)
+{
+	int status = 0;
+
+	for (int waited = 0;; waited += 20) {
+		pid_t r = waitpid((pid_t)pid, &status, WNOHANG);
+
+		if (r == (pid_t)pid)
+			break;
+		if (waited >= timeout_ms) {
+			kill((pid_t)pid, SIGKILL);
+			waitpid((pid_t)pid, &status, 0);
+			return -1;
+		}
+		usleep(20000);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}

@@ -62,4 +62,17 @@ void tu_run_to(struct tu_run *r, const char *input, const char *stdout_path,
 	       const char *const argv[]);
 void tu_run_dispose(struct tu_run *r);
 
+/**
+ * Start argv (argv[0] a path) in the background with stdin from /dev/null and
+ * stdout and stderr appended to `log_path`. @return its pid
+ */
+int tu_spawn(const char *log_path, const char *const argv[]);
+
+/**
+ * Wait up to timeout_ms for pid to exit. @return its exit code, 128+signal
+ * when a signal ended it, or -1 when it was still running (it is then killed
+ * with SIGKILL and reaped).
+ */
+int tu_wait_exit(int pid, int timeout_ms);
+
 #endif

@@ -81,6 +81,7 @@ int ds_export_status_read(const char *state_dir, size_t max_failures, ds_export_
 	if (rc < 0)
 		goto out;
 	st->backlog = st->outbox.last_seq - st->outbox.acked_seq;
+	st->epoch = ds_outbox_epoch(ob);
 	st->last_pass_started_ms = meta(idx, "last_pass_started_ms");
 	st->last_pass_finished_ms = meta(idx, "last_pass_finished_ms");
 	st->last_pass_rc = (int)meta(idx, "last_pass_rc");

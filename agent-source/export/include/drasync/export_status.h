@@ -28,7 +28,8 @@ typedef struct ds_export_failure {
 
 typedef struct ds_export_status {
 	ds_outbox_state outbox;
-	uint64_t backlog;	      /* pushed and not yet acknowledged by the target */
+	uint64_t epoch;	  /* the outbox's epoch: what the target numbers this source by */
+	uint64_t backlog; /* pushed and not yet acknowledged by the target */
 	int64_t last_pass_started_ms; /* wall clock (ms since the epoch); 0: never */
 	int64_t last_pass_finished_ms;
 	int last_pass_rc; /* 0, or the pass's negative errno */

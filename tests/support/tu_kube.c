@@ -1,0 +1,146 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tu_kube.h"
+
+#include "drasync/yaml.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(call, ke)                                                                            \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_ < 0) {                                                                     \
+			char b_[800];                                                              \
+			fail_msg("%s: %d %s", #call, rc_,                                          \
+				 ds_kube_error_format(&(ke), b_, sizeof(b_)));                     \
+		}                                                                                  \
+	} while (0)
+
+unsigned tu_rand(void)
+{
+	static unsigned seed;
+
+	if (!seed)
+		seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	return (unsigned)rand_r(&seed) % 1000000u;
+}
+
+void tu_msleep(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+long long tu_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+ds_kube *tu_kube_connect(const char *kubeconfig)
+{
+	struct ds_kube_transport_opts o;
+	ds_kubeconfig *kc = NULL;
+	ds_kube *k = NULL;
+	ds_err err = {0};
+
+	ds_kube_transport_opts_init(&o);
+	o.qps = 0;
+	if (ds_kubeconfig_load(&kc, kubeconfig, NULL, &err) < 0)
+		fail_msg("kubeconfig %s: %s", kubeconfig, err.msg);
+	if (ds_kube_new(&k, &kc, &o, &err) < 0)
+		fail_msg("client: %s", err.msg);
+	return k;
+}
+
+json_t *tu_kube_doc(const char *fmt, ...)
+{
+	va_list ap;
+	char *text;
+	json_t *docs = NULL, *d;
+	ds_err err = {0};
+
+	va_start(ap, fmt);
+	if (vasprintf(&text, fmt, ap) < 0)
+		fail_msg("out of memory");
+	va_end(ap);
+	if (ds_yaml_parse(text, strlen(text), "test", 0, &docs, NULL, &err) < 0)
+		fail_msg("test manifest: %s\n%s", err.msg, text);
+	free(text);
+	d = json_incref(json_array_get(docs, 0));
+	json_decref(docs);
+	return d;
+}
+
+struct ds_kube_resource tu_kube_resource(ds_kube *k, const char *api, const char *kind)
+{
+	struct ds_kube_resource r;
+	ds_kube_error ke;
+
+	CHECK(ds_kube_resource_find(k, api, kind, &r, &ke), ke);
+	return r;
+}
+
+void tu_kube_create(ds_kube *k, json_t *obj)
+{
+	struct ds_kube_resource r;
+	ds_kube_error ke;
+
+	CHECK(ds_kube_resource_of(k, obj, &r, &ke), ke);
+	CHECK(ds_kube_create(k, &r, NULL, obj, NULL, &ke), ke);
+	json_decref(obj);
+}
+
+void tu_kube_merge(ds_kube *k, const char *api, const char *kind, const char *ns, const char *name,
+		   const char *sub, const char *patch_json)
+{
+	struct ds_kube_resource r = tu_kube_resource(k, api, kind);
+	json_t *p = json_loads(patch_json, 0, NULL);
+	ds_kube_error ke;
+
+	assert_non_null(p);
+	CHECK(ds_kube_merge_patch(k, &r, ns, name, p, sub, NULL, &ke), ke);
+	json_decref(p);
+}
+
+void tu_kube_delete(ds_kube *k, const char *api, const char *kind, const char *ns, const char *name)
+{
+	struct ds_kube_resource r = tu_kube_resource(k, api, kind);
+	ds_kube_error ke;
+
+	CHECK(ds_kube_delete(k, &r, ns, name, NULL, &ke), ke);
+}
+
+char *tu_kube_new_namespace(ds_kube *k, const char *prefix, const char *labels)
+{
+	char *name;
+
+	if (asprintf(&name, "%s-%u", prefix, tu_rand()) < 0)
+		fail_msg("out of memory");
+	tu_kube_create(k, tu_kube_doc("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, "
+				      "labels: {%s}}\n",
+				      name, labels ? labels : ""));
+	return name;
+}
+
+void tu_kube_drop_namespace(ds_kube *k, char *name)
+{
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "Namespace");
+	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
+
+	ds_kube_delete(k, &r, NULL, name, &d, NULL);
+	free(name);
+}

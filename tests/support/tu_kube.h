@@ -1,0 +1,48 @@
+#ifndef DRASYNC_TU_KUBE_H
+#define DRASYNC_TU_KUBE_H
+
+/*
+ * Helpers for tests against the real clusters (after cmocka.h): a client
+ * from a kubeconfig, objects from YAML, create/patch/delete that fail the
+ * test with the API's own message.
+ */
+
+#include "drasync/kube_client.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/** A client for the cluster of `kubeconfig`, without rate limit. */
+ds_kube *tu_kube_connect(const char *kubeconfig);
+
+/** One object from a printf-formatted YAML document. Caller decrefs. */
+json_t *tu_kube_doc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** Discovery of (apiVersion, kind). */
+struct ds_kube_resource tu_kube_resource(ds_kube *k, const char *api, const char *kind);
+
+/** Create obj where its apiVersion, kind and namespace say; takes the reference. */
+void tu_kube_create(ds_kube *k, json_t *obj);
+
+/** Merge-patch (JSON text) an object, or its subresource `sub` (NULL: none). */
+void tu_kube_merge(ds_kube *k, const char *api, const char *kind, const char *ns, const char *name,
+		   const char *sub, const char *patch_json);
+
+/** Delete an object (foreground by default). */
+void tu_kube_delete(ds_kube *k, const char *api, const char *kind, const char *ns,
+		    const char *name);
+
+/** A new namespace "PREFIX-<random>" with labels (a YAML flow map, "" for none). Caller frees. */
+char *tu_kube_new_namespace(ds_kube *k, const char *prefix, const char *labels);
+
+/** Delete a namespace in the background, and free `name`. */
+void tu_kube_drop_namespace(ds_kube *k, char *name);
+
+/** A random number below 1,000,000 for unique names. */
+unsigned tu_rand(void);
+
+/** Sleep; monotonic milliseconds. */
+void tu_msleep(long ms);
+long long tu_now_ms(void);
+
+#endif
