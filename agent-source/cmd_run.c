@@ -611,6 +611,9 @@ static int start(struct run *r)
 	ec.state_dir = r->state_dir;
 	ec.namespaces = ns;
 	ec.n_namespaces = n_ns;
+	/* DeviceClasses belong to the target's infrastructure team: the source
+	 * offers them and the target copies them only with replicateDeviceClasses. */
+	ec.replicate_device_classes = true;
 	if (r->selector) {
 		ec.ns_match = ns_match;
 		ec.ns_match_ud = r;
