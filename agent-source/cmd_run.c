@@ -225,10 +225,6 @@ static void request_stop(struct run *r, int sig)
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
 	ds_exporter_stop(r->ex);
-	/* once waits for the target on this thread's sender run; the other
-	 * schedules stop the link only after the exporter has returned. */
-	if (r->sched && r->sched->mode == DS_SCHEDULE_ONCE && r->sender)
-		ds_sender_stop(r->sender);
 }
 
 static void *signal_main(void *arg)
@@ -467,24 +463,35 @@ static int run_once(struct run *r)
 	ds_export_status_free(st);
 	st = NULL;
 	ds_log(DS_LOG_INFO, "waiting_for_target", "until_seq=%llu", (unsigned long long)until);
-	if (until > 0) {
-		rc = ds_sender_run(r->sender, until,
-				   (int)(r->opts.timeout_ms > 0 ? r->opts.timeout_ms : 0), &err);
-		if (rc == -ETIMEDOUT) {
-			fprintf(
-			    stderr,
-			    "drasync-source run: the target did not acknowledge seq %llu within "
-			    "the --timeout; the records stay in the outbox and go out on the "
-			    "next run\n",
-			    (unsigned long long)until);
-			return 1;
+	/* The sender thread has been sending since the pass began; wait for its
+	 * acknowledgements, and send a snapshot at once if the target asks. */
+	{
+		int64_t deadline = r->opts.timeout_ms > 0 ? now_ms() + r->opts.timeout_ms : 0;
+
+		while (until > 0 && ds_sender_acked(r->sender) < until) {
+			if (atomic_load(&r->stopping))
+				return 0;
+			if (deadline && now_ms() > deadline) {
+				fprintf(
+				    stderr,
+				    "drasync-source run: the target did not acknowledge seq %llu "
+				    "within the --timeout; the records stay in the outbox and go "
+				    "out on the next run\n",
+				    (unsigned long long)until);
+				return 1;
+			}
+			if (ds_exporter_snapshot_wanted(r->ex)) {
+				rc = run_pass(r, "snapshot");
+				if (rc == -ECANCELED)
+					return 0;
+				if (rc < 0)
+					return 1;
+				until = ds_exporter_last_seq(r->ex) > until
+					    ? ds_exporter_last_seq(r->ex)
+					    : until;
+			}
+			wait_until(r, now_ms() + 20);
 		}
-		if (rc < 0) {
-			fprintf(stderr, "drasync-source run: %s\n", err.msg);
-			return 1;
-		}
-		if (atomic_load(&r->stopping))
-			return 0;
 	}
 	rc = ds_export_status_read(r->state_dir, 100, &st, &err);
 	if (rc < 0) {
@@ -688,17 +695,20 @@ int ds_cmd_run(int argc, char **argv)
 		goto out;
 	if (pthread_create(&r.signal_thread, NULL, signal_main, &r) == 0)
 		r.signal_started = true;
-	if (r.sched->mode == DS_SCHEDULE_ONCE) {
-		rc = run_once(&r);
-	} else {
-		if (pthread_create(&r.sender_thread, NULL, sender_main, &r) != 0) {
-			fprintf(stderr, "drasync-source run: cannot start the sender thread\n");
-			rc = 1;
-			goto out;
-		}
-		r.sender_started = true;
-		rc = r.sched->mode == DS_SCHEDULE_WATCH ? run_watch(&r) : run_clock(&r);
+	/* The link runs beside the passes from the start (once included: its
+	 * records go out while it still lists). */
+	if (pthread_create(&r.sender_thread, NULL, sender_main, &r) != 0) {
+		fprintf(stderr, "drasync-source run: cannot start the sender thread\n");
+		rc = 1;
+		goto out;
 	}
+	r.sender_started = true;
+	if (r.sched->mode == DS_SCHEDULE_ONCE)
+		rc = run_once(&r);
+	else if (r.sched->mode == DS_SCHEDULE_WATCH)
+		rc = run_watch(&r);
+	else
+		rc = run_clock(&r);
 out:
 	/* The exporter has returned (its last push committed): now stop the link. */
 	if (r.sender)
