@@ -9,6 +9,8 @@ struct ds_command {
 	int (*run)(int argc, char **argv);
 };
 
+int ds_cmd_run(int argc, char **argv);
+int ds_cmd_status(int argc, char **argv);
 int ds_cmd_keygen(int argc, char **argv);
 
 #endif

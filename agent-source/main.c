@@ -7,6 +7,8 @@
 #include <string.h>
 
 static const struct ds_command commands[] = {
+    {"run", "replicate the selected namespaces to the target (--config FILE)", ds_cmd_run},
+    {"status", "what was pushed, acknowledged and failed (--config FILE [-o json])", ds_cmd_status},
     {"keygen", "write a CURVE key pair (--out DIR)", ds_cmd_keygen},
     {NULL, NULL, NULL},
 };
@@ -21,11 +23,15 @@ static void usage(FILE *out)
 		"\n"
 		"Commands:\n");
 	for (const struct ds_command *c = commands; c->name; c++)
-		fprintf(out, "  %-10s %s\n", c->name, c->summary);
+		fprintf(out, "  %-8s %s\n", c->name, c->summary);
 	fprintf(out, "\n"
 		     "Options:\n"
 		     "  -h, --help     show this help (COMMAND --help for a command's options)\n"
-		     "  -V, --version  print the version\n");
+		     "  -V, --version  print the version\n"
+		     "\n"
+		     "Example:\n"
+		     "  drasync-source keygen --out /etc/drasync/keys\n"
+		     "  drasync-source run --config /etc/drasync/source.yaml\n");
 }
 
 int main(int argc, char **argv)
