@@ -48,7 +48,11 @@ static void usage(FILE *out)
 		"  -h, --help                show this help\n"
 		"\n"
 		"Exit status: 0 all objects planned, 1 some objects failed, 2 usage or\n"
-		"configuration error.\n");
+		"configuration error.\n"
+		"\n"
+		"Example:\n"
+		"  kubectl get deploy,pod,resourceclaimtemplate -n ml -o yaml |\n"
+		"    drasync-target plan --config target.yaml -f - -o json\n");
 }
 
 /* What the command line asks for. */

@@ -45,6 +45,7 @@ static void test_cmd_run__usage(void **state)
 	expect((const char *[]){"--help", NULL}, 0, NULL, "run ");
 	expect((const char *[]){"run", "--help", NULL}, 0, NULL, "Example, outside a cluster");
 	expect((const char *[]){"status", "--help", NULL}, 0, NULL, "Example:");
+	expect((const char *[]){"keygen", "--help", NULL}, 0, NULL, "Example:");
 	expect((const char *[]){"run", NULL}, 2, "--config FILE is required", NULL);
 	expect((const char *[]){"run", "--config", "x.yaml", "extra", NULL}, 2,
 	       "unexpected argument 'extra'", NULL);

@@ -14,8 +14,11 @@ static void keygen_usage(FILE *out, const char *agent, const char *dflt)
 		"Usage: %s keygen --out DIR [--name NAME] [--force]\n"
 		"\n"
 		"Writes a CURVE key pair in Z85: DIR/NAME.key (secret, mode 0600) and\n"
-		"DIR/NAME.pub. NAME defaults to '%s'. Existing keys are kept unless --force.\n",
-		agent, dflt);
+		"DIR/NAME.pub. NAME defaults to '%s'. Existing keys are kept unless --force.\n"
+		"\n"
+		"Example:\n"
+		"  %s keygen --out /etc/drasync/keys\n",
+		agent, dflt, agent);
 }
 
 int ds_keygen_command(enum ds_keygen_role role, int argc, char **argv)
