@@ -379,6 +379,8 @@ int ds_kube_group_versions(ds_kube *k, const char *group, char *preferred, size_
 		*served = json_deep_copy(json_object_get(info, "versions"));
 		if (!*served) {
 			rc = -ENOMEM;
+			ds_kube_error_set(ke, 0, "discovery of %s: out of memory",
+					  group ? group : "");
 			goto out;
 		}
 	}
@@ -429,6 +431,14 @@ int ds_kube_path(const struct ds_kube_resource *res, const char *ns, const char 
 	return sb_done(&b, out);
 }
 
+/* A request path that could not be built: say why in ke. @return rc */
+static int path_failed(ds_kube_error *ke, const char *what, int rc)
+{
+	ds_kube_error_set(ke, 0, "%s: %s", what,
+			  rc == -E2BIG ? "request path longer than 64 KiB" : "out of memory");
+	return rc;
+}
+
 static const char *obj_name(const json_t *obj)
 {
 	return json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
@@ -464,7 +474,7 @@ int ds_kube_get(ds_kube *k, const struct ds_kube_resource *res, const char *ns, 
 		return rc;
 	rc = ds_kube_path(res, ns, name, subresource, &path);
 	if (rc < 0)
-		return rc;
+		return path_failed(ke, "get", rc);
 	rc = call_json(k, "GET", path, NULL, NULL, out, ke);
 	free(path);
 	return rc;
@@ -499,7 +509,7 @@ int ds_kube_list_page(ds_kube *k, const struct ds_kube_resource *res, const char
 
 	rc = list_path(res, ns, opts, &path);
 	if (rc < 0)
-		return rc;
+		return path_failed(ke, "list", rc);
 	rc = call_json(k, "GET", path, NULL, NULL, out, ke);
 	free(path);
 	return rc;
@@ -651,11 +661,13 @@ static int build_write(enum ds_kube_op_kind kind, const struct ds_kube_resource 
 		sb_path(&b, res, ns, name, sub);
 		break;
 	default:
+		ds_str_dispose(&b);
+		ds_kube_error_set(ke, 0, "unknown operation %d", (int)kind);
 		return -EINVAL;
 	}
 	rc = sb_done(&b, &w->path);
 	if (rc < 0)
-		return rc;
+		return path_failed(ke, w->method, rc);
 	if (kind == DS_KUBE_OP_DELETE && dopts) {
 		json_t *pre = json_object();
 		del = json_pack("{s:s,s:s}", "kind", "DeleteOptions", "apiVersion", "v1");

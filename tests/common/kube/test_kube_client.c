@@ -60,6 +60,27 @@ static int teardown(void **state)
 
 static const struct ds_kube_resource CM = {"", "v1", "configmaps", "ConfigMap", true, false};
 
+/* A request that cannot be built fails with a message, not a bare errno. */
+static void test_kube_client__a_path_too_long_is_explained(void **state)
+{
+	struct fx *f = *state;
+	struct ds_kube_list_opts lo = {0};
+	ds_kube *k = client(f);
+	ds_kube_error ke;
+	json_t *out = NULL;
+	char *name = malloc(70 * 1024);
+
+	assert_non_null(name);
+	memset(name, 'a', 70 * 1024 - 1);
+	name[70 * 1024 - 1] = '\0';
+	assert_int_equal(ds_kube_get(k, &CM, "ml-team", name, NULL, &out, &ke), -E2BIG);
+	assert_non_null(strstr(ke.message, "request path longer than 64 KiB"));
+	lo.label_selector = name;
+	assert_int_equal(ds_kube_list_page(k, &CM, "ml-team", &lo, &out, &ke), -E2BIG);
+	assert_non_null(strstr(ke.message, "list: request path"));
+	free(name);
+}
+
 static void test_kube_client__paths(void **state)
 {
 	struct ds_kube_resource dep = {"apps", "v1", "deployments", "Deployment", true, true};
@@ -474,6 +495,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kube_client__paths),
+	    T(test_kube_client__a_path_too_long_is_explained),
 	    T(test_kube_client__discovery_is_cached_and_refreshed_on_a_miss),
 	    T(test_kube_client__list_follows_continue_and_restarts_when_it_expires),
 	    T(test_kube_client__watch_resumes_and_relists_on_410),
