@@ -291,6 +291,36 @@ static void test_itest_cmd_run__once_times_out_without_a_target(void **state)
 	site_stop(&s);
 }
 
+/* On a terminal (a pty from script(1)) the first pass shows its progress. */
+static void test_itest_cmd_run__a_pass_on_a_terminal_shows_progress(void **state)
+{
+	struct site s;
+	struct tu_run r;
+	char *cmd;
+
+	(void)state;
+	site_start(&s, "{mode: once}");
+	for (int i = 0; i < 20; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "cm-%d", i);
+		configmap(&s, name, "1");
+	}
+	if (asprintf(&cmd, "%s run --config %s --kubeconfig %s", tu_env("DS_SOURCE_BIN"), s.config,
+		     tu_env("DS_KUBECONFIG_V1")) < 0)
+		fail_msg("out of memory");
+	tu_run(&r, NULL, (const char *[]){"/usr/bin/script", "-qec", cmd, "/dev/null", NULL});
+	if (r.status != 0 || !strstr(r.out, "listed ") || !strstr(r.out, "objects/s"))
+		fail_msg("exit %d, no progress line on the terminal:\n%s", r.status, r.out);
+	tu_run_dispose(&r);
+	free(cmd);
+	/* Without a terminal (the other tests) no progress line is written. */
+	run_once(&s, &r, NULL);
+	assert_null(strstr(r.err, "objects/s"));
+	tu_run_dispose(&r);
+	site_stop(&s);
+}
+
 static char *read_log(struct site *s)
 {
 	return tu_read_file(s->log, NULL);
@@ -452,6 +482,7 @@ int main(void)
 	    cmocka_unit_test(test_itest_cmd_run__once_ships_everything_then_nothing),
 	    cmocka_unit_test(test_itest_cmd_run__once_reports_what_the_target_failed),
 	    cmocka_unit_test(test_itest_cmd_run__once_times_out_without_a_target),
+	    cmocka_unit_test(test_itest_cmd_run__a_pass_on_a_terminal_shows_progress),
 	    cmocka_unit_test(test_itest_cmd_run__watch_streams_changes_and_stops_on_sigterm),
 	    cmocka_unit_test(test_itest_cmd_run__interval_passes_ship_the_difference),
 	    cmocka_unit_test(test_itest_cmd_run__cron_logs_its_next_three_runs),
