@@ -1,6 +1,7 @@
 #include "drasync/object_index.h"
 
 #include "drasync/buf.h"
+#include "drasync/sqlite_util.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -36,26 +37,10 @@ static const char schema[] =
 
 static int fail(sqlite3 *db, int rc, const char *what, ds_err *err)
 {
-	ds_err_set(err, "object index: %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-	switch (rc & 0xff) {
-	case SQLITE_NOMEM:
-		return -ENOMEM;
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		return -EBUSY;
-	case SQLITE_FULL:
-		return -ENOSPC;
-	case SQLITE_CANTOPEN:
-		return -ENOENT;
-	case SQLITE_READONLY:
-	case SQLITE_PERM:
-		return -EACCES;
-	case SQLITE_CORRUPT:
-	case SQLITE_NOTADB:
-		return -EBADMSG;
-	default:
-		return -EIO;
-	}
+	char w[sizeof(err->msg)];
+
+	snprintf(w, sizeof(w), "object index: %s", what);
+	return ds_sqlite_fail(db, rc, w, err);
 }
 
 static int exec(sqlite3 *db, const char *sql, ds_err *err)
@@ -174,16 +159,7 @@ int ds_object_index_open(ds_object_index **out, const char *path, ds_err *err)
 
 	if (!idx)
 		return ds_err_fallback(err, -ENOMEM);
-	rc = sqlite3_open_v2(
-	    path, &idx->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-	if (rc != SQLITE_OK) {
-		ds_err_set(err, "cannot open %s: %s", path,
-			   idx->db ? sqlite3_errmsg(idx->db) : sqlite3_errstr(rc));
-		rc = -EIO;
-		goto out;
-	}
-	sqlite3_busy_timeout(idx->db, 10000);
-	rc = exec(idx->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
+	rc = ds_sqlite_open(&idx->db, path, err);
 	if (rc == 0)
 		rc = exec(idx->db, schema, err);
 	if (rc < 0)

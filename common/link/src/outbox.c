@@ -1,7 +1,7 @@
 #include "drasync/outbox.h"
 
 #include "drasync/buf.h"
-#include "sqlite_util.h"
+#include "drasync/sqlite_util.h"
 
 #include <errno.h>
 #include <stdio.h>

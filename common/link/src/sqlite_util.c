@@ -1,4 +1,4 @@
-#include "sqlite_util.h"
+#include "drasync/sqlite_util.h"
 
 #include <errno.h>
 

@@ -1,7 +1,10 @@
 #ifndef DRASYNC_SQLITE_UTIL_H
 #define DRASYNC_SQLITE_UTIL_H
 
-/* Shared by the outbox and the inbox: open a WAL database and run plain SQL. */
+/*
+ * The link's SQLite files (outbox, inbox) and the exporter's object index
+ * (in the outbox's file): open a WAL database, run plain SQL, map errors.
+ */
 
 #include "drasync/err.h"
 
