@@ -15,16 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(call, ke)                                                                            \
-	do {                                                                                       \
-		int rc_ = (call);                                                                  \
-		if (rc_ < 0) {                                                                     \
-			char b_[800];                                                              \
-			fail_msg("%s: %d %s", #call, rc_,                                          \
-				 ds_kube_error_format(&(ke), b_, sizeof(b_)));                     \
-		}                                                                                  \
-	} while (0)
-
 unsigned tu_rand(void)
 {
 	static unsigned seed;
@@ -90,7 +80,7 @@ struct ds_kube_resource tu_kube_resource(ds_kube *k, const char *api, const char
 	struct ds_kube_resource r;
 	ds_kube_error ke;
 
-	CHECK(ds_kube_resource_find(k, api, kind, &r, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_resource_find(k, api, kind, &r, &ke), ke);
 	return r;
 }
 
@@ -99,8 +89,8 @@ void tu_kube_create(ds_kube *k, json_t *obj)
 	struct ds_kube_resource r;
 	ds_kube_error ke;
 
-	CHECK(ds_kube_resource_of(k, obj, &r, &ke), ke);
-	CHECK(ds_kube_create(k, &r, NULL, obj, NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_resource_of(k, obj, &r, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_create(k, &r, NULL, obj, NULL, &ke), ke);
 	json_decref(obj);
 }
 
@@ -112,7 +102,7 @@ void tu_kube_merge(ds_kube *k, const char *api, const char *kind, const char *ns
 	ds_kube_error ke;
 
 	assert_non_null(p);
-	CHECK(ds_kube_merge_patch(k, &r, ns, name, p, sub, NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_merge_patch(k, &r, ns, name, p, sub, NULL, &ke), ke);
 	json_decref(p);
 }
 
@@ -121,7 +111,7 @@ void tu_kube_delete(ds_kube *k, const char *api, const char *kind, const char *n
 	struct ds_kube_resource r = tu_kube_resource(k, api, kind);
 	ds_kube_error ke;
 
-	CHECK(ds_kube_delete(k, &r, ns, name, NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_delete(k, &r, ns, name, NULL, &ke), ke);
 }
 
 char *tu_kube_new_namespace(ds_kube *k, const char *prefix, const char *labels)

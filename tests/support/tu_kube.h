@@ -12,6 +12,17 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+/** Run a ds_kube_* call filling `ke`; a negative result fails the test with the API's message. */
+#define TU_KUBE_CHECK(call, ke)                                                                    \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_ < 0) {                                                                     \
+			char b_[800];                                                              \
+			fail_msg("%s: %d %s", #call, rc_,                                          \
+				 ds_kube_error_format(&(ke), b_, sizeof(b_)));                     \
+		}                                                                                  \
+	} while (0)
+
 /** A client for the cluster of `kubeconfig`, without rate limit. */
 ds_kube *tu_kube_connect(const char *kubeconfig);
 

@@ -17,9 +17,8 @@
 #include <string.h>
 
 struct arrival {
-	int op;
-	char key[600];
-	char *payload;
+	tu_arrival pub;
+	char *payload; /* pub.payload, owned */
 };
 
 struct tu_target {
@@ -46,16 +45,19 @@ static void on_record(void *ud, const char *source, const ds_record *rec, ds_rec
 		fail_msg("out of memory");
 	a = &t->a[t->n++];
 	memset(a, 0, sizeof(*a));
-	a->op = rec->op;
+	a->pub.op = rec->op;
 	if (rec->op == DS_RECORD_UPSERT || rec->op == DS_RECORD_DELETE) {
 		const char *slash = strchr(rec->api_version, '/');
 
-		snprintf(a->key, sizeof(a->key), "%.*s/%s/%s/%s",
+		snprintf(a->pub.key, sizeof(a->pub.key), "%.*s/%s/%s/%s",
 			 slash ? (int)(slash - rec->api_version) : 0, slash ? rec->api_version : "",
 			 rec->kind, rec->ns ? rec->ns : "", rec->name);
+		snprintf(a->pub.api_version, sizeof(a->pub.api_version), "%s", rec->api_version);
 	}
 	if (rec->payload)
 		a->payload = strndup((const char *)rec->payload, rec->payload_len);
+	a->pub.payload = a->payload;
+	a->pub.manifest_len = rec->manifest_len;
 	pthread_mutex_unlock(&t->mu);
 }
 
@@ -151,15 +153,32 @@ size_t tu_target_len(tu_target *t)
 	return n;
 }
 
+tu_arrival tu_target_at(tu_target *t, size_t i)
+{
+	tu_arrival a;
+
+	pthread_mutex_lock(&t->mu);
+	if (i >= t->n) {
+		pthread_mutex_unlock(&t->mu);
+		tu_target_dump(t, 0);
+		fail_msg("no record %zu at the target (%zu arrived)", i, tu_target_len(t));
+	}
+	a = t->a[i].pub;
+	pthread_mutex_unlock(&t->mu);
+	return a;
+}
+
 static int count(tu_target *t, size_t from, int op, const char *key, bool like)
 {
 	int n = 0;
 
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = from; i < t->n; i++) {
-		if (op && t->a[i].op != op)
+		const tu_arrival *a = &t->a[i].pub;
+
+		if (op && a->op != op)
 			continue;
-		if (key && (like ? !strstr(t->a[i].key, key) : strcmp(t->a[i].key, key) != 0))
+		if (key && (like ? !strstr(a->key, key) : strcmp(a->key, key) != 0))
 			continue;
 		n++;
 	}
@@ -183,7 +202,7 @@ char *tu_target_last_payload(tu_target *t, const char *key)
 
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = t->n; i-- > 0;)
-		if (t->a[i].op == DS_RECORD_UPSERT && strcmp(t->a[i].key, key) == 0) {
+		if (t->a[i].pub.op == DS_RECORD_UPSERT && strcmp(t->a[i].pub.key, key) == 0) {
 			p = t->a[i].payload ? strdup(t->a[i].payload) : NULL;
 			break;
 		}
@@ -195,8 +214,8 @@ void tu_target_dump(tu_target *t, size_t from)
 {
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = from; i < t->n; i++)
-		fprintf(stderr, "target[%zu] %s %s\n", i, ds_record_op_name(t->a[i].op),
-			t->a[i].key);
+		fprintf(stderr, "target[%zu] %s %s\n", i, ds_record_op_name(t->a[i].pub.op),
+			t->a[i].pub.key);
 	pthread_mutex_unlock(&t->mu);
 }
 

@@ -33,6 +33,18 @@ const char *tu_target_write_source_key(const tu_target *t, const char *dir);
 /** Records committed so far. */
 size_t tu_target_len(tu_target *t);
 
+/** One committed record as the target's handler saw it. */
+typedef struct tu_arrival {
+	int op;
+	char key[600];	       /* "group/Kind/namespace/name" (see below); "" for markers */
+	char api_version[128]; /* "" for markers */
+	const char *payload;   /* NUL-terminated, NULL when none; valid until tu_target_stop() */
+	size_t manifest_len;   /* SNAPSHOT_END: the objects of the manifest */
+} tu_arrival;
+
+/** Record i (0 is the first committed); fails the test when there is none. */
+tu_arrival tu_target_at(tu_target *t, size_t i);
+
 /**
  * Records from index `from` on with op (0: any) and key (NULL: any), where
  * the key is "group/Kind/namespace/name" (group "" for the core group).

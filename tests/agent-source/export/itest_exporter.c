@@ -1,7 +1,7 @@
 /*
  * The exporter against the real source clusters (tests/kube fixtures), feeding
- * a real in-process receiver over CURVE on loopback: a handler records what
- * arrives. Each test selects its own namespaces by a label unique to the run,
+ * a real in-process target over CURVE on loopback (tu_target: a receiver that
+ * records what arrives). Each test selects its own namespaces by a label unique to the run,
  * so the rest of the cluster is listed and filtered out, as in production.
  *
  * The same executable is the child process of the crash test:
@@ -20,10 +20,11 @@
 #include "drasync/keys.h"
 #include "drasync/kube_client.h"
 #include "drasync/log.h"
-#include "drasync/receiver.h"
 #include "drasync/sender.h"
 #include "drasync/yaml.h"
 #include "testutil.h"
+#include "tu_kube.h"
+#include "tu_target.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,140 +42,15 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static unsigned rnd(void)
-{
-	static unsigned seed;
-
-	if (!seed)
-		seed = (unsigned)time(NULL) ^ (unsigned)getpid();
-	return (unsigned)rand_r(&seed) % 1000000u;
-}
-
-static void msleep(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static ds_kube *connect_to(const char *kubeconfig)
-{
-	struct ds_kube_transport_opts o;
-	ds_kubeconfig *kc = NULL;
-	ds_kube *k = NULL;
-	ds_err err;
-
-	ds_kube_transport_opts_init(&o);
-	o.qps = 0;
-	if (ds_kubeconfig_load(&kc, kubeconfig, NULL, &err) < 0)
-		fail_msg("kubeconfig %s: %s", kubeconfig, err.msg);
-	if (ds_kube_new(&k, &kc, &o, &err) < 0)
-		fail_msg("client: %s", err.msg);
-	return k;
-}
-
-#define CHECK(call, ke)                                                                            \
-	do {                                                                                       \
-		int rc_ = (call);                                                                  \
-		if (rc_ < 0) {                                                                     \
-			char b_[800];                                                              \
-			fail_msg("%s: %d %s", #call, rc_,                                          \
-				 ds_kube_error_format(&(ke), b_, sizeof(b_)));                     \
-		}                                                                                  \
-	} while (0)
-
-static json_t *doc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *doc(const char *fmt, ...)
-{
-	va_list ap;
-	char *text;
-	json_t *docs = NULL, *d;
-	ds_err err;
-
-	va_start(ap, fmt);
-	if (vasprintf(&text, fmt, ap) < 0)
-		fail_msg("oom");
-	va_end(ap);
-	if (ds_yaml_parse(text, strlen(text), "test", 0, &docs, NULL, &err) < 0)
-		fail_msg("test manifest: %s\n%s", err.msg, text);
-	free(text);
-	d = json_incref(json_array_get(docs, 0));
-	json_decref(docs);
-	return d;
-}
-
-static struct ds_kube_resource resource(ds_kube *k, const char *api, const char *kind)
-{
-	struct ds_kube_resource r;
-	ds_kube_error ke;
-
-	CHECK(ds_kube_resource_find(k, api, kind, &r, &ke), ke);
-	return r;
-}
-
-/* Create the object of a manifest (its apiVersion and kind say where). */
-static void create(ds_kube *k, json_t *obj)
-{
-	struct ds_kube_resource r;
-	ds_kube_error ke;
-
-	CHECK(ds_kube_resource_of(k, obj, &r, &ke), ke);
-	CHECK(ds_kube_create(k, &r, NULL, obj, NULL, &ke), ke);
-	json_decref(obj);
-}
-
-static void merge(ds_kube *k, const char *api, const char *kind, const char *ns, const char *name,
-		  const char *sub, const char *patch_json)
-{
-	struct ds_kube_resource r = resource(k, api, kind);
-	json_t *p = json_loads(patch_json, 0, NULL);
-	ds_kube_error ke;
-
-	assert_non_null(p);
-	CHECK(ds_kube_merge_patch(k, &r, ns, name, p, sub, NULL, &ke), ke);
-	json_decref(p);
-}
-
-static void del(ds_kube *k, const char *api, const char *kind, const char *ns, const char *name)
-{
-	struct ds_kube_resource r = resource(k, api, kind);
-	ds_kube_error ke;
-
-	CHECK(ds_kube_delete(k, &r, ns, name, NULL, &ke), ke);
-}
-
 /* A namespace, labelled for this run's selector when `selected`. */
 static char *new_ns(ds_kube *k, const char *prefix, const char *label, bool selected)
 {
-	char *name;
+	char name[64], labels[128] = "";
 
-	if (asprintf(&name, "itx-%s-%u", prefix, rnd()) < 0)
-		fail_msg("oom");
+	snprintf(name, sizeof(name), "itx-%s", prefix);
 	if (selected)
-		create(k, doc("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: "
-			      "{" LABEL ": '%s'}}\n",
-			      name, label));
-	else
-		create(k, doc("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", name));
-	return name;
-}
-
-static void drop_ns(ds_kube *k, char *name)
-{
-	struct ds_kube_resource r = resource(k, "v1", "Namespace");
-	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
-
-	ds_kube_delete(k, &r, NULL, name, &d, NULL);
-	free(name);
+		snprintf(labels, sizeof(labels), LABEL ": '%s'", label);
+	return tu_kube_new_namespace(k, name, labels);
 }
 
 static bool by_label(void *ud, const json_t *ns)
@@ -185,29 +61,12 @@ static bool by_label(void *ud, const json_t *ns)
 	return v && strcmp(v, want) == 0;
 }
 
-/* ---- what the target received ------------------------------------------------- */
+/* ---- the target's verdicts ----------------------------------------------------- */
 
-struct arrival {
-	int op;
-	char key[600];
-	char api_version[128];
-	char *payload;
-	size_t manifest_len;
-};
-
-struct ledger {
-	pthread_mutex_t mu;
-	struct arrival *a;
-	size_t n, cap;
-};
-
-static void on_record(void *ud, const char *source, const ds_record *rec, ds_record_result *res)
+/* The verdicts the results test looks for: bad* fails, skip* is skipped. */
+static void verdict(void *ud, const ds_record *rec, ds_record_result *res)
 {
-	struct ledger *l = ud;
-	struct arrival *a;
-
-	(void)source;
-	/* the target's verdicts the results test looks for */
+	(void)ud;
 	if (rec->name && strncmp(rec->name, "bad", 3) == 0) {
 		res->status = DS_RESULT_FAILED;
 		snprintf(res->message, sizeof(res->message),
@@ -216,82 +75,6 @@ static void on_record(void *ud, const char *source, const ds_record *rec, ds_rec
 		res->status = DS_RESULT_SKIPPED;
 		snprintf(res->message, sizeof(res->message), "held in the ledger (standby)");
 	}
-	pthread_mutex_lock(&l->mu);
-	assert_int_equal(ds_grow((void **)&l->a, &l->cap, l->n + 1, sizeof(*l->a)), 0);
-	a = &l->a[l->n++];
-	memset(a, 0, sizeof(*a));
-	a->op = rec->op;
-	if (rec->op == DS_RECORD_UPSERT || rec->op == DS_RECORD_DELETE) {
-		const char *slash = strchr(rec->api_version, '/');
-		snprintf(a->key, sizeof(a->key), "%.*s/%s/%s/%s",
-			 slash ? (int)(slash - rec->api_version) : 0, slash ? rec->api_version : "",
-			 rec->kind, rec->ns ? rec->ns : "", rec->name);
-		snprintf(a->api_version, sizeof(a->api_version), "%s", rec->api_version);
-	}
-	if (rec->payload)
-		a->payload = strndup((const char *)rec->payload, rec->payload_len);
-	a->manifest_len = rec->manifest_len;
-	pthread_mutex_unlock(&l->mu);
-}
-
-static size_t ledger_len(struct ledger *l)
-{
-	size_t n;
-
-	pthread_mutex_lock(&l->mu);
-	n = l->n;
-	pthread_mutex_unlock(&l->mu);
-	return n;
-}
-
-/* Records from index `from` on with op (0: any) whose key is `key` (NULL: any). */
-static int count(struct ledger *l, size_t from, int op, const char *key)
-{
-	int n = 0;
-
-	pthread_mutex_lock(&l->mu);
-	for (size_t i = from; i < l->n; i++)
-		if ((!op || l->a[i].op == op) && (!key || strcmp(l->a[i].key, key) == 0))
-			n++;
-	pthread_mutex_unlock(&l->mu);
-	return n;
-}
-
-/* Records from `from` on whose key holds `part`. */
-static int count_like(struct ledger *l, size_t from, int op, const char *part)
-{
-	int n = 0;
-
-	pthread_mutex_lock(&l->mu);
-	for (size_t i = from; i < l->n; i++)
-		if ((!op || l->a[i].op == op) && strstr(l->a[i].key, part))
-			n++;
-	pthread_mutex_unlock(&l->mu);
-	return n;
-}
-
-/* The payload of the last upsert of key (a copy), or NULL. */
-static char *last_payload(struct ledger *l, const char *key)
-{
-	char *p = NULL;
-
-	pthread_mutex_lock(&l->mu);
-	for (size_t i = l->n; i-- > 0;)
-		if (l->a[i].op == DS_RECORD_UPSERT && strcmp(l->a[i].key, key) == 0) {
-			p = strdup(l->a[i].payload);
-			break;
-		}
-	pthread_mutex_unlock(&l->mu);
-	return p;
-}
-
-static void dump(struct ledger *l, size_t from)
-{
-	pthread_mutex_lock(&l->mu);
-	for (size_t i = from; i < l->n; i++)
-		fprintf(stderr, "ledger[%zu] %s %s\n", i, ds_record_op_name(l->a[i].op),
-			l->a[i].key);
-	pthread_mutex_unlock(&l->mu);
 }
 
 /* ---- the target site and the source agent -------------------------------------- */
@@ -300,10 +83,7 @@ struct site {
 	char *dir;
 	char state[1024];
 	char label[32];
-	ds_keypair server, client;
-	ds_receiver *rx;
-	pthread_t rx_thread;
-	struct ledger l;
+	tu_target *t; /* the target site, in this process */
 	/* the source agent */
 	ds_kube *k;
 	ds_exporter *ex;
@@ -319,10 +99,6 @@ struct site {
 };
 
 static void compact(const char *kubeconfig);
-static void merge(ds_kube *k, const char *api, const char *kind, const char *ns, const char *name,
-		  const char *sub, const char *patch_json);
-static void create(ds_kube *k, json_t *obj);
-static json_t *doc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* In the first pass, after the ResourceClaimTemplates were listed and before
  * their watch starts: change one, write elsewhere, compact etcd. The watch
@@ -335,54 +111,23 @@ static void site_progress(void *ud, const char *kind, const ds_export_counts *so
 	if (!s->expire_ns || s->expire_done || strcmp(kind, "ResourceClaim") != 0)
 		return;
 	s->expire_done = true;
-	merge(s->k, "resource.k8s.io/v1", "ResourceClaimTemplate", s->expire_ns, "rct0", NULL,
-	      "{\"metadata\":{\"labels\":{\"changed\":\"yes\"}}}");
-	create(s->k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after, namespace: "
-			 "%s}\n",
-			 s->expire_ns));
+	tu_kube_merge(s->k, "resource.k8s.io/v1", "ResourceClaimTemplate", s->expire_ns, "rct0",
+		      NULL, "{\"metadata\":{\"labels\":{\"changed\":\"yes\"}}}");
+	tu_kube_create(
+	    s->k, tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after, namespace: "
+			      "%s}\n",
+			      s->expire_ns));
 	compact(tu_env("DS_KUBECONFIG_V1"));
-}
-
-static void *rx_main(void *arg)
-{
-	struct site *s = arg;
-	ds_err err;
-
-	ds_receiver_run(s->rx, &err);
-	return NULL;
 }
 
 static void site_start(struct site *s, const char *kubeconfig)
 {
-	ds_receiver_config cfg;
-	char auth[1100], inbox[1100];
-	ds_err err;
-	FILE *f;
-
 	memset(s, 0, sizeof(*s));
-	pthread_mutex_init(&s->l.mu, NULL);
 	s->dir = tu_mkdtemp("exporter");
 	snprintf(s->state, sizeof(s->state), "%s/state", s->dir);
-	snprintf(s->label, sizeof(s->label), "run-%u", rnd());
-	assert_int_equal(ds_keys_generate(&s->server, &err), 0);
-	assert_int_equal(ds_keys_generate(&s->client, &err), 0);
-	snprintf(auth, sizeof(auth), "%s/authorized_sources", s->dir);
-	f = fopen(auth, "w");
-	assert_non_null(f);
-	fprintf(f, "itest %s\n", s->client.public_z85);
-	fclose(f);
-	snprintf(inbox, sizeof(inbox), "%s/inbox.db", s->dir);
-	ds_receiver_config_default(&cfg);
-	cfg.endpoint = "tcp://127.0.0.1:*";
-	cfg.keys = &s->server;
-	cfg.authorized_sources = auth;
-	cfg.inbox_path = inbox;
-	cfg.handler = on_record;
-	cfg.handler_ud = &s->l;
-	if (ds_receiver_new(&s->rx, &cfg, &err) < 0)
-		fail_msg("receiver: %s", err.msg);
-	assert_int_equal(pthread_create(&s->rx_thread, NULL, rx_main, s), 0);
-	s->k = connect_to(kubeconfig);
+	snprintf(s->label, sizeof(s->label), "run-%u", tu_rand());
+	s->t = tu_target_start(s->dir, verdict, NULL);
+	s->k = tu_kube_connect(kubeconfig);
 }
 
 static void *tx_main(void *arg)
@@ -435,9 +180,9 @@ static void agent_start(struct site *s, long page, size_t batch, int watch_timeo
 		fail_msg("exporter: %s", err.msg);
 	assert_int_equal(ds_export_db_path(s->state, db, sizeof(db)), 0);
 	ds_sender_config_default(&sc);
-	sc.endpoint = ds_receiver_endpoint(s->rx);
-	sc.server_public_key = s->server.public_z85;
-	sc.keys = &s->client;
+	sc.endpoint = tu_target_endpoint(s->t);
+	sc.server_public_key = tu_target_server_keys(s->t)->public_z85;
+	sc.keys = tu_target_source_keys(s->t);
 	sc.outbox_path = db;
 	sc.cluster_name = "itest-source";
 	sc.on_result = ds_exporter_on_result;
@@ -465,47 +210,32 @@ static void agent_watch(struct site *s)
 /* Wait until the target acknowledged everything the exporter pushed. */
 static void wait_acked(struct site *s, int timeout_ms)
 {
-	long long end = now_ms() + timeout_ms;
+	long long end = tu_now_ms() + timeout_ms;
 
 	while (ds_sender_acked(s->tx) < ds_exporter_last_seq(s->ex)) {
-		if (now_ms() > end)
+		if (tu_now_ms() > end)
 			fail_msg("the target acknowledged %llu of %llu",
 				 (unsigned long long)ds_sender_acked(s->tx),
 				 (unsigned long long)ds_exporter_last_seq(s->ex));
-		msleep(20);
+		tu_msleep(20);
 	}
 }
 
 /* Wait until nothing more arrives for quiet_ms (watch mode). */
 static void settle(struct site *s, int quiet_ms)
 {
-	size_t n = ledger_len(&s->l);
-	long long last = now_ms(), end = now_ms() + 60000;
+	size_t n = tu_target_len(s->t);
+	long long last = tu_now_ms(), end = tu_now_ms() + 60000;
 
-	while (now_ms() - last < quiet_ms) {
-		msleep(50);
-		if (ledger_len(&s->l) != n ||
+	while (tu_now_ms() - last < quiet_ms) {
+		tu_msleep(50);
+		if (tu_target_len(s->t) != n ||
 		    ds_sender_acked(s->tx) < ds_exporter_last_seq(s->ex)) {
-			n = ledger_len(&s->l);
-			last = now_ms();
+			n = tu_target_len(s->t);
+			last = tu_now_ms();
 		}
-		if (now_ms() > end)
+		if (tu_now_ms() > end)
 			fail_msg("the stream does not settle");
-	}
-}
-
-/* Wait for a record of op for key arriving from `from` on. */
-static void wait_for(struct site *s, size_t from, int op, const char *key, int timeout_ms)
-{
-	long long end = now_ms() + timeout_ms;
-
-	while (count(&s->l, from, op, key) == 0) {
-		if (now_ms() > end) {
-			dump(&s->l, from);
-			fail_msg("no %s of %s arrived", ds_record_op_name(op),
-				 key ? key : "any object");
-		}
-		msleep(20);
 	}
 }
 
@@ -530,13 +260,7 @@ static void site_stop(struct site *s)
 {
 	if (s->ex)
 		agent_stop(s);
-	ds_receiver_stop(s->rx);
-	pthread_join(s->rx_thread, NULL);
-	ds_receiver_free(s->rx);
-	for (size_t i = 0; i < s->l.n; i++)
-		free(s->l.a[i].payload);
-	free(s->l.a);
-	pthread_mutex_destroy(&s->l.mu);
+	tu_target_stop(s->t);
 	ds_kube_free(s->k);
 	free(s->dir);
 }
@@ -660,9 +384,9 @@ static void key_of(char *buf, size_t size, const char *group, const char *kind, 
 /* Wait until a pod controlled by `owner` exists in ns. */
 static void wait_owned_pod(ds_kube *k, const char *ns, const char *owner)
 {
-	struct ds_kube_resource r = resource(k, "v1", "Pod");
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "Pod");
 	struct ds_kube_list_opts lo = {0};
-	long long end = now_ms() + 60000;
+	long long end = tu_now_ms() + 60000;
 
 	for (;;) {
 		json_t *list = NULL, *item;
@@ -670,7 +394,7 @@ static void wait_owned_pod(ds_kube *k, const char *ns, const char *owner)
 		size_t i;
 		bool found = false;
 
-		CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
+		TU_KUBE_CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
 		json_array_foreach (json_object_get(list, "items"), i, item) {
 			json_t *refs = ds_json_path(item, "metadata.ownerReferences");
 			if (json_array_size(refs) &&
@@ -680,9 +404,9 @@ static void wait_owned_pod(ds_kube *k, const char *ns, const char *owner)
 		json_decref(list);
 		if (found)
 			return;
-		if (now_ms() > end)
+		if (tu_now_ms() > end)
 			fail_msg("no pod of %s appeared", owner);
-		msleep(200);
+		tu_msleep(200);
 	}
 }
 
@@ -690,8 +414,8 @@ static void wait_owned_pod(ds_kube *k, const char *ns, const char *owner)
 static void wait_object(ds_kube *k, const char *api, const char *kind, const char *ns,
 			const char *name)
 {
-	struct ds_kube_resource r = resource(k, api, kind);
-	long long end = now_ms() + 60000;
+	struct ds_kube_resource r = tu_kube_resource(k, api, kind);
+	long long end = tu_now_ms() + 60000;
 
 	for (;;) {
 		json_t *obj = NULL;
@@ -701,9 +425,9 @@ static void wait_object(ds_kube *k, const char *api, const char *kind, const cha
 			json_decref(obj);
 			return;
 		}
-		if (now_ms() > end)
+		if (tu_now_ms() > end)
 			fail_msg("%s %s/%s did not appear", kind, ns, name);
-		msleep(200);
+		tu_msleep(200);
 	}
 }
 
@@ -740,69 +464,96 @@ test_itest_exporter__first_pass_ships_the_selected_objects_and_reports_skips(voi
 	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
 	ns = new_ns(s.k, "first", s.label, true);
 	other = new_ns(s.k, "other", s.label, false);
-	create(s.k, doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa, namespace: "
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa, namespace: "
 			"%s}\n",
 			ns));
-	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
 			"data: {a: '1'}\n",
 			ns));
-	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
 			"data: {a: 'not selected'}\n",
 			other));
-	create(s.k, doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
-			"type: Opaque\nstringData: {password: hunter2}\n",
-			ns));
-	create(s.k, doc("apiVersion: v1\nkind: Secret\nmetadata: {name: tok, namespace: %s, "
-			"annotations: {kubernetes.io/service-account.name: sa}}\n"
-			"type: kubernetes.io/service-account-token\n",
-			ns));
-	create(s.k, doc("apiVersion: v1\nkind: Service\nmetadata: {name: svc, namespace: %s}\n"
-			"spec: {selector: {app: x}, ports: [{port: 80, targetPort: 8080}]}\n",
-			ns));
-	create(s.k, doc("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: pvc, "
-			"namespace: %s}\nspec: {accessModes: [ReadWriteOnce], resources: "
-			"{requests: {storage: 1Gi}}}\n",
-			ns));
-	create(s.k, doc("apiVersion: v1\nkind: Pod\nmetadata: {name: pod, namespace: %s}\n"
-			"spec:\n%s",
-			ns, POD_SPEC + 4));
-	create(s.k, doc("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: dep, namespace: "
+	tu_kube_create(
+	    s.k, tu_kube_doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
+			     "type: Opaque\nstringData: {password: hunter2}\n",
+			     ns));
+	tu_kube_create(
+	    s.k, tu_kube_doc("apiVersion: v1\nkind: Secret\nmetadata: {name: tok, namespace: %s, "
+			     "annotations: {kubernetes.io/service-account.name: sa}}\n"
+			     "type: kubernetes.io/service-account-token\n",
+			     ns));
+	tu_kube_create(
+	    s.k, tu_kube_doc("apiVersion: v1\nkind: Service\nmetadata: {name: svc, namespace: %s}\n"
+			     "spec: {selector: {app: x}, ports: [{port: 80, targetPort: 8080}]}\n",
+			     ns));
+	tu_kube_create(
+	    s.k, tu_kube_doc("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: pvc, "
+			     "namespace: %s}\nspec: {accessModes: [ReadWriteOnce], resources: "
+			     "{requests: {storage: 1Gi}}}\n",
+			     ns));
+	tu_kube_create(
+	    s.k, tu_kube_doc("apiVersion: v1\nkind: Pod\nmetadata: {name: pod, namespace: %s}\n"
+			     "spec:\n%s",
+			     ns, POD_SPEC + 4));
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: dep, namespace: "
 			"%s}\nspec:\n  replicas: 0\n  selector: {matchLabels: {app: dep}}\n"
 			"  template:\n    metadata: {labels: {app: dep}}\n    spec:\n%s",
 			ns, POD_SPEC));
-	create(s.k, doc("apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: "
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: "
 			"%s}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: rs}}\n"
 			"  template:\n    metadata: {labels: {app: rs}}\n    spec:\n%s",
 			ns, POD_SPEC));
-	create(s.k, doc("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: sts, "
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: sts, "
 			"namespace: %s}\nspec:\n  replicas: 0\n  serviceName: svc\n  selector: "
 			"{matchLabels: {app: sts}}\n  template:\n    metadata: {labels: {app: "
 			"sts}}\n    spec:\n%s",
 			ns, POD_SPEC));
-	create(s.k, doc("apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds, namespace: "
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds, namespace: "
 			"%s}\nspec:\n  selector: {matchLabels: {app: ds}}\n  template:\n    "
 			"metadata: {labels: {app: ds}}\n    spec:\n%s",
 			ns, POD_SPEC));
-	create(s.k, doc("apiVersion: batch/v1\nkind: Job\nmetadata: {name: job, namespace: %s}\n"
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: batch/v1\nkind: Job\nmetadata: {name: job, namespace: %s}\n"
 			"spec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: "
 			"Never\n%s",
 			ns, POD_SPEC));
-	create(s.k,
-	       doc("apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cron, namespace: "
-		   "%s}\nspec:\n  schedule: '*/5 * * * *'\n  suspend: true\n  jobTemplate:\n"
-		   "    spec:\n      template:\n        spec:\n          restartPolicy: Never\n"
-		   "          containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n",
-		   ns));
-	create(s.k,
-	       doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: "
-		   "{name: rct, namespace: %s}\nspec:\n  spec:\n    devices:\n      requests:\n"
-		   "      - name: gpu\n        exactly: {deviceClassName: gpu.example.com}\n",
-		   ns));
-	create(s.k, doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: "
+	tu_kube_create(
+	    s.k, tu_kube_doc(
+		     "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cron, namespace: "
+		     "%s}\nspec:\n  schedule: '*/5 * * * *'\n  suspend: true\n  jobTemplate:\n"
+		     "    spec:\n      template:\n        spec:\n          restartPolicy: Never\n"
+		     "          containers: [{name: c, image: registry.k8s.io/pause:3.10}]\n",
+		     ns));
+	tu_kube_create(
+	    s.k, tu_kube_doc(
+		     "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: "
+		     "{name: rct, namespace: %s}\nspec:\n  spec:\n    devices:\n      requests:\n"
+		     "      - name: gpu\n        exactly: {deviceClassName: gpu.example.com}\n",
+		     ns));
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: "
 			"rc, namespace: %s}\nspec:\n  devices:\n    requests:\n    - name: gpu\n"
 			"      exactly: {deviceClassName: gpu.example.com}\n",
 			ns));
-	create(s.k, doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: "
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: "
 			"pod-gpu-x1, namespace: %s, annotations: "
 			"{resource.kubernetes.io/pod-claim-name: gpu}}\nspec:\n  devices:\n"
 			"    requests:\n    - name: gpu\n      exactly: {deviceClassName: "
@@ -818,34 +569,35 @@ test_itest_exporter__first_pass_ships_the_selected_objects_and_reports_skips(voi
 	log = log_end();
 
 	/* a snapshot around the objects */
-	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
-	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_END, NULL), 1);
-	assert_int_equal(s.l.a[0].op, DS_RECORD_SNAPSHOT_BEGIN);
-	assert_int_equal(s.l.a[s.l.n - 1].op, DS_RECORD_SNAPSHOT_END);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_SNAPSHOT_END, NULL), 1);
+	assert_int_equal(tu_target_at(s.t, 0).op, DS_RECORD_SNAPSHOT_BEGIN);
+	assert_int_equal(tu_target_at(s.t, tu_target_len(s.t) - 1).op, DS_RECORD_SNAPSHOT_END);
 	/* every selected object once; the Namespace; nothing of the other namespace */
 	key_of(key, sizeof(key), "", "Namespace", NULL, ns);
-	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, key), 1);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_UPSERT, key), 1);
 	for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]); i++) {
 		key_of(key, sizeof(key), shipped[i][0], shipped[i][1], ns, shipped[i][2]);
-		if (count(&s.l, 0, DS_RECORD_UPSERT, key) != 1) {
-			dump(&s.l, 0);
-			fail_msg("%s arrived %d times", key, count(&s.l, 0, DS_RECORD_UPSERT, key));
+		if (tu_target_count(s.t, 0, DS_RECORD_UPSERT, key) != 1) {
+			tu_target_dump(s.t, 0);
+			fail_msg("%s arrived %d times", key,
+				 tu_target_count(s.t, 0, DS_RECORD_UPSERT, key));
 		}
 	}
-	assert_int_equal(count_like(&s.l, 0, 0, other), 0);
+	assert_int_equal(tu_target_count_like(s.t, 0, 0, other), 0);
 	/* only these (and the default ServiceAccount) */
 	{
 		char part[300];
 		snprintf(part, sizeof(part), "/%s/", ns);
 		key_of(key, sizeof(key), "", "ServiceAccount", ns, "default");
-		assert_int_equal(count_like(&s.l, 0, DS_RECORD_UPSERT, part),
+		assert_int_equal(tu_target_count_like(s.t, 0, DS_RECORD_UPSERT, part),
 				 (int)(sizeof(shipped) / sizeof(shipped[0])) +
-				     count(&s.l, 0, DS_RECORD_UPSERT, key));
+				     tu_target_count(s.t, 0, DS_RECORD_UPSERT, key));
 	}
 	/* sanitized on the way: no status, no uid, no resourceVersion */
 	key_of(key, sizeof(key), "apps", "Deployment", ns, "dep");
 	{
-		char *p = last_payload(&s.l, key);
+		char *p = tu_target_last_payload(s.t, key);
 		assert_non_null(p);
 		assert_null(strstr(p, "\"status\""));
 		assert_null(strstr(p, "\"uid\""));
@@ -876,8 +628,8 @@ test_itest_exporter__first_pass_ships_the_selected_objects_and_reports_skips(voi
 		assert_true(st->n_kinds >= 14);
 		ds_export_status_free(st);
 	}
-	drop_ns(s.k, ns);
-	drop_ns(s.k, other);
+	tu_kube_drop_namespace(s.k, ns);
+	tu_kube_drop_namespace(s.k, other);
 	site_stop(&s);
 }
 
@@ -897,9 +649,11 @@ static void test_itest_exporter__a_restart_ships_only_what_changed(void **state)
 	k = s.k;
 	ns = new_ns(k, "restart", s.label, true);
 	for (int i = 0; i < 5; i++)
-		create(k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%d, namespace: "
-			      "%s}\ndata: {a: '%d'}\n",
-			      i, ns, i));
+		tu_kube_create(
+		    k, tu_kube_doc(
+			   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%d, namespace: "
+			   "%s}\ndata: {a: '%d'}\n",
+			   i, ns, i));
 	agent_start(&s, 2, 3, 0); /* small pages and batches: many of both */
 	c = pass(&s);
 	wait_acked(&s, 30000);
@@ -907,41 +661,45 @@ static void test_itest_exporter__a_restart_ships_only_what_changed(void **state)
 	agent_stop(&s);
 
 	/* restarted: nothing changed, nothing sent */
-	mark = ledger_len(&s.l);
+	mark = tu_target_len(s.t);
 	agent_start(&s, 2, 3, 0);
 	c = pass(&s);
 	wait_acked(&s, 30000);
 	assert_int_equal(c.pushed, 0);
 	assert_int_equal(c.tombstoned, 0);
 	assert_true(c.unchanged >= 6);
-	assert_int_equal(ledger_len(&s.l), mark);
+	assert_int_equal(tu_target_len(s.t), mark);
 	agent_stop(&s);
 
 	/* deleted while stopped; another re-created under its name */
-	del(k, "v1", "ConfigMap", ns, "cm1");
-	del(k, "v1", "ConfigMap", ns, "cm2");
-	create(k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2, namespace: %s}\n"
-		      "data: {a: '2'}\n",
-		      ns));
+	tu_kube_delete(k, "v1", "ConfigMap", ns, "cm1");
+	tu_kube_delete(k, "v1", "ConfigMap", ns, "cm2");
+	tu_kube_create(
+	    k, tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm2, namespace: %s}\n"
+			   "data: {a: '2'}\n",
+			   ns));
 	agent_start(&s, 2, 3, 0);
 	c = pass(&s);
 	wait_acked(&s, 30000);
 	key_of(key, sizeof(key), "", "ConfigMap", ns, "cm1");
 	key_of(keyb, sizeof(keyb), "", "ConfigMap", ns, "cm2");
-	assert_int_equal(count(&s.l, mark, DS_RECORD_DELETE, key), 1);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, key), 0);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_DELETE, keyb), 1);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, keyb), 1);
-	assert_int_equal(count(&s.l, mark, 0, NULL), 3);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_DELETE, key), 1);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_UPSERT, key), 0);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_DELETE, keyb), 1);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_UPSERT, keyb), 1);
+	assert_int_equal(tu_target_count(s.t, mark, 0, NULL), 3);
 	assert_int_equal(c.tombstoned, 2);
 	assert_int_equal(c.pushed, 1);
 	/* the re-created one's delete comes before its upsert */
-	for (size_t i = mark; i < s.l.n; i++)
-		if (strcmp(s.l.a[i].key, keyb) == 0) {
-			assert_int_equal(s.l.a[i].op, DS_RECORD_DELETE);
+	for (size_t i = mark; i < tu_target_len(s.t); i++) {
+		tu_arrival a = tu_target_at(s.t, i);
+
+		if (strcmp(a.key, keyb) == 0) {
+			assert_int_equal(a.op, DS_RECORD_DELETE);
 			break;
 		}
-	drop_ns(s.k, ns);
+	}
+	tu_kube_drop_namespace(s.k, ns);
 	site_stop(&s);
 }
 
@@ -1012,9 +770,10 @@ static void test_itest_exporter__a_crash_mid_pass_loses_and_duplicates_nothing(v
 	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
 	ns = new_ns(s.k, "crash", s.label, true);
 	for (int i = 0; i < N; i++)
-		create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%03d, "
-				"namespace: %s}\ndata: {v: 'first-%d'}\n",
-				i, ns, i));
+		tu_kube_create(
+		    s.k, tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%03d, "
+				     "namespace: %s}\ndata: {v: 'first-%d'}\n",
+				     i, ns, i));
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	assert_true(n > 0);
 	self[n] = '\0';
@@ -1027,13 +786,13 @@ static void test_itest_exporter__a_crash_mid_pass_loses_and_duplicates_nothing(v
 	}
 	/* kill it once part of the objects are in the outbox */
 	{
-		long long end = now_ms() + 60000;
+		long long end = tu_now_ms() + 60000;
 		while (outbox_last_seq(db) < 20) {
-			if (now_ms() > end || waitpid(pid, &status, WNOHANG) == pid)
+			if (tu_now_ms() > end || waitpid(pid, &status, WNOHANG) == pid)
 				fail_msg(
 				    "the child pass ended or stalled before the kill (seq %llu)",
 				    (unsigned long long)outbox_last_seq(db));
-			msleep(5);
+			tu_msleep(5);
 		}
 	}
 	kill(pid, SIGKILL);
@@ -1041,8 +800,8 @@ static void test_itest_exporter__a_crash_mid_pass_loses_and_duplicates_nothing(v
 	assert_true(WIFSIGNALED(status));
 	assert_true(outbox_last_seq(db) < (uint64_t)N);
 	/* changed meanwhile: the final state is what arrives */
-	merge(s.k, "v1", "ConfigMap", ns, "cm000", NULL, "{\"data\":{\"v\":\"final\"}}");
-	merge(s.k, "v1", "ConfigMap", ns, "cm119", NULL, "{\"data\":{\"v\":\"final\"}}");
+	tu_kube_merge(s.k, "v1", "ConfigMap", ns, "cm000", NULL, "{\"data\":{\"v\":\"final\"}}");
+	tu_kube_merge(s.k, "v1", "ConfigMap", ns, "cm119", NULL, "{\"data\":{\"v\":\"final\"}}");
 
 	agent_start(&s, 0, 0, 0);
 	pass(&s);
@@ -1051,23 +810,24 @@ static void test_itest_exporter__a_crash_mid_pass_loses_and_duplicates_nothing(v
 		char name[16];
 		snprintf(name, sizeof(name), "cm%03d", i);
 		key_of(key, sizeof(key), "", "ConfigMap", ns, name);
-		if (count(&s.l, 0, DS_RECORD_UPSERT, key) != 1 &&
-		    !(i == 0 && count(&s.l, 0, DS_RECORD_UPSERT, key) == 2)) {
-			dump(&s.l, 0);
-			fail_msg("%s arrived %d times", key, count(&s.l, 0, DS_RECORD_UPSERT, key));
+		if (tu_target_count(s.t, 0, DS_RECORD_UPSERT, key) != 1 &&
+		    !(i == 0 && tu_target_count(s.t, 0, DS_RECORD_UPSERT, key) == 2)) {
+			tu_target_dump(s.t, 0);
+			fail_msg("%s arrived %d times", key,
+				 tu_target_count(s.t, 0, DS_RECORD_UPSERT, key));
 		}
 		if (i == 0 || i == N - 1) {
-			char *p = last_payload(&s.l, key);
+			char *p = tu_target_last_payload(s.t, key);
 			assert_non_null(strstr(p, "\"final\""));
 			free(p);
 		}
 	}
-	assert_int_equal(count(&s.l, 0, DS_RECORD_DELETE, NULL), 0);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_DELETE, NULL), 0);
 	/* one snapshot, resumed: one begin, one end, the end last */
-	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
-	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_END, NULL), 1);
-	assert_int_equal(s.l.a[s.l.n - 1].op, DS_RECORD_SNAPSHOT_END);
-	drop_ns(s.k, ns);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_SNAPSHOT_END, NULL), 1);
+	assert_int_equal(tu_target_at(s.t, tu_target_len(s.t) - 1).op, DS_RECORD_SNAPSHOT_END);
+	tu_kube_drop_namespace(s.k, ns);
 	site_stop(&s);
 }
 
@@ -1084,81 +844,87 @@ static void test_itest_exporter__watch_ships_changes_once_and_debounces_bursts(v
 	(void)state;
 	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
 	ns = new_ns(s.k, "watch", s.label, true);
-	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
 			"data: {v: '0'}\n",
 			ns));
-	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone, namespace: %s}\n"
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone, namespace: %s}\n"
 			"data: {v: '0'}\n",
 			ns));
 	agent_start(&s, 0, 0, 0);
 	agent_watch(&s);
 	key_of(key, sizeof(key), "", "ConfigMap", ns, "cm");
 	key_of(nskey, sizeof(nskey), "", "Namespace", NULL, ns);
-	wait_for(&s, 0, DS_RECORD_UPSERT, key, 30000);
+	tu_target_wait(s.t, 0, DS_RECORD_UPSERT, key, 30000);
 	settle(&s, 1500);
 
 	/* one update, one record */
-	mark = ledger_len(&s.l);
-	merge(s.k, "v1", "ConfigMap", ns, "cm", NULL, "{\"data\":{\"v\":\"1\"}}");
-	wait_for(&s, mark, DS_RECORD_UPSERT, key, 10000);
+	mark = tu_target_len(s.t);
+	tu_kube_merge(s.k, "v1", "ConfigMap", ns, "cm", NULL, "{\"data\":{\"v\":\"1\"}}");
+	tu_target_wait(s.t, mark, DS_RECORD_UPSERT, key, 10000);
 	settle(&s, 1000);
-	assert_int_equal(count(&s.l, mark, 0, NULL), 1);
-	p = last_payload(&s.l, key);
+	assert_int_equal(tu_target_count(s.t, mark, 0, NULL), 1);
+	p = tu_target_last_payload(s.t, key);
 	assert_non_null(strstr(p, "\"v\":\"1\""));
 	free(p);
 
 	/* a change the sanitizer removes (the Namespace's status): nothing */
-	mark = ledger_len(&s.l);
-	merge(s.k, "v1", "Namespace", NULL, ns, "status",
-	      "{\"status\":{\"conditions\":[{\"type\":\"NamespaceDeletionDiscoveryFailure\","
-	      "\"status\":\"False\",\"reason\":\"ItestOnly\",\"message\":\"status only\"}]}}");
+	mark = tu_target_len(s.t);
+	tu_kube_merge(
+	    s.k, "v1", "Namespace", NULL, ns, "status",
+	    "{\"status\":{\"conditions\":[{\"type\":\"NamespaceDeletionDiscoveryFailure\","
+	    "\"status\":\"False\",\"reason\":\"ItestOnly\",\"message\":\"status only\"}]}}");
 	settle(&s, 1500);
-	assert_int_equal(count(&s.l, mark, 0, NULL), 0);
+	assert_int_equal(tu_target_count(s.t, mark, 0, NULL), 0);
 
 	/* a delete, a tombstone */
-	mark = ledger_len(&s.l);
-	del(s.k, "v1", "ConfigMap", ns, "gone");
+	mark = tu_target_len(s.t);
+	tu_kube_delete(s.k, "v1", "ConfigMap", ns, "gone");
 	key_of(key, sizeof(key), "", "ConfigMap", ns, "gone");
-	wait_for(&s, mark, DS_RECORD_DELETE, key, 10000);
+	tu_target_wait(s.t, mark, DS_RECORD_DELETE, key, 10000);
 	settle(&s, 1000);
-	assert_int_equal(count(&s.l, mark, 0, NULL), 1);
+	assert_int_equal(tu_target_count(s.t, mark, 0, NULL), 1);
 
 	/* 100 updates in a burst: a few records, the last one current */
-	mark = ledger_len(&s.l);
+	mark = tu_target_len(s.t);
 	key_of(key, sizeof(key), "", "ConfigMap", ns, "cm");
-	t0 = now_ms();
+	t0 = tu_now_ms();
 	for (int i = 0; i < 100; i++) {
 		char patch[64];
 		snprintf(patch, sizeof(patch), "{\"data\":{\"v\":\"burst-%d\"}}", i);
-		merge(s.k, "v1", "ConfigMap", ns, "cm", NULL, patch);
+		tu_kube_merge(s.k, "v1", "ConfigMap", ns, "cm", NULL, patch);
 	}
-	took = now_ms() - t0;
+	took = tu_now_ms() - t0;
 	settle(&s, 1500);
-	n = count(&s.l, mark, DS_RECORD_UPSERT, key);
+	n = tu_target_count(s.t, mark, DS_RECORD_UPSERT, key);
 	fprintf(stderr, "burst: 100 updates in %lld ms -> %d records\n", took, n);
 	assert_true(n >= 1);
 	/* at most one per 200 ms window (and the one that closes the burst) */
 	assert_true(n <= took / 200 + 2);
 	assert_true(n < 50);
-	assert_int_equal(count(&s.l, mark, 0, NULL), n);
-	p = last_payload(&s.l, key);
+	assert_int_equal(tu_target_count(s.t, mark, 0, NULL), n);
+	p = tu_target_last_payload(s.t, key);
 	assert_non_null(strstr(p, "\"burst-99\""));
 	free(p);
-	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, nskey), 1);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_UPSERT, nskey), 1);
 
 	/* the target asks for a snapshot while the watch runs: one arrives with
 	 * every object, and the watch goes on after it */
-	mark = ledger_len(&s.l);
+	mark = tu_target_len(s.t);
 	ds_exporter_on_snapshot_required(s.ex, 0);
-	wait_for(&s, mark, DS_RECORD_SNAPSHOT_END, NULL, 30000);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, key), 1);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, nskey), 1);
+	tu_target_wait(s.t, mark, DS_RECORD_SNAPSHOT_END, NULL, 30000);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_UPSERT, key), 1);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_UPSERT, nskey), 1);
 	settle(&s, 1000);
-	mark = ledger_len(&s.l);
-	merge(s.k, "v1", "ConfigMap", ns, "cm", NULL, "{\"data\":{\"v\":\"after-snapshot\"}}");
-	wait_for(&s, mark, DS_RECORD_UPSERT, key, 15000);
-	drop_ns(s.k, ns);
+	mark = tu_target_len(s.t);
+	tu_kube_merge(s.k, "v1", "ConfigMap", ns, "cm", NULL,
+		      "{\"data\":{\"v\":\"after-snapshot\"}}");
+	tu_target_wait(s.t, mark, DS_RECORD_UPSERT, key, 15000);
+	tu_kube_drop_namespace(s.k, ns);
 	site_stop(&s);
 }
 
@@ -1198,7 +964,9 @@ test_itest_exporter__an_expired_watch_relists_and_ships_only_the_difference(void
 	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
 	ns = new_ns(s.k, "expire", s.label, true);
 	for (int i = 0; i < 6; i++)
-		create(s.k, doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+		tu_kube_create(
+		    s.k,
+		    tu_kube_doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
 				"metadata: {name: rct%d, namespace: %s}\nspec:\n  spec:\n    "
 				"devices:\n      requests:\n      - name: gpu\n        exactly: "
 				"{deviceClassName: gpu.example.com, count: %d}\n",
@@ -1208,13 +976,13 @@ test_itest_exporter__an_expired_watch_relists_and_ships_only_the_difference(void
 	log_begin();
 	agent_watch(&s);
 	key_of(key, sizeof(key), "resource.k8s.io", "ResourceClaimTemplate", ns, "rct0");
-	end = now_ms() + 30000;
-	while (count(&s.l, 0, DS_RECORD_UPSERT, key) < 2) {
-		if (now_ms() > end) {
-			dump(&s.l, 0);
+	end = tu_now_ms() + 30000;
+	while (tu_target_count(s.t, 0, DS_RECORD_UPSERT, key) < 2) {
+		if (tu_now_ms() > end) {
+			tu_target_dump(s.t, 0);
 			fail_msg("the changed template did not arrive again");
 		}
-		msleep(50);
+		tu_msleep(50);
 	}
 	settle(&s, 1500);
 	log = log_end();
@@ -1224,7 +992,7 @@ test_itest_exporter__an_expired_watch_relists_and_ships_only_the_difference(void
 	free(log);
 	/* the first list's state, then the change, found by the relist */
 	{
-		char *p = last_payload(&s.l, key);
+		char *p = tu_target_last_payload(s.t, key);
 		assert_non_null(strstr(p, "\"changed\":\"yes\""));
 		free(p);
 	}
@@ -1233,12 +1001,12 @@ test_itest_exporter__an_expired_watch_relists_and_ships_only_the_difference(void
 		char name[16];
 		snprintf(name, sizeof(name), "rct%d", i);
 		key_of(key, sizeof(key), "resource.k8s.io", "ResourceClaimTemplate", ns, name);
-		assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, key), 1);
+		assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_UPSERT, key), 1);
 	}
 	/* a kind with a watch cache went on from its list without a relist */
 	key_of(key, sizeof(key), "", "ConfigMap", ns, "after");
-	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, key), 1);
-	drop_ns(s.k, ns);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_UPSERT, key), 1);
+	tu_kube_drop_namespace(s.k, ns);
 	site_stop(&s);
 }
 
@@ -1253,39 +1021,42 @@ static void test_itest_exporter__labelling_a_namespace_brings_it_unlabelling_sto
 	(void)state;
 	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
 	ns = new_ns(s.k, "label", s.label, false);
-	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n"
 			"data: {v: '0'}\n",
 			ns));
-	create(s.k, doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
-			"stringData: {k: v}\n",
-			ns));
+	tu_kube_create(
+	    s.k, tu_kube_doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
+			     "stringData: {k: v}\n",
+			     ns));
 	agent_start(&s, 0, 0, 0);
 	log_begin();
 	agent_watch(&s);
-	msleep(1500);
+	tu_msleep(1500);
 	key_of(key, sizeof(key), "", "ConfigMap", ns, "cm");
 	key_of(nskey, sizeof(nskey), "", "Namespace", NULL, ns);
-	assert_int_equal(count_like(&s.l, 0, 0, ns), 0);
+	assert_int_equal(tu_target_count_like(s.t, 0, 0, ns), 0);
 
 	snprintf(patch, sizeof(patch), "{\"metadata\":{\"labels\":{\"" LABEL "\":\"%s\"}}}",
 		 s.label);
-	merge(s.k, "v1", "Namespace", NULL, ns, NULL, patch);
-	wait_for(&s, 0, DS_RECORD_UPSERT, key, 15000);
+	tu_kube_merge(s.k, "v1", "Namespace", NULL, ns, NULL, patch);
+	tu_target_wait(s.t, 0, DS_RECORD_UPSERT, key, 15000);
 	settle(&s, 1000);
-	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, nskey), 1);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_UPSERT, nskey), 1);
 	key_of(key, sizeof(key), "", "Secret", ns, "s");
-	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, key), 1);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_UPSERT, key), 1);
 
 	/* unlabelled: nothing is deleted, later changes are not sent */
-	mark = ledger_len(&s.l);
-	merge(s.k, "v1", "Namespace", NULL, ns, NULL,
-	      "{\"metadata\":{\"labels\":{\"" LABEL "\":null}}}");
+	mark = tu_target_len(s.t);
+	tu_kube_merge(s.k, "v1", "Namespace", NULL, ns, NULL,
+		      "{\"metadata\":{\"labels\":{\"" LABEL "\":null}}}");
 	settle(&s, 1500);
-	merge(s.k, "v1", "ConfigMap", ns, "cm", NULL, "{\"data\":{\"v\":\"after\"}}");
-	del(s.k, "v1", "Secret", ns, "s");
+	tu_kube_merge(s.k, "v1", "ConfigMap", ns, "cm", NULL, "{\"data\":{\"v\":\"after\"}}");
+	tu_kube_delete(s.k, "v1", "Secret", ns, "s");
 	settle(&s, 1500);
 	log = log_end();
-	assert_int_equal(count(&s.l, mark, 0, NULL), 0);
+	assert_int_equal(tu_target_count(s.t, mark, 0, NULL), 0);
 	assert_int_equal(lines_with(log, "event=namespace_unselected", ns, NULL), 1);
 	assert_int_equal(lines_with(log, "event=namespace_selected", ns, NULL), 1);
 	free(log);
@@ -1294,8 +1065,8 @@ static void test_itest_exporter__labelling_a_namespace_brings_it_unlabelling_sto
 	agent_start(&s, 0, 0, 0);
 	pass(&s);
 	wait_acked(&s, 30000);
-	assert_int_equal(count(&s.l, mark, 0, NULL), 0);
-	drop_ns(s.k, ns);
+	assert_int_equal(tu_target_count(s.t, mark, 0, NULL), 0);
+	tu_kube_drop_namespace(s.k, ns);
 	site_stop(&s);
 }
 
@@ -1313,26 +1084,29 @@ static void test_itest_exporter__a_deleted_namespace_is_tombstoned_with_its_obje
 	(void)state;
 	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
 	ns = new_ns(s.k, "delete", s.label, true);
-	create(s.k,
-	       doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n", ns));
-	create(s.k, doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
-			"stringData: {k: v}\n",
-			ns));
+	tu_kube_create(
+	    s.k, tu_kube_doc(
+		     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n", ns));
+	tu_kube_create(
+	    s.k, tu_kube_doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
+			     "stringData: {k: v}\n",
+			     ns));
 	agent_start(&s, 0, 0, 0);
 	agent_watch(&s);
 	key_of(key, sizeof(key), "", "ConfigMap", ns, "cm");
 	key_of(nskey, sizeof(nskey), "", "Namespace", NULL, ns);
-	wait_for(&s, 0, DS_RECORD_UPSERT, key, 30000);
+	tu_target_wait(s.t, 0, DS_RECORD_UPSERT, key, 30000);
 	settle(&s, 1000);
-	mark = ledger_len(&s.l);
-	r = resource(s.k, "v1", "Namespace");
-	CHECK(ds_kube_delete(s.k, &r, NULL, ns, &d, &ke), ke);
-	wait_for(&s, mark, DS_RECORD_DELETE, nskey, 60000);
+	mark = tu_target_len(s.t);
+	r = tu_kube_resource(s.k, "v1", "Namespace");
+	TU_KUBE_CHECK(ds_kube_delete(s.k, &r, NULL, ns, &d, &ke), ke);
+	tu_target_wait(s.t, mark, DS_RECORD_DELETE, nskey, 60000);
 	settle(&s, 1000);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_DELETE, key), 1);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_DELETE, key), 1);
 	key_of(key, sizeof(key), "", "Secret", ns, "s");
-	assert_int_equal(count(&s.l, mark, DS_RECORD_DELETE, key), 1);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, nskey) <= 1, 1); /* Terminating */
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_DELETE, key), 1);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_UPSERT, nskey) <= 1,
+			 1); /* Terminating */
 	free(ns);
 	site_stop(&s);
 }
@@ -1340,7 +1114,7 @@ static void test_itest_exporter__a_deleted_namespace_is_tombstoned_with_its_obje
 /* A kubeconfig for ServiceAccount `sa` of ns (a fresh token), beside the admin's CA. */
 static char *sa_kubeconfig(ds_kube *k, const char *dir, const char *ns, const char *sa)
 {
-	struct ds_kube_resource sa_r = resource(k, "v1", "ServiceAccount");
+	struct ds_kube_resource sa_r = tu_kube_resource(k, "v1", "ServiceAccount");
 	struct ds_kube_request req = {"POST", NULL, NULL, NULL, 0};
 	struct ds_kube_response resp = {0};
 	json_t *answer, *docs = NULL, *cluster;
@@ -1354,7 +1128,7 @@ static char *sa_kubeconfig(ds_kube *k, const char *dir, const char *ns, const ch
 	req.path = path;
 	req.body = body;
 	req.body_len = strlen(body);
-	CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
 	answer = json_loads(resp.body, 0, NULL);
 	assert_int_equal(ds_yaml_parse_file(tu_env("DS_KUBECONFIG_V1"), 0, &docs, NULL, &err), 0);
 	cluster = json_object_get(
@@ -1398,90 +1172,97 @@ static void test_itest_exporter__a_kind_that_cannot_be_listed_is_left_alone(void
 	admin = s.k;
 	ns = new_ns(admin, "rbac", s.label, true);
 	snprintf(role, sizeof(role), "itx-no-secrets-%s", s.label);
-	create(admin, doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: exporter, "
-			  "namespace: %s}\n",
-			  ns));
-	create(
+	tu_kube_create(
+	    admin, tu_kube_doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: exporter, "
+			       "namespace: %s}\n",
+			       ns));
+	tu_kube_create(
 	    admin,
-	    doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: "
+	    tu_kube_doc(
+		"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: "
 		"%s}\nrules:\n- apiGroups: ['', apps, batch, resource.k8s.io, "
 		"scheduling.k8s.io]\n  resources: [namespaces, serviceaccounts, configmaps, "
 		"services, persistentvolumeclaims, pods, deployments, replicasets, statefulsets, "
 		"daemonsets, jobs, cronjobs, resourceclaims, resourceclaimtemplates, workloads, "
 		"podgroups]\n  verbs: [get, list, watch]\n",
 		role));
-	create(admin, doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n"
-			  "metadata: {name: %s}\nroleRef: {apiGroup: rbac.authorization.k8s.io, "
-			  "kind: ClusterRole, name: %s}\nsubjects: [{kind: ServiceAccount, name: "
-			  "exporter, namespace: %s}]\n",
-			  role, role, ns));
-	create(admin,
-	       doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n", ns));
-	create(admin, doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
-			  "stringData: {k: v}\n",
-			  ns));
+	tu_kube_create(
+	    admin,
+	    tu_kube_doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n"
+			"metadata: {name: %s}\nroleRef: {apiGroup: rbac.authorization.k8s.io, "
+			"kind: ClusterRole, name: %s}\nsubjects: [{kind: ServiceAccount, name: "
+			"exporter, namespace: %s}]\n",
+			role, role, ns));
+	tu_kube_create(
+	    admin,
+	    tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n",
+			ns));
+	tu_kube_create(
+	    admin, tu_kube_doc("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\n"
+			       "stringData: {k: v}\n",
+			       ns));
 	kc = sa_kubeconfig(admin, s.dir, ns, "exporter");
 	key_of(key, sizeof(key), "", "Secret", ns, "s");
 	key_of(cmkey, sizeof(cmkey), "", "ConfigMap", ns, "cm");
 
 	/* as the restricted agent: everything but the Secrets, and no SNAPSHOT_END */
-	msleep(1000); /* the binding reaches the authorizer's cache */
-	s.k = connect_to(kc);
+	tu_msleep(1000); /* the binding reaches the authorizer's cache */
+	s.k = tu_kube_connect(kc);
 	agent_start(&s, 0, 0, 0);
 	assert_int_equal(ds_exporter_pass(s.ex, &c, &err), -EPERM);
 	assert_non_null(strstr(err.msg, "Secret"));
 	wait_acked(&s, 30000);
-	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, cmkey), 1);
-	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, key), 0);
-	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
-	assert_int_equal(count(&s.l, 0, DS_RECORD_SNAPSHOT_END, NULL), 0);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_UPSERT, cmkey), 1);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_UPSERT, key), 0);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_SNAPSHOT_BEGIN, NULL), 1);
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_SNAPSHOT_END, NULL), 0);
 	agent_stop(&s);
 	ds_kube_free(s.k);
 
 	/* with the rights: the same snapshot goes on, only the Secret is new */
 	s.k = admin;
-	mark = ledger_len(&s.l);
+	mark = tu_target_len(s.t);
 	agent_start(&s, 0, 0, 0);
 	c = pass(&s);
 	wait_acked(&s, 30000);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, key), 1);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, cmkey), 0);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_SNAPSHOT_BEGIN, NULL), 0);
-	assert_int_equal(count(&s.l, mark, DS_RECORD_SNAPSHOT_END, NULL), 1);
-	assert_int_equal(s.l.a[s.l.n - 1].op, DS_RECORD_SNAPSHOT_END);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_UPSERT, key), 1);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_UPSERT, cmkey), 0);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_SNAPSHOT_BEGIN, NULL), 0);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_SNAPSHOT_END, NULL), 1);
+	assert_int_equal(tu_target_at(s.t, tu_target_len(s.t) - 1).op, DS_RECORD_SNAPSHOT_END);
 	agent_stop(&s);
 
 	/* restricted again: the Secret it cannot see is not tombstoned */
-	mark = ledger_len(&s.l);
-	s.k = connect_to(kc);
+	mark = tu_target_len(s.t);
+	s.k = tu_kube_connect(kc);
 	agent_start(&s, 0, 0, 0);
 	assert_int_equal(ds_exporter_pass(s.ex, &c, &err), -EPERM);
 	wait_acked(&s, 30000);
 	assert_int_equal(c.tombstoned, 0);
-	assert_int_equal(count(&s.l, mark, 0, NULL), 0);
+	assert_int_equal(tu_target_count(s.t, mark, 0, NULL), 0);
 	agent_stop(&s);
 	ds_kube_free(s.k);
 	s.k = admin;
-	del(admin, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", NULL, role);
-	del(admin, "rbac.authorization.k8s.io/v1", "ClusterRole", NULL, role);
+	tu_kube_delete(admin, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", NULL, role);
+	tu_kube_delete(admin, "rbac.authorization.k8s.io/v1", "ClusterRole", NULL, role);
 	free(kc);
-	drop_ns(s.k, ns);
+	tu_kube_drop_namespace(s.k, ns);
 	site_stop(&s);
 }
 
 static void wait_results(struct site *s, enum ds_result_status st, uint64_t n)
 {
 	uint64_t c[DS_RESULT_STATUS_MAX];
-	long long end = now_ms() + 20000;
+	long long end = tu_now_ms() + 20000;
 
 	for (;;) {
 		ds_exporter_result_counts(s->ex, c);
 		if (c[st] >= n)
 			return;
-		if (now_ms() > end)
+		if (tu_now_ms() > end)
 			fail_msg("%llu %s results, not %llu", (unsigned long long)c[st],
 				 ds_result_status_name(st), (unsigned long long)n);
-		msleep(20);
+		tu_msleep(20);
 	}
 }
 
@@ -1500,13 +1281,18 @@ static void test_itest_exporter__results_are_kept_and_a_requested_snapshot_resen
 	(void)state;
 	site_start(&s, tu_env("DS_KUBECONFIG_V1"));
 	ns = new_ns(s.k, "results", s.label, true);
-	create(s.k,
-	       doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good, namespace: %s}\n", ns));
-	create(s.k,
-	       doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad1, namespace: %s}\n", ns));
-	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: skip1, namespace: "
-			"%s}\n",
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good, namespace: %s}\n",
 			ns));
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad1, namespace: %s}\n",
+			ns));
+	tu_kube_create(
+	    s.k, tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: skip1, namespace: "
+			     "%s}\n",
+			     ns));
 	agent_start(&s, 0, 0, 0);
 	log_begin();
 	pass(&s);
@@ -1515,13 +1301,13 @@ static void test_itest_exporter__results_are_kept_and_a_requested_snapshot_resen
 	wait_results(&s, DS_RESULT_SKIPPED, 1);
 
 	/* changed, failed again for the same reason: not logged again */
-	merge(s.k, "v1", "ConfigMap", ns, "bad1", NULL, "{\"data\":{\"v\":\"2\"}}");
+	tu_kube_merge(s.k, "v1", "ConfigMap", ns, "bad1", NULL, "{\"data\":{\"v\":\"2\"}}");
 	pass(&s);
 	wait_acked(&s, 30000);
 	wait_results(&s, DS_RESULT_FAILED, 2);
 
 	/* the target needs a snapshot: every object again, between its markers */
-	mark = ledger_len(&s.l);
+	mark = tu_target_len(s.t);
 	ds_exporter_on_snapshot_required(s.ex, 0);
 	assert_true(ds_exporter_snapshot_wanted(s.ex));
 	pass(&s);
@@ -1533,15 +1319,16 @@ static void test_itest_exporter__results_are_kept_and_a_requested_snapshot_resen
 	assert_int_equal(lines_with(log, "event=target_skipped", "skip1", "standby"), 1);
 	assert_int_equal(lines_with(log, "event=target_", "good", NULL), 0);
 	free(log);
-	assert_int_equal(s.l.a[mark].op, DS_RECORD_SNAPSHOT_BEGIN);
-	assert_int_equal(s.l.a[s.l.n - 1].op, DS_RECORD_SNAPSHOT_END);
+	assert_int_equal(tu_target_at(s.t, mark).op, DS_RECORD_SNAPSHOT_BEGIN);
+	assert_int_equal(tu_target_at(s.t, tu_target_len(s.t) - 1).op, DS_RECORD_SNAPSHOT_END);
 	snprintf(part, sizeof(part), "/%s/", ns);
-	objects = count_like(&s.l, mark, DS_RECORD_UPSERT, part);
+	objects = tu_target_count_like(s.t, mark, DS_RECORD_UPSERT, part);
 	assert_true(objects >= 4); /* 3 ConfigMaps, the default ServiceAccount, ... */
 	key_of(key, sizeof(key), "", "ConfigMap", ns, "good");
-	assert_int_equal(count(&s.l, mark, DS_RECORD_UPSERT, key), 1);
+	assert_int_equal(tu_target_count(s.t, mark, DS_RECORD_UPSERT, key), 1);
 	/* the manifest: every object the index holds (the Namespace too) */
-	assert_int_equal(s.l.a[s.l.n - 1].manifest_len, (size_t)objects + 1);
+	assert_int_equal(tu_target_at(s.t, tu_target_len(s.t) - 1).manifest_len,
+			 (size_t)objects + 1);
 
 	/* what `status` shows, with the agent stopped */
 	agent_stop(&s);
@@ -1561,7 +1348,7 @@ static void test_itest_exporter__results_are_kept_and_a_requested_snapshot_resen
 			assert_int_equal(st->kinds[i].ok, 1);
 		}
 	ds_export_status_free(st);
-	drop_ns(s.k, ns);
+	tu_kube_drop_namespace(s.k, ns);
 	site_stop(&s);
 }
 
@@ -1576,11 +1363,14 @@ static void test_itest_exporter__the_dra_version_the_source_serves(void **state)
 	site_start(&s, tu_env("DS_KUBECONFIG_V1BETA1"));
 	ns = new_ns(s.k, "beta", s.label, false);
 	other = new_ns(s.k, "beta-other", s.label, true);
-	create(s.k, doc("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata: "
-			"{name: rc, namespace: %s}\nspec:\n  devices:\n    requests:\n"
-			"    - {name: gpu, deviceClassName: gpu.example.com}\n",
-			ns));
-	create(s.k, doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n",
+	tu_kube_create(
+	    s.k, tu_kube_doc("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\nmetadata: "
+			     "{name: rc, namespace: %s}\nspec:\n  devices:\n    requests:\n"
+			     "    - {name: gpu, deviceClassName: gpu.example.com}\n",
+			     ns));
+	tu_kube_create(
+	    s.k,
+	    tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n",
 			other));
 	/* selected by name this time (the label is on the other one) */
 	s.ns_list[0] = ns;
@@ -1588,17 +1378,18 @@ static void test_itest_exporter__the_dra_version_the_source_serves(void **state)
 	pass(&s);
 	wait_acked(&s, 30000);
 	key_of(key, sizeof(key), "resource.k8s.io", "ResourceClaim", ns, "rc");
-	assert_int_equal(count(&s.l, 0, DS_RECORD_UPSERT, key), 1);
-	pthread_mutex_lock(&s.l.mu);
-	for (size_t i = 0; i < s.l.n; i++)
-		if (strcmp(s.l.a[i].key, key) == 0) {
-			assert_string_equal(s.l.a[i].api_version, "resource.k8s.io/v1beta1");
-			assert_non_null(strstr(s.l.a[i].payload, "\"deviceClassName\""));
+	assert_int_equal(tu_target_count(s.t, 0, DS_RECORD_UPSERT, key), 1);
+	for (size_t i = 0; i < tu_target_len(s.t); i++) {
+		tu_arrival a = tu_target_at(s.t, i);
+
+		if (strcmp(a.key, key) == 0) {
+			assert_string_equal(a.api_version, "resource.k8s.io/v1beta1");
+			assert_non_null(strstr(a.payload, "\"deviceClassName\""));
 		}
-	pthread_mutex_unlock(&s.l.mu);
-	assert_int_equal(count_like(&s.l, 0, 0, other), 0);
-	drop_ns(s.k, other);
-	drop_ns(s.k, ns);
+	}
+	assert_int_equal(tu_target_count_like(s.t, 0, 0, other), 0);
+	tu_kube_drop_namespace(s.k, other);
+	tu_kube_drop_namespace(s.k, ns);
 	site_stop(&s);
 }
 
