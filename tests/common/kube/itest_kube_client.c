@@ -12,166 +12,60 @@
 #include "drasync/kube_client.h"
 #include "drasync/yaml.h"
 #include "testutil.h"
+#include "tu_kube.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- helpers ---------------------------------------------------------------- */
-
-static unsigned rnd(void)
-{
-	static unsigned seed;
-
-	if (!seed)
-		seed = (unsigned)time(NULL) ^ (unsigned)getpid();
-	return (unsigned)rand_r(&seed) % 1000000u;
-}
-
-static void msleep(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static ds_kube *connect_to(const char *kubeconfig, const char *context)
-{
-	struct ds_kube_transport_opts o;
-	ds_kubeconfig *kc = NULL;
-	ds_kube *k = NULL;
-	ds_err err = {0};
-
-	ds_kube_transport_opts_init(&o);
-	o.qps = 0; /* the tests are small; the rate limit has its unit test */
-	if (ds_kubeconfig_load(&kc, kubeconfig, context, &err) < 0)
-		fail_msg("kubeconfig %s: %s", kubeconfig, err.msg);
-	if (ds_kube_new(&k, &kc, &o, &err) < 0)
-		fail_msg("client: %s", err.msg);
-	return k;
-}
-
-static ds_kube *connect_env(const char *var)
-{
-	return connect_to(tu_env(var), NULL);
-}
-
-#define CHECK(call, ke)                                                                            \
-	do {                                                                                       \
-		int rc_ = (call);                                                                  \
-		if (rc_ < 0) {                                                                     \
-			char b_[800];                                                              \
-			fail_msg("%s: %d %s", #call, rc_,                                          \
-				 ds_kube_error_format(&(ke), b_, sizeof(b_)));                     \
-		}                                                                                  \
-	} while (0)
-
-/* One YAML document, printf-formatted. */
-static json_t *doc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *doc(const char *fmt, ...)
-{
-	va_list ap;
-	char *text;
-	json_t *docs = NULL, *d;
-	ds_err err = {0};
-
-	va_start(ap, fmt);
-	if (vasprintf(&text, fmt, ap) < 0)
-		fail_msg("oom");
-	va_end(ap);
-	if (ds_yaml_parse(text, strlen(text), "test", 0, &docs, NULL, &err) < 0)
-		fail_msg("test manifest: %s\n%s", err.msg, text);
-	free(text);
-	d = json_incref(json_array_get(docs, 0));
-	json_decref(docs);
-	return d;
-}
-
-static struct ds_kube_resource resource(ds_kube *k, const char *api, const char *kind)
-{
-	struct ds_kube_resource r;
-	ds_kube_error ke;
-
-	CHECK(ds_kube_resource_find(k, api, kind, &r, &ke), ke);
-	return r;
-}
 
 static const char *meta(const json_t *obj, const char *key)
 {
 	return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
 }
 
-static char *new_ns(ds_kube *k, const char *prefix)
-{
-	struct ds_kube_resource r = resource(k, "v1", "Namespace");
-	ds_kube_error ke;
-	char *name;
-	json_t *ns;
-
-	if (asprintf(&name, "itest-%s-%u", prefix, rnd()) < 0)
-		fail_msg("oom");
-	ns = doc("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", name);
-	CHECK(ds_kube_create(k, &r, NULL, ns, NULL, &ke), ke);
-	json_decref(ns);
-	return name;
-}
-
-static void drop_ns(ds_kube *k, char *name)
-{
-	struct ds_kube_resource r = resource(k, "v1", "Namespace");
-	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
-
-	ds_kube_delete(k, &r, NULL, name, &d, NULL);
-	free(name);
-}
-
 /* ---- discovery ------------------------------------------------------------------- */
 
 static void test_itest_kube_client__discovery(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1"), *kb = connect_env("DS_KUBECONFIG_V1BETA1");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1")),
+		*kb = tu_kube_connect(tu_env("DS_KUBECONFIG_V1BETA1"));
 	struct ds_kube_resource r;
 	char pref[64];
 	json_t *served = NULL;
 	ds_kube_error ke;
 
 	(void)state;
-	r = resource(k, "v1", "ConfigMap");
+	r = tu_kube_resource(k, "v1", "ConfigMap");
 	assert_string_equal(r.resource, "configmaps");
 	assert_string_equal(r.group, "");
 	assert_true(r.namespaced);
-	r = resource(k, "v1", "Namespace");
+	r = tu_kube_resource(k, "v1", "Namespace");
 	assert_false(r.namespaced);
 	assert_true(r.has_status);
-	r = resource(k, "apps/v1", "Deployment");
+	r = tu_kube_resource(k, "apps/v1", "Deployment");
 	assert_string_equal(r.resource, "deployments");
 	assert_true(r.has_status);
-	r = resource(k, "resource.k8s.io/v1", "DeviceClass");
+	r = tu_kube_resource(k, "resource.k8s.io/v1", "DeviceClass");
 	assert_string_equal(r.resource, "deviceclasses");
 	assert_false(r.namespaced);
-	r = resource(k, "resource.k8s.io/v1", "ResourceClaim");
+	r = tu_kube_resource(k, "resource.k8s.io/v1", "ResourceClaim");
 	assert_true(r.namespaced);
 	assert_true(r.has_status);
-	CHECK(ds_kube_group_versions(k, "resource.k8s.io", pref, sizeof(pref), &served, &ke), ke);
+	TU_KUBE_CHECK(
+	    ds_kube_group_versions(k, "resource.k8s.io", pref, sizeof(pref), &served, &ke), ke);
 	assert_string_equal(pref, "v1");
 	json_decref(served);
-	CHECK(ds_kube_group_versions(k, "", pref, sizeof(pref), NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_group_versions(k, "", pref, sizeof(pref), NULL, &ke), ke);
 	assert_string_equal(pref, "v1");
 
 	/* the v1beta1 cluster serves resource.k8s.io/v1beta1 only */
-	CHECK(ds_kube_group_versions(kb, "resource.k8s.io", pref, sizeof(pref), &served, &ke), ke);
+	TU_KUBE_CHECK(
+	    ds_kube_group_versions(kb, "resource.k8s.io", pref, sizeof(pref), &served, &ke), ke);
 	assert_string_equal(pref, "v1beta1");
 	for (size_t i = 0; i < json_array_size(served); i++)
 		assert_string_not_equal(json_string_value(json_array_get(served, i)), "v1");
@@ -261,11 +155,11 @@ static void crud_one(ds_kube *k, const char *ns, const char *tmpl)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 	/* the templates are the constant tables above */
-	obj = doc(tmpl, ns, rnd(), POD_SPEC);
+	obj = tu_kube_doc(tmpl, ns, tu_rand(), POD_SPEC);
 #pragma GCC diagnostic pop
 	kind = json_string_value(json_object_get(obj, "kind"));
 	name = meta(obj, "name");
-	r = resource(k, json_string_value(json_object_get(obj, "apiVersion")), kind);
+	r = tu_kube_resource(k, json_string_value(json_object_get(obj, "apiVersion")), kind);
 	rc = ds_kube_create(k, &r, ns, obj, &created, &ke);
 	if (rc < 0) {
 		char b[800];
@@ -273,15 +167,15 @@ static void crud_one(ds_kube *k, const char *ns, const char *tmpl)
 	}
 	assert_string_equal(meta(created, "name"), name);
 	snprintf(uid, sizeof(uid), "%s", meta(created, "uid"));
-	CHECK(ds_kube_get(k, &r, ns, name, NULL, &got, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_get(k, &r, ns, name, NULL, &got, &ke), ke);
 	assert_string_equal(meta(got, "uid"), uid);
 	/* creating it again: 409 AlreadyExists */
 	assert_int_equal(ds_kube_create(k, &r, ns, obj, NULL, &ke), -EEXIST);
 	assert_int_equal(ke.code, 409);
 	assert_string_equal(ke.reason, "AlreadyExists");
 
-	patch = doc("metadata: {labels: {drasync.io/itest: patched}}\n");
-	CHECK(ds_kube_merge_patch(k, &r, ns, name, patch, NULL, &patched, &ke), ke);
+	patch = tu_kube_doc("metadata: {labels: {drasync.io/itest: patched}}\n");
+	TU_KUBE_CHECK(ds_kube_merge_patch(k, &r, ns, name, patch, NULL, &patched, &ke), ke);
 	json_decref(patch);
 	assert_string_equal(json_string_value(json_object_get(
 				json_object_get(json_object_get(patched, "metadata"), "labels"),
@@ -289,7 +183,7 @@ static void crud_one(ds_kube *k, const char *ns, const char *tmpl)
 			    "patched");
 	for (tries = 0;; tries++) {
 		json_t *cur = NULL;
-		CHECK(ds_kube_get(k, &r, ns, name, NULL, &cur, &ke), ke);
+		TU_KUBE_CHECK(ds_kube_get(k, &r, ns, name, NULL, &cur, &ke), ke);
 		snprintf(rv, sizeof(rv), "%s", meta(cur, "resourceVersion"));
 		json_object_set_new(json_object_get(cur, "metadata"), "annotations",
 				    json_pack("{s:s}", "drasync.io/step", "update"));
@@ -298,13 +192,13 @@ static void crud_one(ds_kube *k, const char *ns, const char *tmpl)
 		if (rc != -ESTALE || tries >= 5)
 			break;
 	}
-	CHECK(rc, ke);
+	TU_KUBE_CHECK(rc, ke);
 	assert_string_not_equal(meta(updated, "resourceVersion"), rv);
-	CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
 	assert_int_equal(json_array_size(json_object_get(list, "items")), 1);
 	assert_string_equal(meta(json_array_get(json_object_get(list, "items"), 0), "uid"), uid);
 
-	CHECK(ds_kube_delete(k, &r, ns, name, &del, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_delete(k, &r, ns, name, &del, &ke), ke);
 	json_decref(got);
 	got = NULL;
 	rc = ds_kube_get(k, &r, ns, name, NULL, &got, &ke);
@@ -322,20 +216,20 @@ static void crud_one(ds_kube *k, const char *ns, const char *tmpl)
 
 static void test_itest_kube_client__crud_every_kind_v1(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
-	char *ns = new_ns(k, "crud");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	char *ns = tu_kube_new_namespace(k, "itest-crud", NULL);
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(V1_KINDS) / sizeof(V1_KINDS[0]); i++)
 		crud_one(k, ns, V1_KINDS[i]);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
 static void test_itest_kube_client__crud_dra_kinds_v1beta1(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1BETA1");
-	char *ns = new_ns(k, "crudb");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1BETA1"));
+	char *ns = tu_kube_new_namespace(k, "itest-crudb", NULL);
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(V1BETA1_KINDS) / sizeof(V1BETA1_KINDS[0]); i++)
@@ -343,7 +237,7 @@ static void test_itest_kube_client__crud_dra_kinds_v1beta1(void **state)
 	/* and the core kinds work there as well */
 	crud_one(k, ns, V1_KINDS[1]);
 	crud_one(k, ns, V1_KINDS[7]);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
@@ -351,9 +245,9 @@ static void test_itest_kube_client__crud_dra_kinds_v1beta1(void **state)
 
 static void test_itest_kube_client__pagination_limit_2_over_7(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
-	char *ns = new_ns(k, "page");
-	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	char *ns = tu_kube_new_namespace(k, "itest-page", NULL);
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "ConfigMap");
 	struct ds_kube_list_opts lo = {"set=seven", NULL, NULL, NULL, 2};
 	json_t *list = NULL, *page = NULL;
 	ds_kube_error ke;
@@ -362,19 +256,19 @@ static void test_itest_kube_client__pagination_limit_2_over_7(void **state)
 
 	(void)state;
 	for (int i = 0; i < 7; i++) {
-		json_t *cm = doc("apiVersion: v1\nkind: ConfigMap\n"
-				 "metadata: {name: cm-%d, labels: {set: seven}}\n",
-				 i);
-		CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
+		json_t *cm = tu_kube_doc("apiVersion: v1\nkind: ConfigMap\n"
+					 "metadata: {name: cm-%d, labels: {set: seven}}\n",
+					 i);
+		TU_KUBE_CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
 		json_decref(cm);
 	}
 	/* one page: two items and a continue token */
-	CHECK(ds_kube_list_page(k, &r, ns, &lo, &page, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_list_page(k, &r, ns, &lo, &page, &ke), ke);
 	assert_int_equal(json_array_size(json_object_get(page, "items")), 2);
 	assert_non_null(meta(page, "continue"));
 	json_decref(page);
 	/* all pages */
-	CHECK(ds_kube_list(k, &r, ns, &lo, &list, &pages, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_list(k, &r, ns, &lo, &list, &pages, &ke), ke);
 	assert_int_equal(pages, 4);
 	assert_int_equal(json_array_size(json_object_get(list, "items")), 7);
 	assert_null(meta(list, "continue"));
@@ -390,10 +284,10 @@ static void test_itest_kube_client__pagination_limit_2_over_7(void **state)
 	json_decref(list);
 	/* a field selector */
 	lo = (struct ds_kube_list_opts){NULL, "metadata.name=cm-3", NULL, NULL, 0};
-	CHECK(ds_kube_list(k, &r, ns, &lo, &list, &pages, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_list(k, &r, ns, &lo, &list, &pages, &ke), ke);
 	assert_int_equal(json_array_size(json_object_get(list, "items")), 1);
 	json_decref(list);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
@@ -459,16 +353,16 @@ static void *watch_thread(void *arg)
 
 static bool wait_done(struct watch_log *w, double secs)
 {
-	double end = now_s() + secs;
+	long long end = tu_now_ms() + (long long)(secs * 1000);
 	bool done;
 
 	for (;;) {
 		pthread_mutex_lock(&w->mu);
 		done = w->done;
 		pthread_mutex_unlock(&w->mu);
-		if (done || now_s() > end)
+		if (done || tu_now_ms() > end)
 			return done;
-		msleep(50);
+		tu_msleep(50);
 	}
 }
 
@@ -498,9 +392,9 @@ static void watch_finish(struct watch_log *w, pthread_t th)
 
 static void test_itest_kube_client__watch_add_modify_delete_across_stream_ends(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
-	char *ns = new_ns(k, "watch");
-	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	char *ns = tu_kube_new_namespace(k, "itest-watch", NULL);
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "ConfigMap");
 	struct watch_log *w = calloc(1, sizeof(*w));
 	json_t *cm, *patch;
 	ds_kube_error ke;
@@ -509,14 +403,14 @@ static void test_itest_kube_client__watch_add_modify_delete_across_stream_ends(v
 	(void)state;
 	pthread_mutex_init(&w->mu, NULL);
 	th = watch_start(w, k, &r, ns, NULL);
-	msleep(500);
-	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\ndata: {v: one}\n");
-	CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
-	msleep(1600); /* the stream the ADDED came on has ended by now */
-	patch = doc("data: {v: two}\n");
-	CHECK(ds_kube_merge_patch(k, &r, ns, "w", patch, NULL, NULL, &ke), ke);
-	msleep(1600);
-	CHECK(ds_kube_delete(k, &r, ns, "w", NULL, &ke), ke);
+	tu_msleep(500);
+	cm = tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\ndata: {v: one}\n");
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
+	tu_msleep(1600); /* the stream the ADDED came on has ended by now */
+	patch = tu_kube_doc("data: {v: two}\n");
+	TU_KUBE_CHECK(ds_kube_merge_patch(k, &r, ns, "w", patch, NULL, NULL, &ke), ke);
+	tu_msleep(1600);
+	TU_KUBE_CHECK(ds_kube_delete(k, &r, ns, "w", NULL, &ke), ke);
 	watch_finish(w, th);
 	/* the namespace's kube-root-ca.crt may come and go; keep ours */
 	{
@@ -536,15 +430,15 @@ static void test_itest_kube_client__watch_add_modify_delete_across_stream_ends(v
 	json_decref(patch);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
 static void test_itest_kube_client__watch_resumes_from_a_resource_version(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
-	char *ns = new_ns(k, "resume");
-	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	char *ns = tu_kube_new_namespace(k, "itest-resume", NULL);
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "ConfigMap");
 	struct ds_kube_list_opts lo = {0};
 	struct watch_log *w = calloc(1, sizeof(*w));
 	json_t *cm, *list = NULL;
@@ -554,18 +448,19 @@ static void test_itest_kube_client__watch_resumes_from_a_resource_version(void *
 
 	(void)state;
 	pthread_mutex_init(&w->mu, NULL);
-	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: before}\ndata: {v: b}\n");
-	CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
+	cm = tu_kube_doc(
+	    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: before}\ndata: {v: b}\n");
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
 	json_decref(cm);
-	CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
 	snprintf(rv, sizeof(rv), "%s", meta(list, "resourceVersion"));
 	json_decref(list);
 	/* written before the watch starts, after the resourceVersion: must be seen */
-	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\ndata: {v: x}\n");
-	CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
+	cm = tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w}\ndata: {v: x}\n");
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
 	th = watch_start(w, k, &r, ns, rv);
-	msleep(300);
-	CHECK(ds_kube_delete(k, &r, ns, "w", NULL, &ke), ke);
+	tu_msleep(300);
+	TU_KUBE_CHECK(ds_kube_delete(k, &r, ns, "w", NULL, &ke), ke);
 	watch_finish(w, th);
 	assert_int_equal(w->syncs, 0); /* resumed: no list */
 	assert_int_equal(w->relists, 0);
@@ -581,7 +476,7 @@ static void test_itest_kube_client__watch_resumes_from_a_resource_version(void *
 	json_decref(cm);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
@@ -596,9 +491,9 @@ static void test_itest_kube_client__watch_resumes_from_a_resource_version(void *
 static void test_itest_kube_client__watch_from_a_compacted_resource_version_relists(void **state)
 {
 	const char *kubeconfig = tu_env("DS_KUBECONFIG_V1");
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
-	char *ns = new_ns(k, "expired");
-	struct ds_kube_resource r = resource(k, "v1", "PodTemplate");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	char *ns = tu_kube_new_namespace(k, "itest-expired", NULL);
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "PodTemplate");
 	struct ds_kube_list_opts lo = {0};
 	struct watch_log *w = calloc(1, sizeof(*w));
 	char *dir = strdup(kubeconfig), *state_dir, *name, rv[64];
@@ -609,19 +504,19 @@ static void test_itest_kube_client__watch_from_a_compacted_resource_version_reli
 
 	(void)state;
 	pthread_mutex_init(&w->mu, NULL);
-	obj = doc(EXPIRING_TEMPLATE, "old");
-	CHECK(ds_kube_create(k, &r, ns, obj, NULL, &ke), ke);
+	obj = tu_kube_doc(EXPIRING_TEMPLATE, "old");
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, obj, NULL, &ke), ke);
 	json_decref(obj);
-	CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
 	snprintf(rv, sizeof(rv), "%s", meta(list, "resourceVersion"));
 	json_decref(list);
 	/* After rv: a watch from rv needs mid's revision. etcd keeps the
 	 * revision it compacts to, so one more write puts mid's before it. */
-	obj = doc(EXPIRING_TEMPLATE, "mid");
-	CHECK(ds_kube_create(k, &r, ns, obj, NULL, &ke), ke);
+	obj = tu_kube_doc(EXPIRING_TEMPLATE, "mid");
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, obj, NULL, &ke), ke);
 	json_decref(obj);
-	obj = doc(EXPIRING_TEMPLATE, "late");
-	CHECK(ds_kube_create(k, &r, ns, obj, NULL, &ke), ke);
+	obj = tu_kube_doc(EXPIRING_TEMPLATE, "late");
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, obj, NULL, &ke), ke);
 	json_decref(obj);
 
 	/* .../STATE/NAME/admin.kubeconfig: compact that cluster's etcd */
@@ -638,11 +533,11 @@ static void test_itest_kube_client__watch_from_a_compacted_resource_version_reli
 	}
 
 	th = watch_start(w, k, &r, ns, rv);
-	msleep(500);
-	obj = doc(EXPIRING_TEMPLATE, "w");
-	CHECK(ds_kube_create(k, &r, ns, obj, NULL, &ke), ke);
+	tu_msleep(500);
+	obj = tu_kube_doc(EXPIRING_TEMPLATE, "w");
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, obj, NULL, &ke), ke);
 	json_decref(obj);
-	CHECK(ds_kube_delete(k, &r, ns, "w", NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_delete(k, &r, ns, "w", NULL, &ke), ke);
 	watch_finish(w, th);
 	assert_int_equal(w->relists, 1);
 	assert_int_equal(w->syncs, 1);
@@ -663,7 +558,7 @@ static void test_itest_kube_client__watch_from_a_compacted_resource_version_reli
 	free(w);
 	free(state_dir);
 	free(dir);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
@@ -671,17 +566,18 @@ static void test_itest_kube_client__watch_from_a_compacted_resource_version_reli
 
 static void test_itest_kube_client__server_side_apply_twice_is_a_no_op(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
-	char *ns = new_ns(k, "ssa");
-	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	char *ns = tu_kube_new_namespace(k, "itest-ssa", NULL);
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "ConfigMap");
 	json_t *cm, *a = NULL, *b = NULL, *other, *c = NULL;
 	ds_kube_error ke;
 
 	(void)state;
-	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied, labels: {x: z}}\n"
-		 "data: {k: v}\n");
-	CHECK(ds_kube_apply(k, &r, ns, cm, "drasync", false, NULL, &a, &ke), ke);
-	CHECK(ds_kube_apply(k, &r, ns, cm, "drasync", false, NULL, &b, &ke), ke);
+	cm = tu_kube_doc(
+	    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied, labels: {x: z}}\n"
+	    "data: {k: v}\n");
+	TU_KUBE_CHECK(ds_kube_apply(k, &r, ns, cm, "drasync", false, NULL, &a, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_apply(k, &r, ns, cm, "drasync", false, NULL, &b, &ke), ke);
 	assert_string_equal(meta(a, "resourceVersion"), meta(b, "resourceVersion"));
 	{
 		json_t *mf = json_object_get(json_object_get(b, "metadata"), "managedFields"), *e;
@@ -697,13 +593,14 @@ static void test_itest_kube_client__server_side_apply_twice_is_a_no_op(void **st
 		assert_true(ours);
 	}
 	/* another manager wanting the same field: 409 Conflict unless forced */
-	other = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied}\ndata: {k: w}\n");
+	other = tu_kube_doc(
+	    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied}\ndata: {k: w}\n");
 	assert_int_equal(ds_kube_apply(k, &r, ns, other, "someone-else", false, NULL, NULL, &ke),
 			 -ESTALE);
 	assert_int_equal(ke.code, 409);
 	assert_string_equal(ke.reason, "Conflict");
 	assert_non_null(strstr(ke.message, "drasync"));
-	CHECK(ds_kube_apply(k, &r, ns, other, "someone-else", true, NULL, &c, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_apply(k, &r, ns, other, "someone-else", true, NULL, &c, &ke), ke);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "data"), "k")),
 			    "w");
 	json_decref(cm);
@@ -711,23 +608,23 @@ static void test_itest_kube_client__server_side_apply_twice_is_a_no_op(void **st
 	json_decref(a);
 	json_decref(b);
 	json_decref(c);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
 static void test_itest_kube_client__stale_update_is_a_409(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
-	char *ns = new_ns(k, "stale");
-	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	char *ns = tu_kube_new_namespace(k, "itest-stale", NULL);
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "ConfigMap");
 	json_t *cm, *v1 = NULL, *v2 = NULL;
 	ds_kube_error ke;
 
 	(void)state;
-	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {n: '1'}\n");
-	CHECK(ds_kube_create(k, &r, ns, cm, &v1, &ke), ke);
+	cm = tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {n: '1'}\n");
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, cm, &v1, &ke), ke);
 	json_object_set_new(json_object_get(v1, "data"), "n", json_string("2"));
-	CHECK(ds_kube_update(k, &r, ns, v1, NULL, &v2, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_update(k, &r, ns, v1, NULL, &v2, &ke), ke);
 	/* v1 still carries the old resourceVersion */
 	json_object_set_new(json_object_get(v1, "data"), "n", json_string("3"));
 	assert_int_equal(ds_kube_update(k, &r, ns, v1, NULL, NULL, &ke), -ESTALE);
@@ -739,16 +636,16 @@ static void test_itest_kube_client__stale_update_is_a_409(void **state)
 	json_decref(cm);
 	json_decref(v1);
 	json_decref(v2);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
 static void test_itest_kube_client__delete_preconditions_and_propagation(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
-	char *ns = new_ns(k, "del");
-	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
-	struct ds_kube_resource dr = resource(k, "apps/v1", "Deployment");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	char *ns = tu_kube_new_namespace(k, "itest-del", NULL);
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "ConfigMap");
+	struct ds_kube_resource dr = tu_kube_resource(k, "apps/v1", "Deployment");
 	struct ds_kube_delete_opts wrong = {NULL, "00000000-0000-0000-0000-000000000000", NULL, -1};
 	struct ds_kube_delete_opts fg = {"Foreground", NULL, NULL, -1};
 	struct ds_kube_delete_opts right = {NULL, NULL, NULL, -1};
@@ -757,37 +654,37 @@ static void test_itest_kube_client__delete_preconditions_and_propagation(void **
 	bool foreground = false;
 
 	(void)state;
-	cm = doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
-	CHECK(ds_kube_create(k, &r, ns, cm, &made, &ke), ke);
+	cm = tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, cm, &made, &ke), ke);
 	assert_int_equal(ds_kube_delete(k, &r, ns, "c", &wrong, &ke), -ESTALE);
 	assert_int_equal(ke.code, 409);
 	if (!strstr(ke.message, "recondition"))
 		fail_msg("message: %s", ke.message);
 	right.uid = meta(made, "uid");
 	right.resource_version = meta(made, "resourceVersion");
-	CHECK(ds_kube_delete(k, &r, ns, "c", &right, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_delete(k, &r, ns, "c", &right, &ke), ke);
 	assert_int_equal(ds_kube_delete(k, &r, ns, "c", NULL, &ke), -ENOENT);
 	assert_string_equal(ke.reason, "NotFound");
 
 	/* Foreground: the owner stays, with the foregroundDeletion finalizer, while a
 	 * dependent that blocks owner deletion exists (this one cannot go: it has a
 	 * finalizer); once the dependent is gone the garbage collector removes it */
-	dep = doc("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
-		  "spec:\n  replicas: 0\n  selector: {matchLabels: {a: b}}\n"
-		  "  template:\n    metadata: {labels: {a: b}}\n    spec:\n%s",
-		  POD_SPEC);
-	CHECK(ds_kube_create(k, &dr, ns, dep, &got, &ke), ke);
-	child = doc("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: child\n"
-		    "  finalizers: [drasync.io/hold]\n  ownerReferences:\n"
-		    "  - {apiVersion: apps/v1, kind: Deployment, name: d, uid: '%s', "
-		    "blockOwnerDeletion: true}\n",
-		    meta(got, "uid"));
+	dep = tu_kube_doc("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
+			  "spec:\n  replicas: 0\n  selector: {matchLabels: {a: b}}\n"
+			  "  template:\n    metadata: {labels: {a: b}}\n    spec:\n%s",
+			  POD_SPEC);
+	TU_KUBE_CHECK(ds_kube_create(k, &dr, ns, dep, &got, &ke), ke);
+	child = tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: child\n"
+			    "  finalizers: [drasync.io/hold]\n  ownerReferences:\n"
+			    "  - {apiVersion: apps/v1, kind: Deployment, name: d, uid: '%s', "
+			    "blockOwnerDeletion: true}\n",
+			    meta(got, "uid"));
 	json_decref(got);
 	got = NULL;
-	CHECK(ds_kube_create(k, &r, ns, child, NULL, &ke), ke);
-	CHECK(ds_kube_delete(k, &dr, ns, "d", &fg, &ke), ke);
-	msleep(300);
-	CHECK(ds_kube_get(k, &dr, ns, "d", NULL, &got, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, child, NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_delete(k, &dr, ns, "d", &fg, &ke), ke);
+	tu_msleep(300);
+	TU_KUBE_CHECK(ds_kube_get(k, &dr, ns, "d", NULL, &got, &ke), ke);
 	assert_non_null(meta(got, "deletionTimestamp"));
 	fin = json_object_get(json_object_get(got, "metadata"), "finalizers");
 	for (size_t i = 0; i < json_array_size(fin); i++)
@@ -796,9 +693,9 @@ static void test_itest_kube_client__delete_preconditions_and_propagation(void **
 	assert_true(foreground);
 	/* release the dependent: the owner goes */
 	{
-		json_t *p = doc("metadata: {finalizers: null}\n");
+		json_t *p = tu_kube_doc("metadata: {finalizers: null}\n");
 		int rc = 0;
-		CHECK(ds_kube_merge_patch(k, &r, ns, "child", p, NULL, NULL, &ke), ke);
+		TU_KUBE_CHECK(ds_kube_merge_patch(k, &r, ns, "child", p, NULL, NULL, &ke), ke);
 		json_decref(p);
 		for (int i = 0; i < 100; i++) {
 			json_t *g = NULL;
@@ -806,7 +703,7 @@ static void test_itest_kube_client__delete_preconditions_and_propagation(void **
 			json_decref(g);
 			if (rc == -ENOENT)
 				break;
-			msleep(100);
+			tu_msleep(100);
 		}
 		assert_int_equal(rc, -ENOENT);
 	}
@@ -815,40 +712,40 @@ static void test_itest_kube_client__delete_preconditions_and_propagation(void **
 	json_decref(made);
 	json_decref(dep);
 	json_decref(got);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
 static void test_itest_kube_client__status_subresource(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
-	char *ns = new_ns(k, "status");
-	struct ds_kube_resource r = resource(k, "v1", "Service");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	char *ns = tu_kube_new_namespace(k, "itest-status", NULL);
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "Service");
 	json_t *svc, *main_patch, *st_patch, *got = NULL, *ing;
 	ds_kube_error ke;
 
 	(void)state;
-	svc = doc("apiVersion: v1\nkind: Service\nmetadata: {name: lb}\n"
-		  "spec: {type: LoadBalancer, selector: {a: b}, ports: [{port: 80}]}\n");
-	CHECK(ds_kube_create(k, &r, ns, svc, NULL, &ke), ke);
+	svc = tu_kube_doc("apiVersion: v1\nkind: Service\nmetadata: {name: lb}\n"
+			  "spec: {type: LoadBalancer, selector: {a: b}, ports: [{port: 80}]}\n");
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, svc, NULL, &ke), ke);
 	/* status written through the main resource is ignored ... */
-	main_patch = doc("status: {loadBalancer: {ingress: [{ip: 192.0.2.7}]}}\n");
-	CHECK(ds_kube_merge_patch(k, &r, ns, "lb", main_patch, NULL, &got, &ke), ke);
+	main_patch = tu_kube_doc("status: {loadBalancer: {ingress: [{ip: 192.0.2.7}]}}\n");
+	TU_KUBE_CHECK(ds_kube_merge_patch(k, &r, ns, "lb", main_patch, NULL, &got, &ke), ke);
 	assert_null(json_object_get(json_object_get(json_object_get(got, "status"), "loadBalancer"),
 				    "ingress"));
 	json_decref(got);
 	/* ... and taken through /status */
-	CHECK(ds_kube_merge_patch(k, &r, ns, "lb", main_patch, "status", NULL, &ke), ke);
-	CHECK(ds_kube_get(k, &r, ns, "lb", "status", &got, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_merge_patch(k, &r, ns, "lb", main_patch, "status", NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_get(k, &r, ns, "lb", "status", &got, &ke), ke);
 	ing = json_object_get(json_object_get(json_object_get(got, "status"), "loadBalancer"),
 			      "ingress");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(ing, 0), "ip")),
 			    "192.0.2.7");
 	json_decref(got);
 	/* server-side apply of status */
-	st_patch = doc("apiVersion: v1\nkind: Service\nmetadata: {name: lb}\n"
-		       "status: {loadBalancer: {ingress: [{ip: 192.0.2.8}]}}\n");
-	CHECK(ds_kube_apply(k, &r, ns, st_patch, "drasync", true, "status", &got, &ke), ke);
+	st_patch = tu_kube_doc("apiVersion: v1\nkind: Service\nmetadata: {name: lb}\n"
+			       "status: {loadBalancer: {ingress: [{ip: 192.0.2.8}]}}\n");
+	TU_KUBE_CHECK(ds_kube_apply(k, &r, ns, st_patch, "drasync", true, "status", &got, &ke), ke);
 	ing = json_object_get(json_object_get(json_object_get(got, "status"), "loadBalancer"),
 			      "ingress");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(ing, 0), "ip")),
@@ -857,15 +754,15 @@ static void test_itest_kube_client__status_subresource(void **state)
 	json_decref(svc);
 	json_decref(main_patch);
 	json_decref(st_patch);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
 static void test_itest_kube_client__batch_creates_concurrently(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1");
-	char *ns = new_ns(k, "batch");
-	struct ds_kube_resource r = resource(k, "v1", "ConfigMap");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	char *ns = tu_kube_new_namespace(k, "itest-batch", NULL);
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "ConfigMap");
 	struct ds_kube_op ops[41];
 	json_t *objs[41], *list = NULL;
 	struct ds_kube_list_opts lo = {"batch=yes", NULL, NULL, NULL, 0};
@@ -874,9 +771,10 @@ static void test_itest_kube_client__batch_creates_concurrently(void **state)
 	(void)state;
 	memset(ops, 0, sizeof(ops));
 	for (int i = 0; i < 41; i++) {
-		objs[i] = doc("apiVersion: v1\nkind: ConfigMap\n"
-			      "metadata: {name: b-%d, labels: {batch: 'yes'}}\ndata: {i: '%d'}\n",
-			      i == 40 ? 0 : i, i);
+		objs[i] =
+		    tu_kube_doc("apiVersion: v1\nkind: ConfigMap\n"
+				"metadata: {name: b-%d, labels: {batch: 'yes'}}\ndata: {i: '%d'}\n",
+				i == 40 ? 0 : i, i);
 		ops[i] = (struct ds_kube_op){.kind = i < 20 ? DS_KUBE_OP_CREATE : DS_KUBE_OP_APPLY,
 					     .res = &r,
 					     .ns = ns,
@@ -892,7 +790,7 @@ static void test_itest_kube_client__batch_creates_concurrently(void **state)
 				already++;
 				assert_string_equal(ops[i].error.reason, "AlreadyExists");
 			} else {
-				CHECK(ops[i].rc, ops[i].error);
+				TU_KUBE_CHECK(ops[i].rc, ops[i].error);
 				assert_non_null(meta(ops[i].result, "uid"));
 			}
 			json_decref(ops[i].result);
@@ -910,10 +808,10 @@ static void test_itest_kube_client__batch_creates_concurrently(void **state)
 		if (st.connections > 3)
 			fail_msg("%lu connections for %lu requests", st.connections, st.requests);
 	}
-	CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_list(k, &r, ns, &lo, &list, NULL, &ke), ke);
 	assert_int_equal(json_array_size(json_object_get(list, "items")), 40);
 	json_decref(list);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
@@ -965,21 +863,21 @@ static char *write_kubeconfig(const char *dir, const char *name, const char *ca_
 /* A fresh token for ServiceAccount `sa` (TokenRequest, POST serviceaccounts/<sa>/token). */
 static char *request_token(ds_kube *k, const char *ns, const char *sa)
 {
-	struct ds_kube_resource sa_r = resource(k, "v1", "ServiceAccount");
+	struct ds_kube_resource sa_r = tu_kube_resource(k, "v1", "ServiceAccount");
 	struct ds_kube_request req = {"POST", NULL, NULL, NULL, 0};
 	struct ds_kube_response resp = {0};
 	json_t *tr, *answer;
 	char *path, *body, *token;
 	ds_kube_error ke;
 
-	tr = doc("apiVersion: authentication.k8s.io/v1\nkind: TokenRequest\n"
-		 "spec: {expirationSeconds: 600}\n");
+	tr = tu_kube_doc("apiVersion: authentication.k8s.io/v1\nkind: TokenRequest\n"
+			 "spec: {expirationSeconds: 600}\n");
 	assert_int_equal(ds_kube_path(&sa_r, ns, sa, "token", &path), 0);
 	body = json_dumps(tr, JSON_COMPACT);
 	req.path = path;
 	req.body = body;
 	req.body_len = strlen(body);
-	CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
 	answer = json_loads(resp.body, 0, NULL);
 	token =
 	    strdup(json_string_value(json_object_get(json_object_get(answer, "status"), "token")));
@@ -993,10 +891,11 @@ static char *request_token(ds_kube *k, const char *ns, const char *sa)
 
 static void test_itest_kube_client__in_cluster_config_rereads_a_rotated_token(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1"), *pod = NULL;
-	char *ns = new_ns(k, "incluster"), *dir = tu_mkdtemp("itest-sa-dir"), *p, *tok;
-	struct ds_kube_resource sa_r = resource(k, "v1", "ServiceAccount");
-	struct ds_kube_resource cm_r = resource(k, "v1", "ConfigMap");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1")), *pod = NULL;
+	char *ns = tu_kube_new_namespace(k, "itest-incluster", NULL),
+	     *dir = tu_mkdtemp("itest-sa-dir"), *p, *tok;
+	struct ds_kube_resource sa_r = tu_kube_resource(k, "v1", "ServiceAccount");
+	struct ds_kube_resource cm_r = tu_kube_resource(k, "v1", "ConfigMap");
 	const char *server = ds_kubeconfig_server(ds_kube_get_config(k));
 	ds_kubeconfig *kc = NULL;
 	json_t *list = NULL;
@@ -1005,9 +904,10 @@ static void test_itest_kube_client__in_cluster_config_rereads_a_rotated_token(vo
 
 	(void)state;
 	for (int i = 0; i < 2; i++) {
-		json_t *sa = doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: %s}\n",
-				 i ? "second" : "first");
-		CHECK(ds_kube_create(k, &sa_r, ns, sa, NULL, &ke), ke);
+		json_t *sa =
+		    tu_kube_doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: %s}\n",
+				i ? "second" : "first");
+		TU_KUBE_CHECK(ds_kube_create(k, &sa_r, ns, sa, NULL, &ke), ke);
 		json_decref(sa);
 	}
 	/* what the kubelet mounts into a pod */
@@ -1050,7 +950,7 @@ static void test_itest_kube_client__in_cluster_config_rereads_a_rotated_token(vo
 	ds_kube_free(pod);
 	free(p);
 	free(dir);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
@@ -1084,11 +984,11 @@ static void test_itest_kube_client__exec_plugin_client_certificate(void **state)
 		     cred) < 0)
 		fail_msg("oom");
 	kcpath = write_kubeconfig(dir, "exec-cert", tu_env("DS_KUBECONFIG_V1"), NULL, user);
-	k = connect_to(kcpath, NULL);
-	CHECK(ds_kube_resource_find(k, "v1", "Namespace", &r, &ke), ke);
+	k = tu_kube_connect(kcpath);
+	TU_KUBE_CHECK(ds_kube_resource_find(k, "v1", "Namespace", &r, &ke), ke);
 	{
 		json_t *got = NULL;
-		CHECK(ds_kube_get(k, &r, NULL, "default", NULL, &got, &ke), ke);
+		TU_KUBE_CHECK(ds_kube_get(k, &r, NULL, "default", NULL, &got, &ke), ke);
 		json_decref(got);
 	}
 	assert_int_equal(ds_kubeconfig_exec_runs(ds_kube_get_config(k)), 1);
@@ -1105,12 +1005,15 @@ static void test_itest_kube_client__exec_plugin_client_certificate(void **state)
 
 static void test_itest_kube_client__service_account_token_without_rights_gets_403(void **state)
 {
-	ds_kube *k = connect_env("DS_KUBECONFIG_V1"), *sa_client;
-	char *ns = new_ns(k, "authz"), *dir = tu_mkdtemp("itest-sa"), *kcpath, *user, *tokpath;
-	struct ds_kube_resource sa_r = resource(k, "v1", "ServiceAccount");
-	struct ds_kube_resource cm_r = resource(k, "v1", "ConfigMap");
-	struct ds_kube_resource role_r = resource(k, "rbac.authorization.k8s.io/v1", "Role");
-	struct ds_kube_resource rb_r = resource(k, "rbac.authorization.k8s.io/v1", "RoleBinding");
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1")), *sa_client;
+	char *ns = tu_kube_new_namespace(k, "itest-authz", NULL), *dir = tu_mkdtemp("itest-sa"),
+	     *kcpath, *user, *tokpath;
+	struct ds_kube_resource sa_r = tu_kube_resource(k, "v1", "ServiceAccount");
+	struct ds_kube_resource cm_r = tu_kube_resource(k, "v1", "ConfigMap");
+	struct ds_kube_resource role_r =
+	    tu_kube_resource(k, "rbac.authorization.k8s.io/v1", "Role");
+	struct ds_kube_resource rb_r =
+	    tu_kube_resource(k, "rbac.authorization.k8s.io/v1", "RoleBinding");
 	struct ds_kube_request req = {"POST", NULL, NULL, NULL, 0};
 	struct ds_kube_response resp = {0};
 	json_t *sa, *tr, *answer = NULL, *list = NULL, *role, *rb;
@@ -1119,17 +1022,17 @@ static void test_itest_kube_client__service_account_token_without_rights_gets_40
 	ds_kube_error ke;
 
 	(void)state;
-	sa = doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: nobody}\n");
-	CHECK(ds_kube_create(k, &sa_r, ns, sa, NULL, &ke), ke);
+	sa = tu_kube_doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: nobody}\n");
+	TU_KUBE_CHECK(ds_kube_create(k, &sa_r, ns, sa, NULL, &ke), ke);
 	/* TokenRequest: POST serviceaccounts/nobody/token */
-	tr = doc("apiVersion: authentication.k8s.io/v1\nkind: TokenRequest\n"
-		 "spec: {expirationSeconds: 600}\n");
+	tr = tu_kube_doc("apiVersion: authentication.k8s.io/v1\nkind: TokenRequest\n"
+			 "spec: {expirationSeconds: 600}\n");
 	assert_int_equal(ds_kube_path(&sa_r, ns, "nobody", "token", &path), 0);
 	body = json_dumps(tr, JSON_COMPACT);
 	req.path = path;
 	req.body = body;
 	req.body_len = strlen(body);
-	CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
 	answer = json_loads(resp.body, 0, NULL);
 	token = json_string_value(json_object_get(json_object_get(answer, "status"), "token"));
 	assert_non_null(token);
@@ -1138,7 +1041,7 @@ static void test_itest_kube_client__service_account_token_without_rights_gets_40
 	if (asprintf(&user, "    token: %s\n", token) < 0)
 		fail_msg("oom");
 	kcpath = write_kubeconfig(dir, "token.kubeconfig", tu_env("DS_KUBECONFIG_V1"), NULL, user);
-	sa_client = connect_to(kcpath, NULL);
+	sa_client = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_list(sa_client, &cm_r, ns, NULL, &list, NULL, &ke), -EPERM);
 	assert_int_equal(ke.code, 403);
 	assert_string_equal(ke.reason, "Forbidden");
@@ -1156,7 +1059,7 @@ static void test_itest_kube_client__service_account_token_without_rights_gets_40
 	if (asprintf(&user, "    tokenFile: %s\n", tokpath) < 0)
 		fail_msg("oom");
 	kcpath = write_kubeconfig(dir, "file.kubeconfig", tu_env("DS_KUBECONFIG_V1"), NULL, user);
-	sa_client = connect_to(kcpath, NULL);
+	sa_client = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_list(sa_client, &cm_r, ns, NULL, &list, NULL, &ke), -EPERM);
 	ds_kube_free(sa_client);
 	free(kcpath);
@@ -1171,29 +1074,30 @@ static void test_itest_kube_client__service_account_token_without_rights_gets_40
 		     tokpath) < 0)
 		fail_msg("oom");
 	kcpath = write_kubeconfig(dir, "exec.kubeconfig", tu_env("DS_KUBECONFIG_V1"), NULL, user);
-	sa_client = connect_to(kcpath, NULL);
+	sa_client = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_list(sa_client, &cm_r, ns, NULL, &list, NULL, &ke), -EPERM);
 	assert_int_equal(ke.code, 403);
 
 	/* grant "list configmaps" in the namespace: now it works */
-	role = doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n"
-		   "metadata: {name: read-cm}\n"
-		   "rules: [{apiGroups: [''], resources: [configmaps], verbs: [list]}]\n");
-	rb = doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\n"
-		 "metadata: {name: read-cm}\n"
-		 "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: read-cm}\n"
-		 "subjects: [{kind: ServiceAccount, name: nobody, namespace: '%s'}]\n",
-		 ns);
-	CHECK(ds_kube_create(k, &role_r, ns, role, NULL, &ke), ke);
-	CHECK(ds_kube_create(k, &rb_r, ns, rb, NULL, &ke), ke);
+	role = tu_kube_doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n"
+			   "metadata: {name: read-cm}\n"
+			   "rules: [{apiGroups: [''], resources: [configmaps], verbs: [list]}]\n");
+	rb = tu_kube_doc(
+	    "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\n"
+	    "metadata: {name: read-cm}\n"
+	    "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: read-cm}\n"
+	    "subjects: [{kind: ServiceAccount, name: nobody, namespace: '%s'}]\n",
+	    ns);
+	TU_KUBE_CHECK(ds_kube_create(k, &role_r, ns, role, NULL, &ke), ke);
+	TU_KUBE_CHECK(ds_kube_create(k, &rb_r, ns, rb, NULL, &ke), ke);
 	{
 		int rc = -EPERM;
 		for (int i = 0; i < 50 && rc == -EPERM; i++) {
 			rc = ds_kube_list(sa_client, &cm_r, ns, NULL, &list, NULL, &ke);
 			if (rc == -EPERM)
-				msleep(100); /* RBAC caches catch up */
+				tu_msleep(100); /* RBAC caches catch up */
 		}
-		CHECK(rc, ke);
+		TU_KUBE_CHECK(rc, ke);
 	}
 	json_decref(list);
 	ds_kube_free(sa_client);
@@ -1209,7 +1113,7 @@ static void test_itest_kube_client__service_account_token_without_rights_gets_40
 	free(path);
 	ds_kube_response_dispose(&resp);
 	free(dir);
-	drop_ns(k, ns);
+	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
 
@@ -1224,7 +1128,7 @@ static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors
 	(void)state;
 	/* the v1 server with the v1beta1 cluster's CA: an unknown CA */
 	kcpath = write_kubeconfig(dir, "wrong-ca", tu_env("DS_KUBECONFIG_V1BETA1"), NULL, NULL);
-	k = connect_to(kcpath, NULL);
+	k = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EKEYREJECTED);
 	assert_int_equal(ke.code, 0);
 	assert_int_equal(ke.tls, DS_KUBE_TLS_UNKNOWN_CA);
@@ -1238,7 +1142,7 @@ static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors
 	/* the right CA, but verified against a name the certificate does not carry */
 	kcpath = write_kubeconfig(dir, "wrong-name", tu_env("DS_KUBECONFIG_V1"),
 				  "    tls-server-name: not-the-apiserver.example\n", NULL);
-	k = connect_to(kcpath, NULL);
+	k = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EKEYREJECTED);
 	assert_int_equal(ke.tls, DS_KUBE_TLS_NAME_MISMATCH);
 	ds_kube_error_format(&ke, buf, sizeof(buf));
@@ -1249,14 +1153,14 @@ static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors
 	/* no CA but insecure-skip-tls-verify: not verified, so it gets through (401: no user) */
 	kcpath =
 	    write_kubeconfig(dir, "insecure", NULL, "    insecure-skip-tls-verify: true\n", NULL);
-	k = connect_to(kcpath, NULL);
+	k = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EACCES);
 	assert_int_equal(ke.code, 401);
 	ds_kube_free(k);
 	free(kcpath);
 	/* no CA and no insecure flag: the system trust store does not know this CA */
 	kcpath = write_kubeconfig(dir, "system-ca", NULL, NULL, NULL);
-	k = connect_to(kcpath, NULL);
+	k = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EKEYREJECTED);
 	assert_int_equal(ke.tls, DS_KUBE_TLS_UNKNOWN_CA);
 	ds_kube_free(k);
@@ -1265,7 +1169,7 @@ static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors
 	/* tls-server-name naming a SAN the certificate has: fine (401: no user) */
 	kcpath = write_kubeconfig(dir, "sni", tu_env("DS_KUBECONFIG_V1"),
 				  "    tls-server-name: kubernetes.default.svc\n", NULL);
-	k = connect_to(kcpath, NULL);
+	k = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EACCES);
 	assert_int_equal(ke.code, 401);
 	ds_kube_free(k);
