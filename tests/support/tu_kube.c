@@ -7,6 +7,7 @@
 #include "tu_kube.h"
 
 #include "drasync/yaml.h"
+#include "testutil.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -133,4 +134,73 @@ void tu_kube_drop_namespace(ds_kube *k, char *name)
 
 	ds_kube_delete(k, &r, NULL, name, &d, NULL);
 	free(name);
+}
+
+char *tu_kube_token(ds_kube *k, const char *ns, const char *sa)
+{
+	struct ds_kube_resource sa_r = tu_kube_resource(k, "v1", "ServiceAccount");
+	struct ds_kube_request req = {"POST", NULL, NULL, NULL, 0};
+	struct ds_kube_response resp = {0};
+	json_t *tr, *answer;
+	char *path, *body, *token;
+	ds_kube_error ke;
+
+	tr = tu_kube_doc("apiVersion: authentication.k8s.io/v1\nkind: TokenRequest\n"
+			 "spec: {expirationSeconds: 600}\n");
+	assert_int_equal(ds_kube_path(&sa_r, ns, sa, "token", &path), 0);
+	body = json_dumps(tr, JSON_COMPACT);
+	req.path = path;
+	req.body = body;
+	req.body_len = strlen(body);
+	TU_KUBE_CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
+	answer = json_loads(resp.body, 0, NULL);
+	token =
+	    strdup(json_string_value(json_object_get(json_object_get(answer, "status"), "token")));
+	json_decref(answer);
+	json_decref(tr);
+	free(body);
+	free(path);
+	ds_kube_response_dispose(&resp);
+	return token;
+}
+
+char *tu_kube_write_kubeconfig(const char *server_from, const char *dir, const char *name,
+			       const char *ca_from, const char *cluster_extra,
+			       const char *user_yaml)
+{
+	ds_kubeconfig *src = NULL;
+	json_t *docs = NULL;
+	char *path, *text, *b64 = NULL;
+	ds_err err = {0};
+	json_t *d;
+	const char *cad;
+
+	assert_int_equal(ds_kubeconfig_load(&src, server_from, NULL, &err), 0);
+	if (ca_from) {
+		assert_int_equal(ds_yaml_parse_file(ca_from, 0, &docs, NULL, &err), 0);
+		d = json_array_get(docs, 0);
+		cad = json_string_value(json_object_get(
+		    json_object_get(json_array_get(json_object_get(d, "clusters"), 0), "cluster"),
+		    "certificate-authority-data"));
+		assert_non_null(cad);
+		if (asprintf(&b64, "    certificate-authority-data: %s\n", cad) < 0)
+			fail_msg("out of memory");
+	} else {
+		b64 = strdup("");
+	}
+	if (asprintf(&path, "%s/%s", dir, name) < 0 ||
+	    asprintf(&text,
+		     "current-context: t\n"
+		     "clusters:\n- name: c\n  cluster:\n    server: %s\n%s%s"
+		     "users:\n- name: u\n  user:\n%s"
+		     "contexts: [{name: t, context: {cluster: c, user: u}}]\n",
+		     ds_kubeconfig_server(src), b64, cluster_extra ? cluster_extra : "",
+		     user_yaml ? user_yaml : "    {}\n") < 0)
+		fail_msg("out of memory");
+	tu_write_file(path, text);
+	free(text);
+	free(b64);
+	json_decref(docs);
+	ds_kubeconfig_free(src);
+	return path;
 }

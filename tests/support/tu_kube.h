@@ -49,6 +49,19 @@ char *tu_kube_new_namespace(ds_kube *k, const char *prefix, const char *labels);
 /** Delete a namespace in the background, and free `name`. */
 void tu_kube_drop_namespace(ds_kube *k, char *name);
 
+/** A fresh token (600 s) of ServiceAccount `sa` in ns (a TokenRequest). Caller frees. */
+char *tu_kube_token(ds_kube *k, const char *ns, const char *sa);
+
+/**
+ * Write DIR/NAME, a kubeconfig for the server of the kubeconfig `server_from`,
+ * with the CA of the kubeconfig `ca_from` (NULL: none), `cluster_extra` lines
+ * under its cluster and `user_yaml` lines under its user (NULL: none); returns
+ * the path (caller frees).
+ */
+char *tu_kube_write_kubeconfig(const char *server_from, const char *dir, const char *name,
+			       const char *ca_from, const char *cluster_extra,
+			       const char *user_yaml);
+
 /** A random number below 1,000,000 for unique names. */
 unsigned tu_rand(void);
 

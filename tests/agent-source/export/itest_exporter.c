@@ -21,7 +21,6 @@
 #include "drasync/kube_client.h"
 #include "drasync/log.h"
 #include "drasync/sender.h"
-#include "drasync/yaml.h"
 #include "testutil.h"
 #include "tu_kube.h"
 #include "tu_target.h"
@@ -1114,42 +1113,16 @@ static void test_itest_exporter__a_deleted_namespace_is_tombstoned_with_its_obje
 /* A kubeconfig for ServiceAccount `sa` of ns (a fresh token), beside the admin's CA. */
 static char *sa_kubeconfig(ds_kube *k, const char *dir, const char *ns, const char *sa)
 {
-	struct ds_kube_resource sa_r = tu_kube_resource(k, "v1", "ServiceAccount");
-	struct ds_kube_request req = {"POST", NULL, NULL, NULL, 0};
-	struct ds_kube_response resp = {0};
-	json_t *answer, *docs = NULL, *cluster;
-	char *path, *body, *text, *out;
-	ds_kube_error ke;
-	ds_err err = {0};
+	const char *admin = tu_env("DS_KUBECONFIG_V1");
+	char *token = tu_kube_token(k, ns, sa), *user, *name, *out;
 
-	assert_int_equal(ds_kube_path(&sa_r, ns, sa, "token", &path), 0);
-	body = strdup("{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
-		      "\"spec\":{\"expirationSeconds\":600}}");
-	req.path = path;
-	req.body = body;
-	req.body_len = strlen(body);
-	TU_KUBE_CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
-	answer = json_loads(resp.body, 0, NULL);
-	assert_int_equal(ds_yaml_parse_file(tu_env("DS_KUBECONFIG_V1"), 0, &docs, NULL, &err), 0);
-	cluster = json_object_get(
-	    json_array_get(json_object_get(json_array_get(docs, 0), "clusters"), 0), "cluster");
-	if (asprintf(
-		&text,
-		"current-context: t\nclusters:\n- name: c\n  cluster:\n    server: %s\n"
-		"    certificate-authority-data: %s\nusers:\n- name: u\n  user:\n    token: "
-		"%s\ncontexts: [{name: t, context: {cluster: c, user: u}}]\n",
-		ds_json_str(cluster, "server"), ds_json_str(cluster, "certificate-authority-data"),
-		json_string_value(json_object_get(json_object_get(answer, "status"), "token"))) <
-		0 ||
-	    asprintf(&out, "%s/%s.kubeconfig", dir, sa) < 0)
+	if (asprintf(&user, "    token: %s\n", token) < 0 ||
+	    asprintf(&name, "%s.kubeconfig", sa) < 0)
 		fail_msg("oom");
-	tu_write_file(out, text);
-	free(text);
-	json_decref(docs);
-	json_decref(answer);
-	free(body);
-	free(path);
-	ds_kube_response_dispose(&resp);
+	out = tu_kube_write_kubeconfig(admin, dir, name, admin, NULL, user);
+	free(name);
+	free(user);
+	free(token);
 	return out;
 }
 

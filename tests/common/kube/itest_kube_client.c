@@ -10,7 +10,6 @@
 #include <cmocka.h>
 
 #include "drasync/kube_client.h"
-#include "drasync/yaml.h"
 #include "testutil.h"
 #include "tu_kube.h"
 
@@ -817,78 +816,6 @@ static void test_itest_kube_client__batch_creates_concurrently(void **state)
 
 /* ---- authentication and TLS ----------------------------------------------------------------- */
 
-/* A kubeconfig for `server` with the CA of `ca_from` (a kubeconfig) and extra user/cluster lines.
- */
-static char *write_kubeconfig(const char *dir, const char *name, const char *ca_from,
-			      const char *cluster_extra, const char *user_yaml)
-{
-	ds_kubeconfig *src = NULL, *cas = NULL;
-	json_t *docs = NULL;
-	char *path, *text, *b64 = NULL;
-	ds_err err = {0};
-	json_t *d;
-	const char *cad;
-
-	assert_int_equal(ds_kubeconfig_load(&src, tu_env("DS_KUBECONFIG_V1"), NULL, &err), 0);
-	if (ca_from) {
-		assert_int_equal(ds_yaml_parse_file(ca_from, 0, &docs, NULL, &err), 0);
-		d = json_array_get(docs, 0);
-		cad = json_string_value(json_object_get(
-		    json_object_get(json_array_get(json_object_get(d, "clusters"), 0), "cluster"),
-		    "certificate-authority-data"));
-		assert_non_null(cad);
-		if (asprintf(&b64, "    certificate-authority-data: %s\n", cad) < 0)
-			fail_msg("oom");
-	} else {
-		b64 = strdup("");
-	}
-	if (asprintf(&path, "%s/%s", dir, name) < 0 ||
-	    asprintf(&text,
-		     "current-context: t\n"
-		     "clusters:\n- name: c\n  cluster:\n    server: %s\n%s%s"
-		     "users:\n- name: u\n  user:\n%s"
-		     "contexts: [{name: t, context: {cluster: c, user: u}}]\n",
-		     ds_kubeconfig_server(src), b64, cluster_extra ? cluster_extra : "",
-		     user_yaml ? user_yaml : "    {}\n") < 0)
-		fail_msg("oom");
-	tu_write_file(path, text);
-	free(text);
-	free(b64);
-	json_decref(docs);
-	ds_kubeconfig_free(src);
-	ds_kubeconfig_free(cas);
-	return path;
-}
-
-/* A fresh token for ServiceAccount `sa` (TokenRequest, POST serviceaccounts/<sa>/token). */
-static char *request_token(ds_kube *k, const char *ns, const char *sa)
-{
-	struct ds_kube_resource sa_r = tu_kube_resource(k, "v1", "ServiceAccount");
-	struct ds_kube_request req = {"POST", NULL, NULL, NULL, 0};
-	struct ds_kube_response resp = {0};
-	json_t *tr, *answer;
-	char *path, *body, *token;
-	ds_kube_error ke;
-
-	tr = tu_kube_doc("apiVersion: authentication.k8s.io/v1\nkind: TokenRequest\n"
-			 "spec: {expirationSeconds: 600}\n");
-	assert_int_equal(ds_kube_path(&sa_r, ns, sa, "token", &path), 0);
-	body = json_dumps(tr, JSON_COMPACT);
-	req.path = path;
-	req.body = body;
-	req.body_len = strlen(body);
-	TU_KUBE_CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
-	answer = json_loads(resp.body, 0, NULL);
-	token =
-	    strdup(json_string_value(json_object_get(json_object_get(answer, "status"), "token")));
-	json_decref(answer);
-	json_decref(tr);
-	free(body);
-	free(path);
-	ds_kube_response_dispose(&resp);
-	return token;
-}
-
 static void test_itest_kube_client__in_cluster_config_rereads_a_rotated_token(void **state)
 {
 	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1")), *pod = NULL;
@@ -921,7 +848,7 @@ static void test_itest_kube_client__in_cluster_config_rereads_a_rotated_token(vo
 	free(p);
 	if (asprintf(&p, "%s/token", dir) < 0)
 		fail_msg("oom");
-	tok = request_token(k, ns, "first");
+	tok = tu_kube_token(k, ns, "first");
 	tu_write_file(p, tok);
 	free(tok);
 	assert_non_null(strstr(server, "https://127.0.0.1:"));
@@ -937,7 +864,7 @@ static void test_itest_kube_client__in_cluster_config_rereads_a_rotated_token(vo
 		char *tmp;
 		if (asprintf(&tmp, "%s/..token.new", dir) < 0)
 			fail_msg("oom");
-		tok = request_token(k, ns, "second");
+		tok = tu_kube_token(k, ns, "second");
 		tu_write_file(tmp, tok);
 		assert_int_equal(rename(tmp, p), 0);
 		free(tok);
@@ -983,7 +910,8 @@ static void test_itest_kube_client__exec_plugin_client_certificate(void **state)
 		     "      command: /bin/cat\n      args: ['%s']\n",
 		     cred) < 0)
 		fail_msg("oom");
-	kcpath = write_kubeconfig(dir, "exec-cert", tu_env("DS_KUBECONFIG_V1"), NULL, user);
+	kcpath = tu_kube_write_kubeconfig(tu_env("DS_KUBECONFIG_V1"), dir, "exec-cert",
+					  tu_env("DS_KUBECONFIG_V1"), NULL, user);
 	k = tu_kube_connect(kcpath);
 	TU_KUBE_CHECK(ds_kube_resource_find(k, "v1", "Namespace", &r, &ke), ke);
 	{
@@ -1040,7 +968,8 @@ static void test_itest_kube_client__service_account_token_without_rights_gets_40
 	/* as a bearer token */
 	if (asprintf(&user, "    token: %s\n", token) < 0)
 		fail_msg("oom");
-	kcpath = write_kubeconfig(dir, "token.kubeconfig", tu_env("DS_KUBECONFIG_V1"), NULL, user);
+	kcpath = tu_kube_write_kubeconfig(tu_env("DS_KUBECONFIG_V1"), dir, "token.kubeconfig",
+					  tu_env("DS_KUBECONFIG_V1"), NULL, user);
 	sa_client = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_list(sa_client, &cm_r, ns, NULL, &list, NULL, &ke), -EPERM);
 	assert_int_equal(ke.code, 403);
@@ -1058,7 +987,8 @@ static void test_itest_kube_client__service_account_token_without_rights_gets_40
 	tu_write_file(tokpath, token);
 	if (asprintf(&user, "    tokenFile: %s\n", tokpath) < 0)
 		fail_msg("oom");
-	kcpath = write_kubeconfig(dir, "file.kubeconfig", tu_env("DS_KUBECONFIG_V1"), NULL, user);
+	kcpath = tu_kube_write_kubeconfig(tu_env("DS_KUBECONFIG_V1"), dir, "file.kubeconfig",
+					  tu_env("DS_KUBECONFIG_V1"), NULL, user);
 	sa_client = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_list(sa_client, &cm_r, ns, NULL, &list, NULL, &ke), -EPERM);
 	ds_kube_free(sa_client);
@@ -1073,7 +1003,8 @@ static void test_itest_kube_client__service_account_token_without_rights_gets_40
 		     "      env: [{name: TOKEN_PATH, value: '%s'}]\n",
 		     tokpath) < 0)
 		fail_msg("oom");
-	kcpath = write_kubeconfig(dir, "exec.kubeconfig", tu_env("DS_KUBECONFIG_V1"), NULL, user);
+	kcpath = tu_kube_write_kubeconfig(tu_env("DS_KUBECONFIG_V1"), dir, "exec.kubeconfig",
+					  tu_env("DS_KUBECONFIG_V1"), NULL, user);
 	sa_client = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_list(sa_client, &cm_r, ns, NULL, &list, NULL, &ke), -EPERM);
 	assert_int_equal(ke.code, 403);
@@ -1127,7 +1058,8 @@ static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors
 
 	(void)state;
 	/* the v1 server with the v1beta1 cluster's CA: an unknown CA */
-	kcpath = write_kubeconfig(dir, "wrong-ca", tu_env("DS_KUBECONFIG_V1BETA1"), NULL, NULL);
+	kcpath = tu_kube_write_kubeconfig(tu_env("DS_KUBECONFIG_V1"), dir, "wrong-ca",
+					  tu_env("DS_KUBECONFIG_V1BETA1"), NULL, NULL);
 	k = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EKEYREJECTED);
 	assert_int_equal(ke.code, 0);
@@ -1140,8 +1072,9 @@ static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors
 	free(kcpath);
 
 	/* the right CA, but verified against a name the certificate does not carry */
-	kcpath = write_kubeconfig(dir, "wrong-name", tu_env("DS_KUBECONFIG_V1"),
-				  "    tls-server-name: not-the-apiserver.example\n", NULL);
+	kcpath = tu_kube_write_kubeconfig(tu_env("DS_KUBECONFIG_V1"), dir, "wrong-name",
+					  tu_env("DS_KUBECONFIG_V1"),
+					  "    tls-server-name: not-the-apiserver.example\n", NULL);
 	k = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EKEYREJECTED);
 	assert_int_equal(ke.tls, DS_KUBE_TLS_NAME_MISMATCH);
@@ -1151,15 +1084,16 @@ static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors
 	free(kcpath);
 
 	/* no CA but insecure-skip-tls-verify: not verified, so it gets through (401: no user) */
-	kcpath =
-	    write_kubeconfig(dir, "insecure", NULL, "    insecure-skip-tls-verify: true\n", NULL);
+	kcpath = tu_kube_write_kubeconfig(tu_env("DS_KUBECONFIG_V1"), dir, "insecure", NULL,
+					  "    insecure-skip-tls-verify: true\n", NULL);
 	k = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EACCES);
 	assert_int_equal(ke.code, 401);
 	ds_kube_free(k);
 	free(kcpath);
 	/* no CA and no insecure flag: the system trust store does not know this CA */
-	kcpath = write_kubeconfig(dir, "system-ca", NULL, NULL, NULL);
+	kcpath = tu_kube_write_kubeconfig(tu_env("DS_KUBECONFIG_V1"), dir, "system-ca", NULL, NULL,
+					  NULL);
 	k = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EKEYREJECTED);
 	assert_int_equal(ke.tls, DS_KUBE_TLS_UNKNOWN_CA);
@@ -1167,8 +1101,9 @@ static void test_itest_kube_client__wrong_ca_and_wrong_name_are_clear_tls_errors
 	free(kcpath);
 
 	/* tls-server-name naming a SAN the certificate has: fine (401: no user) */
-	kcpath = write_kubeconfig(dir, "sni", tu_env("DS_KUBECONFIG_V1"),
-				  "    tls-server-name: kubernetes.default.svc\n", NULL);
+	kcpath = tu_kube_write_kubeconfig(tu_env("DS_KUBECONFIG_V1"), dir, "sni",
+					  tu_env("DS_KUBECONFIG_V1"),
+					  "    tls-server-name: kubernetes.default.svc\n", NULL);
 	k = tu_kube_connect(kcpath);
 	assert_int_equal(ds_kube_resource_find(k, "v1", "ConfigMap", &r, &ke), -EACCES);
 	assert_int_equal(ke.code, 401);
