@@ -29,20 +29,6 @@ struct site {
 	char *ns;
 };
 
-/* The target fails objects named bad-* and skips those named skip-*. */
-static void verdict(void *ud, const ds_record *rec, ds_record_result *res)
-{
-	(void)ud;
-	if (rec->name && strncmp(rec->name, "bad-", 4) == 0) {
-		res->status = DS_RESULT_FAILED;
-		snprintf(res->message, sizeof(res->message),
-			 "DeviceClass gpu.nowhere.example does not exist on the target");
-	} else if (rec->name && strncmp(rec->name, "skip-", 5) == 0) {
-		res->status = DS_RESULT_SKIPPED;
-		snprintf(res->message, sizeof(res->message), "held in the ledger (standby)");
-	}
-}
-
 /* The config of a source replicating s->ns, with `schedule` a YAML flow map. */
 static void write_config(struct site *s, const char *endpoint, const char *schedule)
 {
@@ -71,7 +57,7 @@ static void site_start(struct site *s, const char *schedule)
 	snprintf(s->config, sizeof(s->config), "%s/source.yaml", s->dir);
 	snprintf(s->log, sizeof(s->log), "%s/agent.log", s->dir);
 	snprintf(s->state, sizeof(s->state), "%s/state", s->dir);
-	s->target = tu_target_start(s->dir, verdict, NULL);
+	s->target = tu_target_start(s->dir, tu_target_verdict_by_name, NULL);
 	s->k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
 	s->ns = tu_kube_new_namespace(s->k, "itr", "");
 	write_config(s, tu_target_endpoint(s->target), schedule);

@@ -32,6 +32,19 @@ struct tu_target {
 	size_t n, cap;
 };
 
+void tu_target_verdict_by_name(void *ud, const ds_record *rec, ds_record_result *res)
+{
+	(void)ud;
+	if (rec->name && strncmp(rec->name, "bad", 3) == 0) {
+		res->status = DS_RESULT_FAILED;
+		snprintf(res->message, sizeof(res->message),
+			 "DeviceClass gpu.nowhere.example does not exist on the target");
+	} else if (rec->name && strncmp(rec->name, "skip", 4) == 0) {
+		res->status = DS_RESULT_SKIPPED;
+		snprintf(res->message, sizeof(res->message), "held in the ledger (standby)");
+	}
+}
+
 static void on_record(void *ud, const char *source, const ds_record *rec, ds_record_result *res)
 {
 	tu_target *t = ud;

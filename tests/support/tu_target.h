@@ -19,6 +19,13 @@ typedef struct tu_target tu_target;
 /* The target's verdict on a record (res is preset to ok); may be NULL. */
 typedef void (*tu_target_verdict_fn)(void *ud, const ds_record *rec, ds_record_result *res);
 
+/**
+ * A verdict for tests of the target's results: objects named bad* fail
+ * ("DeviceClass gpu.nowhere.example does not exist on the target"), those
+ * named skip* are skipped ("held in the ledger (standby)"), the rest are ok.
+ */
+void tu_target_verdict_by_name(void *ud, const ds_record *rec, ds_record_result *res);
+
 /** Start a target with its files under `dir`. */
 tu_target *tu_target_start(const char *dir, tu_target_verdict_fn verdict, void *ud);
 void tu_target_stop(tu_target *t);

@@ -60,22 +60,6 @@ static bool by_label(void *ud, const json_t *ns)
 	return v && strcmp(v, want) == 0;
 }
 
-/* ---- the target's verdicts ----------------------------------------------------- */
-
-/* The verdicts the results test looks for: bad* fails, skip* is skipped. */
-static void verdict(void *ud, const ds_record *rec, ds_record_result *res)
-{
-	(void)ud;
-	if (rec->name && strncmp(rec->name, "bad", 3) == 0) {
-		res->status = DS_RESULT_FAILED;
-		snprintf(res->message, sizeof(res->message),
-			 "DeviceClass gpu.nowhere.example is not on the target");
-	} else if (rec->name && strncmp(rec->name, "skip", 4) == 0) {
-		res->status = DS_RESULT_SKIPPED;
-		snprintf(res->message, sizeof(res->message), "held in the ledger (standby)");
-	}
-}
-
 /* ---- the target site and the source agent -------------------------------------- */
 
 struct site {
@@ -125,7 +109,7 @@ static void site_start(struct site *s, const char *kubeconfig)
 	s->dir = tu_mkdtemp("exporter");
 	snprintf(s->state, sizeof(s->state), "%s/state", s->dir);
 	snprintf(s->label, sizeof(s->label), "run-%u", tu_rand());
-	s->t = tu_target_start(s->dir, verdict, NULL);
+	s->t = tu_target_start(s->dir, tu_target_verdict_by_name, NULL);
 	s->k = tu_kube_connect(kubeconfig);
 }
 
