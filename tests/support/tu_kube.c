@@ -143,6 +143,7 @@ char *tu_kube_token(ds_kube *k, const char *ns, const char *sa)
 	struct ds_kube_response resp = {0};
 	json_t *tr, *answer;
 	char *path, *body, *token;
+	const char *got;
 	ds_kube_error ke;
 
 	tr = tu_kube_doc("apiVersion: authentication.k8s.io/v1\nkind: TokenRequest\n"
@@ -154,8 +155,9 @@ char *tu_kube_token(ds_kube *k, const char *ns, const char *sa)
 	req.body_len = strlen(body);
 	TU_KUBE_CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
 	answer = json_loads(resp.body, 0, NULL);
-	token =
-	    strdup(json_string_value(json_object_get(json_object_get(answer, "status"), "token")));
+	got = json_string_value(json_object_get(json_object_get(answer, "status"), "token"));
+	assert_non_null(got);
+	token = strdup(got);
 	json_decref(answer);
 	json_decref(tr);
 	free(body);
@@ -203,4 +205,24 @@ char *tu_kube_write_kubeconfig(const char *server_from, const char *dir, const c
 	json_decref(docs);
 	ds_kubeconfig_free(src);
 	return path;
+}
+
+void tu_kube_compact(const char *kubeconfig)
+{
+	char *dir = strdup(kubeconfig), *name, *state_dir;
+	struct tu_run run;
+
+	*strrchr(dir, '/') = '\0';
+	name = strrchr(dir, '/') + 1;
+	state_dir = strndup(dir, (size_t)(name - 1 - dir));
+	setenv("DS_KUBE_STATE", state_dir, 1);
+	{
+		const char *argv[] = {tu_env("DS_CLUSTER_SH"), "compact", name, NULL};
+		tu_run(&run, NULL, argv);
+		if (run.status != 0)
+			fail_msg("cluster.sh compact: %s", run.err);
+		tu_run_dispose(&run);
+	}
+	free(state_dir);
+	free(dir);
 }

@@ -62,6 +62,10 @@ char *tu_kube_write_kubeconfig(const char *server_from, const char *dir, const c
 			       const char *ca_from, const char *cluster_extra,
 			       const char *user_yaml);
 
+/** Compact the etcd of the test cluster whose admin kubeconfig is .../STATE/NAME/admin.kubeconfig.
+ */
+void tu_kube_compact(const char *kubeconfig);
+
 /** A random number below 1,000,000 for unique names. */
 unsigned tu_rand(void);
 

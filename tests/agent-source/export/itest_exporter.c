@@ -81,8 +81,6 @@ struct site {
 	bool expire_done;
 };
 
-static void compact(const char *kubeconfig);
-
 /* In the first pass, after the ResourceClaimTemplates were listed and before
  * their watch starts: change one, write elsewhere, compact etcd. The watch
  * then starts from a resourceVersion that has expired. */
@@ -100,7 +98,7 @@ static void site_progress(void *ud, const char *kind, const ds_export_counts *so
 	    s->k, tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after, namespace: "
 			      "%s}\n",
 			      s->expire_ns));
-	compact(tu_env("DS_KUBECONFIG_V1"));
+	tu_kube_compact(tu_env("DS_KUBECONFIG_V1"));
 }
 
 static void site_start(struct site *s, const char *kubeconfig)
@@ -909,27 +907,6 @@ static void test_itest_exporter__watch_ships_changes_once_and_debounces_bursts(v
 	tu_target_wait(s.t, mark, DS_RECORD_UPSERT, key, 15000);
 	tu_kube_drop_namespace(s.k, ns);
 	site_stop(&s);
-}
-
-/* .../STATE/NAME/admin.kubeconfig: compact that cluster's etcd. */
-static void compact(const char *kubeconfig)
-{
-	char *dir = strdup(kubeconfig), *name, *state_dir;
-	struct tu_run run;
-
-	*strrchr(dir, '/') = '\0';
-	name = strrchr(dir, '/') + 1;
-	state_dir = strndup(dir, (size_t)(name - 1 - dir));
-	setenv("DS_KUBE_STATE", state_dir, 1);
-	{
-		const char *argv[] = {tu_env("DS_CLUSTER_SH"), "compact", name, NULL};
-		tu_run(&run, NULL, argv);
-		if (run.status != 0)
-			fail_msg("cluster.sh compact: %s", run.err);
-		tu_run_dispose(&run);
-	}
-	free(state_dir);
-	free(dir);
 }
 
 /* ResourceClaimTemplates have no watch cache on the test clusters: their

@@ -495,9 +495,8 @@ static void test_itest_kube_client__watch_from_a_compacted_resource_version_reli
 	struct ds_kube_resource r = tu_kube_resource(k, "v1", "PodTemplate");
 	struct ds_kube_list_opts lo = {0};
 	struct watch_log *w = calloc(1, sizeof(*w));
-	char *dir = strdup(kubeconfig), *state_dir, *name, rv[64];
+	char rv[64];
 	json_t *obj, *list = NULL;
-	struct tu_run run;
 	ds_kube_error ke;
 	pthread_t th;
 
@@ -518,18 +517,7 @@ static void test_itest_kube_client__watch_from_a_compacted_resource_version_reli
 	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, obj, NULL, &ke), ke);
 	json_decref(obj);
 
-	/* .../STATE/NAME/admin.kubeconfig: compact that cluster's etcd */
-	*strrchr(dir, '/') = '\0';
-	name = strrchr(dir, '/') + 1;
-	state_dir = strndup(dir, (size_t)(name - 1 - dir));
-	setenv("DS_KUBE_STATE", state_dir, 1);
-	{
-		const char *argv[] = {tu_env("DS_CLUSTER_SH"), "compact", name, NULL};
-		tu_run(&run, NULL, argv);
-		if (run.status != 0)
-			fail_msg("cluster.sh compact: %s", run.err);
-		tu_run_dispose(&run);
-	}
+	tu_kube_compact(kubeconfig);
 
 	th = watch_start(w, k, &r, ns, rv);
 	tu_msleep(500);
@@ -555,8 +543,6 @@ static void test_itest_kube_client__watch_from_a_compacted_resource_version_reli
 	}
 	pthread_mutex_destroy(&w->mu);
 	free(w);
-	free(state_dir);
-	free(dir);
 	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
 }
@@ -942,27 +928,14 @@ static void test_itest_kube_client__service_account_token_without_rights_gets_40
 	    tu_kube_resource(k, "rbac.authorization.k8s.io/v1", "Role");
 	struct ds_kube_resource rb_r =
 	    tu_kube_resource(k, "rbac.authorization.k8s.io/v1", "RoleBinding");
-	struct ds_kube_request req = {"POST", NULL, NULL, NULL, 0};
-	struct ds_kube_response resp = {0};
-	json_t *sa, *tr, *answer = NULL, *list = NULL, *role, *rb;
-	char *path, *body;
-	const char *token;
+	json_t *sa, *list = NULL, *role, *rb;
+	char *token;
 	ds_kube_error ke;
 
 	(void)state;
 	sa = tu_kube_doc("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: nobody}\n");
 	TU_KUBE_CHECK(ds_kube_create(k, &sa_r, ns, sa, NULL, &ke), ke);
-	/* TokenRequest: POST serviceaccounts/nobody/token */
-	tr = tu_kube_doc("apiVersion: authentication.k8s.io/v1\nkind: TokenRequest\n"
-			 "spec: {expirationSeconds: 600}\n");
-	assert_int_equal(ds_kube_path(&sa_r, ns, "nobody", "token", &path), 0);
-	body = json_dumps(tr, JSON_COMPACT);
-	req.path = path;
-	req.body = body;
-	req.body_len = strlen(body);
-	TU_KUBE_CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
-	answer = json_loads(resp.body, 0, NULL);
-	token = json_string_value(json_object_get(json_object_get(answer, "status"), "token"));
+	token = tu_kube_token(k, ns, "nobody");
 	assert_non_null(token);
 
 	/* as a bearer token */
@@ -1038,11 +1011,7 @@ static void test_itest_kube_client__service_account_token_without_rights_gets_40
 	json_decref(role);
 	json_decref(rb);
 	json_decref(sa);
-	json_decref(tr);
-	json_decref(answer);
-	free(body);
-	free(path);
-	ds_kube_response_dispose(&resp);
+	free(token);
 	free(dir);
 	tu_kube_drop_namespace(k, ns);
 	ds_kube_free(k);
