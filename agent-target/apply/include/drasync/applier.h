@@ -1,0 +1,94 @@
+#ifndef DRASYNC_APPLIER_H
+#define DRASYNC_APPLIER_H
+
+/*
+ * The importer's apply stage (SPEC §5, §6): works from the ledger, apart from
+ * the link. Each pass folds the newly committed records into the object state
+ * table (object_state.h), takes the objects due, runs the per-object pipeline
+ * (transform.h) and applies them through the Kubernetes client:
+ *
+ * - only the newest committed state of an object is applied, and an object
+ *   whose transformed form hashes to what was last applied costs no API call;
+ * - objects go in the SPEC order, one concurrent batch (HTTP/2, server-side
+ *   apply, field manager "drasync", force) per rank; a workload whose claims or
+ *   templates (after mapping) are neither applied nor on the target waits, and
+ *   is tried again when something is applied;
+ * - a change the API server refuses as immutable deletes and re-creates the
+ *   object (the reason says so); 429, 5xx and timeouts (after the client's own
+ *   retries) are tried again with backoff; another error fails that object
+ *   with the API's Status message until a new version arrives;
+ * - a tombstone deletes the target object only when it carries
+ *   app.kubernetes.io/managed-by=drasync and a matching drasync.io/source-uid;
+ *   otherwise the object is left and the row says why.
+ *
+ * The receiver's handler (ds_applier_record_handler) only wakes the applier:
+ * the records table is the log the applier reads on its own connection, so
+ * the commit never waits for apply work or for the API server.
+ */
+
+#include "drasync/err.h"
+#include "drasync/kube_client.h"
+#include "drasync/object_state.h"
+#include "drasync/record.h"
+#include "drasync/target_config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ds_applier ds_applier;
+
+typedef struct ds_applier_config {
+	const char *ledger_path;	/* the inbox's SQLite file */
+	ds_kube *kube;			/* borrowed; the target cluster */
+	const ds_target_config *cfg;	/* borrowed: mode, namespaceMappings, dra */
+	const char *field_manager;	/* NULL: "drasync" */
+	size_t pass_max;		/* objects per pass; 0: 512 */
+	int wait_retry_ms;		/* a waiting workload is looked at again after; 0: 5000 */
+	int backoff_ms, backoff_max_ms; /* transient failures; 0: 1000, 60000 */
+	int delete_wait_ms; /* re-create: how long to wait for the old object; 0: 30000 */
+} ds_applier_config;
+
+/* What the applier did (since ds_applier_new). API calls are those it made itself. */
+typedef struct ds_applier_stats {
+	uint64_t passes;
+	uint64_t api_writes; /* apply, delete */
+	uint64_t api_reads;  /* get: preflight, tombstones, re-create */
+	uint64_t applied, unchanged, recreated, failed, waiting, retried, held, skipped;
+	uint64_t deleted, kept;
+} ds_applier_stats;
+
+/** Open the ledger's state tables and ask discovery which resource.k8s.io version to use. */
+int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err);
+void ds_applier_free(ds_applier *a);
+
+/**
+ * One pass: ingest, then apply every object due.
+ * @return the number of objects handled (>= 0), or a negative errno when the
+ *         ledger cannot be used (object failures are not errors)
+ */
+int ds_applier_pass(ds_applier *a, ds_err *err);
+
+/** Pass after pass until ds_applier_stop(); sleeps when idle until notified or 1 s. */
+int ds_applier_run(ds_applier *a, ds_err *err);
+
+/** Wake the loop: records were committed. Safe from any thread. */
+void ds_applier_notify(ds_applier *a);
+
+/** Make ds_applier_run() return after the current pass. Safe from any thread. */
+void ds_applier_stop(ds_applier *a);
+
+/** A copy of the counters. Safe from any thread. */
+void ds_applier_stats_get(ds_applier *a, ds_applier_stats *out);
+
+/** The resource.k8s.io version the applier converts to. */
+const char *ds_applier_dra_api_version(const ds_applier *a);
+
+/**
+ * A ds_record_handler for the receiver (ud: the ds_applier): wakes the
+ * applier and leaves the result OK. It runs inside the inbox's commit and does
+ * no I/O.
+ */
+void ds_applier_record_handler(void *ud, const char *source, const ds_record *rec,
+			       ds_record_result *res);
+
+#endif

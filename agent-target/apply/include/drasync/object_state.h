@@ -1,0 +1,146 @@
+#ifndef DRASYNC_OBJECT_STATE_H
+#define DRASYNC_OBJECT_STATE_H
+
+/*
+ * The importer's per-object apply state, kept in the inbox's SQLite file on
+ * the applier's own connection (the receiver never writes it).
+ *
+ * The inbox's `records` table is the log of what arrived; this table is what
+ * the applier makes of it: per source and object key the newest committed
+ * record (the desired state), the hash of the object last applied on the
+ * target, the state and its reason. ds_object_state_ingest() folds the records
+ * committed since the last call into it (a cursor on records.id, stored in the
+ * same transaction), so a burst of updates to one object leaves one pending
+ * row, and a re-commit of an unchanged object leaves its row as it was.
+ *
+ * Tables:
+ *   object_state(id, source, key, api_version, kind, namespace, name,
+ *                record_id, seq, op, content_hash, applied_hash,
+ *                applied_record_id, target_api_version, target_namespace,
+ *                target_name, state, reason, attempts, next_try_at, updated_at)
+ *   apply_cursor(id = 1, record_id)   -- the last records.id ingested
+ *
+ * The key is "group/Kind/namespace/name" in the source's terms ("core" for the
+ * core group, "" namespace for cluster-scoped objects), so the version of an
+ * object may change without making it another object.
+ */
+
+#include "drasync/err.h"
+#include "drasync/record.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ds_object_state ds_object_state;
+
+enum ds_apply_state {
+	DS_APPLY_PENDING = 1, /* a new desired state waits for the applier */
+	DS_APPLY_APPLIED,     /* the desired state is on the target */
+	DS_APPLY_WAITING,     /* a workload waits for objects it needs */
+	DS_APPLY_FAILED,      /* refused (reason says why); tried again on a new version */
+	DS_APPLY_HELD,	      /* standby: kept in the ledger until failover */
+	DS_APPLY_SKIPPED,     /* not replicated (reason says why) */
+	DS_APPLY_DELETED,     /* tombstone: deleted on the target, or already gone */
+	DS_APPLY_KEPT,	      /* tombstone: the target object is not drasync's; left */
+	DS_APPLY_STATE_MAX
+};
+
+/* One row, as the applier picks it (strings owned; ds_object_state_row_dispose). */
+typedef struct ds_object_state_row {
+	int64_t id;
+	char *source, *key;
+	char *api_version, *kind, *ns,
+	    *name;	   /* of the desired record; ns NULL when cluster-scoped */
+	int64_t record_id; /* records.id of the desired state */
+	uint64_t seq;
+	enum ds_record_op op;
+	uint8_t content_hash[DS_HASH_LEN];
+	bool has_applied_hash;
+	uint8_t applied_hash[DS_HASH_LEN]; /* of the transformed object last applied */
+	int64_t applied_record_id;	   /* 0: none */
+	char *target_api_version, *target_ns, *target_name; /* where it was applied, or NULL */
+	enum ds_apply_state state;
+	char *reason;
+	int attempts;
+	int64_t next_try_at; /* ms since the epoch */
+	/* Filled by ds_object_state_pick() only: */
+	uint8_t *payload; /* the record's payload as stored (compressed when zstd) */
+	size_t payload_len;
+	int zstd;
+	char *source_uid;
+	char *source_cluster; /* sources.cluster_name, or NULL */
+} ds_object_state_row;
+
+/* What ds_object_state_set() records. */
+typedef struct ds_object_state_result {
+	enum ds_apply_state state;
+	const char *reason; /* NULL: none */
+	/* When the object was applied: its hash and where (else all NULL). */
+	const uint8_t *applied_hash;
+	const char *target_api_version, *target_ns, *target_name;
+	int attempts;
+	int64_t next_try_at; /* ms; 0: at once */
+} ds_object_state_result;
+
+/**
+ * Open the state tables in the ledger file at path (created when missing).
+ * The inbox may be open on the same file in another connection.
+ */
+int ds_object_state_open(ds_object_state **out, const char *path, ds_err *err);
+void ds_object_state_free(ds_object_state *st);
+
+/** "pending", "applied", ... or "unknown". */
+const char *ds_apply_state_name(enum ds_apply_state s);
+
+/** The object key of (apiVersion, kind, namespace, name) into buf. @return buf */
+const char *ds_object_state_key(const char *api_version, const char *kind, const char *ns,
+				const char *name, char *buf, size_t size);
+
+/**
+ * Fold every upsert and tombstone committed in the inbox since the last call
+ * into the table: the newest record of a key becomes its desired state; the
+ * row becomes pending unless the record has the same op and content hash as
+ * the desired state it replaces. Snapshot markers only move the cursor.
+ * @return the number of records read (>= 0), or a negative errno
+ */
+int ds_object_state_ingest(ds_object_state *st, ds_err *err);
+
+/**
+ * Rows due for the applier (pending or waiting, next_try_at <= now_ms), oldest
+ * first, at most max, with their record's payload. *rows is a new array of *n
+ * rows; free with ds_object_state_rows_free().
+ */
+int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
+			 ds_object_state_row **rows, size_t *n, ds_err *err);
+
+/**
+ * Record the outcome of applying row id's record record_id. The applied hash
+ * and target identity are kept in any case; the state, reason and retry time
+ * only when record_id is still the desired state (a newer record that arrived
+ * meanwhile stays pending). @return 0, or a negative errno
+ */
+int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
+			const ds_object_state_result *res, ds_err *err);
+
+/** Make every waiting row due now (something it may need was just applied). */
+int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err);
+
+/**
+ * Whether the ledger holds kind/ns/name (target names) as applied.
+ * @return 1, 0, or a negative errno
+ */
+int ds_object_state_target_applied(ds_object_state *st, const char *kind, const char *ns,
+				   const char *name, ds_err *err);
+
+/** The row of (source, key), without payload. @return 0, -ENOENT, or a negative errno */
+int ds_object_state_get(ds_object_state *st, const char *source, const char *key,
+			ds_object_state_row *out, ds_err *err);
+
+/** Number of rows in state s. @return >= 0, or a negative errno */
+int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *err);
+
+void ds_object_state_row_dispose(ds_object_state_row *row);
+void ds_object_state_rows_free(ds_object_state_row *rows, size_t n);
+
+#endif

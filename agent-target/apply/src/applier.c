@@ -1,0 +1,830 @@
+#include "drasync/applier.h"
+
+#include "drasync/buf.h"
+#include "drasync/dra_convert.h"
+#include "drasync/k8s_object.h"
+#include "drasync/preflight.h"
+#include "drasync/report.h"
+#include "drasync/selection.h"
+#include "drasync/transform.h"
+#include "drasync/wire.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Largest object the applier inflates from the ledger. */
+#define MAX_OBJECT (16u << 20)
+#define REASON_MAX 768
+
+struct ds_applier {
+	ds_applier_config cfg;
+	ds_object_state *st;
+	enum ds_dra_version dra;
+	pthread_mutex_t mu; /* guards stats, notified, stopping */
+	pthread_cond_t cond;
+	bool notified, stopping;
+	ds_applier_stats stats;
+	json_t *present; /* per pass: "kind/ns/name" -> whether it exists on the target */
+};
+
+/* One object of a pass. */
+struct item {
+	ds_object_state_row *row;
+	json_t *obj; /* the transformed object to apply */
+	int rank;
+	struct ds_kube_resource res;
+	uint8_t hash[DS_HASH_LEN];
+	bool decided;
+	ds_object_state_result out;
+	char reason[REASON_MAX];
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void msleep(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static void count(ds_applier *a, uint64_t *field, uint64_t n)
+{
+	pthread_mutex_lock(&a->mu);
+	*field += n;
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* The preferred resource.k8s.io version the target serves; v1 when it serves it. */
+static enum ds_dra_version pick_dra(ds_kube *k)
+{
+	char preferred[64] = "";
+	json_t *served = NULL, *v;
+	enum ds_dra_version out = DS_DRA_V1;
+	size_t i;
+
+	if (ds_kube_group_versions(k, "resource.k8s.io", preferred, sizeof(preferred), &served,
+				   NULL) < 0)
+		return DS_DRA_V1;
+	json_array_foreach (served, i, v) {
+		if (json_is_string(v) && strcmp(json_string_value(v), "v1") == 0) {
+			json_decref(served);
+			return DS_DRA_V1;
+		}
+	}
+	json_decref(served);
+	if (ds_dra_version_parse(preferred, &out) < 0)
+		out = DS_DRA_V1;
+	return out;
+}
+
+int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
+{
+	ds_applier *a;
+	int rc;
+
+	if (!cfg || !cfg->ledger_path || !cfg->kube || !cfg->cfg) {
+		ds_err_set(err, "applier: ledger path, client and configuration are required");
+		return -EINVAL;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return ds_err_fallback(err, -ENOMEM);
+	a->cfg = *cfg;
+	if (!a->cfg.field_manager)
+		a->cfg.field_manager = "drasync";
+	if (!a->cfg.pass_max)
+		a->cfg.pass_max = 512;
+	if (a->cfg.wait_retry_ms <= 0)
+		a->cfg.wait_retry_ms = 5000;
+	if (a->cfg.backoff_ms <= 0)
+		a->cfg.backoff_ms = 1000;
+	if (a->cfg.backoff_max_ms <= 0)
+		a->cfg.backoff_max_ms = 60000;
+	if (a->cfg.delete_wait_ms <= 0)
+		a->cfg.delete_wait_ms = 30000;
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cond, NULL);
+	rc = ds_object_state_open(&a->st, cfg->ledger_path, err);
+	if (rc < 0) {
+		ds_applier_free(a);
+		return ds_err_fallback(err, rc);
+	}
+	a->dra = pick_dra(cfg->kube);
+	*out = a;
+	return 0;
+}
+
+void ds_applier_free(ds_applier *a)
+{
+	if (!a)
+		return;
+	ds_object_state_free(a->st);
+	json_decref(a->present);
+	pthread_cond_destroy(&a->cond);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+}
+
+const char *ds_applier_dra_api_version(const ds_applier *a)
+{
+	return ds_dra_api_version(a->dra);
+}
+
+void ds_applier_notify(ds_applier *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->notified = true;
+	pthread_cond_signal(&a->cond);
+	pthread_mutex_unlock(&a->mu);
+}
+
+void ds_applier_stop(ds_applier *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->stopping = true;
+	pthread_cond_signal(&a->cond);
+	pthread_mutex_unlock(&a->mu);
+}
+
+void ds_applier_stats_get(ds_applier *a, ds_applier_stats *out)
+{
+	pthread_mutex_lock(&a->mu);
+	*out = a->stats;
+	pthread_mutex_unlock(&a->mu);
+}
+
+void ds_applier_record_handler(void *ud, const char *source, const ds_record *rec,
+			       ds_record_result *res)
+{
+	(void)source;
+	(void)rec;
+	(void)res;
+	ds_applier_notify(ud);
+}
+
+/* ---- deciding ---------------------------------------------------------------- */
+
+static void decide(struct item *it, enum ds_apply_state s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void decide(struct item *it, enum ds_apply_state s, const char *fmt, ...)
+{
+	va_list ap;
+
+	it->decided = true;
+	it->out.state = s;
+	it->out.attempts = 0;
+	it->out.next_try_at = 0;
+	it->reason[0] = '\0';
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(it->reason, sizeof(it->reason), fmt, ap);
+		va_end(ap);
+	}
+	it->out.reason = it->reason[0] ? it->reason : NULL;
+}
+
+/* Failures the client already retried that may pass later: try again with backoff. */
+static bool transient(int rc, const ds_kube_error *ke)
+{
+	if (ke && ds_kube_error_is_transient(ke->code))
+		return true;
+	return rc == -EAGAIN || rc == -EIO || rc == -ETIMEDOUT || rc == -ECONNREFUSED ||
+	       rc == -ECONNRESET || rc == -EHOSTUNREACH || rc == -ENETUNREACH;
+}
+
+static void decide_retry(ds_applier *a, struct item *it, const ds_kube_error *ke)
+{
+	char buf[600];
+	long delay = a->cfg.backoff_ms;
+	int attempts = it->row->attempts + 1;
+
+	for (int i = 1; i < attempts && delay < a->cfg.backoff_max_ms; i++)
+		delay *= 2;
+	if (delay > a->cfg.backoff_max_ms)
+		delay = a->cfg.backoff_max_ms;
+	if (ke && ke->retry_after > 0 && (long)ke->retry_after * 1000 > delay)
+		delay = (long)ke->retry_after * 1000;
+	decide(it, DS_APPLY_PENDING, "attempt %d: %s; trying again in %ld ms", attempts,
+	       ke ? ds_kube_error_format(ke, buf, sizeof(buf)) : "failed", delay);
+	it->out.attempts = attempts;
+	it->out.next_try_at = now_ms() + delay;
+	count(a, &a->stats.retried, 1);
+}
+
+static void decide_kube_failure(ds_applier *a, struct item *it, const char *what, int rc,
+				const ds_kube_error *ke)
+{
+	char buf[600];
+
+	if (transient(rc, ke)) {
+		decide_retry(a, it, ke);
+		return;
+	}
+	decide(it, DS_APPLY_FAILED, "%s: %s", what, ds_kube_error_format(ke, buf, sizeof(buf)));
+}
+
+/* Write the item's result to the ledger and count it. */
+static int record(ds_applier *a, struct item *it, ds_err *err)
+{
+	static const size_t offs[DS_APPLY_STATE_MAX] = {
+	    [DS_APPLY_APPLIED] = offsetof(ds_applier_stats, applied),
+	    [DS_APPLY_WAITING] = offsetof(ds_applier_stats, waiting),
+	    [DS_APPLY_FAILED] = offsetof(ds_applier_stats, failed),
+	    [DS_APPLY_HELD] = offsetof(ds_applier_stats, held),
+	    [DS_APPLY_SKIPPED] = offsetof(ds_applier_stats, skipped),
+	    [DS_APPLY_DELETED] = offsetof(ds_applier_stats, deleted),
+	    [DS_APPLY_KEPT] = offsetof(ds_applier_stats, kept),
+	};
+	size_t off = offs[it->out.state];
+
+	if (off)
+		count(a, (uint64_t *)(void *)((char *)&a->stats + off), 1);
+	return ds_object_state_set(a->st, it->row->id, it->row->record_id, &it->out, err);
+}
+
+/* ---- preparing: payload, pipeline, hash -------------------------------------- */
+
+static int hash_object(const json_t *obj, uint8_t out[DS_HASH_LEN])
+{
+	char *s = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+
+	if (!s)
+		return -ENOMEM;
+	ds_record_hash(s, strlen(s), out);
+	free(s);
+	return 0;
+}
+
+/* The report's entries from `first` on of one type, joined into buf. */
+static const char *report_text(const ds_report *rep, size_t first, enum ds_report_type type,
+			       char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t k = first; k < ds_report_count(rep) && used + 1 < size; k++) {
+		const ds_report_entry *e = ds_report_get(rep, k);
+		int w;
+		if (e->type != type)
+			continue;
+		w = snprintf(buf + used, size - used, "%s%s", used ? "; " : "",
+			     e->message ? e->message : ds_report_type_name(e->type));
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	return buf;
+}
+
+/* Decode the payload and run the pipeline. Decides the item unless it is to be applied. */
+static int prepare(ds_applier *a, struct item *it, ds_report *rep)
+{
+	ds_object_state_row *r = it->row;
+	ds_transform_opts topts = {.cfg = a->cfg.cfg,
+				   .dra_version = a->dra,
+				   .source_cluster = r->source_cluster,
+				   .source_uid = r->source_uid};
+	ds_wire_blob blob = {r->payload, r->payload_len};
+	uint8_t *plain = NULL;
+	size_t plain_len = 0, first = ds_report_count(rep);
+	json_error_t jerr;
+	ds_kube_error ke;
+	char text[REASON_MAX];
+	int t, rc = 0;
+
+	if (r->zstd) {
+		rc = ds_wire_payload_inflate(&blob, 1, MAX_OBJECT, &plain, &plain_len);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0) {
+			decide(it, DS_APPLY_FAILED, "payload cannot be decompressed: %s",
+			       strerror(-rc));
+			return 0;
+		}
+		blob.data = plain;
+		blob.len = plain_len;
+	}
+	it->obj = blob.len
+		      ? json_loadb((const char *)blob.data, blob.len, JSON_REJECT_DUPLICATES, &jerr)
+		      : NULL;
+	free(plain);
+	if (!it->obj || !json_is_object(it->obj)) {
+		decide(it, DS_APPLY_FAILED, "payload is not a JSON object: %s",
+		       it->obj	  ? "another JSON value"
+		       : blob.len ? jerr.text
+				  : "empty");
+		json_decref(it->obj);
+		it->obj = NULL;
+		return 0;
+	}
+	t = ds_transform_object(&topts, it->obj, rep);
+	if (t < 0)
+		return t;
+	switch (t) {
+	case DS_TRANSFORM_SKIP:
+		decide(it, DS_APPLY_SKIPPED, "%s",
+		       report_text(rep, first, DS_REPORT_SKIP, text, sizeof(text)));
+		return 0;
+	case DS_TRANSFORM_HOLD:
+		decide(it, DS_APPLY_HELD, "%s",
+		       report_text(rep, first, DS_REPORT_HOLD, text, sizeof(text)));
+		return 0;
+	case DS_TRANSFORM_APPLY:
+		break;
+	default:
+		decide(it, DS_APPLY_FAILED, "%s",
+		       report_text(rep, first, DS_REPORT_ERROR, text, sizeof(text)));
+		return 0;
+	}
+	it->rank = ds_selection_apply_rank(it->obj);
+	rc = hash_object(it->obj, it->hash);
+	if (rc < 0)
+		return rc;
+	if (r->has_applied_hash && memcmp(r->applied_hash, it->hash, DS_HASH_LEN) == 0) {
+		decide(it, DS_APPLY_APPLIED, NULL);
+		count(a, &a->stats.unchanged, 1);
+		return 0;
+	}
+	ds_kube_error_clear(&ke);
+	rc = ds_kube_resource_of(a->cfg.kube, it->obj, &it->res, &ke);
+	if (rc < 0) {
+		char buf[600];
+		if (rc == -ENOENT)
+			decide(it, DS_APPLY_FAILED, "the target does not serve %s %s",
+			       ds_obj_api_version(it->obj), ds_obj_kind(it->obj));
+		else if (transient(rc, &ke))
+			decide_retry(a, it, &ke);
+		else
+			decide(it, DS_APPLY_FAILED, "discovery: %s",
+			       ds_kube_error_format(&ke, buf, sizeof(buf)));
+	}
+	return 0;
+}
+
+/* ---- preflight ---------------------------------------------------------------- */
+
+/* The apiVersion the target serves kind under, for the kinds preflight names. */
+static const char *need_api(const ds_applier *a, const char *kind)
+{
+	if (strcmp(kind, "ResourceClaim") == 0 || strcmp(kind, "ResourceClaimTemplate") == 0 ||
+	    strcmp(kind, "DeviceClass") == 0)
+		return ds_dra_api_version(a->dra);
+	return NULL;
+}
+
+/*
+ * Whether kind ns/name is applied by us or exists on the target. Lookups on
+ * the target are remembered for the pass.
+ * @return 1, 0, or -ENOMEM
+ */
+static int present(ds_applier *a, const char *kind, const char *ns, const char *name)
+{
+	struct ds_kube_resource res;
+	ds_kube_error ke;
+	char key[800];
+	json_t *seen;
+	const char *api = need_api(a, kind);
+	int rc;
+
+	rc = ds_object_state_target_applied(a->st, kind, ns, name, NULL);
+	if (rc != 0)
+		return rc > 0 ? 1 : 0;
+	snprintf(key, sizeof(key), "%s/%s/%s", kind, ns ? ns : "", name);
+	seen = json_object_get(a->present, key);
+	if (seen)
+		return json_is_true(seen);
+	ds_kube_error_clear(&ke);
+	if (!api || ds_kube_resource_find(a->cfg.kube, api, kind, &res, &ke) < 0) {
+		rc = 0;
+	} else {
+		json_t *obj = NULL;
+		count(a, &a->stats.api_reads, 1);
+		rc = ds_kube_get(a->cfg.kube, &res, ns, name, NULL, &obj, &ke) == 0;
+		json_decref(obj);
+	}
+	if (json_object_set_new(a->present, key, json_boolean(rc)) < 0)
+		return -ENOMEM;
+	return rc;
+}
+
+struct missing {
+	ds_applier *a;
+	char text[REASON_MAX];
+	size_t used, n;
+	bool device_classes; /* report DeviceClasses (else ignore them) */
+};
+
+static int need(void *ud, const char *kind, const char *ns, const char *name)
+{
+	struct missing *m = ud;
+	int p;
+
+	if (!m->device_classes && strcmp(kind, "DeviceClass") == 0)
+		return 0;
+	p = present(m->a, kind, ns, name);
+	if (p < 0)
+		return p;
+	if (!p) {
+		int w = snprintf(m->text + m->used, sizeof(m->text) - m->used, "%s%s %s%s%s",
+				 m->n ? ", " : "", kind, ns ? ns : "", ns ? "/" : "", name);
+		if (w > 0 && (size_t)w < sizeof(m->text) - m->used)
+			m->used += (size_t)w;
+		m->n++;
+	}
+	return 0;
+}
+
+/*
+ * SPEC §5: a workload waits for the claims and templates it references; a
+ * claim or template is applied even when its DeviceClass is missing (nothing
+ * else is held back), and the reason says which is missing.
+ * @return 0, -ENOMEM
+ */
+static int preflight(ds_applier *a, struct item *it, char *note, size_t note_size)
+{
+	bool workload = ds_workload_from_kind(ds_obj_kind(it->obj)) >= 0 ||
+			ds_obj_in_group(it->obj, "scheduling.k8s.io");
+	struct missing m = {.a = a, .device_classes = !workload};
+	const ds_dra_config *dra = ds_target_config_dra(a->cfg.cfg);
+	int rc;
+
+	note[0] = '\0';
+	if (workload && dra && !dra->require_target_objects)
+		return 0;
+	rc = ds_preflight_needs(it->obj, need, &m);
+	if (rc < 0)
+		return rc;
+	if (!m.n)
+		return 0;
+	if (workload) {
+		decide(it, DS_APPLY_WAITING,
+		       "waits for %s (neither applied by drasync nor on the "
+		       "target)",
+		       m.text);
+		it->out.next_try_at = now_ms() + a->cfg.wait_retry_ms;
+	} else {
+		snprintf(note, note_size, "needs %s, which the target does not have", m.text);
+	}
+	return 0;
+}
+
+/* ---- applying ----------------------------------------------------------------- */
+
+/* Whether the API server refused the change because fields cannot change in place. */
+static bool immutable(int rc, const ds_kube_error *ke)
+{
+	if (rc != -EINVAL || ke->code != 422)
+		return false;
+	return strstr(ke->message, "immutable") || strstr(ke->causes, "immutable") ||
+	       strstr(ke->message, "may not change fields") ||
+	       strstr(ke->message, "updates to") /* "updates to statefulset spec ... are
+						     forbidden" */
+	    ;
+}
+
+/* Delete the object, wait until it is gone, apply it again. */
+static void recreate(ds_applier *a, struct item *it, const ds_kube_error *why)
+{
+	struct ds_kube_delete_opts dopts = {.propagation = "Background", .grace_seconds = -1};
+	const char *ns = ds_obj_namespace(it->obj), *name = ds_obj_name(it->obj);
+	char buf[600];
+	ds_kube_error ke;
+	json_t *got = NULL;
+	int rc, waited = 0;
+
+	ds_kube_error_clear(&ke);
+	count(a, &a->stats.api_writes, 1);
+	rc = ds_kube_delete(a->cfg.kube, &it->res, ns, name, &dopts, &ke);
+	if (rc < 0 && rc != -ENOENT) {
+		decide_kube_failure(a, it, "re-create: delete", rc, &ke);
+		return;
+	}
+	for (;;) {
+		ds_kube_error_clear(&ke);
+		count(a, &a->stats.api_reads, 1);
+		rc = ds_kube_get(a->cfg.kube, &it->res, ns, name, NULL, &got, &ke);
+		json_decref(got);
+		got = NULL;
+		if (rc == -ENOENT)
+			break;
+		if (waited >= a->cfg.delete_wait_ms) {
+			decide_retry(a, it, NULL);
+			snprintf(it->reason, sizeof(it->reason),
+				 "re-create: the old object is still there after %d ms", waited);
+			return;
+		}
+		msleep(200);
+		waited += 200;
+	}
+	ds_kube_error_clear(&ke);
+	count(a, &a->stats.api_writes, 1);
+	rc = ds_kube_apply(a->cfg.kube, &it->res, ns, it->obj, a->cfg.field_manager, true, NULL,
+			   &got, &ke);
+	json_decref(got);
+	if (rc < 0) {
+		decide_kube_failure(a, it, "re-create: apply", rc, &ke);
+		return;
+	}
+	decide(it, DS_APPLY_APPLIED, "deleted and re-created: %s",
+	       ds_kube_error_format(why, buf, sizeof(buf)));
+	count(a, &a->stats.recreated, 1);
+}
+
+static void decide_applied(struct item *it, const char *note)
+{
+	decide(it, DS_APPLY_APPLIED, "%s", note ? note : "");
+}
+
+/* Fill the item's applied identity (after a successful write). */
+static void mark_applied(struct item *it)
+{
+	if (it->out.state != DS_APPLY_APPLIED)
+		return;
+	it->out.applied_hash = it->hash;
+	it->out.target_api_version = ds_obj_api_version(it->obj);
+	it->out.target_ns = ds_obj_namespace(it->obj);
+	it->out.target_name = ds_obj_name(it->obj);
+}
+
+/* Apply one rank's objects concurrently. @return 0, or a negative errno (ledger, memory) */
+static int apply_group(ds_applier *a, struct item **g, size_t n, bool *applied_any, ds_err *err)
+{
+	struct ds_kube_op *ops = calloc(n + 1, sizeof(*ops));
+	char(*notes)[REASON_MAX] = calloc(n + 1, sizeof(*notes));
+	struct item **go = calloc(n + 1, sizeof(*go));
+	size_t m = 0;
+	int rc = 0;
+
+	if (!ops || !notes || !go) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		rc = preflight(a, g[i], notes[m], sizeof(notes[m]));
+		if (rc < 0)
+			goto out;
+		if (g[i]->decided)
+			continue;
+		ops[m] = (struct ds_kube_op){.kind = DS_KUBE_OP_APPLY,
+					     .res = &g[i]->res,
+					     .ns = ds_obj_namespace(g[i]->obj),
+					     .obj = g[i]->obj};
+		go[m++] = g[i];
+	}
+	if (m) {
+		count(a, &a->stats.api_writes, m);
+		rc = ds_kube_batch(a->cfg.kube, ops, m, a->cfg.field_manager, true);
+		if (rc < 0) {
+			/* The batch could not run at all: every object tries again. */
+			for (size_t i = 0; i < m; i++)
+				decide_retry(a, go[i], NULL);
+			rc = 0;
+		}
+	}
+	for (size_t i = 0; i < m; i++) {
+		struct item *it = go[i];
+		json_decref(ops[i].result);
+		ops[i].result = NULL;
+		if (it->decided)
+			;
+		else if (ops[i].rc == 0)
+			decide_applied(it, notes[i][0] ? notes[i] : NULL);
+		else if (immutable(ops[i].rc, &ops[i].error))
+			recreate(a, it, &ops[i].error);
+		else
+			decide_kube_failure(a, it, "apply", ops[i].rc, &ops[i].error);
+	}
+	for (size_t i = 0; i < n; i++) {
+		mark_applied(g[i]);
+		/* Only what a workload may need can end another's wait. */
+		if (g[i]->out.state == DS_APPLY_APPLIED &&
+		    ds_workload_from_kind(ds_obj_kind(g[i]->obj)) < 0)
+			*applied_any = true;
+		rc = record(a, g[i], err);
+		if (rc < 0)
+			goto out;
+	}
+out:
+	free(ops);
+	free(notes);
+	free(go);
+	return rc;
+}
+
+/* ---- tombstones --------------------------------------------------------------- */
+
+/*
+ * SPEC §5/§6: delete only what drasync created for this very source object.
+ * The target identity is where the object was applied, else the mapping of
+ * the source's.
+ */
+static void tombstone(ds_applier *a, struct item *it)
+{
+	ds_object_state_row *r = it->row;
+	struct ds_kube_resource res;
+	const char *api = r->target_api_version ? r->target_api_version : r->api_version;
+	const char *ns = r->target_ns ? r->target_ns
+			 : r->ns      ? ds_target_config_map_namespace(a->cfg.cfg, r->ns)
+				      : NULL;
+	const char *name = r->target_name ? r->target_name : r->name;
+	const char *dra = need_api(a, r->kind ? r->kind : "");
+	const char *managed, *uid_ann;
+	json_t *obj = NULL, *labels;
+	ds_kube_error ke;
+	int rc;
+
+	if (dra && r->api_version && strncmp(r->api_version, "resource.k8s.io/", 16) == 0)
+		api = dra;
+	ds_kube_error_clear(&ke);
+	rc = ds_kube_resource_find(a->cfg.kube, api, r->kind, &res, &ke);
+	if (rc == -ENOENT) {
+		decide(it, DS_APPLY_DELETED, "not on the target (%s %s is not served)", api,
+		       r->kind);
+		return;
+	}
+	if (rc < 0) {
+		decide_kube_failure(a, it, "discovery", rc, &ke);
+		return;
+	}
+	count(a, &a->stats.api_reads, 1);
+	rc = ds_kube_get(a->cfg.kube, &res, ns, name, NULL, &obj, &ke);
+	if (rc == -ENOENT) {
+		decide(it, DS_APPLY_DELETED, "already gone from the target");
+		return;
+	}
+	if (rc < 0) {
+		decide_kube_failure(a, it, "get", rc, &ke);
+		return;
+	}
+	labels = ds_json_path(obj, "metadata.labels");
+	managed = labels ? ds_json_str(labels, DS_LABEL_MANAGED_BY) : NULL;
+	uid_ann = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_UID);
+	if (!managed || strcmp(managed, "drasync") != 0) {
+		decide(it, DS_APPLY_KEPT,
+		       "not deleted: %s %s%s%s was not created by drasync (no label %s=drasync)",
+		       r->kind, ns ? ns : "", ns ? "/" : "", name, DS_LABEL_MANAGED_BY);
+	} else if (!r->source_uid || !uid_ann || strcmp(uid_ann, r->source_uid) != 0) {
+		decide(it, DS_APPLY_KEPT,
+		       "not deleted: %s %s%s%s has %s=%s, the tombstone is for source uid %s",
+		       r->kind, ns ? ns : "", ns ? "/" : "", name, DS_ANNOTATION_SOURCE_UID,
+		       uid_ann ? uid_ann : "(none)", r->source_uid ? r->source_uid : "(none)");
+	} else {
+		struct ds_kube_delete_opts dopts = {
+		    .propagation = "Background",
+		    .uid = ds_json_str(ds_json_path(obj, "metadata"), "uid"),
+		    .grace_seconds = -1};
+		ds_kube_error_clear(&ke);
+		count(a, &a->stats.api_writes, 1);
+		rc = ds_kube_delete(a->cfg.kube, &res, ns, name, &dopts, &ke);
+		if (rc == 0 || rc == -ENOENT)
+			decide(it, DS_APPLY_DELETED, NULL);
+		else
+			decide_kube_failure(a, it, "delete", rc, &ke);
+	}
+	json_decref(obj);
+}
+
+/* ---- the pass ----------------------------------------------------------------- */
+
+static int cmp_rank(const void *x, const void *y)
+{
+	const struct item *const *p = x, *const *q = y;
+
+	if ((*p)->rank != (*q)->rank)
+		return (*p)->rank < (*q)->rank ? -1 : 1;
+	return ((*p)->row->id > (*q)->row->id) - ((*p)->row->id < (*q)->row->id);
+}
+
+/* The rank of a tombstone's kind, from a stub object. */
+static int kind_rank(const ds_object_state_row *r)
+{
+	json_t *stub = json_pack("{s:s?, s:s?}", "apiVersion", r->api_version, "kind", r->kind);
+	int rank = stub ? ds_selection_apply_rank(stub) : 0;
+
+	json_decref(stub);
+	return rank;
+}
+
+int ds_applier_pass(ds_applier *a, ds_err *err)
+{
+	ds_object_state_row *rows = NULL;
+	struct item *items = NULL, **up = NULL, **del = NULL;
+	size_t n = 0, n_up = 0, n_del = 0;
+	ds_report *rep = NULL;
+	bool applied_any = false;
+	int rc;
+
+	count(a, &a->stats.passes, 1);
+	rc = ds_object_state_ingest(a->st, err);
+	if (rc < 0)
+		goto out;
+	/* New records may be what a waiting workload needs. */
+	if (rc > 0 && (rc = ds_object_state_wake_waiting(a->st, err)) < 0)
+		goto out;
+	rc = ds_object_state_pick(a->st, now_ms(), a->cfg.pass_max, &rows, &n, err);
+	if (rc < 0 || n == 0)
+		goto out;
+	json_decref(a->present);
+	items = calloc(n, sizeof(*items));
+	up = calloc(n, sizeof(*up));
+	del = calloc(n, sizeof(*del));
+	a->present = json_object();
+	if (!items || !up || !del || !a->present || ds_report_new(&rep) < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct item *it = &items[i];
+		it->row = &rows[i];
+		if (it->row->op == DS_RECORD_DELETE) {
+			it->rank = kind_rank(it->row);
+			del[n_del++] = it;
+			continue;
+		}
+		rc = prepare(a, it, rep);
+		if (rc < 0)
+			goto out;
+		if (!it->decided) {
+			up[n_up++] = it;
+			continue;
+		}
+		rc = record(a, it, err);
+		if (rc < 0)
+			goto out;
+	}
+	/* SPEC §5 order: one concurrent batch per rank, lower ranks first, so what a
+	 * later rank needs is applied (and in the ledger) before it is looked at. */
+	qsort(up, n_up, sizeof(*up), cmp_rank);
+	for (size_t i = 0; i < n_up;) {
+		size_t j = i;
+		while (j < n_up && up[j]->rank == up[i]->rank)
+			j++;
+		rc = apply_group(a, up + i, j - i, &applied_any, err);
+		if (rc < 0)
+			goto out;
+		i = j;
+	}
+	/* Tombstones in the reverse order: workloads before what they use. */
+	qsort(del, n_del, sizeof(*del), cmp_rank);
+	for (size_t i = n_del; i-- > 0;) {
+		tombstone(a, del[i]);
+		rc = record(a, del[i], err);
+		if (rc < 0)
+			goto out;
+	}
+	if (applied_any && (rc = ds_object_state_wake_waiting(a->st, err)) < 0)
+		goto out;
+	rc = (int)n;
+out:
+	for (size_t i = 0; items && i < n; i++)
+		json_decref(items[i].obj);
+	free(items);
+	free(up);
+	free(del);
+	ds_report_free(rep);
+	ds_object_state_rows_free(rows, n);
+	return ds_err_fallback(err, rc);
+}
+
+int ds_applier_run(ds_applier *a, ds_err *err)
+{
+	for (;;) {
+		bool stop;
+		int rc;
+
+		pthread_mutex_lock(&a->mu);
+		a->notified = false;
+		stop = a->stopping;
+		pthread_mutex_unlock(&a->mu);
+		if (stop)
+			return 0;
+		rc = ds_applier_pass(a, err);
+		if (rc < 0 && rc != -EBUSY)
+			return rc;
+		if (rc > 0)
+			continue; /* more may be due at once */
+		pthread_mutex_lock(&a->mu);
+		if (!a->notified && !a->stopping) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			pthread_cond_timedwait(&a->cond, &a->mu, &until);
+		}
+		pthread_mutex_unlock(&a->mu);
+	}
+}

@@ -1,0 +1,562 @@
+#include "drasync/object_state.h"
+
+#include "drasync/buf.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Records read per ingest transaction: bounds the time the write lock is held. */
+#define INGEST_CHUNK 2000
+
+struct ds_object_state {
+	sqlite3 *db;
+};
+
+static const char *const state_names[DS_APPLY_STATE_MAX] = {
+    [DS_APPLY_PENDING] = "pending", [DS_APPLY_APPLIED] = "applied", [DS_APPLY_WAITING] = "waiting",
+    [DS_APPLY_FAILED] = "failed",   [DS_APPLY_HELD] = "held",	    [DS_APPLY_SKIPPED] = "skipped",
+    [DS_APPLY_DELETED] = "deleted", [DS_APPLY_KEPT] = "kept",
+};
+
+/* The state is stored by name so that operators can read the table with sqlite3. */
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS object_state(id INTEGER PRIMARY KEY, source TEXT NOT NULL,"
+    " key TEXT NOT NULL, api_version TEXT, kind TEXT, namespace TEXT, name TEXT,"
+    " record_id INTEGER NOT NULL, seq INTEGER NOT NULL, op INTEGER NOT NULL,"
+    " content_hash BLOB, applied_hash BLOB, applied_record_id INTEGER,"
+    " target_api_version TEXT, target_namespace TEXT, target_name TEXT,"
+    " state TEXT NOT NULL, reason TEXT, attempts INTEGER NOT NULL DEFAULT 0,"
+    " next_try_at INTEGER NOT NULL DEFAULT 0, updated_at INTEGER, UNIQUE(source, key));"
+    "CREATE INDEX IF NOT EXISTS object_state_due ON object_state(state, next_try_at);"
+    "CREATE INDEX IF NOT EXISTS object_state_target ON object_state(kind, target_name);"
+    "CREATE TABLE IF NOT EXISTS apply_cursor(id INTEGER PRIMARY KEY CHECK(id = 1),"
+    " record_id INTEGER NOT NULL);"
+    "INSERT OR IGNORE INTO apply_cursor(id, record_id) VALUES(1, 0);";
+
+static int fail(sqlite3 *db, int rc, const char *what, ds_err *err)
+{
+	ds_err_set(err, "%s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	switch (rc & 0xff) {
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+		return -EACCES;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return -EBADMSG;
+	default:
+		return -EIO;
+	}
+}
+
+static int exec(sqlite3 *db, const char *sql, ds_err *err)
+{
+	int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : fail(db, rc, sql, err);
+}
+
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, ds_err *err)
+{
+	int rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
+
+	return rc == SQLITE_OK ? 0 : fail(db, rc, "object_state statement", err);
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static int64_t now_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+const char *ds_apply_state_name(enum ds_apply_state s)
+{
+	if ((int)s <= 0 || s >= DS_APPLY_STATE_MAX)
+		return "unknown";
+	return state_names[s];
+}
+
+static enum ds_apply_state state_parse(const char *s)
+{
+	for (int i = 1; s && i < DS_APPLY_STATE_MAX; i++)
+		if (strcmp(s, state_names[i]) == 0)
+			return (enum ds_apply_state)i;
+	return DS_APPLY_PENDING;
+}
+
+const char *ds_object_state_key(const char *api_version, const char *kind, const char *ns,
+				const char *name, char *buf, size_t size)
+{
+	const char *slash = api_version ? strchr(api_version, '/') : NULL;
+	int glen = slash ? (int)(slash - api_version) : 4;
+
+	snprintf(buf, size, "%.*s/%s/%s/%s", glen, slash ? api_version : "core", kind ? kind : "",
+		 ns ? ns : "", name ? name : "");
+	return buf;
+}
+
+int ds_object_state_open(ds_object_state **out, const char *path, ds_err *err)
+{
+	ds_object_state *st = calloc(1, sizeof(*st));
+	int rc;
+
+	if (!st)
+		return ds_err_fallback(err, -ENOMEM);
+	rc = sqlite3_open_v2(
+	    path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		ds_err_set(err, "cannot open %s: %s", path,
+			   st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+		rc = -EIO;
+		goto out;
+	}
+	/* The receiver holds the write lock while it commits a batch; wait for it. */
+	sqlite3_busy_timeout(st->db, 10000);
+	rc = exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
+	if (rc == 0)
+		rc = exec(st->db, schema, err);
+out:
+	if (rc < 0) {
+		ds_object_state_free(st);
+		return ds_err_fallback(err, rc);
+	}
+	*out = st;
+	return 0;
+}
+
+void ds_object_state_free(ds_object_state *st)
+{
+	if (!st)
+		return;
+	sqlite3_close(st->db);
+	free(st);
+}
+
+/* @return 1 when the inbox has created its records table, 0 before, or a negative errno */
+static int have_records(ds_object_state *st, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc =
+	    prepare(st->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'",
+		    &q, err);
+
+	if (rc == 0) {
+		rc = sqlite3_step(q);
+		rc = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : fail(st->db, rc, "schema", err);
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/*
+ * The upsert of one record into its key's row. An unchanged record (same op,
+ * same content hash) keeps the row's state: re-committing what is applied
+ * costs nothing, and re-committing what failed is not a new version.
+ */
+static const char upsert_sql[] =
+    "INSERT INTO object_state(source, key, api_version, kind, namespace, name, record_id,"
+    " seq, op, content_hash, state, attempts, next_try_at, updated_at)"
+    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', 0, 0, ?11)"
+    " ON CONFLICT(source, key) DO UPDATE SET"
+    " state = CASE WHEN op = excluded.op AND content_hash IS excluded.content_hash"
+    "   THEN state ELSE 'pending' END,"
+    " attempts = CASE WHEN op = excluded.op AND content_hash IS excluded.content_hash"
+    "   THEN attempts ELSE 0 END,"
+    " next_try_at = CASE WHEN op = excluded.op AND content_hash IS excluded.content_hash"
+    "   THEN next_try_at ELSE 0 END,"
+    " api_version = excluded.api_version, record_id = excluded.record_id,"
+    " seq = excluded.seq, op = excluded.op, content_hash = excluded.content_hash,"
+    " updated_at = excluded.updated_at";
+
+/* One chunk of records after the cursor, in one transaction. @return records read, or < 0 */
+static int ingest_chunk(ds_object_state *st, ds_err *err)
+{
+	sqlite3_stmt *sel = NULL, *ups = NULL, *cur = NULL;
+	int64_t last = 0;
+	int rc, n = 0;
+
+	/* IMMEDIATE: waits for a receiver commit in progress, so that its records,
+	 * whose handler may have woken us, are visible. */
+	rc = exec(st->db, "BEGIN IMMEDIATE", err);
+	if (rc < 0)
+		return rc;
+	rc = prepare(st->db, "SELECT record_id FROM apply_cursor WHERE id = 1", &cur, err);
+	if (rc < 0)
+		goto out;
+	if (sqlite3_step(cur) == SQLITE_ROW)
+		last = sqlite3_column_int64(cur, 0);
+	sqlite3_finalize(cur);
+	cur = NULL;
+	rc = prepare(st->db,
+		     "SELECT id, source, seq, op, api_version, kind, namespace, name, content_hash"
+		     " FROM records WHERE id > ? ORDER BY id LIMIT ?",
+		     &sel, err);
+	if (rc == 0)
+		rc = prepare(st->db, upsert_sql, &ups, err);
+	if (rc < 0)
+		goto out;
+	sqlite3_bind_int64(sel, 1, last);
+	sqlite3_bind_int(sel, 2, INGEST_CHUNK);
+	while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		int op = sqlite3_column_int(sel, 3);
+		const char *av = (const char *)sqlite3_column_text(sel, 4);
+		const char *kind = (const char *)sqlite3_column_text(sel, 5);
+		const char *ns = (const char *)sqlite3_column_text(sel, 6);
+		const char *name = (const char *)sqlite3_column_text(sel, 7);
+		char key[1024];
+
+		n++;
+		last = sqlite3_column_int64(sel, 0);
+		if (op != DS_RECORD_UPSERT && op != DS_RECORD_DELETE)
+			continue;
+		if (!kind || !name)
+			continue; /* not about an object: nothing to apply */
+		if (ns && !*ns)
+			ns = NULL;
+		ds_object_state_key(av, kind, ns, name, key, sizeof(key));
+		sqlite3_reset(ups);
+		sqlite3_clear_bindings(ups);
+		bind_text(ups, 1, (const char *)sqlite3_column_text(sel, 1));
+		bind_text(ups, 2, key);
+		bind_text(ups, 3, av);
+		bind_text(ups, 4, kind);
+		bind_text(ups, 5, ns);
+		bind_text(ups, 6, name);
+		sqlite3_bind_int64(ups, 7, last);
+		sqlite3_bind_int64(ups, 8, sqlite3_column_int64(sel, 2));
+		sqlite3_bind_int(ups, 9, op);
+		if (sqlite3_column_type(sel, 8) == SQLITE_BLOB)
+			sqlite3_bind_blob(ups, 10, sqlite3_column_blob(sel, 8),
+					  sqlite3_column_bytes(sel, 8), SQLITE_TRANSIENT);
+		else
+			sqlite3_bind_null(ups, 10);
+		sqlite3_bind_int64(ups, 11, now_s());
+		rc = sqlite3_step(ups);
+		if (rc != SQLITE_DONE) {
+			rc = fail(st->db, rc, "object_state upsert", err);
+			goto out;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fail(st->db, rc, "records scan", err);
+		goto out;
+	}
+	rc = prepare(st->db, "UPDATE apply_cursor SET record_id = ? WHERE id = 1", &cur, err);
+	if (rc < 0)
+		goto out;
+	sqlite3_bind_int64(cur, 1, last);
+	rc = sqlite3_step(cur);
+	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "apply cursor", err);
+out:
+	sqlite3_finalize(sel);
+	sqlite3_finalize(ups);
+	sqlite3_finalize(cur);
+	if (rc < 0) {
+		exec(st->db, "ROLLBACK", NULL);
+		return rc;
+	}
+	rc = exec(st->db, "COMMIT", err);
+	if (rc < 0) {
+		exec(st->db, "ROLLBACK", NULL);
+		return rc;
+	}
+	return n;
+}
+
+int ds_object_state_ingest(ds_object_state *st, ds_err *err)
+{
+	int total = 0, rc;
+
+	rc = have_records(st, err);
+	if (rc <= 0)
+		return ds_err_fallback(err, rc);
+	do {
+		rc = ingest_chunk(st, err);
+		if (rc < 0)
+			return ds_err_fallback(err, rc);
+		total += rc;
+	} while (rc == INGEST_CHUNK && total < 1000000000);
+	return total;
+}
+
+static char *col_dup(sqlite3_stmt *q, int i)
+{
+	const char *s = (const char *)sqlite3_column_text(q, i);
+
+	return s ? strdup(s) : NULL;
+}
+
+/* The columns every row query selects, in this order. */
+#define ROW_COLUMNS                                                                                \
+	"o.id, o.source, o.key, o.api_version, o.kind, o.namespace, o.name, o.record_id, o.seq,"   \
+	" o.op, o.content_hash, o.applied_hash, o.applied_record_id, o.target_api_version,"        \
+	" o.target_namespace, o.target_name, o.state, o.reason, o.attempts, o.next_try_at"
+#define ROW_NCOL 20
+
+static int read_row(sqlite3_stmt *q, ds_object_state_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = sqlite3_column_int64(q, 0);
+	r->source = col_dup(q, 1);
+	r->key = col_dup(q, 2);
+	r->api_version = col_dup(q, 3);
+	r->kind = col_dup(q, 4);
+	r->ns = col_dup(q, 5);
+	r->name = col_dup(q, 6);
+	r->record_id = sqlite3_column_int64(q, 7);
+	r->seq = (uint64_t)sqlite3_column_int64(q, 8);
+	r->op = (enum ds_record_op)sqlite3_column_int(q, 9);
+	if (sqlite3_column_bytes(q, 10) == DS_HASH_LEN)
+		memcpy(r->content_hash, sqlite3_column_blob(q, 10), DS_HASH_LEN);
+	if (sqlite3_column_bytes(q, 11) == DS_HASH_LEN) {
+		memcpy(r->applied_hash, sqlite3_column_blob(q, 11), DS_HASH_LEN);
+		r->has_applied_hash = true;
+	}
+	r->applied_record_id = sqlite3_column_int64(q, 12);
+	r->target_api_version = col_dup(q, 13);
+	r->target_ns = col_dup(q, 14);
+	r->target_name = col_dup(q, 15);
+	r->state = state_parse((const char *)sqlite3_column_text(q, 16));
+	r->reason = col_dup(q, 17);
+	r->attempts = sqlite3_column_int(q, 18);
+	r->next_try_at = sqlite3_column_int64(q, 19);
+	if (!r->source || !r->key) {
+		ds_object_state_row_dispose(r);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
+			 ds_object_state_row **rows, size_t *n, ds_err *err)
+{
+	ds_object_state_row *v = NULL;
+	size_t cap = 0, len = 0;
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	rc = prepare(st->db,
+		     "SELECT " ROW_COLUMNS ", r.payload, r.compression, r.source_uid,"
+		     " s.cluster_name FROM object_state o JOIN records r ON r.id = o.record_id"
+		     " LEFT JOIN sources s ON s.name = o.source"
+		     " WHERE o.state IN ('pending', 'waiting') AND o.next_try_at <= ?"
+		     " ORDER BY o.id LIMIT ?",
+		     &q, err);
+	if (rc < 0)
+		goto out;
+	sqlite3_bind_int64(q, 1, now_ms);
+	sqlite3_bind_int64(q, 2, (sqlite3_int64)max);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		ds_object_state_row *r;
+		int plen = sqlite3_column_bytes(q, ROW_NCOL);
+
+		if (ds_grow((void **)&v, &cap, len + 1, sizeof(*v)) < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		r = &v[len];
+		rc = read_row(q, r);
+		if (rc < 0)
+			goto out;
+		len++;
+		if (plen > 0) {
+			r->payload = malloc((size_t)plen);
+			if (!r->payload) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			memcpy(r->payload, sqlite3_column_blob(q, ROW_NCOL), (size_t)plen);
+			r->payload_len = (size_t)plen;
+		}
+		r->zstd = sqlite3_column_int(q, ROW_NCOL + 1);
+		r->source_uid = col_dup(q, ROW_NCOL + 2);
+		r->source_cluster = col_dup(q, ROW_NCOL + 3);
+	}
+	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state pick", err);
+out:
+	sqlite3_finalize(q);
+	if (rc < 0) {
+		ds_object_state_rows_free(v, len);
+		return ds_err_fallback(err, rc);
+	}
+	*rows = v;
+	*n = len;
+	return 0;
+}
+
+int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
+			const ds_object_state_result *res, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	rc = exec(st->db, "BEGIN IMMEDIATE", err);
+	if (rc < 0)
+		return ds_err_fallback(err, rc);
+	if (res->applied_hash) {
+		/* What is on the target is a fact whatever arrived meanwhile. */
+		rc = prepare(st->db,
+			     "UPDATE object_state SET applied_hash = ?, applied_record_id = ?,"
+			     " target_api_version = ?, target_namespace = ?, target_name = ?"
+			     " WHERE id = ?",
+			     &q, err);
+		if (rc < 0)
+			goto out;
+		sqlite3_bind_blob(q, 1, res->applied_hash, DS_HASH_LEN, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(q, 2, record_id);
+		bind_text(q, 3, res->target_api_version);
+		bind_text(q, 4, res->target_ns);
+		bind_text(q, 5, res->target_name);
+		sqlite3_bind_int64(q, 6, id);
+		rc = sqlite3_step(q);
+		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state applied", err);
+		sqlite3_finalize(q);
+		q = NULL;
+		if (rc < 0)
+			goto out;
+	}
+	rc = prepare(st->db,
+		     "UPDATE object_state SET state = ?, reason = ?, attempts = ?, next_try_at = ?,"
+		     " updated_at = ? WHERE id = ? AND record_id = ?",
+		     &q, err);
+	if (rc < 0)
+		goto out;
+	bind_text(q, 1, ds_apply_state_name(res->state));
+	bind_text(q, 2, res->reason);
+	sqlite3_bind_int(q, 3, res->attempts);
+	sqlite3_bind_int64(q, 4, res->next_try_at);
+	sqlite3_bind_int64(q, 5, now_s());
+	sqlite3_bind_int64(q, 6, id);
+	sqlite3_bind_int64(q, 7, record_id);
+	rc = sqlite3_step(q);
+	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state result", err);
+out:
+	sqlite3_finalize(q);
+	if (rc < 0) {
+		exec(st->db, "ROLLBACK", NULL);
+		return ds_err_fallback(err, rc);
+	}
+	rc = exec(st->db, "COMMIT", err);
+	if (rc < 0)
+		exec(st->db, "ROLLBACK", NULL);
+	return ds_err_fallback(err, rc);
+}
+
+int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err)
+{
+	return ds_err_fallback(
+	    err,
+	    exec(st->db, "UPDATE object_state SET next_try_at = 0 WHERE state = 'waiting'", err));
+}
+
+int ds_object_state_target_applied(ds_object_state *st, const char *kind, const char *ns,
+				   const char *name, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = prepare(st->db,
+			 "SELECT 1 FROM object_state WHERE kind = ? AND target_name = ?"
+			 " AND target_namespace IS ? AND state = 'applied' AND op = 1 LIMIT 1",
+			 &q, err);
+
+	if (rc == 0) {
+		bind_text(q, 1, kind);
+		bind_text(q, 2, name);
+		bind_text(q, 3, ns);
+		rc = sqlite3_step(q);
+		rc = rc == SQLITE_ROW	 ? 1
+		     : rc == SQLITE_DONE ? 0
+					 : fail(st->db, rc, "object_state lookup", err);
+	}
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}
+
+int ds_object_state_get(ds_object_state *st, const char *source, const char *key,
+			ds_object_state_row *out, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	ds_object_state_row r;
+	int rc = prepare(
+	    st->db, "SELECT " ROW_COLUMNS " FROM object_state o WHERE o.source = ? AND o.key = ?",
+	    &q, err);
+
+	if (rc < 0)
+		goto out;
+	bind_text(q, 1, source);
+	bind_text(q, 2, key);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		rc = read_row(q, &r);
+		if (rc == 0)
+			*out = r;
+	} else if (rc == SQLITE_DONE) {
+		ds_err_set(err, "no state for %s of source %s", key, source);
+		rc = -ENOENT;
+	} else {
+		rc = fail(st->db, rc, "object_state get", err);
+	}
+out:
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}
+
+int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = prepare(st->db, "SELECT count(*) FROM object_state WHERE state = ?", &q, err);
+
+	if (rc == 0) {
+		bind_text(q, 1, ds_apply_state_name(s));
+		rc = sqlite3_step(q);
+		rc = rc == SQLITE_ROW ? sqlite3_column_int(q, 0)
+				      : fail(st->db, rc, "object_state count", err);
+	}
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}
+
+void ds_object_state_row_dispose(ds_object_state_row *r)
+{
+	if (!r)
+		return;
+	free(r->source);
+	free(r->key);
+	free(r->api_version);
+	free(r->kind);
+	free(r->ns);
+	free(r->name);
+	free(r->target_api_version);
+	free(r->target_ns);
+	free(r->target_name);
+	free(r->reason);
+	free(r->payload);
+	free(r->source_uid);
+	free(r->source_cluster);
+	memset(r, 0, sizeof(*r));
+}
+
+void ds_object_state_rows_free(ds_object_state_row *rows, size_t n)
+{
+	for (size_t i = 0; rows && i < n; i++)
+		ds_object_state_row_dispose(&rows[i]);
+	free(rows);
+}
