@@ -1,0 +1,345 @@
+/*
+ * The apply state table on real SQLite files, fed by real inbox commits: what
+ * the applier will pick, and what it keeps between passes and restarts.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drasync/object_state.h"
+#include "testutil.h"
+#include "tu_ledger.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SOURCE "prod-east"
+#define FAR_FUTURE (INT64_C(1) << 50)
+
+struct env {
+	char *dir;
+	char path[1024];
+	tu_ledger l;
+	ds_object_state *st;
+};
+
+static struct env *env_new(const char *name)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	ds_err err = {0};
+
+	assert_non_null(e);
+	e->dir = tu_mkdtemp(name);
+	snprintf(e->path, sizeof(e->path), "%s/ledger.db", e->dir);
+	tu_ledger_open(&e->l, e->path, SOURCE);
+	if (ds_object_state_open(&e->st, e->path, &err) < 0)
+		fail_msg("state: %s", err.msg);
+	return e;
+}
+
+static void env_free(struct env *e)
+{
+	ds_object_state_free(e->st);
+	tu_ledger_close(&e->l);
+	free(e->dir);
+	free(e);
+}
+
+/* Commit upserts of ConfigMap ml-team/<name> with data.v = values[i], one batch. */
+static void commit_cm(struct env *e, const char *name, const int *values, size_t n)
+{
+	ds_record recs[64];
+	char *payloads[64];
+
+	assert_true(n <= 64);
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:i}}", "apiVersion", "v1",
+				      "kind", "ConfigMap", "metadata", "name", name, "namespace",
+				      "ml-team", "data", "v", values[i]);
+		assert_non_null(o);
+		recs[i] = tu_record_upsert(o, "uid-1", &payloads[i]);
+		/* the record's strings point into o: keep it until the commit */
+		recs[i].api_version = "v1";
+		recs[i].kind = "ConfigMap";
+		recs[i].ns = "ml-team";
+		recs[i].name = name;
+		json_decref(o);
+	}
+	tu_ledger_commit(&e->l, recs, n, NULL, NULL);
+	for (size_t i = 0; i < n; i++)
+		free(payloads[i]);
+}
+
+static int ingest(struct env *e)
+{
+	ds_err err = {0};
+	int n = ds_object_state_ingest(e->st, &err);
+
+	if (n < 0)
+		fail_msg("ingest: %s", err.msg);
+	return n;
+}
+
+static size_t pick(struct env *e, ds_object_state_row **rows)
+{
+	ds_err err = {0};
+	size_t n = 0;
+
+	if (ds_object_state_pick(e->st, 1000, 100, rows, &n, &err) < 0)
+		fail_msg("pick: %s", err.msg);
+	return n;
+}
+
+static ds_object_state_row get(struct env *e, const char *key)
+{
+	ds_object_state_row r;
+	ds_err err = {0};
+
+	if (ds_object_state_get(e->st, SOURCE, key, &r, &err) < 0)
+		fail_msg("get %s: %s", key, err.msg);
+	return r;
+}
+
+static void set(struct env *e, const ds_object_state_row *r, enum ds_apply_state s,
+		const uint8_t *hash, int64_t next_try_at)
+{
+	ds_object_state_result res = {.state = s,
+				      .reason = ds_apply_state_name(s),
+				      .applied_hash = hash,
+				      .target_api_version = "v1",
+				      .target_ns = "ml-team-dr",
+				      .target_name = r->name,
+				      .next_try_at = next_try_at};
+	ds_err err = {0};
+
+	if (ds_object_state_set(e->st, r->id, r->record_id, &res, &err) < 0)
+		fail_msg("set: %s", err.msg);
+}
+
+static void test_object_state__burst_leaves_one_pending_row_at_the_newest(void **state)
+{
+	struct env *e = env_new("ostate-burst");
+	ds_object_state_row *rows = NULL;
+	int v[10];
+	size_t n;
+
+	(void)state;
+	for (int b = 0; b < 5; b++) {
+		for (int i = 0; i < 10; i++)
+			v[i] = b * 10 + i;
+		commit_cm(e, "cfg", v, 10);
+	}
+	assert_int_equal(ingest(e), 50);
+	n = pick(e, &rows);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].key, "core/ConfigMap/ml-team/cfg");
+	assert_int_equal(rows[0].seq, 50);
+	assert_int_equal(rows[0].state, DS_APPLY_PENDING);
+	assert_string_equal(rows[0].source_uid, "uid-1");
+	assert_string_equal(rows[0].source_cluster, SOURCE);
+	/* the payload is the newest record's */
+	assert_non_null(rows[0].payload);
+	assert_non_null(strstr((const char *)rows[0].payload, "\"v\":49"));
+	ds_object_state_rows_free(rows, n);
+	env_free(e);
+}
+
+static void test_object_state__unchanged_recommit_keeps_state_new_version_is_pending(void **state)
+{
+	struct env *e = env_new("ostate-same");
+	ds_object_state_row *rows = NULL, r;
+	uint8_t h[DS_HASH_LEN] = {1, 2, 3};
+	int one = 1, two = 2;
+
+	(void)state;
+	commit_cm(e, "a", &one, 1);
+	commit_cm(e, "b", &one, 1);
+	ingest(e);
+	assert_int_equal(pick(e, &rows), 2);
+	set(e, &rows[0], DS_APPLY_APPLIED, h, 0);
+	set(e, &rows[1], DS_APPLY_FAILED, NULL, 0);
+	ds_object_state_rows_free(rows, 2);
+	assert_int_equal(pick(e, &rows), 0);
+	ds_object_state_rows_free(rows, 0);
+
+	/* The same content again: nothing to do, and a failure is not retried. */
+	commit_cm(e, "a", &one, 1);
+	commit_cm(e, "b", &one, 1);
+	assert_int_equal(ingest(e), 2);
+	assert_int_equal(pick(e, &rows), 0);
+	ds_object_state_rows_free(rows, 0);
+	r = get(e, "core/ConfigMap/ml-team/a");
+	assert_int_equal(r.state, DS_APPLY_APPLIED);
+	assert_true(r.has_applied_hash);
+	assert_memory_equal(r.applied_hash, h, DS_HASH_LEN);
+	assert_string_equal(r.target_ns, "ml-team-dr");
+	ds_object_state_row_dispose(&r);
+	r = get(e, "core/ConfigMap/ml-team/b");
+	assert_int_equal(r.state, DS_APPLY_FAILED);
+	ds_object_state_row_dispose(&r);
+
+	/* A new version of the failed one is tried again. */
+	commit_cm(e, "b", &two, 1);
+	ingest(e);
+	assert_int_equal(pick(e, &rows), 1);
+	assert_string_equal(rows[0].name, "b");
+	assert_int_equal(rows[0].attempts, 0);
+	ds_object_state_rows_free(rows, 1);
+	assert_int_equal(ds_object_state_count(e->st, DS_APPLY_APPLIED, NULL), 1);
+	assert_int_equal(ds_object_state_count(e->st, DS_APPLY_PENDING, NULL), 1);
+	env_free(e);
+}
+
+static void test_object_state__result_for_a_superseded_record_keeps_the_newer_pending(void **state)
+{
+	struct env *e = env_new("ostate-stale");
+	ds_object_state_row *rows = NULL, r;
+	uint8_t h[DS_HASH_LEN] = {9};
+	int one = 1, two = 2;
+
+	(void)state;
+	commit_cm(e, "a", &one, 1);
+	ingest(e);
+	assert_int_equal(pick(e, &rows), 1);
+	/* while record 1 is being applied, record 2 arrives */
+	commit_cm(e, "a", &two, 1);
+	ingest(e);
+	set(e, &rows[0], DS_APPLY_APPLIED, h, 0);
+	r = get(e, "core/ConfigMap/ml-team/a");
+	assert_int_equal(r.state, DS_APPLY_PENDING);
+	assert_int_equal(r.seq, 2);
+	assert_true(r.record_id > rows[0].record_id);
+	/* what was applied is still known, so the newer one is compared with it */
+	assert_true(r.has_applied_hash);
+	assert_memory_equal(r.applied_hash, h, DS_HASH_LEN);
+	assert_int_equal(r.applied_record_id, rows[0].record_id);
+	ds_object_state_row_dispose(&r);
+	ds_object_state_rows_free(rows, 1);
+	env_free(e);
+}
+
+static void test_object_state__cursor_survives_reopen(void **state)
+{
+	struct env *e = env_new("ostate-reopen");
+	ds_err err = {0};
+	int v[3] = {1, 2, 3};
+
+	(void)state;
+	commit_cm(e, "a", v, 3);
+	assert_int_equal(ingest(e), 3);
+	ds_object_state_free(e->st);
+	if (ds_object_state_open(&e->st, e->path, &err) < 0)
+		fail_msg("reopen: %s", err.msg);
+	assert_int_equal(ingest(e), 0);
+	commit_cm(e, "a", v, 2);
+	assert_int_equal(ingest(e), 2);
+	env_free(e);
+}
+
+static void test_object_state__tombstones_snapshot_markers_and_keys(void **state)
+{
+	struct env *e = env_new("ostate-ops");
+	ds_object_state_row *rows = NULL;
+	ds_record recs[4];
+	char *p1 = NULL, *p2 = NULL;
+	json_t *dc = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "resource.k8s.io/v1", "kind",
+			       "DeviceClass", "metadata", "name", "gpu.example.com");
+	json_t *dep = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "apps/v1", "kind",
+				"Deployment", "metadata", "name", "app", "namespace", "ml-team");
+	size_t n;
+
+	(void)state;
+	memset(&recs[0], 0, sizeof(recs[0]));
+	recs[0].op = DS_RECORD_SNAPSHOT_BEGIN;
+	recs[0].snapshot_id = "s1";
+	recs[1] = tu_record_upsert(dc, "uid-dc", &p1);
+	recs[2] = tu_record_upsert(dep, "uid-dep", &p2);
+	recs[3] = tu_record_tombstone("v1", "Secret", "ml-team", "gone", "uid-s");
+	tu_ledger_commit(&e->l, recs, 4, NULL, NULL);
+	assert_int_equal(ingest(e), 4);
+	n = pick(e, &rows);
+	assert_int_equal(n, 3);
+	assert_string_equal(rows[0].key, "resource.k8s.io/DeviceClass//gpu.example.com");
+	assert_null(rows[0].ns);
+	assert_string_equal(rows[1].key, "apps/Deployment/ml-team/app");
+	assert_string_equal(rows[2].key, "core/Secret/ml-team/gone");
+	assert_int_equal(rows[2].op, DS_RECORD_DELETE);
+	assert_null(rows[2].payload);
+	assert_string_equal(rows[2].source_uid, "uid-s");
+	ds_object_state_rows_free(rows, n);
+	free(p1);
+	free(p2);
+	json_decref(dc);
+	json_decref(dep);
+	env_free(e);
+}
+
+static void test_object_state__waiting_is_due_after_wake_and_applied_lookup(void **state)
+{
+	struct env *e = env_new("ostate-wait");
+	ds_object_state_row *rows = NULL;
+	uint8_t h[DS_HASH_LEN] = {7};
+	int one = 1;
+	ds_object_state_row w;
+
+	(void)state;
+	commit_cm(e, "tmpl", &one, 1);
+	commit_cm(e, "pod", &one, 1);
+	ingest(e);
+	assert_int_equal(pick(e, &rows), 2);
+	set(e, &rows[0], DS_APPLY_APPLIED, h, 0);
+	set(e, &rows[1], DS_APPLY_WAITING, NULL, FAR_FUTURE);
+	ds_object_state_rows_free(rows, 2);
+	/* applied lookups are by target names */
+	assert_int_equal(
+	    ds_object_state_target_applied(e->st, "ConfigMap", "ml-team-dr", "tmpl", NULL), 1);
+	assert_int_equal(
+	    ds_object_state_target_applied(e->st, "ConfigMap", "ml-team", "tmpl", NULL), 0);
+	assert_int_equal(
+	    ds_object_state_target_applied(e->st, "ConfigMap", "ml-team-dr", "pod", NULL), 0);
+	assert_int_equal(pick(e, &rows), 0);
+	ds_object_state_rows_free(rows, 0);
+	assert_int_equal(ds_object_state_wake_waiting(e->st, NULL), 0);
+	assert_int_equal(pick(e, &rows), 1);
+	assert_string_equal(rows[0].name, "pod");
+	ds_object_state_rows_free(rows, 1);
+	w = get(e, "core/ConfigMap/ml-team/pod");
+	assert_string_equal(w.reason, "waiting");
+	ds_object_state_row_dispose(&w);
+	env_free(e);
+}
+
+static void test_object_state__before_the_inbox_exists_nothing_to_ingest(void **state)
+{
+	char *dir = tu_mkdtemp("ostate-empty");
+	char path[1024];
+	ds_object_state *st = NULL;
+	ds_err err = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ledger.db", dir);
+	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
+	assert_int_equal(ds_object_state_ingest(st, &err), 0);
+	ds_object_state_free(st);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_object_state__burst_leaves_one_pending_row_at_the_newest),
+	    cmocka_unit_test(
+		test_object_state__unchanged_recommit_keeps_state_new_version_is_pending),
+	    cmocka_unit_test(
+		test_object_state__result_for_a_superseded_record_keeps_the_newer_pending),
+	    cmocka_unit_test(test_object_state__cursor_survives_reopen),
+	    cmocka_unit_test(test_object_state__tombstones_snapshot_markers_and_keys),
+	    cmocka_unit_test(test_object_state__waiting_is_due_after_wake_and_applied_lookup),
+	    cmocka_unit_test(test_object_state__before_the_inbox_exists_nothing_to_ingest),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
