@@ -1,0 +1,574 @@
+/*
+ * The applier against the real v1 control plane (fixture kube_v1): records
+ * committed in a real inbox, applied from the ledger. Each test maps its
+ * source namespace to a fresh target namespace and removes it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drasync/applier.h"
+#include "drasync/k8s_object.h"
+#include "drasync/kube_client.h"
+#include "drasync/yaml.h"
+#include "dstest.h"
+#include "testutil.h"
+#include "tu_ledger.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SOURCE "prod-east"
+
+struct env {
+	char *dir;
+	char path[1024];
+	char src[64], dst[96];
+	tu_ledger l;
+	ds_kube *k;
+	ds_target_config *cfg;
+	ds_applier *a;
+	char *payloads[256];
+	size_t n_payloads;
+};
+
+static unsigned rnd(void)
+{
+	static unsigned seed;
+
+	if (!seed)
+		seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	return (unsigned)rand_r(&seed) % 1000000u;
+}
+
+static void msleep(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static ds_kube *connect_v1(void)
+{
+	struct ds_kube_transport_opts o;
+	ds_kubeconfig *kc = NULL;
+	ds_kube *k = NULL;
+	ds_err err = {0};
+	const char *path = tu_env("DS_KUBECONFIG_V1");
+
+	ds_kube_transport_opts_init(&o);
+	o.qps = 0;
+	if (ds_kubeconfig_load(&kc, path, NULL, &err) < 0)
+		fail_msg("kubeconfig %s: %s", path, err.msg);
+	if (ds_kube_new(&k, &kc, &o, &err) < 0)
+		fail_msg("client: %s", err.msg);
+	return k;
+}
+
+/* A test's world: source namespace src mapped to a fresh dst on the target. */
+static struct env *env_new(const char *src)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	ds_applier_config ac = {0};
+	ds_err err = {0};
+	char yaml[600];
+
+	assert_non_null(e);
+	snprintf(e->src, sizeof(e->src), "%s", src);
+	snprintf(e->dst, sizeof(e->dst), "itest-ap-%u", rnd());
+	snprintf(yaml, sizeof(yaml),
+		 "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\nmode: migrate\n"
+		 "namespaceMappings: {%s: %s}\n"
+		 "dra:\n  deviceClassMappings:\n  - {from: gpu.nvidia.com, to: gpu.example.com}\n",
+		 e->src, e->dst);
+	e->cfg = dt_config(yaml);
+	e->dir = tu_mkdtemp("applier");
+	snprintf(e->path, sizeof(e->path), "%s/ledger.db", e->dir);
+	tu_ledger_open(&e->l, e->path, SOURCE);
+	e->k = connect_v1();
+	ac.ledger_path = e->path;
+	ac.kube = e->k;
+	ac.cfg = e->cfg;
+	ac.backoff_ms = 100;
+	if (ds_applier_new(&e->a, &ac, &err) < 0)
+		fail_msg("applier: %s", err.msg);
+	assert_string_equal(ds_applier_dra_api_version(e->a), "resource.k8s.io/v1");
+	return e;
+}
+
+static struct ds_kube_resource resource(ds_kube *k, const char *api, const char *kind)
+{
+	struct ds_kube_resource r;
+	ds_kube_error ke;
+	char b[800];
+
+	if (ds_kube_resource_find(k, api, kind, &r, &ke) < 0)
+		fail_msg("resource %s %s: %s", api, kind, ds_kube_error_format(&ke, b, sizeof(b)));
+	return r;
+}
+
+static void env_free(struct env *e)
+{
+	struct ds_kube_resource r = resource(e->k, "v1", "Namespace");
+	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
+
+	ds_kube_delete(e->k, &r, NULL, e->dst, &d, NULL);
+	ds_applier_free(e->a);
+	ds_kube_free(e->k);
+	tu_ledger_close(&e->l);
+	ds_target_config_free(e->cfg);
+	for (size_t i = 0; i < e->n_payloads; i++)
+		free(e->payloads[i]);
+	free(e->dir);
+	free(e);
+}
+
+/* The object on the target, or NULL when it is not there. */
+static json_t *target_get(struct env *e, const char *api, const char *kind, const char *name)
+{
+	struct ds_kube_resource r = resource(e->k, api, kind);
+	ds_kube_error ke;
+	json_t *obj = NULL;
+	char b[800];
+	int rc = ds_kube_get(e->k, &r, r.namespaced ? e->dst : NULL, name, NULL, &obj, &ke);
+
+	if (rc == -ENOENT)
+		return NULL;
+	if (rc < 0)
+		fail_msg("get %s %s: %s", kind, name, ds_kube_error_format(&ke, b, sizeof(b)));
+	return obj;
+}
+
+/* One YAML document, printf-formatted (the tests pass the source namespace). */
+static json_t *objf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *objf(const char *fmt, ...)
+{
+	char text[2000];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	return dt_object(text);
+}
+
+/* Commit objects (borrowed; kept alive by the caller until return) as upserts in one batch. */
+static void commit(struct env *e, json_t *const *objs, size_t n)
+{
+	ds_record recs[64];
+	char uid[64][300];
+
+	assert_true(n <= 64 && e->n_payloads + n <= 256);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(uid[i], sizeof(uid[i]), "uid-%s-%s", ds_obj_kind(objs[i]),
+			 ds_obj_name(objs[i]));
+		recs[i] = tu_record_upsert(objs[i], uid[i], &e->payloads[e->n_payloads++]);
+	}
+	tu_ledger_commit(&e->l, recs, n, NULL, NULL);
+}
+
+static void commit1(struct env *e, json_t *obj)
+{
+	commit(e, &obj, 1);
+	json_decref(obj);
+}
+
+static void commit_namespace(struct env *e)
+{
+	commit1(e, objf("apiVersion: v1\nkind: Namespace\nmetadata: {name: '%s'}\n", e->src));
+}
+
+static int pass(struct env *e)
+{
+	ds_err err = {0};
+	int n = ds_applier_pass(e->a, &err);
+
+	if (n < 0)
+		fail_msg("pass: %s", err.msg);
+	return n;
+}
+
+static ds_applier_stats stats(struct env *e)
+{
+	ds_applier_stats s;
+
+	ds_applier_stats_get(e->a, &s);
+	return s;
+}
+
+/* The ledger row of an object (source names). Caller disposes. */
+static ds_object_state_row row(struct env *e, const char *api, const char *kind, const char *name,
+			       bool cluster_scoped)
+{
+	ds_object_state *st = NULL;
+	ds_object_state_row r;
+	ds_err err = {0};
+	char key[600];
+
+	ds_object_state_key(api, kind, cluster_scoped ? NULL : e->src, name, key, sizeof(key));
+	assert_int_equal(ds_object_state_open(&st, e->path, &err), 0);
+	if (ds_object_state_get(st, SOURCE, key, &r, &err) < 0)
+		fail_msg("row %s: %s", key, err.msg);
+	ds_object_state_free(st);
+	return r;
+}
+
+static void assert_state(struct env *e, const char *api, const char *kind, const char *name,
+			 enum ds_apply_state want, const char *reason_part)
+{
+	ds_object_state_row r = row(e, api, kind, name, false);
+
+	if (r.state != want || (reason_part && (!r.reason || !strstr(r.reason, reason_part))))
+		fail_msg("%s %s: state %s (%s), want %s with reason containing '%s'", kind, name,
+			 ds_apply_state_name(r.state), r.reason ? r.reason : "no reason",
+			 ds_apply_state_name(want), reason_part ? reason_part : "");
+	ds_object_state_row_dispose(&r);
+}
+
+/* ---- tests -------------------------------------------------------------------------- */
+
+static void
+test_itest_applier__fixture_applies_mapped_and_converted_then_costs_nothing(void **state)
+{
+	struct env *e = env_new("basic-resourceclaimtemplate");
+	json_t *docs =
+	    dt_load_file(tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"));
+	json_t *objs[8], *pod, *claim, *tmpl;
+	size_t n = 0, i;
+	json_t *d;
+	ds_applier_stats s0, s1;
+
+	(void)state;
+	/* the workloads first in the stream: the applier orders them */
+	json_array_foreach (docs, i, d)
+		if (ds_workload_from_kind(ds_obj_kind(d)) >= 0)
+			objs[n++] = d;
+	json_array_foreach (docs, i, d)
+		if (ds_workload_from_kind(ds_obj_kind(d)) < 0)
+			objs[n++] = d;
+	objs[n++] = objf("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\n"
+			 "metadata: {name: old-claim, namespace: '%s'}\n"
+			 "spec:\n  devices:\n    requests:\n"
+			 "    - {name: gpu, deviceClassName: gpu.nvidia.com}\n",
+			 e->src);
+	assert_int_equal(n, 5);
+	commit(e, objs, n);
+	json_decref(objs[4]);
+
+	assert_int_equal(pass(e), 5);
+	s0 = stats(e);
+	assert_int_equal(s0.applied, 5);
+	assert_int_equal(s0.api_writes, 5);
+	assert_int_equal(s0.failed + s0.waiting, 0);
+
+	pod = target_get(e, "v1", "Pod", "pod1");
+	assert_non_null(pod);
+	assert_string_equal(dt_str(pod, "/metadata/labels/app.kubernetes.io~1managed-by"),
+			    "drasync");
+	assert_string_equal(dt_str(pod, "/metadata/annotations/drasync.io~1source-uid"),
+			    "uid-Pod-pod1");
+	assert_string_equal(dt_str(pod, "/metadata/annotations/drasync.io~1source-cluster"),
+			    SOURCE);
+	assert_string_equal(dt_str(pod, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "single-gpu");
+	json_decref(pod);
+	tmpl = target_get(e, "resource.k8s.io/v1", "ResourceClaimTemplate", "single-gpu");
+	assert_non_null(tmpl);
+	json_decref(tmpl);
+	/* v1beta1 in, v1 on the target, with the DeviceClass mapped */
+	claim = target_get(e, "resource.k8s.io/v1", "ResourceClaim", "old-claim");
+	assert_non_null(claim);
+	assert_string_equal(dt_str(claim, "/spec/devices/requests/0/exactly/deviceClassName"),
+			    "gpu.example.com");
+	json_decref(claim);
+	assert_state(e, "v1", "Pod", "pod0", DS_APPLY_APPLIED, NULL);
+
+	/* The same objects again: committed, and no API call at all. */
+	objs[4] = objf("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\n"
+		       "metadata: {name: old-claim, namespace: '%s'}\n"
+		       "spec:\n  devices:\n    requests:\n"
+		       "    - {name: gpu, deviceClassName: gpu.nvidia.com}\n",
+		       e->src);
+	commit(e, objs, n);
+	json_decref(objs[4]);
+	assert_int_equal(pass(e), 0);
+	s1 = stats(e);
+	assert_int_equal(s1.api_writes, s0.api_writes);
+	assert_int_equal(s1.api_reads, s0.api_reads);
+	json_decref(docs);
+	env_free(e);
+}
+
+static void test_itest_applier__burst_of_50_updates_is_one_write_of_the_last(void **state)
+{
+	struct env *e = env_new("burst");
+	ds_applier_stats s0, s1;
+	json_t *cm;
+
+	(void)state;
+	commit_namespace(e);
+	assert_int_equal(pass(e), 1);
+	s0 = stats(e);
+	for (int b = 0; b < 5; b++) {
+		json_t *objs[10];
+		for (int i = 0; i < 10; i++) {
+			char text[300];
+			snprintf(text, sizeof(text),
+				 "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hot, "
+				 "namespace: '%s'}\ndata: {v: '%d'}\n",
+				 e->src, b * 10 + i);
+			objs[i] = dt_object(text);
+		}
+		commit(e, objs, 10);
+		for (int i = 0; i < 10; i++)
+			json_decref(objs[i]);
+	}
+	assert_int_equal(pass(e), 1);
+	s1 = stats(e);
+	assert_int_equal(s1.api_writes - s0.api_writes, 1);
+	cm = target_get(e, "v1", "ConfigMap", "hot");
+	assert_non_null(cm);
+	assert_string_equal(dt_str(cm, "/data/v"), "49");
+	json_decref(cm);
+	assert_state(e, "v1", "ConfigMap", "hot", DS_APPLY_APPLIED, NULL);
+	env_free(e);
+}
+
+static void test_itest_applier__workload_waits_for_its_template_then_applies(void **state)
+{
+	struct env *e = env_new("late-template");
+	json_t *pod;
+
+	(void)state;
+	commit_namespace(e);
+	commit1(e, objf("apiVersion: v1\nkind: Pod\nmetadata: {name: early, namespace: '%s'}\n"
+			"spec:\n  containers:\n  - name: c\n    image: busybox\n"
+			"    resources: {claims: [{name: gpu}]}\n"
+			"  resourceClaims:\n  - {name: gpu, resourceClaimTemplateName: late}\n",
+			e->src));
+	assert_int_equal(pass(e), 2);
+	assert_state(e, "v1", "Pod", "early", DS_APPLY_WAITING, "ResourceClaimTemplate");
+	pod = target_get(e, "v1", "Pod", "early");
+	assert_null(pod);
+
+	commit1(e, objf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+			"metadata: {name: late, namespace: '%s'}\n"
+			"spec:\n  spec:\n    devices:\n      requests:\n"
+			"      - {name: gpu, exactly: {deviceClassName: gpu.example.com}}\n",
+			e->src));
+	assert_int_equal(pass(e), 2);
+	assert_state(e, "resource.k8s.io/v1", "ResourceClaimTemplate", "late", DS_APPLY_APPLIED,
+		     NULL);
+	assert_state(e, "v1", "Pod", "early", DS_APPLY_APPLIED, NULL);
+	pod = target_get(e, "v1", "Pod", "early");
+	assert_non_null(pod);
+	json_decref(pod);
+	env_free(e);
+}
+
+static void test_itest_applier__tombstones_delete_only_what_drasync_created(void **state)
+{
+	struct env *e = env_new("tombstones");
+	struct ds_kube_resource cmr;
+	ds_kube_error ke;
+	ds_record recs[3];
+	json_t *foreign, *objs[2], *got;
+	char b[800];
+	ds_applier_stats s;
+
+	(void)state;
+	commit_namespace(e);
+	objs[0] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ours, namespace: "
+		       "'%s'}\ndata: {a: '1'}\n",
+		       e->src);
+	objs[1] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ours2, namespace: "
+		       "'%s'}\ndata: {a: '1'}\n",
+		       e->src);
+	commit(e, objs, 2);
+	json_decref(objs[0]);
+	json_decref(objs[1]);
+	assert_int_equal(pass(e), 3);
+	/* made on the target by someone else, with the same name as a source object */
+	cmr = resource(e->k, "v1", "ConfigMap");
+	foreign = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+			    "metadata", "name", "foreign", "data", "x", "y");
+	if (ds_kube_create(e->k, &cmr, e->dst, foreign, NULL, &ke) < 0)
+		fail_msg("create: %s", ds_kube_error_format(&ke, b, sizeof(b)));
+	json_decref(foreign);
+
+	recs[0] =
+	    tu_record_tombstone("v1", "ConfigMap", e->src, "foreign", "uid-ConfigMap-foreign");
+	recs[1] = tu_record_tombstone("v1", "ConfigMap", e->src, "ours", "uid-ConfigMap-ours");
+	recs[2] = tu_record_tombstone("v1", "ConfigMap", e->src, "ours2", "uid-of-another-object");
+	tu_ledger_commit(&e->l, recs, 3, NULL, NULL);
+	assert_int_equal(pass(e), 3);
+	s = stats(e);
+	assert_int_equal(s.deleted, 1);
+	assert_int_equal(s.kept, 2);
+
+	got = target_get(e, "v1", "ConfigMap", "foreign");
+	assert_non_null(got);
+	json_decref(got);
+	assert_state(e, "v1", "ConfigMap", "foreign", DS_APPLY_KEPT, "not created by drasync");
+	got = target_get(e, "v1", "ConfigMap", "ours2");
+	assert_non_null(got);
+	json_decref(got);
+	assert_state(e, "v1", "ConfigMap", "ours2", DS_APPLY_KEPT, "uid-of-another-object");
+	got = target_get(e, "v1", "ConfigMap", "ours");
+	assert_null(got);
+	assert_state(e, "v1", "ConfigMap", "ours", DS_APPLY_DELETED, NULL);
+	env_free(e);
+}
+
+static void test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply(void **state)
+{
+	struct env *e = env_new("bad-objects");
+	const char *garbage = "{\"apiVersion\": \"v1\", \"kind\": ";
+	json_t *objs[2], *got;
+	ds_record rec;
+
+	(void)state;
+	commit_namespace(e);
+	memset(&rec, 0, sizeof(rec));
+	rec.op = DS_RECORD_UPSERT;
+	rec.api_version = "v1";
+	rec.kind = "ConfigMap";
+	rec.ns = e->src;
+	rec.name = "garbage";
+	rec.source_uid = "uid-garbage";
+	rec.payload = (const uint8_t *)garbage;
+	rec.payload_len = strlen(garbage);
+	tu_ledger_commit(&e->l, &rec, 1, NULL, NULL);
+	/* a key the API server refuses (422 Invalid) beside a good object */
+	objs[0] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rejected, "
+		       "namespace: '%s'}\ndata: {'no spaces allowed': '1'}\n",
+		       e->src);
+	objs[1] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good, namespace: "
+		       "'%s'}\ndata: {a: '1'}\n",
+		       e->src);
+	commit(e, objs, 2);
+	json_decref(objs[0]);
+	json_decref(objs[1]);
+	assert_int_equal(pass(e), 4);
+	assert_state(e, "v1", "ConfigMap", "garbage", DS_APPLY_FAILED, "not a JSON object");
+	assert_state(e, "v1", "ConfigMap", "rejected", DS_APPLY_FAILED, "422");
+	assert_state(e, "v1", "ConfigMap", "rejected", DS_APPLY_FAILED, "no spaces allowed");
+	assert_state(e, "v1", "ConfigMap", "good", DS_APPLY_APPLIED, NULL);
+	got = target_get(e, "v1", "ConfigMap", "good");
+	assert_non_null(got);
+	json_decref(got);
+	assert_null(target_get(e, "v1", "ConfigMap", "rejected"));
+
+	/* A failed object is not retried by itself, but a new version is applied. */
+	assert_int_equal(pass(e), 0);
+	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rejected, "
+			"namespace: '%s'}\ndata: {fixed: '1'}\n",
+			e->src));
+	assert_int_equal(pass(e), 1);
+	assert_state(e, "v1", "ConfigMap", "rejected", DS_APPLY_APPLIED, NULL);
+	env_free(e);
+}
+
+static void test_itest_applier__immutable_change_deletes_and_recreates(void **state)
+{
+	struct env *e = env_new("immutable");
+#define CLAIM                                                                                      \
+	"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"                                    \
+	"metadata: {name: claim, namespace: '%s'}\n"                                               \
+	"spec:\n  devices:\n    requests:\n"                                                       \
+	"    - {name: %s, exactly: {deviceClassName: gpu.example.com}}\n"
+	json_t *got;
+
+	(void)state;
+	commit_namespace(e);
+	commit1(e, objf(CLAIM, e->src, "first"));
+	assert_int_equal(pass(e), 2);
+	commit1(e, objf(CLAIM, e->src, "second"));
+	assert_int_equal(pass(e), 1);
+	assert_state(e, "resource.k8s.io/v1", "ResourceClaim", "claim", DS_APPLY_APPLIED,
+		     "re-created");
+	assert_int_equal(stats(e).recreated, 1);
+	got = target_get(e, "resource.k8s.io/v1", "ResourceClaim", "claim");
+	assert_non_null(got);
+	assert_string_equal(dt_str(got, "/spec/devices/requests/0/name"), "second");
+	json_decref(got);
+	env_free(e);
+}
+
+static void *run_thread(void *arg)
+{
+	ds_err err = {0};
+
+	if (ds_applier_run(arg, &err) < 0)
+		fprintf(stderr, "run: %s\n", err.msg);
+	return NULL;
+}
+
+static void test_itest_applier__run_loop_applies_what_commits_wake_it_for(void **state)
+{
+	struct env *e = env_new("run-loop");
+	pthread_t th;
+	json_t *cm = NULL;
+
+	(void)state;
+	assert_int_equal(pthread_create(&th, NULL, run_thread, e->a), 0);
+	{
+		json_t *ns =
+		    objf("apiVersion: v1\nkind: Namespace\nmetadata: {name: '%s'}\n", e->src);
+		ds_record rec = tu_record_upsert(ns, "uid-ns", &e->payloads[e->n_payloads++]);
+		tu_ledger_commit(&e->l, &rec, 1, ds_applier_record_handler, e->a);
+		json_decref(ns);
+	}
+	for (int i = 0; i < 20; i++) {
+		char text[300];
+		json_t *o;
+		ds_record rec;
+		snprintf(text, sizeof(text),
+			 "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: live, namespace: "
+			 "'%s'}\ndata: {v: '%d'}\n",
+			 e->src, i);
+		o = dt_object(text);
+		rec = tu_record_upsert(o, "uid-live", &e->payloads[e->n_payloads++]);
+		tu_ledger_commit(&e->l, &rec, 1, ds_applier_record_handler, e->a);
+		json_decref(o);
+	}
+	for (int t = 0; t < 100; t++) {
+		const char *v;
+		json_decref(cm);
+		cm = target_get(e, "v1", "ConfigMap", "live");
+		v = cm ? dt_str(cm, "/data/v") : NULL;
+		if (v && strcmp(v, "19") == 0)
+			break;
+		msleep(100);
+	}
+	ds_applier_stop(e->a);
+	pthread_join(th, NULL);
+	assert_non_null(cm);
+	assert_string_equal(dt_str(cm, "/data/v"), "19");
+	json_decref(cm);
+	/* never more writes than versions; usually far fewer */
+	assert_true(stats(e).api_writes <= 21);
+	env_free(e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(
+		test_itest_applier__fixture_applies_mapped_and_converted_then_costs_nothing),
+	    cmocka_unit_test(test_itest_applier__burst_of_50_updates_is_one_write_of_the_last),
+	    cmocka_unit_test(test_itest_applier__workload_waits_for_its_template_then_applies),
+	    cmocka_unit_test(test_itest_applier__tombstones_delete_only_what_drasync_created),
+	    cmocka_unit_test(test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply),
+	    cmocka_unit_test(test_itest_applier__immutable_change_deletes_and_recreates),
+	    cmocka_unit_test(test_itest_applier__run_loop_applies_what_commits_wake_it_for),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
