@@ -468,13 +468,16 @@ int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err)
 	    exec(st->db, "UPDATE object_state SET next_try_at = 0 WHERE state = 'waiting'", err));
 }
 
+/* Applied once and not deleted since: a newer version pending or refused does
+ * not take the applied one off the target. */
 int ds_object_state_target_applied(ds_object_state *st, const char *kind, const char *ns,
 				   const char *name, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
 	int rc = prepare(st->db,
 			 "SELECT 1 FROM object_state WHERE kind = ? AND target_name = ?"
-			 " AND target_namespace IS ? AND state = 'applied' AND op = 1 LIMIT 1",
+			 " AND target_namespace IS ? AND applied_hash IS NOT NULL AND op = 1"
+			 " LIMIT 1",
 			 &q, err);
 
 	if (rc == 0) {

@@ -127,7 +127,8 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err);
 
 /**
- * Whether the ledger holds kind/ns/name (target names) as applied.
+ * Whether kind/ns/name (target names) was applied by drasync and no tombstone
+ * has come for it since (a newer version may be pending or refused).
  * @return 1, 0, or a negative errno
  */
 int ds_object_state_target_applied(ds_object_state *st, const char *kind, const char *ns,
