@@ -41,7 +41,8 @@ struct item {
 	int rank;
 	struct ds_kube_resource res;
 	uint8_t hash[DS_HASH_LEN];
-	bool decided;
+	bool decided, unchanged;
+	size_t rep_first, rep_n; /* its entries in the pass's report */
 	ds_object_state_result out;
 	char reason[REASON_MAX];
 };
@@ -238,8 +239,8 @@ static void decide_kube_failure(ds_applier *a, struct item *it, const char *what
 	decide(it, DS_APPLY_FAILED, "%s: %s", what, ds_kube_error_format(ke, buf, sizeof(buf)));
 }
 
-/* Write the item's result to the ledger and count it. */
-static int record(ds_applier *a, struct item *it, ds_err *err)
+/* Write the item's result to the ledger, count it and tell the agent. */
+static int record(ds_applier *a, struct item *it, const ds_report *rep, ds_err *err)
 {
 	static const size_t offs[DS_APPLY_STATE_MAX] = {
 	    [DS_APPLY_APPLIED] = offsetof(ds_applier_stats, applied),
@@ -251,10 +252,28 @@ static int record(ds_applier *a, struct item *it, ds_err *err)
 	    [DS_APPLY_KEPT] = offsetof(ds_applier_stats, kept),
 	};
 	size_t off = offs[it->out.state];
+	char target[700];
+	int rc;
 
-	if (off)
+	if (off && !it->unchanged)
 		count(a, (uint64_t *)(void *)((char *)&a->stats + off), 1);
-	return ds_object_state_set(a->st, it->row->id, it->row->record_id, &it->out, err);
+	rc = ds_object_state_set(a->st, it->row->id, it->row->record_id, &it->out, err);
+	if (rc < 0 || !a->cfg.on_event)
+		return rc;
+	if (it->obj)
+		ds_obj_describe(it->obj, target, sizeof(target));
+	a->cfg.on_event(a->cfg.event_ud, &(ds_applier_event){.source = it->row->source,
+							     .key = it->row->key,
+							     .target = it->obj ? target : NULL,
+							     .seq = it->row->seq,
+							     .op = it->row->op,
+							     .state = it->out.state,
+							     .reason = it->out.reason,
+							     .unchanged = it->unchanged,
+							     .report = rep,
+							     .report_first = it->rep_first,
+							     .report_n = it->rep_n});
+	return 0;
 }
 
 /* ---- preparing: payload, pipeline, hash -------------------------------------- */
@@ -332,9 +351,11 @@ static int prepare(ds_applier *a, struct item *it, ds_report *rep)
 		it->obj = NULL;
 		return 0;
 	}
+	it->rep_first = first;
 	t = ds_transform_object(&topts, it->obj, rep);
 	if (t < 0)
 		return t;
+	it->rep_n = ds_report_count(rep) - first;
 	switch (t) {
 	case DS_TRANSFORM_SKIP:
 		decide(it, DS_APPLY_SKIPPED, "%s",
@@ -357,6 +378,7 @@ static int prepare(ds_applier *a, struct item *it, ds_report *rep)
 		return rc;
 	if (r->has_applied_hash && memcmp(r->applied_hash, it->hash, DS_HASH_LEN) == 0) {
 		decide(it, DS_APPLY_APPLIED, NULL);
+		it->unchanged = true;
 		count(a, &a->stats.unchanged, 1);
 		return 0;
 	}
@@ -562,7 +584,8 @@ static void mark_applied(struct item *it)
 }
 
 /* Apply one rank's objects concurrently. @return 0, or a negative errno (ledger, memory) */
-static int apply_group(ds_applier *a, struct item **g, size_t n, bool *applied_any, ds_err *err)
+static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report *rep,
+		       bool *applied_any, ds_err *err)
 {
 	struct ds_kube_op *ops = calloc(n + 1, sizeof(*ops));
 	char(*notes)[REASON_MAX] = calloc(n + 1, sizeof(*notes));
@@ -615,7 +638,7 @@ static int apply_group(ds_applier *a, struct item **g, size_t n, bool *applied_a
 		if (g[i]->out.state == DS_APPLY_APPLIED &&
 		    ds_workload_from_kind(ds_obj_kind(g[i]->obj)) < 0)
 			*applied_any = true;
-		rc = record(a, g[i], err);
+		rc = record(a, g[i], rep, err);
 		if (rc < 0)
 			goto out;
 	}
@@ -763,7 +786,7 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 			up[n_up++] = it;
 			continue;
 		}
-		rc = record(a, it, err);
+		rc = record(a, it, rep, err);
 		if (rc < 0)
 			goto out;
 	}
@@ -774,7 +797,7 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 		size_t j = i;
 		while (j < n_up && up[j]->rank == up[i]->rank)
 			j++;
-		rc = apply_group(a, up + i, j - i, &applied_any, err);
+		rc = apply_group(a, up + i, j - i, rep, &applied_any, err);
 		if (rc < 0)
 			goto out;
 		i = j;
@@ -783,7 +806,7 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	qsort(del, n_del, sizeof(*del), cmp_rank);
 	for (size_t i = n_del; i-- > 0;) {
 		tombstone(a, del[i]);
-		rc = record(a, del[i], err);
+		rc = record(a, del[i], rep, err);
 		if (rc < 0)
 			goto out;
 	}

@@ -142,10 +142,89 @@ static void test_applier__unreachable_api_keeps_objects_pending_with_backoff(voi
 	free(dir);
 }
 
+struct events {
+	int n, held, with_hold_entry;
+	char last_reason[300];
+};
+
+static void on_event(void *ud, const ds_applier_event *ev)
+{
+	struct events *e = ud;
+
+	e->n++;
+	snprintf(e->last_reason, sizeof(e->last_reason), "%s", ev->reason ? ev->reason : "");
+	if (ev->state != DS_APPLY_HELD)
+		return;
+	e->held++;
+	assert_string_equal(ev->key, "core/Pod/ml-team/standby-pod");
+	for (size_t i = ev->report_first; i < ev->report_first + ev->report_n; i++)
+		if (ds_report_get(ev->report, i)->type == DS_REPORT_HOLD)
+			e->with_hold_entry++;
+}
+
+static void test_applier__standby_pod_is_held_in_the_ledger_without_an_api_call(void **state)
+{
+	char *dir = tu_mkdtemp("applier-standby");
+	char path[1024], *p1 = NULL;
+	ds_target_config *cfg = dt_config("apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\n"
+					  "mode: standby\n");
+	ds_applier_config ac = {0};
+	struct events ev = {0};
+	ds_object_state *st = NULL;
+	ds_object_state_row r;
+	ds_applier_stats s;
+	ds_applier *a = NULL;
+	ds_record rec;
+	ds_err err = {0};
+	tu_ledger l;
+	ds_kube *k;
+	json_t *pod = dt_object("apiVersion: v1\nkind: Pod\n"
+				"metadata: {name: standby-pod, namespace: ml-team}\n"
+				"spec:\n  containers:\n  - {name: c, image: busybox}\n");
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ledger.db", dir);
+	tu_ledger_open(&l, path, SOURCE);
+	k = unreachable(dir);
+	ac.ledger_path = path;
+	ac.kube = k;
+	ac.cfg = cfg;
+	ac.on_event = on_event;
+	ac.event_ud = &ev;
+	assert_int_equal(ds_applier_new(&a, &ac, &err), 0);
+	rec = tu_record_upsert(pod, "uid-pod", &p1);
+	tu_ledger_commit(&l, &rec, 1, NULL, NULL);
+	assert_int_equal(ds_applier_pass(a, &err), 1);
+	ds_applier_stats_get(a, &s);
+	assert_int_equal(s.held, 1);
+	assert_int_equal(s.api_writes + s.api_reads, 0);
+	assert_int_equal(ev.n, 1);
+	assert_int_equal(ev.held, 1);
+	assert_int_equal(ev.with_hold_entry, 1);
+	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
+	assert_int_equal(ds_object_state_get(st, SOURCE, "core/Pod/ml-team/standby-pod", &r, &err),
+			 0);
+	assert_int_equal(r.state, DS_APPLY_HELD);
+	assert_non_null(r.reason);
+	ds_object_state_row_dispose(&r);
+	/* held stays held: not picked again */
+	assert_int_equal(ds_applier_pass(a, &err), 0);
+
+	ds_object_state_free(st);
+	ds_applier_free(a);
+	ds_kube_free(k);
+	tu_ledger_close(&l);
+	ds_target_config_free(cfg);
+	json_decref(pod);
+	free(p1);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_applier__unreachable_api_keeps_objects_pending_with_backoff),
+	    cmocka_unit_test(test_applier__standby_pod_is_held_in_the_ledger_without_an_api_call),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,12 +30,29 @@
 #include "drasync/kube_client.h"
 #include "drasync/object_state.h"
 #include "drasync/record.h"
+#include "drasync/report.h"
 #include "drasync/target_config.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct ds_applier ds_applier;
+
+/* One object's outcome, for the agent to log and count. Everything is borrowed for the call. */
+typedef struct ds_applier_event {
+	const char *source, *key; /* the source and the object key (source names) */
+	const char *target;	  /* "Kind ns/name" on the target, NULL when not known */
+	uint64_t seq;		  /* of the record this is about */
+	enum ds_record_op op;
+	enum ds_apply_state state;
+	const char *reason; /* NULL: none */
+	bool unchanged;	    /* already applied: no API call was made */
+	const ds_report *report;
+	size_t report_first, report_n; /* the pipeline's entries for this object */
+} ds_applier_event;
+
+/* Called on the applier's thread after the outcome is in the ledger. */
+typedef void (*ds_applier_event_fn)(void *ud, const ds_applier_event *ev);
 
 typedef struct ds_applier_config {
 	const char *ledger_path;	/* the inbox's SQLite file */
@@ -45,6 +62,8 @@ typedef struct ds_applier_config {
 	size_t pass_max;		/* objects per pass; 0: 512 */
 	int wait_retry_ms;		/* a waiting workload is looked at again after; 0: 5000 */
 	int backoff_ms, backoff_max_ms; /* transient failures; 0: 1000, 60000 */
+	ds_applier_event_fn on_event;	/* may be NULL */
+	void *event_ud;
 	int delete_wait_ms; /* re-create: how long to wait for the old object; 0: 30000 */
 } ds_applier_config;
 
