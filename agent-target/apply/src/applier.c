@@ -32,6 +32,7 @@ struct ds_applier {
 	bool notified, stopping;
 	ds_applier_stats stats;
 	json_t *present; /* per pass: "kind/ns/name" -> whether it exists on the target */
+	json_t *objs;	 /* per pass: "kind/ns/name" -> a claim or template as on the target */
 };
 
 /* One object of a pass. */
@@ -135,6 +136,7 @@ void ds_applier_free(ds_applier *a)
 		return;
 	ds_object_state_free(a->st);
 	json_decref(a->present);
+	json_decref(a->objs);
 	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
@@ -451,6 +453,42 @@ struct missing {
 	bool device_classes; /* report DeviceClasses (else ignore them) */
 };
 
+static bool is_claim_or_template(const char *kind)
+{
+	return strcmp(kind, "ResourceClaim") == 0 || strcmp(kind, "ResourceClaimTemplate") == 0;
+}
+
+static void obj_key(const char *kind, const char *ns, const char *name, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/%s/%s", kind, ns ? ns : "", name);
+}
+
+/*
+ * The claim or template as the target has it: applied in this pass, else read
+ * (once per pass). @return borrowed, or NULL when it cannot be read
+ */
+static json_t *dra_object(ds_applier *a, const char *kind, const char *ns, const char *name)
+{
+	struct ds_kube_resource res;
+	ds_kube_error ke;
+	json_t *o = NULL;
+	char key[800];
+
+	obj_key(kind, ns, name, key, sizeof(key));
+	o = json_object_get(a->objs, key);
+	if (o)
+		return json_is_object(o) ? o : NULL;
+	ds_kube_error_clear(&ke);
+	if (ds_kube_resource_find(a->cfg.kube, need_api(a, kind), kind, &res, &ke) == 0) {
+		count(a, &a->stats.api_reads, 1);
+		if (ds_kube_get(a->cfg.kube, &res, ns, name, NULL, &o, &ke) < 0)
+			o = NULL;
+	}
+	if (json_object_set_new(a->objs, key, o ? o : json_null()) < 0)
+		return NULL;
+	return o;
+}
+
 static int need(void *ud, const char *kind, const char *ns, const char *name)
 {
 	struct missing *m = ud;
@@ -461,6 +499,19 @@ static int need(void *ud, const char *kind, const char *ns, const char *name)
 	p = present(m->a, kind, ns, name);
 	if (p < 0)
 		return p;
+	if (p && !m->device_classes && is_claim_or_template(kind)) {
+		/* A workload also waits for the DeviceClasses its claims and templates
+		 * request: without them its pods cannot be scheduled either. */
+		json_t *o = dra_object(m->a, kind, ns, name);
+		if (o) {
+			m->device_classes = true;
+			p = ds_preflight_needs(o, need, m);
+			m->device_classes = false;
+			if (p < 0)
+				return p;
+		}
+		return 0;
+	}
 	if (!p) {
 		int w = snprintf(m->text + m->used, sizeof(m->text) - m->used, "%s%s %s%s%s",
 				 m->n ? ", " : "", kind, ns ? ns : "", ns ? "/" : "", name);
@@ -472,9 +523,10 @@ static int need(void *ud, const char *kind, const char *ns, const char *name)
 }
 
 /*
- * SPEC §5: a workload waits for the claims and templates it references; a
- * claim or template is applied even when its DeviceClass is missing (nothing
- * else is held back), and the reason says which is missing.
+ * SPEC §5: a workload waits for the claims and templates it references and
+ * the DeviceClasses they request; a claim or template is applied even when
+ * its DeviceClass is missing (nothing else is held back), and its reason says
+ * which is missing.
  * @return 0, -ENOMEM
  */
 static int preflight(ds_applier *a, struct item *it, char *note, size_t note_size)
@@ -634,6 +686,16 @@ static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report
 	}
 	for (size_t i = 0; i < n; i++) {
 		mark_applied(g[i]);
+		if (g[i]->out.state == DS_APPLY_APPLIED &&
+		    is_claim_or_template(ds_obj_kind(g[i]->obj))) {
+			char key[800];
+			obj_key(ds_obj_kind(g[i]->obj), ds_obj_namespace(g[i]->obj),
+				ds_obj_name(g[i]->obj), key, sizeof(key));
+			if (json_object_set(a->objs, key, g[i]->obj) < 0) {
+				rc = -ENOMEM;
+				goto out;
+			}
+		}
 		/* Only what a workload may need can end another's wait. */
 		if (g[i]->out.state == DS_APPLY_APPLIED &&
 		    ds_workload_from_kind(ds_obj_kind(g[i]->obj)) < 0)
@@ -763,11 +825,13 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	if (rc < 0 || n == 0)
 		goto out;
 	json_decref(a->present);
+	json_decref(a->objs);
+	a->objs = json_object();
 	items = calloc(n, sizeof(*items));
 	up = calloc(n, sizeof(*up));
 	del = calloc(n, sizeof(*del));
 	a->present = json_object();
-	if (!items || !up || !del || !a->present || ds_report_new(&rep) < 0) {
+	if (!items || !up || !del || !a->present || !a->objs || ds_report_new(&rep) < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}

@@ -97,6 +97,7 @@ static struct env *env_new(const char *src)
 	ac.kube = e->k;
 	ac.cfg = e->cfg;
 	ac.backoff_ms = 100;
+	ac.wait_retry_ms = 300;
 	if (ds_applier_new(&e->a, &ac, &err) < 0)
 		fail_msg("applier: %s", err.msg);
 	assert_string_equal(ds_applier_dra_api_version(e->a), "resource.k8s.io/v1");
@@ -373,6 +374,51 @@ static void test_itest_applier__workload_waits_for_its_template_then_applies(voi
 	env_free(e);
 }
 
+static void test_itest_applier__workload_waits_for_the_device_class_its_template_needs(void **state)
+{
+	struct env *e = env_new("late-class");
+	struct ds_kube_resource dcr;
+	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
+	ds_kube_error ke;
+	char cls[80], b[800];
+	json_t *dc, *pod;
+
+	(void)state;
+	snprintf(cls, sizeof(cls), "itest-late-%u.example.com", rnd());
+	commit_namespace(e);
+	commit1(e, objf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+			"metadata: {name: t, namespace: '%s'}\n"
+			"spec:\n  spec:\n    devices:\n      requests:\n"
+			"      - {name: gpu, exactly: {deviceClassName: '%s'}}\n",
+			e->src, cls));
+	commit1(e, objf("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: '%s'}\n"
+			"spec:\n  containers:\n  - name: c\n    image: busybox\n"
+			"    resources: {claims: [{name: gpu}]}\n"
+			"  resourceClaims:\n  - {name: gpu, resourceClaimTemplateName: t}\n",
+			e->src));
+	assert_int_equal(pass(e), 3);
+	/* the template is applied (nothing but workloads is held back) and says what it lacks */
+	assert_state(e, "resource.k8s.io/v1", "ResourceClaimTemplate", "t", DS_APPLY_APPLIED, cls);
+	assert_state(e, "v1", "Pod", "p", DS_APPLY_WAITING, cls);
+	assert_null(target_get(e, "v1", "Pod", "p"));
+
+	/* the target's infrastructure team adds the DeviceClass */
+	dcr = resource(e->k, "resource.k8s.io/v1", "DeviceClass");
+	dc = json_pack("{s:s, s:s, s:{s:s}, s:{}}", "apiVersion", "resource.k8s.io/v1", "kind",
+		       "DeviceClass", "metadata", "name", cls, "spec");
+	if (ds_kube_create(e->k, &dcr, NULL, dc, NULL, &ke) < 0)
+		fail_msg("create DeviceClass: %s", ds_kube_error_format(&ke, b, sizeof(b)));
+	json_decref(dc);
+	msleep(400);
+	assert_int_equal(pass(e), 1);
+	assert_state(e, "v1", "Pod", "p", DS_APPLY_APPLIED, NULL);
+	pod = target_get(e, "v1", "Pod", "p");
+	assert_non_null(pod);
+	json_decref(pod);
+	ds_kube_delete(e->k, &dcr, NULL, cls, &d, NULL);
+	env_free(e);
+}
+
 static void test_itest_applier__tombstones_delete_only_what_drasync_created(void **state)
 {
 	struct env *e = env_new("tombstones");
@@ -565,6 +611,8 @@ int main(void)
 		test_itest_applier__fixture_applies_mapped_and_converted_then_costs_nothing),
 	    cmocka_unit_test(test_itest_applier__burst_of_50_updates_is_one_write_of_the_last),
 	    cmocka_unit_test(test_itest_applier__workload_waits_for_its_template_then_applies),
+	    cmocka_unit_test(
+		test_itest_applier__workload_waits_for_the_device_class_its_template_needs),
 	    cmocka_unit_test(test_itest_applier__tombstones_delete_only_what_drasync_created),
 	    cmocka_unit_test(test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply),
 	    cmocka_unit_test(test_itest_applier__immutable_change_deletes_and_recreates),
