@@ -392,7 +392,9 @@ static void on_ack(ds_sender *s, const ds_wire_ack *a)
 		reset(s, true);
 		return;
 	}
-	if (a->committed_seq > atomic_load(&s->acked)) {
+	bool advance = a->committed_seq > atomic_load(&s->acked);
+
+	if (advance) {
 		int rc = ds_outbox_ack(s->outbox, a->committed_seq, &err);
 
 		if (rc < 0) {
@@ -400,7 +402,6 @@ static void on_ack(ds_sender *s, const ds_wire_ack *a)
 			emit(s, DS_LOG_ERROR, "outbox_error", "%s", err.msg);
 			return;
 		}
-		atomic_store(&s->acked, a->committed_seq);
 	}
 	s->target_committed = a->committed_seq;
 	s->granted = a->committed_seq + a->credit;
@@ -409,6 +410,10 @@ static void on_ack(ds_sender *s, const ds_wire_ack *a)
 		for (size_t i = 0; i < a->n_results; i++)
 			s->cfg.on_result(s->cfg.ud, a->results[i].seq, a->results[i].status,
 					 a->results[i].message);
+	/* Published last: whoever sees a seq acknowledged (a `once` run waiting
+	 * for it) also finds its results handed to on_result. */
+	if (advance)
+		atomic_store(&s->acked, a->committed_seq);
 }
 
 static void read_incoming(ds_sender *s)

@@ -218,6 +218,14 @@ static long long committed_of(const char *inbox, const char *source)
 	return query_ll(inbox, sql);
 }
 
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void msleep(int ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -590,6 +598,82 @@ static void test_transport__round_trip_10000_records(void **state)
 	/* A payload survives the trip byte for byte (stored compressed or not). */
 	assert_int_equal(query_ll(inbox, "SELECT count(*) FROM records WHERE op = 2"), 1000);
 	assert_true(query_ll(inbox, "SELECT length(payload) FROM records WHERE seq = 1") > 100);
+	free(dir);
+}
+
+/* A slow on_result: the sender thread is still handing results over. */
+static void slow_result(void *ud, uint64_t seq, enum ds_result_status st, const char *msg)
+{
+	struct tx *tx = ud;
+
+	(void)seq;
+	(void)st;
+	(void)msg;
+	msleep(5);
+	__atomic_add_fetch(&tx->results, 1, __ATOMIC_SEQ_CST);
+}
+
+static void *tx_forever(void *arg)
+{
+	struct tx *tx = arg;
+	ds_err err = {0};
+
+	tx->rc = ds_sender_run(tx->s, 0, 0, &err);
+	return NULL;
+}
+
+/*
+ * Another thread that sees a seq acknowledged (a `once` run waiting for the
+ * target) also finds that seq's result handed to on_result.
+ */
+static void test_transport__acked_seq_shows_after_its_results(void **state)
+{
+	char *dir = tu_mkdtemp("transport-acked");
+	const char *names[] = {"prod-east"};
+	ds_keypair server, client;
+	ds_sender_config cfg;
+	char outbox[1024];
+	struct rx rx = {0};
+	struct tx tx;
+	ds_err err = {0};
+	long long end;
+
+	(void)state;
+	make_keys(dir, names, 1, &server, &client);
+	snprintf(outbox, sizeof(outbox), "%s/prod-east-outbox.db", dir);
+	fill_outbox(outbox, 200);
+	rx_start(&rx, dir, &server, 0);
+	memset(&tx, 0, sizeof(tx));
+	events_init(&tx.ev);
+	ds_sender_config_default(&cfg);
+	cfg.endpoint = ds_receiver_endpoint(rx.r);
+	cfg.server_public_key = server.public_z85;
+	cfg.keys = &client;
+	cfg.outbox_path = outbox;
+	cfg.cluster_name = "prod-east";
+	cfg.batch_records = 50;
+	cfg.on_event = on_event;
+	cfg.event_ud = &tx.ev;
+	cfg.on_result = slow_result;
+	cfg.ud = &tx;
+	assert_int_equal(ds_sender_new(&tx.s, &cfg, &err), 0);
+	assert_int_equal(pthread_create(&tx.thread, NULL, tx_forever, &tx), 0);
+	end = mono_ms() + 60000;
+	while (ds_sender_acked(tx.s) < 200 && mono_ms() < end) {
+		uint64_t acked = ds_sender_acked(tx.s);
+		long results = __atomic_load_n(&tx.results, __ATOMIC_SEQ_CST);
+
+		if ((uint64_t)results < acked)
+			fail_msg("seq %llu shows acknowledged with only %ld results handed over",
+				 (unsigned long long)acked, results);
+		msleep(1);
+	}
+	assert_int_equal(ds_sender_acked(tx.s), 200);
+	assert_true(__atomic_load_n(&tx.results, __ATOMIC_SEQ_CST) >= 200);
+	ds_sender_stop(tx.s);
+	pthread_join(tx.thread, NULL);
+	tx_free(&tx);
+	rx_stop(&rx);
 	free(dir);
 }
 
@@ -1292,6 +1376,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_transport__round_trip_10000_records),
+	    cmocka_unit_test(test_transport__acked_seq_shows_after_its_results),
 	    cmocka_unit_test(test_transport__receiver_sigkilled_5_times),
 	    cmocka_unit_test(test_transport__sender_killed_and_restarted),
 	    cmocka_unit_test(test_transport__unknown_key_refused_until_authorized),

@@ -65,7 +65,10 @@ void ds_sender_stop(ds_sender *s);
 /** Records were pushed: send them now. Safe from another thread. */
 void ds_sender_wake(ds_sender *s);
 
-/** The highest seq the target acknowledged so far. */
+/**
+ * The highest seq the target acknowledged so far. The results its Ack carried
+ * have been handed to on_result by the time the seq shows here.
+ */
 uint64_t ds_sender_acked(const ds_sender *s);
 
 #endif
