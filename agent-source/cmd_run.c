@@ -570,21 +570,12 @@ static int load(struct run *r)
 static int connect_cluster(struct run *r)
 {
 	ds_kubeconfig *kc = NULL;
-	const char *path = r->opts.kubeconfig;
 	char msg[512];
 	ds_err err = {0};
 	int rc;
 
-	if (!path) {
-		path = ds_source_config_kubeconfig(r->cfg);
-		if (path && !path[0])
-			path = NULL;
-	}
-	/* No kubeconfig anywhere: in-cluster (the config's `kubeconfig: ""`). */
-	if (path || r->opts.context || getenv("KUBECONFIG"))
-		rc = ds_kubeconfig_auto(&kc, path, r->opts.context, &err);
-	else
-		rc = ds_kubeconfig_in_cluster(&kc, NULL, &err);
+	rc = ds_kubeconfig_for_agent(&kc, r->opts.kubeconfig, r->opts.context,
+				     ds_source_config_kubeconfig(r->cfg), &err);
 	if (rc < 0) {
 		fprintf(stderr,
 			"drasync-source run: %s\n"

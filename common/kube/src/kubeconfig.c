@@ -803,6 +803,17 @@ int ds_kubeconfig_auto(ds_kubeconfig **out, const char *path, const char *contex
 	return ds_kubeconfig_load(out, NULL, context, err);
 }
 
+int ds_kubeconfig_for_agent(ds_kubeconfig **out, const char *flag_path, const char *flag_context,
+			    const char *file_path, ds_err *err)
+{
+	const char *path = flag_path && flag_path[0] ? flag_path : file_path;
+	const char *env = getenv("KUBECONFIG");
+
+	if ((path && path[0]) || (flag_context && flag_context[0]) || (env && env[0]))
+		return ds_kubeconfig_auto(out, path, flag_context, err);
+	return ds_kubeconfig_in_cluster(out, NULL, err);
+}
+
 const char *ds_kubeconfig_server(const ds_kubeconfig *kc)
 {
 	return kc->server;

@@ -68,6 +68,14 @@ int ds_kubeconfig_in_cluster(ds_kubeconfig **out, const char *sa_dir, ds_err *er
  */
 int ds_kubeconfig_auto(ds_kubeconfig **out, const char *path, const char *context, ds_err *err);
 
+/**
+ * The agents' rule: --kubeconfig (flag_path), else the configuration file's
+ * `kubeconfig` (file_path), else $KUBECONFIG; an empty one of each, and no
+ * --context, means in-cluster (the file's `kubeconfig: ""`).
+ */
+int ds_kubeconfig_for_agent(ds_kubeconfig **out, const char *flag_path, const char *flag_context,
+			    const char *file_path, ds_err *err);
+
 void ds_kubeconfig_free(ds_kubeconfig *kc);
 
 /** "https://host:port[/prefix]" without a trailing '/'. */

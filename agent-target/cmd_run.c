@@ -1,0 +1,350 @@
+/*
+ * drasync-target run --config target.yaml: the importer. The receiver (CURVE
+ * ROUTER, ZAP allow-list) commits what the sources push into the ledger in
+ * stateDir and acknowledges it at once; the applier works from the ledger on
+ * its own thread and applies the objects to this cluster, so the link never
+ * waits for the API server.
+ *
+ * Threads: the main thread runs the receiver, one thread the applier, one
+ * waits for SIGTERM/SIGINT and stops both.
+ */
+#include "commands.h"
+
+#include "drasync/applier.h"
+#include "drasync/keys.h"
+#include "drasync/kube_client.h"
+#include "drasync/log.h"
+#include "drasync/receiver.h"
+#include "drasync/target_config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct run {
+	const char *config, *kubeconfig, *context;
+	ds_target_config *cfg;
+	ds_keypair keys;
+	ds_kube *kube;
+	ds_applier *applier;
+	ds_receiver *receiver;
+	char ledger[4096];
+	pthread_t applier_thread, signal_thread;
+	bool applier_started, signal_started;
+	int applier_rc;
+	atomic_bool stopping;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: drasync-target run --config FILE [OPTIONS]\n"
+		"\n"
+		"Accepts the sources listed in keys.authorizedSources on `listen`, commits\n"
+		"every record in the ledger in stateDir before acknowledging it, and applies\n"
+		"the objects to this cluster from the ledger: DRA mapping, resource.k8s.io\n"
+		"conversion, standby, SPEC order, server-side apply as field manager drasync.\n"
+		"\n"
+		"Options:\n"
+		"  -c, --config FILE      the TargetConfig file (required)\n"
+		"      --kubeconfig PATH  use this kubeconfig instead of the file's\n"
+		"                         `kubeconfig` (empty there: in-cluster)\n"
+		"      --context NAME     the kubeconfig context (default: current)\n"
+		"      --log-level LEVEL  debug, info, warn or error (default info)\n"
+		"  -h, --help             show this help\n"
+		"\n"
+		"Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the run could not go on,\n"
+		"2 usage or configuration error.\n"
+		"\n"
+		"Example, outside a cluster against a kubeconfig:\n"
+		"  drasync-target run --config target.yaml --kubeconfig ~/.kube/config\n");
+}
+
+static int parse_args(int argc, char **argv, struct run *r)
+{
+	static const struct option longopts[] = {
+	    {"config", required_argument, NULL, 'c'},  {"kubeconfig", required_argument, NULL, 'k'},
+	    {"context", required_argument, NULL, 'x'}, {"log-level", required_argument, NULL, 'l'},
+	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
+	};
+	enum ds_log_level level;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			r->config = optarg;
+			break;
+		case 'k':
+			r->kubeconfig = optarg;
+			break;
+		case 'x':
+			r->context = optarg;
+			break;
+		case 'l':
+			if (ds_log_level_parse(optarg, &level) < 0) {
+				fprintf(
+				    stderr,
+				    "drasync-target run: --log-level: '%s' is not one of debug, "
+				    "info, warn, error\n",
+				    optarg);
+				return 2;
+			}
+			ds_log_set_level(level);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'drasync-target run --help'.\n");
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "drasync-target run: unexpected argument '%s' (try --help)\n",
+			argv[optind]);
+		return 2;
+	}
+	if (!r->config) {
+		fprintf(stderr, "drasync-target run: --config FILE is required, e.g.\n"
+				"  drasync-target run --config /etc/drasync/target.yaml\n");
+		return 2;
+	}
+	return -1;
+}
+
+/* Everything the file must say for `run` (plan needs less), checked before binding. */
+static int load(struct run *r)
+{
+	const char *listen, *key, *auth, *state;
+	char msg[512];
+	ds_err err = {0};
+	int rc;
+
+	rc = ds_target_config_load(&r->cfg, r->config, &err);
+	if (rc < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", ds_err_format(&err, msg, sizeof(msg)));
+		return 2;
+	}
+	listen = ds_target_config_listen(r->cfg);
+	key = ds_target_config_secret_key_file(r->cfg);
+	auth = ds_target_config_authorized_sources(r->cfg);
+	state = ds_target_config_state_dir(r->cfg);
+	if (!listen || !key || !auth) {
+		fprintf(stderr,
+			"drasync-target run: %s: `%s` is required to run (e.g. listen: "
+			"tcp://0.0.0.0:7450; keys: {secretKeyFile: ..., authorizedSources: ...})\n",
+			r->config,
+			!listen ? "listen"
+			: !key	? "keys.secretKeyFile"
+				: "keys.authorizedSources");
+		return 2;
+	}
+	rc = ds_keys_load_secret(key, &r->keys, &err);
+	if (rc < 0) {
+		fprintf(stderr,
+			"drasync-target run: %s\n"
+			"  (make the target's key pair with: drasync-target keygen --out DIR)\n",
+			err.msg);
+		return 2;
+	}
+	if (access(auth, R_OK) != 0) {
+		fprintf(stderr,
+			"drasync-target run: keys.authorizedSources %s: %s\n"
+			"  (one line per source: \"NAME PUBLIC-KEY\", the key from drasync-source "
+			"keygen)\n",
+			auth, strerror(errno));
+		return 2;
+	}
+	if (!state)
+		state = "/var/lib/drasync";
+	if (mkdir(state, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "drasync-target run: stateDir %s: %s\n", state, strerror(errno));
+		return 2;
+	}
+	snprintf(r->ledger, sizeof(r->ledger), "%s/ledger.db", state);
+	return 0;
+}
+
+static int connect_cluster(struct run *r)
+{
+	ds_kubeconfig *kc = NULL;
+	char msg[512];
+	ds_err err = {0};
+	int rc;
+
+	rc = ds_kubeconfig_for_agent(&kc, r->kubeconfig, r->context,
+				     ds_target_config_kubeconfig(r->cfg), &err);
+	if (rc < 0) {
+		fprintf(stderr,
+			"drasync-target run: %s\n"
+			"  (outside a cluster, pass --kubeconfig PATH [--context NAME])\n",
+			ds_err_format(&err, msg, sizeof(msg)));
+		return 2;
+	}
+	rc = ds_kube_new(&r->kube, &kc, NULL, &err);
+	ds_kubeconfig_free(kc);
+	if (rc < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", err.msg);
+		return 1;
+	}
+	ds_log(DS_LOG_INFO, "target_cluster", "server=%s",
+	       ds_kubeconfig_server(ds_kube_get_config(r->kube)));
+	return 0;
+}
+
+/* Every outcome of the apply stage as one log line, with its reason. */
+static void on_apply(void *ud, const ds_applier_event *ev)
+{
+	char reason[600];
+	enum ds_log_level level = DS_LOG_INFO;
+
+	(void)ud;
+	if (ev->unchanged)
+		level = DS_LOG_DEBUG;
+	else if (ev->state == DS_APPLY_FAILED)
+		level = DS_LOG_WARN;
+	ds_log(level, "apply", "source=%s object=%s target=%s seq=%llu state=%s reason=%s",
+	       ev->source, ev->key, ev->target ? ev->target : "-", (unsigned long long)ev->seq,
+	       ds_apply_state_name(ev->state),
+	       ds_log_quote(ev->reason ? ev->reason : "", reason, sizeof(reason)));
+}
+
+static void *applier_main(void *arg)
+{
+	struct run *r = arg;
+	ds_err err = {0};
+
+	r->applier_rc = ds_applier_run(r->applier, &err);
+	if (r->applier_rc < 0) {
+		ds_log(DS_LOG_ERROR, "applier_failed", "error=%s", err.msg);
+		atomic_store(&r->stopping, true);
+		ds_receiver_stop(r->receiver);
+	}
+	return NULL;
+}
+
+static void *signal_main(void *arg)
+{
+	struct run *r = arg;
+	sigset_t set;
+	int sig = 0;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1); /* our own wake-up at exit */
+	while (sigwait(&set, &sig) == 0) {
+		if (sig == SIGUSR1)
+			break;
+		ds_log(DS_LOG_INFO, "stopping", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		atomic_store(&r->stopping, true);
+		ds_receiver_stop(r->receiver);
+	}
+	return NULL;
+}
+
+static int start(struct run *r)
+{
+	ds_applier_config ac;
+	ds_receiver_config rc_cfg;
+	ds_err err = {0};
+	int rc;
+
+	memset(&ac, 0, sizeof(ac));
+	ac.ledger_path = r->ledger;
+	ac.kube = r->kube;
+	ac.cfg = r->cfg;
+	ac.on_event = on_apply;
+	ac.event_ud = r;
+	/* The applier first: the receiver's handler wakes it. */
+	rc = ds_applier_new(&r->applier, &ac, &err);
+	if (rc < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", err.msg);
+		return 1;
+	}
+	ds_receiver_config_default(&rc_cfg);
+	rc_cfg.endpoint = ds_target_config_listen(r->cfg);
+	rc_cfg.keys = &r->keys;
+	rc_cfg.authorized_sources = ds_target_config_authorized_sources(r->cfg);
+	rc_cfg.inbox_path = r->ledger;
+	rc_cfg.handler = ds_applier_record_handler;
+	rc_cfg.handler_ud = r->applier;
+	rc_cfg.on_event = ds_transport_event_log;
+	rc = ds_receiver_new(&r->receiver, &rc_cfg, &err);
+	if (rc < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", err.msg);
+		return 2;
+	}
+	ds_log(DS_LOG_INFO, "started",
+	       "listen=%s mode=%s ledger=%s dra_api=%s authorized_sources=%s",
+	       ds_receiver_endpoint(r->receiver), ds_mode_name(ds_target_config_mode(r->cfg)),
+	       r->ledger, ds_applier_dra_api_version(r->applier),
+	       ds_target_config_authorized_sources(r->cfg));
+	return 0;
+}
+
+int ds_cmd_run(int argc, char **argv)
+{
+	struct run r;
+	sigset_t set;
+	ds_err err = {0};
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	rc = parse_args(argc, argv, &r);
+	if (rc >= 0)
+		return rc;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	if ((rc = load(&r)) != 0 || (rc = connect_cluster(&r)) != 0 || (rc = start(&r)) != 0)
+		goto out;
+	if (pthread_create(&r.signal_thread, NULL, signal_main, &r) == 0)
+		r.signal_started = true;
+	if (pthread_create(&r.applier_thread, NULL, applier_main, &r) != 0) {
+		fprintf(stderr, "drasync-target run: cannot start the applier thread\n");
+		rc = 1;
+		goto out;
+	}
+	r.applier_started = true;
+	rc = ds_receiver_run(r.receiver, &err);
+	if (rc < 0) {
+		ds_log(DS_LOG_ERROR, "receiver_failed", "error=%s", err.msg);
+		rc = 1;
+	} else {
+		rc = r.applier_rc < 0 ? 1 : 0;
+	}
+out:
+	if (r.applier) {
+		ds_applier_stop(r.applier);
+		ds_applier_notify(r.applier);
+	}
+	if (r.applier_started) {
+		pthread_join(r.applier_thread, NULL);
+		if (r.applier_rc < 0 && rc == 0)
+			rc = 1;
+	}
+	if (r.signal_started) {
+		pthread_kill(r.signal_thread, SIGUSR1);
+		pthread_join(r.signal_thread, NULL);
+	}
+	if (r.receiver)
+		ds_log(DS_LOG_INFO, "stopped", "exit=%d", rc);
+	ds_receiver_free(r.receiver);
+	ds_applier_free(r.applier);
+	ds_kube_free(r.kube);
+	ds_target_config_free(r.cfg);
+	return rc;
+}
