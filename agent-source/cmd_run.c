@@ -21,6 +21,7 @@
 #include "drasync/schedule.h"
 #include "drasync/sender.h"
 #include "drasync/source_config.h"
+#include "drasync/stop_signals.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -52,8 +53,9 @@ struct run {
 	ds_exporter *ex;
 	ds_sender *sender;
 
-	pthread_t sender_thread, signal_thread;
-	bool sender_started, signal_started;
+	pthread_t sender_thread;
+	bool sender_started;
+	ds_stop_signals signals;
 	int sender_rc;
 	ds_err sender_err;
 
@@ -61,7 +63,6 @@ struct run {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	atomic_bool stopping;
-	int stop_signal;
 
 	/* What `status` reads beside the index, guarded by state_lock. */
 	pthread_mutex_t state_lock;
@@ -217,33 +218,19 @@ static void on_link_event(void *ud, const ds_transport_event *ev)
 
 /* ---- stopping ------------------------------------------------------------------ */
 
-static void request_stop(struct run *r, int sig)
+static void request_stop(struct run *r)
 {
 	pthread_mutex_lock(&r->lock);
-	if (!atomic_exchange(&r->stopping, true))
-		r->stop_signal = sig;
+	atomic_store(&r->stopping, true);
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
 	ds_exporter_stop(r->ex);
 }
 
-static void *signal_main(void *arg)
+static void on_stop_signal(void *ud, int sig)
 {
-	struct run *r = arg;
-	sigset_t set;
-	int sig = 0;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGUSR1); /* our own wake-up at exit */
-	while (sigwait(&set, &sig) == 0) {
-		if (sig == SIGUSR1)
-			break;
-		ds_log(DS_LOG_INFO, "stopping", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-		request_stop(r, sig);
-	}
-	return NULL;
+	(void)sig;
+	request_stop(ud);
 }
 
 /*
@@ -291,7 +278,7 @@ static void *sender_main(void *arg)
 	r->sender_rc = ds_sender_run(r->sender, 0, 0, &r->sender_err);
 	if (r->sender_rc < 0) {
 		ds_log(DS_LOG_ERROR, "sender_failed", "error=%s", r->sender_err.msg);
-		request_stop(r, 0);
+		request_stop(r);
 	}
 	return NULL;
 }
@@ -663,7 +650,6 @@ static int start(struct run *r)
 int ds_cmd_run(int argc, char **argv)
 {
 	struct run r;
-	sigset_t set;
 	int rc;
 
 	memset(&r, 0, sizeof(r));
@@ -676,16 +662,12 @@ int ds_cmd_run(int argc, char **argv)
 	r.tty = isatty(STDERR_FILENO) == 1;
 
 	/* Signals go to the signal thread only (every thread inherits the mask). */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	ds_stop_signals_block();
 
 	if ((rc = load(&r)) != 0 || (rc = connect_cluster(&r)) != 0 || (rc = start(&r)) != 0)
 		goto out;
-	if (pthread_create(&r.signal_thread, NULL, signal_main, &r) == 0)
-		r.signal_started = true;
+	if (ds_stop_signals_start(&r.signals, on_stop_signal, &r) < 0)
+		ds_log(DS_LOG_WARN, "no_signal_thread", "detail=\"SIGTERM will not stop cleanly\"");
 	/* The link runs beside the passes from the start (once included: its
 	 * records go out while it still lists). */
 	if (pthread_create(&r.sender_thread, NULL, sender_main, &r) != 0) {
@@ -708,10 +690,7 @@ out:
 		pthread_join(r.sender_thread, NULL);
 	if (r.sender_started && r.sender_rc < 0 && rc == 0)
 		rc = 1;
-	if (r.signal_started) {
-		pthread_kill(r.signal_thread, SIGUSR1);
-		pthread_join(r.signal_thread, NULL);
-	}
+	ds_stop_signals_end(&r.signals);
 	if (r.ex) {
 		pthread_mutex_lock(&r.state_lock);
 		r.state.connected = false;

@@ -45,6 +45,7 @@ struct view {
 	const ds_export_status *st;
 	const ds_agent_state *as; /* NULL: the agent never wrote one */
 	bool running;
+	const char *attention; /* why it needs attention, NULL: healthy */
 };
 
 /* Why the source needs an operator's attention, or NULL when it does not. */
@@ -138,11 +139,10 @@ static void print_text(const struct view *v)
 	}
 }
 
-static int print_json(const struct view *v)
+static void print_json(const struct view *v)
 {
 	const ds_export_status *st = v->st;
 	json_t *o = json_object(), *kinds = json_array(), *fails = json_array(), *link;
-	int rc;
 
 	for (size_t i = 0; i < st->n_kinds; i++) {
 		const ds_index_kind_count *k = &st->kinds[i];
@@ -192,13 +192,13 @@ static int print_json(const struct view *v)
 	json_object_set_new(o, "kinds", kinds);
 	json_object_set_new(o, "failures", fails);
 	json_object_set_new(o, "moreFailures", json_integer((json_int_t)st->more_failures));
-	json_object_set_new(o, "needsAttention", json_boolean(attention(v) != NULL));
-	if (attention(v))
-		json_object_set_new(o, "attention", json_string(attention(v)));
-	rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_object_set_new(o, "needsAttention", json_boolean(v->attention != NULL));
+	if (v->attention)
+		json_object_set_new(o, "attention", json_string(v->attention));
+	/* A failed write shows in the final fflush(). */
+	json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	fputc('\n', stdout);
 	json_decref(o);
-	return rc;
 }
 
 int ds_cmd_status(int argc, char **argv)
@@ -269,13 +269,14 @@ int ds_cmd_status(int argc, char **argv)
 	ds_err_clear(&err);
 	if (ds_agent_state_read(ds_source_config_state_dir(cfg), &as, &v.running, &err) == 0)
 		v.as = &as;
+	v.attention = attention(&v);
 	if (strcmp(output, "json") == 0)
-		rc = print_json(&v);
+		print_json(&v);
 	else
 		print_text(&v);
-	rc = attention(&v) ? 1 : 0;
+	rc = v.attention ? 1 : 0;
 	if (rc && strcmp(output, "text") == 0)
-		printf("\nneeds attention: %s\n", attention(&v));
+		printf("\nneeds attention: %s\n", v.attention);
 	ds_export_status_free(st);
 	ds_source_config_free(cfg);
 	if (fflush(stdout) != 0) {

@@ -15,13 +15,13 @@
 #include "drasync/kube_client.h"
 #include "drasync/log.h"
 #include "drasync/receiver.h"
+#include "drasync/stop_signals.h"
 #include "drasync/target_config.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +36,10 @@ struct run {
 	ds_applier *applier;
 	ds_receiver *receiver;
 	char ledger[4096];
-	pthread_t applier_thread, signal_thread;
-	bool applier_started, signal_started;
+	pthread_t applier_thread;
+	bool applier_started;
+	ds_stop_signals signals;
 	int applier_rc;
-	atomic_bool stopping;
 };
 
 static void usage(FILE *out)
@@ -226,30 +226,17 @@ static void *applier_main(void *arg)
 	r->applier_rc = ds_applier_run(r->applier, &err);
 	if (r->applier_rc < 0) {
 		ds_log(DS_LOG_ERROR, "applier_failed", "error=%s", err.msg);
-		atomic_store(&r->stopping, true);
 		ds_receiver_stop(r->receiver);
 	}
 	return NULL;
 }
 
-static void *signal_main(void *arg)
+static void on_stop_signal(void *ud, int sig)
 {
-	struct run *r = arg;
-	sigset_t set;
-	int sig = 0;
+	struct run *r = ud;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGUSR1); /* our own wake-up at exit */
-	while (sigwait(&set, &sig) == 0) {
-		if (sig == SIGUSR1)
-			break;
-		ds_log(DS_LOG_INFO, "stopping", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-		atomic_store(&r->stopping, true);
-		ds_receiver_stop(r->receiver);
-	}
-	return NULL;
+	(void)sig;
+	ds_receiver_stop(r->receiver);
 }
 
 static int start(struct run *r)
@@ -295,7 +282,6 @@ static int start(struct run *r)
 int ds_cmd_run(int argc, char **argv)
 {
 	struct run r;
-	sigset_t set;
 	ds_err err = {0};
 	int rc;
 
@@ -303,16 +289,12 @@ int ds_cmd_run(int argc, char **argv)
 	rc = parse_args(argc, argv, &r);
 	if (rc >= 0)
 		return rc;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	ds_stop_signals_block();
 
 	if ((rc = load(&r)) != 0 || (rc = connect_cluster(&r)) != 0 || (rc = start(&r)) != 0)
 		goto out;
-	if (pthread_create(&r.signal_thread, NULL, signal_main, &r) == 0)
-		r.signal_started = true;
+	if (ds_stop_signals_start(&r.signals, on_stop_signal, &r) < 0)
+		ds_log(DS_LOG_WARN, "no_signal_thread", "detail=\"SIGTERM will not stop cleanly\"");
 	if (pthread_create(&r.applier_thread, NULL, applier_main, &r) != 0) {
 		fprintf(stderr, "drasync-target run: cannot start the applier thread\n");
 		rc = 1;
@@ -336,10 +318,7 @@ out:
 		if (r.applier_rc < 0 && rc == 0)
 			rc = 1;
 	}
-	if (r.signal_started) {
-		pthread_kill(r.signal_thread, SIGUSR1);
-		pthread_join(r.signal_thread, NULL);
-	}
+	ds_stop_signals_end(&r.signals);
 	if (r.receiver)
 		ds_log(DS_LOG_INFO, "stopped", "exit=%d", rc);
 	ds_receiver_free(r.receiver);

@@ -13,6 +13,8 @@
 # which side bounds each rate (not part of RESULT).
 # Last line: RESULT concurrent_per_s=N serial_per_s=N kubectl_per_s=N speedup_vs_kubectl=X
 set -euo pipefail
+# shellcheck source=tests/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
 n=${1:-2000}
 rounds=${2:-3}
@@ -62,28 +64,8 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: drasync-
 subjects:
 - {kind: ServiceAccount, name: drasync-bench, namespace: default}
 EOF
-token=$(kubectl_admin -n default create token drasync-bench --duration 1h)
 kubeconfig=$work/bench.kubeconfig
-(
-  umask 077
-  cat >"$kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: bench
-  cluster:
-    server: $(cat "$state/server")
-    certificate-authority: $state/pki/ca.crt
-users:
-- name: drasync-bench
-  user:
-    token: $token
-contexts:
-- name: bench
-  context: {cluster: bench, user: drasync-bench}
-current-context: bench
-EOF
-)
+sa_kubeconfig drasync-bench 1h "$kubeconfig"
 
 server_pids="$(cat "$state/pids/kube-apiserver") $(cat "$state/pids/etcd")"
 cpu_ticks() { local t=0 p; for p in $server_pids; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }

@@ -19,6 +19,8 @@
 # "--workers 64 --log-level debug").
 # Last line: RESULT first_pass_per_s=N one_change_records=N one_change_bytes=N rss_mb_100k=N
 set -euo pipefail
+# shellcheck source=tests/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
 mixed=${1:-10000}
 configmaps=${2:-100000}
@@ -77,28 +79,8 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: drasync-
 subjects:
 - {kind: ServiceAccount, name: drasync-source, namespace: default}
 EOF
-token=$(kubectl_admin -n default create token drasync-source --duration 2h)
 kubeconfig=$work/agent.kubeconfig
-(
-  umask 077
-  cat >"$kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: bench
-  cluster:
-    server: $(cat "$state/server")
-    certificate-authority: $state/pki/ca.crt
-users:
-- name: drasync-source
-  user:
-    token: $token
-contexts:
-- name: bench
-  context: {cluster: bench, user: drasync-source}
-current-context: bench
-EOF
-)
+sa_kubeconfig drasync-source 2h "$kubeconfig"
 
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 # shellcheck disable=SC2086

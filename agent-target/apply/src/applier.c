@@ -795,16 +795,6 @@ static int cmp_rank(const void *x, const void *y)
 	return ((*p)->row->id > (*q)->row->id) - ((*p)->row->id < (*q)->row->id);
 }
 
-/* The rank of a tombstone's kind, from a stub object. */
-static int kind_rank(const ds_object_state_row *r)
-{
-	json_t *stub = json_pack("{s:s?, s:s?}", "apiVersion", r->api_version, "kind", r->kind);
-	int rank = stub ? ds_selection_apply_rank(stub) : 0;
-
-	json_decref(stub);
-	return rank;
-}
-
 int ds_applier_pass(ds_applier *a, ds_err *err)
 {
 	ds_object_state_row *rows = NULL;
@@ -839,7 +829,7 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 		struct item *it = &items[i];
 		it->row = &rows[i];
 		if (it->row->op == DS_RECORD_DELETE) {
-			it->rank = kind_rank(it->row);
+			it->rank = ds_selection_kind_rank(it->row->kind);
 			del[n_del++] = it;
 			continue;
 		}

@@ -134,7 +134,7 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, ds_err 
 	return 1;
 }
 
-int ds_selection_apply_rank(const json_t *obj)
+int ds_selection_kind_rank(const char *kind)
 {
 	static const char *const order[] = {
 	    "Namespace",
@@ -150,11 +150,15 @@ int ds_selection_apply_rank(const json_t *obj)
 	    "PodGroup",
 	    NULL,
 	};
-	const char *kind = ds_obj_kind(obj);
 	int i;
 
 	for (i = 0; kind && order[i]; i++)
 		if (strcmp(order[i], kind) == 0)
 			return i;
 	return i + (ds_workload_from_kind(kind) >= 0 ? 0 : 1);
+}
+
+int ds_selection_apply_rank(const json_t *obj)
+{
+	return ds_selection_kind_rank(ds_obj_kind(obj));
 }

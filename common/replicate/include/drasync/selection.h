@@ -33,4 +33,7 @@ bool ds_selection_namespaced(const char *kind);
  */
 int ds_selection_apply_rank(const json_t *obj);
 
+/** ds_selection_apply_rank() of a kind name (NULL: after everything known). */
+int ds_selection_kind_rank(const char *kind);
+
 #endif

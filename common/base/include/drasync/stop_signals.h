@@ -1,0 +1,30 @@
+#ifndef DRASYNC_STOP_SIGNALS_H
+#define DRASYNC_STOP_SIGNALS_H
+
+/*
+ * SIGTERM and SIGINT for an agent's `run`: blocked in every thread and
+ * received by one thread of their own (sigwait), which logs the signal and
+ * calls on_stop. ds_stop_signals_block() must run before any other thread is
+ * started, so that every thread inherits the mask.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+
+typedef struct ds_stop_signals {
+	void (*on_stop)(void *ud, int sig); /* from the signal thread, once per signal */
+	void *ud;
+	pthread_t thread;
+	bool started;
+} ds_stop_signals;
+
+/** Block SIGTERM, SIGINT (and the thread's own wake-up) in the calling thread. */
+void ds_stop_signals_block(void);
+
+/** Start the signal thread. @return 0 or a negative errno */
+int ds_stop_signals_start(ds_stop_signals *s, void (*on_stop)(void *ud, int sig), void *ud);
+
+/** End the signal thread (NULL-safe, and safe when it never started). */
+void ds_stop_signals_end(ds_stop_signals *s);
+
+#endif
