@@ -426,7 +426,54 @@ static int run_clock(struct run *r)
 	return 0;
 }
 
-/* once: one pass, then wait until the target acknowledged everything. */
+/*
+ * once, after everything is acknowledged: a target that sends apply results
+ * (SPEC §6) is waited for until each object has one (applied, held, waiting,
+ * failed or skipped), within --timeout. @return -1 to go on, or an exit code
+ */
+static int wait_applied(struct run *r)
+{
+	int64_t deadline = r->opts.timeout_ms > 0 ? now_ms() + r->opts.timeout_ms : 0;
+	int64_t next_note = now_ms() + 5000;
+	ds_export_status *st = NULL;
+	ds_err err = {0};
+
+	if (ds_sender_target_sends_apply_results(r->sender) != 1)
+		return -1;
+	for (;;) {
+		uint64_t committed = 0;
+
+		if (ds_export_status_read(r->state_dir, 0, &st, &err) < 0) {
+			fprintf(stderr, "drasync-source run: reading the results: %s\n", err.msg);
+			return 1;
+		}
+		for (size_t i = 0; i < st->n_kinds; i++)
+			committed += st->kinds[i].ok;
+		ds_export_status_free(st);
+		st = NULL;
+		if (committed == 0)
+			return -1;
+		if (atomic_load(&r->stopping))
+			return 0;
+		if (deadline && now_ms() > deadline) {
+			fprintf(stderr,
+				"drasync-source run: %llu objects are committed on the target but "
+				"not applied yet within the --timeout (its API server may be slow "
+				"or down); they are safe in its ledger and will be applied there: "
+				"drasync-source status --config %s shows them\n",
+				(unsigned long long)committed, r->opts.config);
+			return 1;
+		}
+		if (now_ms() >= next_note) {
+			ds_log(DS_LOG_INFO, "waiting_for_apply", "committed_not_applied=%llu",
+			       (unsigned long long)committed);
+			next_note = now_ms() + 5000;
+		}
+		wait_until(r, now_ms() + 100);
+	}
+}
+
+/* once: one pass, then wait until the target acknowledged (and applied) everything. */
 static int run_once(struct run *r)
 {
 	ds_export_status *st = NULL;
@@ -480,6 +527,9 @@ static int run_once(struct run *r)
 			wait_until(r, now_ms() + 20);
 		}
 	}
+	rc = wait_applied(r);
+	if (rc != -1)
+		return rc;
 	rc = ds_export_status_read(r->state_dir, 100, &st, &err);
 	if (rc < 0) {
 		fprintf(stderr, "drasync-source run: reading the results: %s\n", err.msg);
@@ -488,8 +538,9 @@ static int run_once(struct run *r)
 	for (size_t i = 0; i < st->n_failures; i++) {
 		const ds_export_failure *f = &st->failures[i];
 
-		printf("%s %s %s%s%s: %s\n", f->status == DS_RESULT_FAILED ? "failed" : "skipped",
-		       f->kind, f->ns, f->ns[0] ? "/" : "", f->name, f->message);
+		printf("%s %s %s%s%s: %s\n",
+		       ds_result_status_name((enum ds_result_status)f->status), f->kind, f->ns,
+		       f->ns[0] ? "/" : "", f->name, f->message);
 	}
 	if (st->more_failures)
 		printf("... and %zu more (drasync-source status --config %s)\n", st->more_failures,
@@ -497,11 +548,21 @@ static int run_once(struct run *r)
 	{
 		size_t failed = 0;
 
+		uint64_t applied = 0, held = 0, waiting = 0;
+
 		for (size_t i = 0; i < st->n_failures; i++)
 			failed += st->failures[i].status == DS_RESULT_FAILED;
-		printf("%llu objects acknowledged by the target, %zu failed\n",
-		       (unsigned long long)st->outbox.acked_seq, failed + st->more_failures);
-		rc = failed + st->more_failures > 0 ? 1 : 0;
+		for (size_t i = 0; i < st->n_kinds; i++) {
+			applied += st->kinds[i].applied;
+			held += st->kinds[i].held;
+			waiting += st->kinds[i].waiting;
+		}
+		printf("%llu records acknowledged by the target: %llu applied, %llu held, "
+		       "%llu waiting, %zu failed\n",
+		       (unsigned long long)st->outbox.acked_seq, (unsigned long long)applied,
+		       (unsigned long long)held, (unsigned long long)waiting,
+		       failed + st->more_failures);
+		rc = failed + st->more_failures + waiting > 0 ? 1 : 0;
 	}
 	ds_export_status_free(st);
 	return rc;
@@ -666,7 +727,7 @@ int ds_cmd_run(int argc, char **argv)
 
 	if ((rc = load(&r)) != 0 || (rc = connect_cluster(&r)) != 0 || (rc = start(&r)) != 0)
 		goto out;
-	if (ds_stop_signals_start(&r.signals, on_stop_signal, &r) < 0)
+	if (ds_stop_signals_start(&r.signals, on_stop_signal, NULL, &r) < 0)
 		ds_log(DS_LOG_WARN, "no_signal_thread", "detail=\"SIGTERM will not stop cleanly\"");
 	/* The link runs beside the passes from the start (once included: its
 	 * records go out while it still lists). */

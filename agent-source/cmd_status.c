@@ -114,15 +114,18 @@ static void print_text(const struct view *v)
 		       (unsigned long long)st->last_pass.skipped,
 		       (unsigned long long)st->last_pass.tombstoned,
 		       st->last_pass_rc ? " (with errors)" : "");
-	printf("\n\n%-28s %8s %8s %8s %8s %8s\n", "KIND", "OBJECTS", "OK", "FAILED", "SKIPPED",
-	       "AWAITING");
+	/* COMMITTED: in the target's ledger, its apply result not back yet;
+	 * AWAITING: not acknowledged yet. */
+	printf("\n\n%-24s %8s %9s %8s %8s %8s %8s %8s %8s\n", "KIND", "OBJECTS", "COMMITTED",
+	       "APPLIED", "WAITING", "HELD", "FAILED", "SKIPPED", "AWAITING");
 	for (size_t i = 0; i < st->n_kinds; i++) {
 		const ds_index_kind_count *k = &st->kinds[i];
 
-		printf("%-28s %8llu %8llu %8llu %8llu %8llu\n", k->kind,
+		printf("%-24s %8llu %9llu %8llu %8llu %8llu %8llu %8llu %8llu\n", k->kind,
 		       (unsigned long long)k->objects, (unsigned long long)k->ok,
-		       (unsigned long long)k->failed, (unsigned long long)k->skipped,
-		       (unsigned long long)k->awaiting);
+		       (unsigned long long)k->applied, (unsigned long long)k->waiting,
+		       (unsigned long long)k->held, (unsigned long long)k->failed,
+		       (unsigned long long)k->skipped, (unsigned long long)k->awaiting);
 	}
 	if (st->n_failures) {
 		printf("\nobjects the target did not apply:\n");
@@ -130,8 +133,8 @@ static void print_text(const struct view *v)
 			const ds_export_failure *f = &st->failures[i];
 
 			printf("  %-7s %s %s%s%s (seq %llu): %s\n",
-			       f->status == DS_RESULT_FAILED ? "failed" : "skipped", f->kind, f->ns,
-			       f->ns[0] ? "/" : "", f->name, (unsigned long long)f->seq,
+			       ds_result_status_name((enum ds_result_status)f->status), f->kind,
+			       f->ns, f->ns[0] ? "/" : "", f->name, (unsigned long long)f->seq,
 			       f->message);
 		}
 		if (st->more_failures)
@@ -148,18 +151,20 @@ static void print_json(const struct view *v)
 		const ds_index_kind_count *k = &st->kinds[i];
 
 		json_array_append_new(
-		    kinds, json_pack("{ss sI sI sI sI sI}", "kind", k->kind, "objects",
-				     (json_int_t)k->objects, "ok", (json_int_t)k->ok, "failed",
-				     (json_int_t)k->failed, "skipped", (json_int_t)k->skipped,
-				     "awaiting", (json_int_t)k->awaiting));
+		    kinds,
+		    json_pack("{ss sI sI sI sI sI sI sI sI}", "kind", k->kind, "objects",
+			      (json_int_t)k->objects, "ok", (json_int_t)k->ok, "applied",
+			      (json_int_t)k->applied, "waiting", (json_int_t)k->waiting, "held",
+			      (json_int_t)k->held, "failed", (json_int_t)k->failed, "skipped",
+			      (json_int_t)k->skipped, "awaiting", (json_int_t)k->awaiting));
 	}
 	for (size_t i = 0; i < st->n_failures; i++) {
 		const ds_export_failure *f = &st->failures[i];
 
 		json_array_append_new(
 		    fails, json_pack("{ss ss ss ss ss sI ss}", "key", f->key, "status",
-				     f->status == DS_RESULT_FAILED ? "failed" : "skipped", "kind",
-				     f->kind, "namespace", f->ns, "name", f->name, "seq",
+				     ds_result_status_name((enum ds_result_status)f->status),
+				     "kind", f->kind, "namespace", f->ns, "name", f->name, "seq",
 				     (json_int_t)f->seq, "message", f->message));
 	}
 	link = json_pack("{sb sb}", "running", v->running, "connected",

@@ -6,11 +6,15 @@
  * waits for the API server.
  *
  * Threads: the main thread runs the receiver, one thread the applier, one
- * waits for SIGTERM/SIGINT and stops both.
+ * waits for SIGTERM/SIGINT (stops both) and SIGHUP (reloads the mapping
+ * rules: the applier takes the new set at its next pass; the receiver's ZAP
+ * handler re-reads the authorized sources itself whenever the file changes).
  */
 #include "commands.h"
 
+#include "drasync/apply_feedback.h"
 #include "drasync/applier.h"
+#include "drasync/buf.h"
 #include "drasync/keys.h"
 #include "drasync/kube_client.h"
 #include "drasync/log.h"
@@ -31,6 +35,9 @@
 struct run {
 	const char *config, *kubeconfig, *context;
 	ds_target_config *cfg;
+	ds_target_config **old_cfgs; /* replaced by SIGHUP; the applier may still read them */
+	size_t n_old, old_cap;
+	ds_apply_feedback *feedback;
 	ds_keypair keys;
 	ds_kube *kube;
 	ds_applier *applier;
@@ -216,6 +223,22 @@ static void on_apply(void *ud, const ds_applier_event *ev)
 	       ev->source, ev->key, ev->target ? ev->target : "-", (unsigned long long)ev->seq,
 	       ds_apply_state_name(ev->state),
 	       ds_log_quote(ev->reason ? ev->reason : "", reason, sizeof(reason)));
+	/* SPEC §3: every change the pipeline made, as `plan` would report it. */
+	for (size_t i = 0; !ev->unchanged && ev->report && i < ev->report_n; i++) {
+		const ds_report_entry *e = ds_report_get(ev->report, ev->report_first + i);
+		char obj[400], ctr[200], ent[200], from[400], to[400], msg[600];
+		if (!e)
+			break;
+		ds_log(DS_LOG_INFO, "mapping",
+		       "type=%s object=%s container=%s entry=%s from=%s to=%s detail=%s",
+		       ds_report_type_name(e->type),
+		       ds_log_quote(e->object ? e->object : "", obj, sizeof(obj)),
+		       ds_log_quote(e->container ? e->container : "", ctr, sizeof(ctr)),
+		       ds_log_quote(e->entry ? e->entry : "", ent, sizeof(ent)),
+		       ds_log_quote(e->from ? e->from : "", from, sizeof(from)),
+		       ds_log_quote(e->to ? e->to : "", to, sizeof(to)),
+		       ds_log_quote(e->message ? e->message : "", msg, sizeof(msg)));
+	}
 }
 
 static void *applier_main(void *arg)
@@ -237,6 +260,64 @@ static void on_stop_signal(void *ud, int sig)
 
 	(void)sig;
 	ds_receiver_stop(r->receiver);
+}
+
+/* A key `run` reads only at start: say that changing it needs a restart. */
+static void restart_needed(const char *key, const char *was, const char *now)
+{
+	if (strcmp(was ? was : "", now ? now : "") != 0)
+		ds_log(DS_LOG_WARN, "reload_partial",
+		       "key=%s detail=\"changed in the file, takes effect at the next start\"",
+		       key);
+}
+
+/*
+ * SIGHUP: the file is read again; a bad one is reported (file:line:col) and
+ * the rules in force are kept. The applier takes the new rules at its next
+ * pass; sessions are not touched. The authorized sources need no signal: the
+ * ZAP handler re-reads that file whenever it changes.
+ */
+static void on_reload(void *ud)
+{
+	struct run *r = ud;
+	ds_target_config *cfg = NULL, *was = r->cfg;
+	char msg[512], q[600];
+	size_t n_nsm = 0;
+	ds_err err = {0};
+
+	if (ds_target_config_load(&cfg, r->config, &err) < 0) {
+		ds_log(DS_LOG_ERROR, "reload_failed", "config=%s error=%s detail=\"%s\"", r->config,
+		       ds_log_quote(ds_err_format(&err, msg, sizeof(msg)), q, sizeof(q)),
+		       "the rules in force are kept");
+		return;
+	}
+	if (ds_grow((void **)&r->old_cfgs, &r->old_cap, r->n_old + 1, sizeof(*r->old_cfgs)) < 0) {
+		ds_log(DS_LOG_ERROR, "reload_failed", "config=%s error=\"out of memory\"",
+		       r->config);
+		ds_target_config_free(cfg);
+		return;
+	}
+	restart_needed("listen", ds_target_config_listen(was), ds_target_config_listen(cfg));
+	restart_needed("keys.secretKeyFile", ds_target_config_secret_key_file(was),
+		       ds_target_config_secret_key_file(cfg));
+	restart_needed("keys.authorizedSources", ds_target_config_authorized_sources(was),
+		       ds_target_config_authorized_sources(cfg));
+	restart_needed("kubeconfig", ds_target_config_kubeconfig(was),
+		       ds_target_config_kubeconfig(cfg));
+	restart_needed("stateDir", ds_target_config_state_dir(was),
+		       ds_target_config_state_dir(cfg));
+	restart_needed("metrics.listen", ds_target_config_metrics_listen(was),
+		       ds_target_config_metrics_listen(cfg));
+	r->old_cfgs[r->n_old++] = was;
+	r->cfg = cfg;
+	ds_applier_set_config(r->applier, cfg);
+	ds_target_config_namespaces(cfg, &n_nsm);
+	ds_log(DS_LOG_INFO, "reloaded",
+	       "config=%s mode=%s mapping_rules=%zu device_class_mappings=%zu "
+	       "namespace_mappings=%zu",
+	       r->config, ds_mode_name(ds_target_config_mode(cfg)),
+	       ds_target_config_dra(cfg)->n_rules, ds_target_config_dra(cfg)->n_device_classes,
+	       n_nsm);
 }
 
 static int start(struct run *r)
@@ -266,16 +347,25 @@ static int start(struct run *r)
 	rc_cfg.handler = ds_applier_record_handler;
 	rc_cfg.handler_ud = r->applier;
 	rc_cfg.on_event = ds_transport_event_log;
+	rc_cfg.max_unapplied = ds_target_config_max_unapplied(r->cfg);
+	rc = ds_apply_feedback_open(&r->feedback, r->ledger, &err);
+	if (rc < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", err.msg);
+		return 1;
+	}
+	ds_apply_feedback_bind(r->feedback, &rc_cfg.feedback);
 	rc = ds_receiver_new(&r->receiver, &rc_cfg, &err);
 	if (rc < 0) {
 		fprintf(stderr, "drasync-target run: %s\n", err.msg);
 		return 2;
 	}
 	ds_log(DS_LOG_INFO, "started",
-	       "listen=%s mode=%s ledger=%s dra_api=%s authorized_sources=%s",
+	       "listen=%s mode=%s ledger=%s dra_api=%s authorized_sources=%s "
+	       "max_unapplied=%llu",
 	       ds_receiver_endpoint(r->receiver), ds_mode_name(ds_target_config_mode(r->cfg)),
 	       r->ledger, ds_applier_dra_api_version(r->applier),
-	       ds_target_config_authorized_sources(r->cfg));
+	       ds_target_config_authorized_sources(r->cfg),
+	       (unsigned long long)ds_target_config_max_unapplied(r->cfg));
 	return 0;
 }
 
@@ -293,7 +383,7 @@ int ds_cmd_run(int argc, char **argv)
 
 	if ((rc = load(&r)) != 0 || (rc = connect_cluster(&r)) != 0 || (rc = start(&r)) != 0)
 		goto out;
-	if (ds_stop_signals_start(&r.signals, on_stop_signal, &r) < 0)
+	if (ds_stop_signals_start(&r.signals, on_stop_signal, on_reload, &r) < 0)
 		ds_log(DS_LOG_WARN, "no_signal_thread", "detail=\"SIGTERM will not stop cleanly\"");
 	if (pthread_create(&r.applier_thread, NULL, applier_main, &r) != 0) {
 		fprintf(stderr, "drasync-target run: cannot start the applier thread\n");
@@ -322,8 +412,12 @@ out:
 	if (r.receiver)
 		ds_log(DS_LOG_INFO, "stopped", "exit=%d", rc);
 	ds_receiver_free(r.receiver);
+	ds_apply_feedback_free(r.feedback);
 	ds_applier_free(r.applier);
 	ds_kube_free(r.kube);
 	ds_target_config_free(r.cfg);
+	for (size_t i = 0; i < r.n_old; i++)
+		ds_target_config_free(r.old_cfgs[i]);
+	free(r.old_cfgs);
 	return rc;
 }

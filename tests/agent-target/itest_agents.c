@@ -20,6 +20,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The target agent of the running case: stopped by the teardown even when an assertion fails. */
+static int running_target;
+
+static int stop_target(void **state)
+{
+	(void)state;
+	if (running_target > 0) {
+		kill(running_target, SIGKILL);
+		tu_wait_exit(running_target, 5000);
+	}
+	running_target = 0;
+	return 0;
+}
+
 struct sites {
 	char *dir;
 	char target_cfg[1100], source_cfg[1100], target_log[1100];
@@ -31,7 +45,7 @@ struct sites {
 	int target_pid;
 };
 
-static void write_configs(struct sites *s, const char *listen)
+static void write_configs(struct sites *s, const char *listen, const char *device_class)
 {
 	char auth[1100], *text;
 	ds_err err = {0};
@@ -42,18 +56,17 @@ static void write_configs(struct sites *s, const char *listen)
 	assert_true(asprintf(&text, "prod-east %s\n", s->source_keys.public_z85) > 0);
 	tu_write_file(auth, text);
 	free(text);
-	assert_true(
-	    asprintf(&text,
-		     "apiVersion: drasync.io/v1alpha1\n"
-		     "kind: TargetConfig\n"
-		     "listen: \"%s\"\n"
-		     "keys: {secretKeyFile: %s/target.key, authorizedSources: %s}\n"
-		     "stateDir: %s/target-state\n"
-		     "mode: migrate\n"
-		     "namespaceMappings: {%s: %s}\n"
-		     "dra:\n"
-		     "  deviceClassMappings: [{from: gpu.nvidia.com, to: gpu.example.com}]\n",
-		     listen, s->dir, auth, s->dir, s->ns, s->dst_ns) > 0);
+	assert_true(asprintf(&text,
+			     "apiVersion: drasync.io/v1alpha1\n"
+			     "kind: TargetConfig\n"
+			     "listen: \"%s\"\n"
+			     "keys: {secretKeyFile: %s/target.key, authorizedSources: %s}\n"
+			     "stateDir: %s/target-state\n"
+			     "mode: migrate\n"
+			     "namespaceMappings: {%s: %s}\n"
+			     "dra:\n"
+			     "  deviceClassMappings: [{from: gpu.nvidia.com, to: %s}]\n",
+			     listen, s->dir, auth, s->dir, s->ns, s->dst_ns, device_class) > 0);
 	tu_write_file(s->target_cfg, text);
 	free(text);
 }
@@ -95,6 +108,28 @@ static void wait_listening(struct sites *s)
 		if (tu_now_ms() > end)
 			fail_msg("drasync-target run did not start:\n%s", log);
 		free(log);
+		tu_msleep(100);
+	}
+}
+
+/* Wait until the target's log has a line holding both a and b. */
+static void wait_log(struct sites *s, const char *a, const char *b)
+{
+	long long end = tu_now_ms() + 30000;
+
+	for (;;) {
+		char *log = tu_read_file(s->target_log, NULL);
+		bool found = false;
+
+		for (char *line = strtok(log, "\n"); line && !found; line = strtok(NULL, "\n"))
+			found = strstr(line, a) && strstr(line, b);
+		free(log);
+		if (found)
+			return;
+		if (tu_now_ms() > end) {
+			log = tu_read_file(s->target_log, NULL);
+			fail_msg("no line with '%s' and '%s' in the target's log:\n%s", a, b, log);
+		}
 		tu_msleep(100);
 	}
 }
@@ -152,11 +187,12 @@ static void test_itest_agents__source_once_lands_mapped_on_the_target(void **sta
 				   s.ns));
 
 	/* The target agent, on a port of its own choosing. */
-	write_configs(&s, "tcp://127.0.0.1:*");
+	write_configs(&s, "tcp://127.0.0.1:*", "gpu.example.com");
 	tu_write_file(s.target_log, "");
 	s.target_pid = tu_spawn(
 	    s.target_log, (const char *[]){tu_env("DS_TARGET_BIN"), "run", "--config", s.target_cfg,
 					   "--kubeconfig", tu_env("DS_KUBECONFIG_V1BETA1"), NULL});
+	running_target = s.target_pid;
 	wait_listening(&s);
 
 	/* The source agent, once. */
@@ -167,6 +203,22 @@ static void test_itest_agents__source_once_lands_mapped_on_the_target(void **sta
 				NULL});
 	if (r.status != 0)
 		fail_msg("drasync-source run exited %d\n%s\n%s", r.status, r.out, r.err);
+	/* once waited for the apply results: both objects are applied, not only
+	 * committed. */
+	{
+		const char *line = strstr(r.out, "acknowledged by the target: ");
+		unsigned long long applied = 0, held = 1, waiting = 1, failed = 1;
+
+		if (!line ||
+		    sscanf(line,
+			   "acknowledged by the target: %llu applied, %llu held, %llu waiting, "
+			   "%llu failed",
+			   &applied, &held, &waiting, &failed) != 4 ||
+		    applied < 3 || held || waiting || failed)
+			fail_msg("drasync-source run once did not report everything applied "
+				 "(namespace, ConfigMap, template at least):\n%s",
+				 r.out);
+	}
 	tu_run_dispose(&r);
 
 	/* On the target: the namespace mapped, the template in v1beta1 with the
@@ -194,8 +246,50 @@ static void test_itest_agents__source_once_lands_mapped_on_the_target(void **sta
 	}
 	json_decref(o);
 
+	/* SIGHUP with a broken file: reported with its place, the rules kept. */
+	tu_write_file(s.target_cfg, "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\n"
+				    "mode: sideways\n");
+	kill(s.target_pid, SIGHUP);
+	wait_log(&s, "event=reload_failed", "target.yaml:3:7");
+	/* SIGHUP with new rules: the template is mapped again (its spec cannot
+	 * change in place: re-created), with no new record from the source. */
+	write_configs(&s, s.endpoint, "gpu.other.example.com");
+	kill(s.target_pid, SIGHUP);
+	wait_log(&s, "event=reloaded", "mapping_rules=0 device_class_mappings=1");
+	{
+		long long end = tu_now_ms() + 60000;
+		const char *cls = NULL;
+
+		while (tu_now_ms() < end) {
+			o = wait_object(s.dst, "resource.k8s.io/v1beta1", "ResourceClaimTemplate",
+					s.dst_ns, "gpu", &s);
+			cls = json_string_value(json_object_get(
+			    json_array_get(
+				json_object_get(
+				    json_object_get(
+					json_object_get(json_object_get(o, "spec"), "spec"),
+					"devices"),
+				    "requests"),
+				0),
+			    "deviceClassName"));
+			if (cls && strcmp(cls, "gpu.other.example.com") == 0) {
+				json_decref(o);
+				break;
+			}
+			json_decref(o);
+			cls = NULL;
+			tu_msleep(200);
+		}
+		if (!cls) {
+			char *log = tu_read_file(s.target_log, NULL);
+			fail_msg("the reloaded device class mapping was never applied:\n%s", log);
+		}
+	}
+	wait_log(&s, "event=apply", "deleted and re-created");
+
 	kill(s.target_pid, SIGTERM);
 	code = tu_wait_exit(s.target_pid, 15000);
+	running_target = 0;
 	if (code != 0) {
 		char *log = tu_read_file(s.target_log, NULL);
 
@@ -250,7 +344,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_itest_agents__target_run_refuses_a_config_it_cannot_run),
-	    cmocka_unit_test(test_itest_agents__source_once_lands_mapped_on_the_target),
+	    cmocka_unit_test_teardown(test_itest_agents__source_once_lands_mapped_on_the_target,
+				      stop_target),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

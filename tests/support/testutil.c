@@ -232,6 +232,9 @@ int tu_spawn(const char *log_path, const char *const argv[])
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
+		/* Nothing else: an agent left behind by a failed test must not hold what
+		 * the test inherited (the cluster lock of flock, sockets). */
+		closefrom(3);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}

@@ -1537,6 +1537,13 @@ void ds_exporter_on_result(void *ud, uint64_t seq, enum ds_result_status status,
 		ds_log(DS_LOG_WARN, status == DS_RESULT_FAILED ? "target_failed" : "target_skipped",
 		       "object=%s seq=%llu reason=%s", q(row.key, e2, sizeof(e2)),
 		       (unsigned long long)seq, q(message, e1, sizeof(e1)));
+	else if (rc == 0 && changed && status == DS_RESULT_WAITING)
+		ds_log(DS_LOG_INFO, "target_waiting", "object=%s seq=%llu reason=%s",
+		       q(row.key, e2, sizeof(e2)), (unsigned long long)seq,
+		       q(message, e1, sizeof(e1)));
+	else if (rc == 0 && changed && (status == DS_RESULT_APPLIED || status == DS_RESULT_HELD))
+		ds_log(DS_LOG_DEBUG, status == DS_RESULT_APPLIED ? "target_applied" : "target_held",
+		       "object=%s seq=%llu", q(row.key, e2, sizeof(e2)), (unsigned long long)seq);
 	else if (rc < 0 && rc != -ENOENT)
 		ds_log(DS_LOG_ERROR, "result_not_recorded", "seq=%llu error=%s",
 		       (unsigned long long)seq, q(err.msg, e1, sizeof(e1)));

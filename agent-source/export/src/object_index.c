@@ -581,6 +581,19 @@ int ds_object_index_result(ds_object_index *idx, uint64_t seq, enum ds_result_st
 		goto out;
 	}
 	row_of(st, &r);
+	/* A commit result that comes again (a record resent after a reconnect) does
+	 * not hide the apply result the same record already has. */
+	if (r.result_seq == seq && r.result_status > 0 && r.result_status != DS_RESULT_OK &&
+	    r.result_status != DS_RESULT_DUPLICATE &&
+	    (status == DS_RESULT_OK || status == DS_RESULT_DUPLICATE)) {
+		rc = 0;
+		row_keep(idx, &r);
+		if (row)
+			*row = r;
+		if (changed)
+			*changed = false;
+		goto out;
+	}
 	diff = r.result_status != (int)status || strcmp(r.result_message, message) != 0;
 	row_keep(idx, &r);
 	sqlite3_finalize(st);
@@ -647,7 +660,9 @@ int ds_object_index_kind_counts(ds_object_index *idx, ds_index_kind_count **out,
 	    idx->db,
 	    "SELECT kind, count(*), sum(result_seq = seq AND result_status IN (?1, ?2)), "
 	    "sum(result_seq = seq AND result_status = ?3), sum(result_seq = seq AND "
-	    "result_status = ?4), sum(coalesce(result_seq, 0) != seq) FROM "
+	    "result_status = ?4), sum(coalesce(result_seq, 0) != seq), "
+	    "sum(result_seq = seq AND result_status = ?5), sum(result_seq = seq AND "
+	    "result_status = ?6), sum(result_seq = seq AND result_status = ?7) FROM "
 	    "export_objects WHERE deleted = 0 GROUP BY kind ORDER BY kind",
 	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -656,6 +671,9 @@ int ds_object_index_kind_counts(ds_object_index *idx, ds_index_kind_count **out,
 	sqlite3_bind_int(st, 2, DS_RESULT_DUPLICATE);
 	sqlite3_bind_int(st, 3, DS_RESULT_FAILED);
 	sqlite3_bind_int(st, 4, DS_RESULT_SKIPPED);
+	sqlite3_bind_int(st, 5, DS_RESULT_APPLIED);
+	sqlite3_bind_int(st, 6, DS_RESULT_WAITING);
+	sqlite3_bind_int(st, 7, DS_RESULT_HELD);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		ds_index_kind_count *c;
 
@@ -672,6 +690,9 @@ int ds_object_index_kind_counts(ds_object_index *idx, ds_index_kind_count **out,
 		c->failed = (uint64_t)sqlite3_column_int64(st, 3);
 		c->skipped = (uint64_t)sqlite3_column_int64(st, 4);
 		c->awaiting = (uint64_t)sqlite3_column_int64(st, 5);
+		c->applied = (uint64_t)sqlite3_column_int64(st, 6);
+		c->waiting = (uint64_t)sqlite3_column_int64(st, 7);
+		c->held = (uint64_t)sqlite3_column_int64(st, 8);
 	}
 	rc = rc == SQLITE_DONE ? 0 : fail(idx->db, rc, "counts", err);
 out:

@@ -27,9 +27,10 @@ struct ds_applier {
 	ds_applier_config cfg;
 	ds_object_state *st;
 	enum ds_dra_version dra;
-	pthread_mutex_t mu; /* guards stats, notified, stopping */
+	pthread_mutex_t mu; /* guards stats, notified, stopping, next_cfg */
 	pthread_cond_t cond;
 	bool notified, stopping;
+	const ds_target_config *next_cfg; /* taken at the start of the next pass */
 	ds_applier_stats stats;
 	json_t *present; /* per pass: "kind/ns/name" -> whether it exists on the target */
 	json_t *objs;	 /* per pass: "kind/ns/name" -> a claim or template as on the target */
@@ -159,6 +160,15 @@ void ds_applier_stop(ds_applier *a)
 {
 	pthread_mutex_lock(&a->mu);
 	a->stopping = true;
+	pthread_cond_signal(&a->cond);
+	pthread_mutex_unlock(&a->mu);
+}
+
+void ds_applier_set_config(ds_applier *a, const ds_target_config *cfg)
+{
+	pthread_mutex_lock(&a->mu);
+	a->next_cfg = cfg;
+	a->notified = true;
 	pthread_cond_signal(&a->cond);
 	pthread_mutex_unlock(&a->mu);
 }
@@ -375,6 +385,24 @@ static int prepare(ds_applier *a, struct item *it, ds_report *rep)
 		return 0;
 	}
 	it->rank = ds_selection_apply_rank(it->obj);
+	/* Two sources writing one object would overwrite each other: the first
+	 * keeps it, the second is refused and told why. */
+	{
+		char owner[256];
+		int c = ds_object_state_target_owner(
+		    a->st, r->source, ds_obj_kind(it->obj), ds_obj_namespace(it->obj),
+		    ds_obj_name(it->obj), owner, sizeof(owner), NULL);
+		if (c < 0)
+			return c;
+		if (c > 0) {
+			ds_obj_describe(it->obj, text, sizeof(text));
+			decide(it, DS_APPLY_FAILED,
+			       "conflict: %s on the target is replicated from source %s; source "
+			       "%s may not write it too (map its namespace elsewhere)",
+			       text, owner, r->source);
+			return 0;
+		}
+	}
 	rc = hash_object(it->obj, it->hash);
 	if (rc < 0)
 		return rc;
@@ -635,6 +663,35 @@ static void mark_applied(struct item *it)
 	it->out.target_name = ds_obj_name(it->obj);
 }
 
+/*
+ * SPEC §6: a Namespace is deleted only if drasync created it. One that is not
+ * on the target yet, or that drasync marked when it created it, is applied
+ * with the mark (every apply carries it: server-side apply would drop a field
+ * its manager stops sending); one that was there before is left unmarked.
+ * @return 0, -ENOMEM
+ */
+static int mark_created_namespace(ds_applier *a, struct item *it)
+{
+	struct ds_kube_resource res;
+	ds_kube_error ke;
+	json_t *got = NULL;
+	bool ours;
+	int rc;
+
+	if (strcmp(ds_obj_kind(it->obj), "Namespace") != 0)
+		return 0;
+	ds_kube_error_clear(&ke);
+	if (ds_kube_resource_find(a->cfg.kube, "v1", "Namespace", &res, &ke) < 0)
+		return 0;
+	count(a, &a->stats.api_reads, 1);
+	rc = ds_kube_get(a->cfg.kube, &res, NULL, ds_obj_name(it->obj), NULL, &got, &ke);
+	ours = rc == -ENOENT || (rc == 0 && ds_obj_annotation(got, DS_ANNOTATION_CREATED));
+	json_decref(got);
+	if (!ours)
+		return 0;
+	return ds_obj_set_annotation(it->obj, DS_ANNOTATION_CREATED, "true") < 0 ? -ENOMEM : 0;
+}
+
 /* Apply one rank's objects concurrently. @return 0, or a negative errno (ledger, memory) */
 static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report *rep,
 		       bool *applied_any, ds_err *err)
@@ -655,6 +712,9 @@ static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report
 			goto out;
 		if (g[i]->decided)
 			continue;
+		rc = mark_created_namespace(a, g[i]);
+		if (rc < 0)
+			goto out;
 		ops[m] = (struct ds_kube_op){.kind = DS_KUBE_OP_APPLY,
 					     .res = &g[i]->res,
 					     .ns = ds_obj_namespace(g[i]->obj),
@@ -763,6 +823,12 @@ static void tombstone(ds_applier *a, struct item *it)
 		decide(it, DS_APPLY_KEPT,
 		       "not deleted: %s %s%s%s was not created by drasync (no label %s=drasync)",
 		       r->kind, ns ? ns : "", ns ? "/" : "", name, DS_LABEL_MANAGED_BY);
+	} else if (strcmp(r->kind, "Namespace") == 0 &&
+		   !ds_obj_annotation(obj, DS_ANNOTATION_CREATED)) {
+		decide(it, DS_APPLY_KEPT,
+		       "not deleted: Namespace %s was on the target before drasync applied it "
+		       "(no annotation %s)",
+		       name, DS_ANNOTATION_CREATED);
 	} else if (!r->source_uid || !uid_ann || strcmp(uid_ann, r->source_uid) != 0) {
 		decide(it, DS_APPLY_KEPT,
 		       "not deleted: %s %s%s%s has %s=%s, the tombstone is for source uid %s",
@@ -801,10 +867,23 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	struct item *items = NULL, **up = NULL, **del = NULL;
 	size_t n = 0, n_up = 0, n_del = 0;
 	ds_report *rep = NULL;
+	const ds_target_config *reload;
 	bool applied_any = false;
 	int rc;
 
-	count(a, &a->stats.passes, 1);
+	pthread_mutex_lock(&a->mu);
+	a->stats.passes++;
+	reload = a->next_cfg;
+	a->next_cfg = NULL;
+	pthread_mutex_unlock(&a->mu);
+	if (reload) {
+		/* New rules may map what is on the target otherwise: every object is
+		 * looked at again; those whose result hashes the same cost no call. */
+		a->cfg.cfg = reload;
+		rc = ds_object_state_reconsider(a->st, err);
+		if (rc < 0)
+			goto out;
+	}
 	rc = ds_object_state_ingest(a->st, err);
 	if (rc < 0)
 		goto out;

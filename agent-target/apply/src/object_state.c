@@ -14,6 +14,8 @@
 
 struct ds_object_state {
 	sqlite3 *db;
+	char *messages; /* the arena of the last ds_object_state_results() */
+	size_t messages_cap;
 };
 
 static const char *const state_names[DS_APPLY_STATE_MAX] = {
@@ -35,7 +37,10 @@ static const char schema[] =
     "CREATE INDEX IF NOT EXISTS object_state_target ON object_state(kind, target_name);"
     "CREATE TABLE IF NOT EXISTS apply_cursor(id INTEGER PRIMARY KEY CHECK(id = 1),"
     " record_id INTEGER NOT NULL);"
-    "INSERT OR IGNORE INTO apply_cursor(id, record_id) VALUES(1, 0);";
+    "INSERT OR IGNORE INTO apply_cursor(id, record_id) VALUES(1, 0);"
+    "CREATE TABLE IF NOT EXISTS apply_results(id INTEGER PRIMARY KEY, source TEXT NOT NULL,"
+    " epoch INTEGER NOT NULL, seq INTEGER NOT NULL, status INTEGER NOT NULL, message TEXT);"
+    "CREATE INDEX IF NOT EXISTS apply_results_source ON apply_results(source, epoch, id);";
 
 static int fail(sqlite3 *db, int rc, const char *what, ds_err *err)
 {
@@ -148,7 +153,15 @@ void ds_object_state_free(ds_object_state *st)
 	if (!st)
 		return;
 	sqlite3_close(st->db);
+	free(st->messages);
 	free(st);
+}
+
+static char *col_dup(sqlite3_stmt *q, int i)
+{
+	const char *s = (const char *)sqlite3_column_text(q, i);
+
+	return s ? strdup(s) : NULL;
 }
 
 /* @return 1 when the inbox has created its records table, 0 before, or a negative errno */
@@ -185,12 +198,92 @@ static const char upsert_sql[] =
     "   THEN next_try_at ELSE 0 END,"
     " api_version = excluded.api_version, record_id = excluded.record_id,"
     " seq = excluded.seq, op = excluded.op, content_hash = excluded.content_hash,"
-    " updated_at = excluded.updated_at";
+    " updated_at = excluded.updated_at"
+    " RETURNING state, reason";
+
+/* What the source hears of a state (SPEC §6: apply results in later Acks); 0: nothing. */
+static int result_status(enum ds_apply_state s)
+{
+	switch (s) {
+	case DS_APPLY_APPLIED:
+	case DS_APPLY_DELETED:
+		return DS_RESULT_APPLIED;
+	case DS_APPLY_WAITING:
+		return DS_RESULT_WAITING;
+	case DS_APPLY_HELD:
+		return DS_RESULT_HELD;
+	case DS_APPLY_FAILED:
+		return DS_RESULT_FAILED;
+	case DS_APPLY_SKIPPED:
+	case DS_APPLY_KEPT:
+		return DS_RESULT_SKIPPED;
+	default:
+		return 0; /* pending: the source hears when it is decided */
+	}
+}
+
+/* Queue the apply result of records.id record_id for its source's next Ack. */
+static int queue_result(ds_object_state *st, int64_t record_id, enum ds_apply_state s,
+			const char *reason, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int status = result_status(s);
+	int rc;
+
+	if (!status)
+		return 0;
+	rc = prepare(st->db,
+		     "INSERT INTO apply_results(source, epoch, seq, status, message)"
+		     " SELECT source, epoch, seq, ?, ? FROM records WHERE id = ?",
+		     &q, err);
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int(q, 1, status);
+	bind_text(q, 2, reason);
+	sqlite3_bind_int64(q, 3, record_id);
+	rc = sqlite3_step(q);
+	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "apply result", err);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/*
+ * SPEC §6: a snapshot's end prunes what the source no longer holds. Every
+ * live object of that source whose key is not in the snapshot's manifest
+ * becomes a tombstone of its last upsert (so the guard of the apply stage
+ * sees the uid drasync applied it with). Manifest keys name the core group
+ * "" where ours say "core".
+ */
+static int prune(ds_object_state *st, const char *source, int64_t epoch, int64_t seq, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = prepare(
+	    st->db,
+	    "UPDATE object_state SET op = 2, state = 'pending', attempts = 0, next_try_at = 0,"
+	    " reason = 'pruned: not in the snapshot that ended at seq ' || ?3, seq = ?3,"
+	    " updated_at = ?4"
+	    " WHERE source = ?1 AND op = 1 AND (CASE WHEN key LIKE 'core/%' THEN substr(key, 5)"
+	    " ELSE key END) NOT IN (SELECT key FROM manifests WHERE source = ?1 AND epoch = ?2"
+	    " AND seq = ?3)",
+	    &q, err);
+
+	if (rc < 0)
+		return rc;
+	bind_text(q, 1, source);
+	sqlite3_bind_int64(q, 2, epoch);
+	sqlite3_bind_int64(q, 3, seq);
+	sqlite3_bind_int64(q, 4, now_s());
+	rc = sqlite3_step(q);
+	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "snapshot prune", err);
+	sqlite3_finalize(q);
+	return rc;
+}
 
 /* One chunk of records after the cursor, in one transaction. @return records read, or < 0 */
 static int ingest_chunk(ds_object_state *st, ds_err *err)
 {
 	sqlite3_stmt *sel = NULL, *ups = NULL, *cur = NULL;
+	enum ds_apply_state state;
 	int64_t last = 0;
 	int rc, n = 0;
 
@@ -207,8 +300,8 @@ static int ingest_chunk(ds_object_state *st, ds_err *err)
 	sqlite3_finalize(cur);
 	cur = NULL;
 	rc = prepare(st->db,
-		     "SELECT id, source, seq, op, api_version, kind, namespace, name, content_hash"
-		     " FROM records WHERE id > ? ORDER BY id LIMIT ?",
+		     "SELECT id, source, seq, op, api_version, kind, namespace, name, content_hash,"
+		     " epoch FROM records WHERE id > ? ORDER BY id LIMIT ?",
 		     &sel, err);
 	if (rc == 0)
 		rc = prepare(st->db, upsert_sql, &ups, err);
@@ -226,6 +319,13 @@ static int ingest_chunk(ds_object_state *st, ds_err *err)
 
 		n++;
 		last = sqlite3_column_int64(sel, 0);
+		if (op == DS_RECORD_SNAPSHOT_END) {
+			rc = prune(st, (const char *)sqlite3_column_text(sel, 1),
+				   sqlite3_column_int64(sel, 9), sqlite3_column_int64(sel, 2), err);
+			if (rc < 0)
+				goto out;
+			continue;
+		}
 		if (op != DS_RECORD_UPSERT && op != DS_RECORD_DELETE)
 			continue;
 		if (!kind || !name)
@@ -251,10 +351,21 @@ static int ingest_chunk(ds_object_state *st, ds_err *err)
 			sqlite3_bind_null(ups, 10);
 		sqlite3_bind_int64(ups, 11, now_s());
 		rc = sqlite3_step(ups);
-		if (rc != SQLITE_DONE) {
+		if (rc != SQLITE_ROW) {
 			rc = fail(st->db, rc, "object_state upsert", err);
 			goto out;
 		}
+		/* Unchanged and already decided: this record's result is that decision. */
+		state = state_parse((const char *)sqlite3_column_text(ups, 0));
+		if (state != DS_APPLY_PENDING) {
+			char *reason = col_dup(ups, 1);
+			rc = queue_result(st, last, state, reason, err);
+			free(reason);
+			if (rc < 0)
+				goto out;
+		}
+		while ((rc = sqlite3_step(ups)) == SQLITE_ROW)
+			;
 	}
 	if (rc != SQLITE_DONE) {
 		rc = fail(st->db, rc, "records scan", err);
@@ -296,13 +407,6 @@ int ds_object_state_ingest(ds_object_state *st, ds_err *err)
 		total += rc;
 	} while (rc == INGEST_CHUNK && total < 1000000000);
 	return total;
-}
-
-static char *col_dup(sqlite3_stmt *q, int i)
-{
-	const char *s = (const char *)sqlite3_column_text(q, i);
-
-	return s ? strdup(s) : NULL;
 }
 
 /* The columns every row query selects, in this order. */
@@ -407,6 +511,7 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 			const ds_object_state_result *res, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
+	bool news = false;
 	int rc;
 
 	rc = exec(st->db, "BEGIN IMMEDIATE", err);
@@ -434,6 +539,31 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 		if (rc < 0)
 			goto out;
 	}
+	/* The source hears of a decision once: a workload that goes on waiting for
+	 * the same objects is not news. */
+	rc =
+	    prepare(st->db, "SELECT state, reason FROM object_state WHERE id = ? AND record_id = ?",
+		    &q, err);
+	if (rc < 0)
+		goto out;
+	sqlite3_bind_int64(q, 1, id);
+	sqlite3_bind_int64(q, 2, record_id);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		const char *was = (const char *)sqlite3_column_text(q, 0);
+		const char *why = (const char *)sqlite3_column_text(q, 1);
+		news = state_parse(was) != res->state ||
+		       strcmp(why ? why : "", res->reason ? res->reason : "") != 0;
+		rc = 0;
+	} else {
+		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state read", err);
+	}
+	sqlite3_finalize(q);
+	q = NULL;
+	if (rc == 0 && news)
+		rc = queue_result(st, record_id, res->state, res->reason, err);
+	if (rc < 0)
+		goto out;
 	rc = prepare(st->db,
 		     "UPDATE object_state SET state = ?, reason = ?, attempts = ?, next_try_at = ?,"
 		     " updated_at = ? WHERE id = ? AND record_id = ?",
@@ -459,6 +589,16 @@ out:
 	if (rc < 0)
 		exec(st->db, "ROLLBACK", NULL);
 	return ds_err_fallback(err, rc);
+}
+
+int ds_object_state_reconsider(ds_object_state *st, ds_err *err)
+{
+	return ds_err_fallback(
+	    err,
+	    exec(st->db,
+		 "UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = 0"
+		 " WHERE op = 1 AND state IN ('applied', 'waiting', 'failed', 'held', 'skipped')",
+		 err));
 }
 
 int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err)
@@ -488,6 +628,34 @@ int ds_object_state_target_applied(ds_object_state *st, const char *kind, const 
 		rc = rc == SQLITE_ROW	 ? 1
 		     : rc == SQLITE_DONE ? 0
 					 : fail(st->db, rc, "object_state lookup", err);
+	}
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}
+
+int ds_object_state_target_owner(ds_object_state *st, const char *source, const char *kind,
+				 const char *ns, const char *name, char *owner, size_t size,
+				 ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = prepare(st->db,
+			 "SELECT source FROM object_state WHERE kind = ? AND target_name = ?"
+			 " AND target_namespace IS ? AND source != ? AND applied_hash IS NOT NULL"
+			 " AND op = 1 ORDER BY id LIMIT 1",
+			 &q, err);
+
+	if (rc == 0) {
+		bind_text(q, 1, kind);
+		bind_text(q, 2, name);
+		bind_text(q, 3, ns);
+		bind_text(q, 4, source);
+		rc = sqlite3_step(q);
+		if (rc == SQLITE_ROW) {
+			snprintf(owner, size, "%s", (const char *)sqlite3_column_text(q, 0));
+			rc = 1;
+		} else {
+			rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state owner", err);
+		}
 	}
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);
@@ -562,4 +730,104 @@ void ds_object_state_rows_free(ds_object_state_row *rows, size_t n)
 	for (size_t i = 0; rows && i < n; i++)
 		ds_object_state_row_dispose(&rows[i]);
 	free(rows);
+}
+
+/* ---- apply results for the link ------------------------------------------------- */
+
+int ds_object_state_results(ds_object_state *st, const char *source, uint64_t epoch,
+			    ds_wire_result *out, size_t max, size_t *n, int64_t *token, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	size_t len = 0, used = 0, *offs = NULL;
+	int rc;
+
+	*n = 0;
+	*token = 0;
+	offs = calloc(max ? max : 1, sizeof(*offs));
+	if (!offs)
+		return ds_err_fallback(err, -ENOMEM);
+	rc = prepare(st->db,
+		     "SELECT id, seq, status, coalesce(message, '') FROM apply_results"
+		     " WHERE source = ? AND epoch = ? ORDER BY id LIMIT ?",
+		     &q, err);
+	if (rc < 0)
+		goto out;
+	bind_text(q, 1, source);
+	sqlite3_bind_int64(q, 2, (sqlite3_int64)epoch);
+	sqlite3_bind_int64(q, 3, (sqlite3_int64)max);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *m = (const char *)sqlite3_column_text(q, 3);
+		size_t mlen = strlen(m ? m : "") + 1;
+		int status = sqlite3_column_int(q, 2);
+
+		*token = sqlite3_column_int64(q, 0);
+		if (status <= 0 || status >= DS_RESULT_STATUS_MAX)
+			continue;
+		if (ds_grow((void **)&st->messages, &st->messages_cap, used + mlen, 1) < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(st->messages + used, m ? m : "", mlen);
+		offs[len] = used;
+		used += mlen;
+		out[len].seq = (uint64_t)sqlite3_column_int64(q, 1);
+		out[len].status = (enum ds_result_status)status;
+		len++;
+	}
+	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "apply results", err);
+	/* The arena may have moved while it grew: point into it only now. */
+	for (size_t i = 0; rc == 0 && i < len; i++)
+		out[i].message = st->messages + offs[i];
+	if (rc == 0)
+		*n = len;
+out:
+	sqlite3_finalize(q);
+	free(offs);
+	return ds_err_fallback(err, rc);
+}
+
+int ds_object_state_results_sent(ds_object_state *st, const char *source, uint64_t epoch,
+				 int64_t token, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = prepare(st->db,
+			 "DELETE FROM apply_results WHERE source = ? AND (id <= ? OR epoch != ?)",
+			 &q, err);
+
+	if (rc == 0) {
+		bind_text(q, 1, source);
+		sqlite3_bind_int64(q, 2, token);
+		sqlite3_bind_int64(q, 3, (sqlite3_int64)epoch);
+		rc = sqlite3_step(q);
+		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "apply results sent", err);
+	}
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}
+
+int ds_object_state_unapplied(ds_object_state *st, uint64_t *n, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	*n = 0;
+	rc = have_records(st, err);
+	if (rc <= 0)
+		return ds_err_fallback(err, rc);
+	rc = prepare(st->db,
+		     "SELECT (SELECT count(*) FROM object_state WHERE state = 'pending')"
+		     " + (SELECT count(*) FROM records WHERE id > (SELECT record_id FROM"
+		     " apply_cursor WHERE id = 1) AND op IN (1, 2))",
+		     &q, err);
+	if (rc == 0) {
+		rc = sqlite3_step(q);
+		if (rc == SQLITE_ROW) {
+			*n = (uint64_t)sqlite3_column_int64(q, 0);
+			rc = 0;
+		} else {
+			rc = fail(st->db, rc, "unapplied count", err);
+		}
+	}
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
 }

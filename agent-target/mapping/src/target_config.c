@@ -22,6 +22,7 @@ struct ds_target_config {
 	ds_dra_config dra;
 	const char *listen, *secret_key_file, *authorized_sources, *kubeconfig, *state_dir,
 	    *metrics_listen;
+	uint64_t max_unapplied;
 };
 
 static int is_all(const char *s)
@@ -362,8 +363,18 @@ static int load_namespaces(ds_config_walk *w, ds_target_config *cfg, const json_
 static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *root)
 {
 	static const char *const keys[] = {
-	    "apiVersion",	 "kind", "listen",  "keys", "kubeconfig", "stateDir", "mode",
-	    "namespaceMappings", "dra",	 "metrics", NULL,
+	    "apiVersion",
+	    "kind",
+	    "listen",
+	    "keys",
+	    "kubeconfig",
+	    "stateDir",
+	    "mode",
+	    "namespaceMappings",
+	    "dra",
+	    "metrics",
+	    "maxUnappliedRecords",
+	    NULL,
 	};
 	static const char *const key_keys[] = {"secretKeyFile", "authorizedSources", NULL};
 	static const char *const metric_keys[] = {"listen", NULL};
@@ -400,6 +411,20 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 	    (r = ds_config_section_str(w, root, "keys", key_keys, key_outs)) < 0 ||
 	    (r = ds_config_section_str(w, root, "metrics", metric_keys, metric_outs)) < 0)
 		return r;
+	cfg->max_unapplied = 100000;
+	if ((r = ds_config_member(w, root, "maxUnappliedRecords", JSON_INTEGER, &nsm)) < 0)
+		return r;
+	if (nsm) {
+		ds_config_mark m = ds_config_push_key(w, "maxUnappliedRecords");
+		if (json_integer_value(nsm) < 1) {
+			r = ds_config_fail(
+			    w, false, "maxUnappliedRecords must be at least 1 (default 100000)");
+			ds_config_pop(w, m);
+			return r;
+		}
+		cfg->max_unapplied = (uint64_t)json_integer_value(nsm);
+		ds_config_pop(w, m);
+	}
 	if ((r = ds_config_member(w, root, "namespaceMappings", JSON_OBJECT, &nsm)) < 0)
 		return r;
 	if (nsm) {
@@ -532,6 +557,11 @@ const char *ds_target_config_kubeconfig(const ds_target_config *cfg)
 {
 	return cfg->kubeconfig;
 }
+uint64_t ds_target_config_max_unapplied(const ds_target_config *cfg)
+{
+	return cfg->max_unapplied;
+}
+
 const char *ds_target_config_state_dir(const ds_target_config *cfg)
 {
 	return cfg->state_dir;

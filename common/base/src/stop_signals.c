@@ -1,4 +1,4 @@
-/* SIGTERM and SIGINT received by a thread of their own. */
+/* SIGTERM, SIGINT and SIGHUP received by a thread of their own. */
 #include "drasync/stop_signals.h"
 
 #include "drasync/log.h"
@@ -12,6 +12,7 @@ static void stop_set(sigset_t *set)
 	sigemptyset(set);
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
 	sigaddset(set, SIGUSR1);
 }
 
@@ -33,17 +34,31 @@ static void *signal_main(void *arg)
 	while (sigwait(&set, &sig) == 0) {
 		if (sig == SIGUSR1)
 			break;
+		if (sig == SIGHUP) {
+			if (s->on_reload) {
+				ds_log(DS_LOG_INFO, "reloading", "signal=SIGHUP");
+				s->on_reload(s->ud);
+			} else {
+				ds_log(
+				    DS_LOG_INFO, "signal_ignored",
+				    "signal=SIGHUP detail=\"nothing to reload: the configuration "
+				    "is read at start; restart to change it\"");
+			}
+			continue;
+		}
 		ds_log(DS_LOG_INFO, "stopping", "signal=%s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		s->on_stop(s->ud, sig);
 	}
 	return NULL;
 }
 
-int ds_stop_signals_start(ds_stop_signals *s, void (*on_stop)(void *ud, int sig), void *ud)
+int ds_stop_signals_start(ds_stop_signals *s, void (*on_stop)(void *ud, int sig),
+			  void (*on_reload)(void *ud), void *ud)
 {
 	int rc;
 
 	s->on_stop = on_stop;
+	s->on_reload = on_reload;
 	s->ud = ud;
 	rc = pthread_create(&s->thread, NULL, signal_main, s);
 	s->started = rc == 0;

@@ -25,6 +25,7 @@
 #define MAX_SESSIONS 64
 #define MAX_CONNS 256
 #define RID_MAX 256
+#define FEEDBACK_MAX 1024 /* apply results per Ack */
 
 struct session {
 	bool used;
@@ -60,6 +61,9 @@ struct ds_receiver {
 	struct conn conns[MAX_CONNS];
 	ds_wire_result *results;
 	size_t results_cap;
+	ds_wire_result applied[FEEDBACK_MAX];
+	uint64_t unapplied; /* the backlog as last counted, plus what was committed since */
+	bool throttled;	    /* the backlog is at max_unapplied: credit 0 */
 	/* Handshake failures carry no descriptor; libzmq reports the disconnect of
 	 * the same connection right after, from the same I/O thread (one per context). */
 	char pending_failure[200];
@@ -118,6 +122,10 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 		ds_transport_tuning_default(&r->cfg.tuning);
 	if (!r->cfg.credit)
 		r->cfg.credit = 2048;
+	if (!r->cfg.max_unapplied)
+		r->cfg.max_unapplied = 100000;
+	if (r->cfg.feedback_ms <= 0)
+		r->cfg.feedback_ms = 200;
 	if (!cfg->endpoint || !cfg->keys || !cfg->authorized_sources || !cfg->inbox_path) {
 		ds_err_set(err,
 			   "receiver: endpoint, keys, authorized sources and inbox are required");
@@ -425,6 +433,84 @@ static void sweep_revoked(ds_receiver *r)
 	}
 }
 
+/* The credit a source gets now: shrinking as the unapplied backlog nears its bound. */
+static uint32_t credit_now(const ds_receiver *r)
+{
+	uint64_t room;
+
+	if (!r->cfg.feedback.unapplied)
+		return r->cfg.credit;
+	if (r->unapplied >= r->cfg.max_unapplied)
+		return 0;
+	room = r->cfg.max_unapplied - r->unapplied;
+	return room < r->cfg.credit ? (uint32_t)room : r->cfg.credit;
+}
+
+/* Count the backlog again; say when it stops or lets the sources send. */
+static void refresh_unapplied(ds_receiver *r)
+{
+	uint64_t n = 0;
+	bool throttled;
+
+	if (!r->cfg.feedback.unapplied || r->cfg.feedback.unapplied(r->cfg.feedback.ud, &n) < 0)
+		return;
+	r->unapplied = n;
+	throttled = n >= r->cfg.max_unapplied;
+	if (throttled != r->throttled)
+		emit(r, throttled ? DS_LOG_WARN : DS_LOG_INFO,
+		     throttled ? "backlog_full" : "backlog_eased", "",
+		     throttled ? "%llu committed records wait to be applied (max_unapplied %llu): "
+				 "no credit until the apply stage catches up"
+			       : "%llu committed records wait to be applied (max_unapplied %llu): "
+				 "credit again",
+		     (unsigned long long)n, (unsigned long long)r->cfg.max_unapplied);
+	r->throttled = throttled;
+}
+
+/*
+ * Apply results and fresh credit to every session: an Ack of its own for a
+ * source that has results waiting, or that had no credit and may send again.
+ */
+static void send_feedback(ds_receiver *r)
+{
+	uint32_t credit;
+
+	refresh_unapplied(r);
+	credit = credit_now(r);
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		struct session *s = &r->sessions[i];
+		bool starved = s->granted <= s->committed && credit > 0;
+		size_t n = 0;
+		int64_t token = 0;
+		ds_wire_ack ack;
+		uint8_t *buf;
+		size_t len;
+
+		if (!s->used)
+			continue;
+		if (r->cfg.feedback.results &&
+		    r->cfg.feedback.results(r->cfg.feedback.ud, s->source, s->epoch, r->applied,
+					    FEEDBACK_MAX, &n, &token) < 0)
+			n = 0;
+		if (!n && !starved)
+			continue;
+		memset(&ack, 0, sizeof(ack));
+		ack.epoch = s->epoch;
+		ack.committed_seq = s->committed;
+		ack.credit = credit;
+		ack.applied = r->applied;
+		ack.n_applied = n;
+		ack.unapplied = r->unapplied;
+		if (ds_wire_ack_encode(&ack, &buf, &len) < 0)
+			continue;
+		if (send_to(r, s->rid, s->rid_len, buf, len) < 0)
+			continue; /* kept: sent with a later Ack */
+		s->granted = s->committed + credit;
+		if (n && r->cfg.feedback.sent)
+			r->cfg.feedback.sent(r->cfg.feedback.ud, s->source, s->epoch, token);
+	}
+}
+
 static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len, const char *source,
 		     const char *key, const char *peer, const ds_wire_hello *h)
 {
@@ -460,15 +546,16 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 	s->fd = fd;
 	s->epoch = h->epoch;
 	s->committed = committed;
-	s->granted = committed + r->cfg.credit;
+	s->granted = committed + credit_now(r);
 	s->last_seen = ds_now_ms();
 	memset(&w, 0, sizeof(w));
 	w.protocol_version = DS_PROTOCOL_VERSION;
 	w.agent_version = DS_VERSION;
 	w.epoch = h->epoch;
 	w.committed_seq = committed;
-	w.credit = r->cfg.credit;
+	w.credit = (uint32_t)(s->granted - committed);
 	w.source_name = source;
+	w.apply_results = r->cfg.feedback.results != NULL;
 	if (ds_wire_welcome_encode(&w, &buf, &len) == 0)
 		send_to(r, rid, rid_len, buf, len);
 	emit(r, DS_LOG_INFO, "session_open", peer,
@@ -518,12 +605,15 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 		emit(r, DS_LOG_ERROR, "ledger_error", peer, "source %s: %s", s->source, err.msg);
 		return;
 	}
+	/* Counted again at the next feedback; until then what was committed adds up. */
+	r->unapplied += committed - s->committed;
 	s->committed = committed;
-	s->granted = committed + r->cfg.credit;
+	s->granted = committed + credit_now(r);
 	memset(&ack, 0, sizeof(ack));
 	ack.epoch = s->epoch;
 	ack.committed_seq = committed;
-	ack.credit = r->cfg.credit;
+	ack.credit = (uint32_t)(s->granted - committed);
+	ack.unapplied = r->unapplied;
 	ack.results = r->results;
 	ack.n_results = n;
 	if (ds_wire_ack_encode(&ack, &buf, &len) == 0)
@@ -614,7 +704,7 @@ out:
 
 int ds_receiver_run(ds_receiver *r, ds_err *err)
 {
-	int64_t next_sweep = ds_now_ms() + 1000;
+	int64_t next_sweep = ds_now_ms() + 1000, next_feedback = 0;
 
 	(void)err;
 	while (!atomic_load(&r->stop)) {
@@ -636,6 +726,10 @@ int ds_receiver_run(ds_receiver *r, ds_err *err)
 			if (!(ev & ZMQ_POLLIN))
 				break;
 			on_message(r);
+		}
+		if (ds_now_ms() >= next_feedback) {
+			send_feedback(r);
+			next_feedback = ds_now_ms() + r->cfg.feedback_ms;
 		}
 		if (ds_now_ms() >= next_sweep) {
 			sweep_revoked(r);

@@ -19,10 +19,10 @@ const char *ds_record_op_name(enum ds_record_op op)
 const char *ds_result_status_name(enum ds_result_status status)
 {
 	static const char *const names[DS_RESULT_STATUS_MAX] = {
-	    [DS_RESULT_OK] = "ok",
-	    [DS_RESULT_DUPLICATE] = "duplicate",
-	    [DS_RESULT_FAILED] = "failed",
-	    [DS_RESULT_SKIPPED] = "skipped",
+	    [DS_RESULT_OK] = "ok",	     [DS_RESULT_DUPLICATE] = "duplicate",
+	    [DS_RESULT_FAILED] = "failed",   [DS_RESULT_SKIPPED] = "skipped",
+	    [DS_RESULT_APPLIED] = "applied", [DS_RESULT_WAITING] = "waiting",
+	    [DS_RESULT_HELD] = "held",
 	};
 	if ((int)status <= 0 || status >= DS_RESULT_STATUS_MAX)
 		return "unknown";

@@ -37,6 +37,8 @@ struct ds_sender {
 	int wakefd;
 	atomic_int stop;
 	_Atomic uint64_t acked;
+	_Atomic uint64_t unapplied; /* the target's backlog, as its last Ack said */
+	atomic_int apply_results;   /* 0 no session yet, 1 the target sends them, 2 it does not */
 
 	enum state state;
 	int64_t next_attempt;
@@ -193,6 +195,18 @@ void ds_sender_wake(ds_sender *s)
 uint64_t ds_sender_acked(const ds_sender *s)
 {
 	return atomic_load(&((ds_sender *)(uintptr_t)s)->acked);
+}
+
+int ds_sender_target_sends_apply_results(const ds_sender *s)
+{
+	int v = atomic_load(&((ds_sender *)(uintptr_t)s)->apply_results);
+
+	return v == 0 ? -1 : v == 1;
+}
+
+uint64_t ds_sender_target_unapplied(const ds_sender *s)
+{
+	return atomic_load(&((ds_sender *)(uintptr_t)s)->unapplied);
 }
 
 /* Leave the session: a fresh socket after the backoff, so nothing of the old
@@ -370,6 +384,7 @@ static void on_welcome(ds_sender *s, const ds_wire_welcome *w)
 		return;
 	}
 	s->backoff = s->cfg.tuning.reconnect_ivl_ms;
+	atomic_store(&s->apply_results, w->apply_results ? 1 : 2);
 	s->target_committed = w->committed_seq;
 	s->granted = w->committed_seq + w->credit;
 	emit(s, DS_LOG_INFO, "session_open",
@@ -406,10 +421,15 @@ static void on_ack(ds_sender *s, const ds_wire_ack *a)
 	s->target_committed = a->committed_seq;
 	s->granted = a->committed_seq + a->credit;
 	s->last_progress = ds_now_ms();
-	if (s->cfg.on_result)
+	atomic_store(&s->unapplied, a->unapplied);
+	if (s->cfg.on_result) {
 		for (size_t i = 0; i < a->n_results; i++)
 			s->cfg.on_result(s->cfg.ud, a->results[i].seq, a->results[i].status,
 					 a->results[i].message);
+		for (size_t i = 0; i < a->n_applied; i++)
+			s->cfg.on_result(s->cfg.ud, a->applied[i].seq, a->applied[i].status,
+					 a->applied[i].message);
+	}
 	/* Published last: whoever sees a seq acknowledged (a `once` run waiting
 	 * for it) also finds its results handed to on_result. */
 	if (advance)

@@ -44,13 +44,13 @@ int ds_wire_hello_encode(const ds_wire_hello *h, uint8_t **out, size_t *len)
 {
 	Drasync__Envelope env = DRASYNC__ENVELOPE__INIT;
 	Drasync__Hello m = DRASYNC__HELLO__INIT;
-	char *caps[] = {str("zstd"), str("snapshot")};
+	char *caps[] = {str("zstd"), str("snapshot"), str(DS_CAP_APPLY_RESULTS)};
 
 	m.protocol_version = h->protocol_version;
 	m.cluster_name = str(h->cluster_name);
 	m.agent_version = str(h->agent_version);
 	m.epoch = h->epoch;
-	m.n_capabilities = 2;
+	m.n_capabilities = 3;
 	m.capabilities = caps;
 	env.body_case = DRASYNC__ENVELOPE__BODY_HELLO;
 	env.hello = &m;
@@ -61,14 +61,14 @@ int ds_wire_welcome_encode(const ds_wire_welcome *w, uint8_t **out, size_t *len)
 {
 	Drasync__Envelope env = DRASYNC__ENVELOPE__INIT;
 	Drasync__Welcome m = DRASYNC__WELCOME__INIT;
-	char *caps[] = {str("zstd"), str("snapshot")};
+	char *caps[] = {str("zstd"), str("snapshot"), str(DS_CAP_APPLY_RESULTS)};
 
 	m.protocol_version = w->protocol_version;
 	m.agent_version = str(w->agent_version);
 	m.epoch = w->epoch;
 	m.committed_seq = w->committed_seq;
 	m.credit = w->credit;
-	m.n_capabilities = 2;
+	m.n_capabilities = w->apply_results ? 3 : 2;
 	m.capabilities = caps;
 	m.source_name = str(w->source_name);
 	env.body_case = DRASYNC__ENVELOPE__BODY_WELCOME;
@@ -76,39 +76,59 @@ int ds_wire_welcome_encode(const ds_wire_welcome *w, uint8_t **out, size_t *len)
 	return pack_envelope(&env, out, len);
 }
 
+/* Protobuf results for v[0..n), in res/ptrs (caller frees both). @return 0 or -ENOMEM */
+static int results_out(const ds_wire_result *v, size_t n, Drasync__RecordResult **res,
+		       Drasync__RecordResult ***ptrs)
+{
+	*res = NULL;
+	*ptrs = NULL;
+	if (!n)
+		return 0;
+	*res = calloc(n, sizeof(**res));
+	*ptrs = calloc(n, sizeof(**ptrs));
+	if (!*res || !*ptrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		Drasync__RecordResult init = DRASYNC__RECORD_RESULT__INIT;
+		(*res)[i] = init;
+		(*res)[i].seq = v[i].seq;
+		(*res)[i].status = (Drasync__ResultStatus)v[i].status;
+		if (v[i].message && v[i].message[0])
+			(*res)[i].message = str(v[i].message);
+		(*ptrs)[i] = &(*res)[i];
+	}
+	return 0;
+}
+
 int ds_wire_ack_encode(const ds_wire_ack *a, uint8_t **out, size_t *len)
 {
 	Drasync__Envelope env = DRASYNC__ENVELOPE__INIT;
 	Drasync__Ack m = DRASYNC__ACK__INIT;
-	Drasync__RecordResult *res = NULL, **ptrs = NULL;
-	int rc = -ENOMEM;
+	Drasync__RecordResult *res = NULL, **ptrs = NULL, *app = NULL, **app_ptrs = NULL;
+	int rc;
 
-	if (a->n_results) {
-		res = calloc(a->n_results, sizeof(*res));
-		ptrs = calloc(a->n_results, sizeof(*ptrs));
-		if (!res || !ptrs)
-			goto out;
-	}
-	for (size_t i = 0; i < a->n_results; i++) {
-		Drasync__RecordResult init = DRASYNC__RECORD_RESULT__INIT;
-		res[i] = init;
-		res[i].seq = a->results[i].seq;
-		res[i].status = (Drasync__ResultStatus)a->results[i].status;
-		if (a->results[i].message && a->results[i].message[0])
-			res[i].message = str(a->results[i].message);
-		ptrs[i] = &res[i];
-	}
+	rc = results_out(a->results, a->n_results, &res, &ptrs);
+	if (rc == 0)
+		rc = results_out(a->applied, a->n_applied, &app, &app_ptrs);
+	if (rc < 0)
+		goto out;
 	m.epoch = a->epoch;
 	m.committed_seq = a->committed_seq;
 	m.credit = a->credit;
 	m.n_results = a->n_results;
 	m.results = ptrs;
+	m.n_applied = a->n_applied;
+	m.applied = app_ptrs;
+	m.has_unapplied = a->unapplied > 0;
+	m.unapplied = a->unapplied;
 	env.body_case = DRASYNC__ENVELOPE__BODY_ACK;
 	env.ack = &m;
 	rc = pack_envelope(&env, out, len);
 out:
 	free(res);
 	free(ptrs);
+	free(app);
+	free(app_ptrs);
 	return rc;
 }
 
@@ -392,7 +412,7 @@ struct ds_wire_msg {
 		ds_wire_welcome welcome;
 		ds_wire_ack ack;
 	} u;
-	ds_wire_result *results;
+	ds_wire_result *results, *applied;
 	ds_record *records;
 	size_t n_records;
 	uint8_t **inflated; /* per record, NULL when the payload was not compressed */
@@ -440,6 +460,7 @@ void ds_wire_msg_free(ds_wire_msg *msg)
 	budget_free(&msg->budget, msg->manifests);
 	budget_free(&msg->budget, msg->records);
 	budget_free(&msg->budget, msg->results);
+	budget_free(&msg->budget, msg->applied);
 	if (msg->env)
 		drasync__envelope__free_unpacked(msg->env, &msg->alloc);
 	free(msg);
@@ -681,8 +702,33 @@ static int decode_batch(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 	return 0;
 }
 
+/* An Ack's results into *out (charged to the message); statuses checked. */
+static int results_in(ds_wire_msg *msg, const Drasync__RecordResult *const *v, size_t n,
+		      ds_wire_result **out, ds_err *err)
+{
+	if (!n)
+		return 0;
+	*out = charge(msg, n, sizeof(**out));
+	if (!*out) {
+		ds_err_set(err, "ack over the memory limit");
+		return -E2BIG;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if ((int)v[i]->status <= 0 || (int)v[i]->status >= DS_RESULT_STATUS_MAX) {
+			ds_err_set(err, "ack: unknown result status %d", (int)v[i]->status);
+			return -EBADMSG;
+		}
+		(*out)[i].seq = v[i]->seq;
+		(*out)[i].status = (enum ds_result_status)v[i]->status;
+		(*out)[i].message = v[i]->message ? v[i]->message : "";
+	}
+	return 0;
+}
+
 static int decode_body(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 {
+	int rc;
+
 	Drasync__Envelope *env = msg->env;
 
 	switch (env->body_case) {
@@ -708,6 +754,10 @@ static int decode_body(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 		msg->u.welcome.credit = env->welcome->credit;
 		msg->u.welcome.source_name =
 		    env->welcome->source_name ? env->welcome->source_name : "";
+		for (size_t i = 0; i < env->welcome->n_capabilities; i++)
+			if (env->welcome->capabilities[i] &&
+			    strcmp(env->welcome->capabilities[i], DS_CAP_APPLY_RESULTS) == 0)
+				msg->u.welcome.apply_results = true;
 		return 0;
 	case DRASYNC__ENVELOPE__BODY_ACK: {
 		const Drasync__Ack *a = env->ack;
@@ -715,25 +765,18 @@ static int decode_body(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 		msg->u.ack.epoch = a->epoch;
 		msg->u.ack.committed_seq = a->committed_seq;
 		msg->u.ack.credit = a->credit;
-		if (a->n_results) {
-			msg->results = charge(msg, a->n_results, sizeof(*msg->results));
-			if (!msg->results) {
-				ds_err_set(err, "ack over the memory limit");
-				return -E2BIG;
-			}
-		}
-		for (size_t i = 0; i < a->n_results; i++) {
-			const Drasync__RecordResult *r = a->results[i];
-			if ((int)r->status <= 0 || (int)r->status >= DS_RESULT_STATUS_MAX) {
-				ds_err_set(err, "ack: unknown result status %d", (int)r->status);
-				return -EBADMSG;
-			}
-			msg->results[i].seq = r->seq;
-			msg->results[i].status = (enum ds_result_status)r->status;
-			msg->results[i].message = r->message ? r->message : "";
-		}
+		msg->u.ack.unapplied = a->has_unapplied ? a->unapplied : 0;
+		rc = results_in(msg, (const Drasync__RecordResult *const *)a->results, a->n_results,
+				&msg->results, err);
+		if (rc == 0)
+			rc = results_in(msg, (const Drasync__RecordResult *const *)a->applied,
+					a->n_applied, &msg->applied, err);
+		if (rc < 0)
+			return rc;
 		msg->u.ack.results = msg->results;
 		msg->u.ack.n_results = a->n_results;
+		msg->u.ack.applied = msg->applied;
+		msg->u.ack.n_applied = a->n_applied;
 		return 0;
 	}
 	case DRASYNC__ENVELOPE__BODY_GOODBYE:

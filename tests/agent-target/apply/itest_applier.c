@@ -548,6 +548,149 @@ static void test_itest_applier__immutable_change_deletes_and_recreates(void **st
 	env_free(e);
 }
 
+/* The snapshot's end: commit a SNAPSHOT_END whose manifest holds keys[0..n). */
+static void commit_snapshot_end(struct env *e, const char *const *keys, size_t n)
+{
+	ds_manifest_entry m[8];
+	ds_record end;
+
+	assert_true(n <= 8);
+	for (size_t i = 0; i < n; i++) {
+		memset(&m[i], 0, sizeof(m[i]));
+		m[i].key = keys[i];
+	}
+	memset(&end, 0, sizeof(end));
+	end.op = DS_RECORD_SNAPSHOT_END;
+	end.snapshot_id = "snap";
+	end.manifest = m;
+	end.manifest_len = n;
+	tu_ledger_commit(&e->l, &end, 1, NULL, NULL);
+}
+
+static void test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_ours(void **state)
+{
+	struct env *e = env_new("prune");
+	struct ds_kube_resource nsr;
+	char k_ns[200], k_keep[200];
+	json_t *objs[2], *got;
+
+	(void)state;
+	commit_namespace(e);
+	objs[0] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keep, namespace: "
+		       "'%s'}\ndata: {a: '1'}\n",
+		       e->src);
+	objs[1] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone, namespace: "
+		       "'%s'}\ndata: {a: '1'}\n",
+		       e->src);
+	commit(e, objs, 2);
+	json_decref(objs[0]);
+	json_decref(objs[1]);
+	assert_int_equal(pass(e), 3);
+	/* drasync created the namespace: it says so on it */
+	nsr = resource(e->k, "v1", "Namespace");
+	got = NULL;
+	assert_int_equal(ds_kube_get(e->k, &nsr, NULL, e->dst, NULL, &got, NULL), 0);
+	assert_string_equal(ds_obj_annotation(got, "drasync.io/created"), "true");
+	json_decref(got);
+
+	/* A snapshot that no longer holds "gone": it is deleted, the rest stays. */
+	snprintf(k_ns, sizeof(k_ns), "/Namespace//%s", e->src);
+	snprintf(k_keep, sizeof(k_keep), "/ConfigMap/%s/keep", e->src);
+	commit_snapshot_end(e, (const char *[]){k_ns, k_keep}, 2);
+	assert_int_equal(pass(e), 1);
+	got = target_get(e, "v1", "ConfigMap", "gone");
+	assert_null(got);
+	assert_state(e, "v1", "ConfigMap", "gone", DS_APPLY_DELETED, NULL);
+	got = target_get(e, "v1", "ConfigMap", "keep");
+	assert_non_null(got);
+	json_decref(got);
+	assert_state(e, "v1", "ConfigMap", "keep", DS_APPLY_APPLIED, NULL);
+
+	/* A snapshot with nothing: the namespace drasync created goes too. */
+	commit_snapshot_end(e, NULL, 0);
+	assert_int_equal(pass(e), 2);
+	assert_state(e, "v1", "ConfigMap", "keep", DS_APPLY_DELETED, NULL);
+	{
+		ds_object_state_row r = row(e, "v1", "Namespace", e->src, true);
+		assert_int_equal(r.state, DS_APPLY_DELETED);
+		ds_object_state_row_dispose(&r);
+	}
+	env_free(e);
+
+	/* A namespace that was on the target before drasync applied it stays. */
+	e = env_new("prune-kept");
+	{
+		json_t *ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
+				       "Namespace", "metadata", "name", e->dst);
+		nsr = resource(e->k, "v1", "Namespace");
+		assert_int_equal(ds_kube_create(e->k, &nsr, NULL, ns, NULL, NULL), 0);
+		json_decref(ns);
+	}
+	commit_namespace(e);
+	assert_int_equal(pass(e), 1);
+	commit_snapshot_end(e, NULL, 0);
+	assert_int_equal(pass(e), 1);
+	{
+		ds_object_state_row r = row(e, "v1", "Namespace", e->src, true);
+		if (r.state != DS_APPLY_KEPT || !strstr(r.reason, "was on the target before"))
+			fail_msg("namespace: %s (%s)", ds_apply_state_name(r.state), r.reason);
+		ds_object_state_row_dispose(&r);
+	}
+	got = NULL;
+	assert_int_equal(ds_kube_get(e->k, &nsr, NULL, e->dst, NULL, &got, NULL), 0);
+	assert_null(ds_obj_annotation(got, "drasync.io/created"));
+	json_decref(got);
+	env_free(e);
+}
+
+static void test_itest_applier__two_sources_writing_one_object_is_a_conflict(void **state)
+{
+	struct env *e = env_new("conflict");
+	tu_ledger west;
+	ds_record rec;
+	char *payload = NULL;
+	json_t *obj, *got;
+
+	(void)state;
+	commit_namespace(e);
+	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
+			"'%s'}\ndata: {from: east}\n",
+			e->src));
+	assert_int_equal(pass(e), 2);
+	/* A second source sends an object that maps onto the same one. */
+	tu_ledger_open(&west, e->path, "prod-west");
+	obj = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
+		   "'%s'}\ndata: {from: west}\n",
+		   e->src);
+	rec = tu_record_upsert(obj, "uid-west", &payload);
+	tu_ledger_commit(&west, &rec, 1, NULL, NULL);
+	json_decref(obj);
+	free(payload);
+	assert_int_equal(pass(e), 1);
+	{
+		ds_object_state *st = NULL;
+		ds_object_state_row r;
+		char key[300];
+
+		ds_object_state_key("v1", "ConfigMap", e->src, "shared", key, sizeof(key));
+		assert_int_equal(ds_object_state_open(&st, e->path, NULL), 0);
+		assert_int_equal(ds_object_state_get(st, "prod-west", key, &r, NULL), 0);
+		if (r.state != DS_APPLY_FAILED || !strstr(r.reason, "conflict") ||
+		    !strstr(r.reason, "source prod-east"))
+			fail_msg("second source: %s (%s)", ds_apply_state_name(r.state), r.reason);
+		ds_object_state_row_dispose(&r);
+		ds_object_state_free(st);
+	}
+	/* The first source's version is what the target holds. */
+	got = target_get(e, "v1", "ConfigMap", "shared");
+	assert_non_null(got);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(got, "data"), "from")), "east");
+	json_decref(got);
+	tu_ledger_close(&west);
+	env_free(e);
+}
+
 static void *run_thread(void *arg)
 {
 	ds_err err = {0};
@@ -617,6 +760,8 @@ int main(void)
 	    cmocka_unit_test(test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply),
 	    cmocka_unit_test(test_itest_applier__immutable_change_deletes_and_recreates),
 	    cmocka_unit_test(test_itest_applier__run_loop_applies_what_commits_wake_it_for),
+	    cmocka_unit_test(test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_ours),
+	    cmocka_unit_test(test_itest_applier__two_sources_writing_one_object_is_a_conflict),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

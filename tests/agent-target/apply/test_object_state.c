@@ -313,6 +313,151 @@ static void test_object_state__waiting_is_due_after_wake_and_applied_lookup(void
 	env_free(e);
 }
 
+/* The results queued for the source, in order, as "seq:status:message" lines. */
+static void results_text(struct env *e, char *buf, size_t size, int64_t *token)
+{
+	ds_wire_result out[16];
+	size_t n = 0, used = 0;
+	ds_err err = {0};
+
+	if (ds_object_state_results(e->st, SOURCE, e->l.epoch, out, 16, &n, token, &err) < 0)
+		fail_msg("results: %s", err.msg);
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		used += (size_t)snprintf(buf + used, size - used, "%llu:%s:%s\n",
+					 (unsigned long long)out[i].seq,
+					 ds_result_status_name(out[i].status), out[i].message);
+}
+
+static uint64_t unapplied(struct env *e)
+{
+	uint64_t n = 0;
+	ds_err err = {0};
+
+	if (ds_object_state_unapplied(e->st, &n, &err) < 0)
+		fail_msg("unapplied: %s", err.msg);
+	return n;
+}
+
+static void test_object_state__decisions_queue_apply_results_once_per_news(void **state)
+{
+	struct env *e = env_new("ostate-results");
+	ds_object_state_row *rows = NULL;
+	uint8_t h[DS_HASH_LEN] = {7};
+	char text[1024];
+	int64_t token = 0;
+	int v[3] = {1, 2, 3};
+
+	(void)state;
+	/* Committed, not folded in yet: all three are backlog. */
+	commit_cm(e, "a", v, 3);
+	commit_cm(e, "w", v, 1);
+	assert_int_equal(unapplied(e), 4);
+	ingest(e);
+	/* Folded in: one pending row per object. */
+	assert_int_equal(unapplied(e), 2);
+	assert_int_equal(pick(e, &rows), 2);
+	results_text(e, text, sizeof(text), &token);
+	assert_string_equal(text, "");
+	set(e, &rows[0], DS_APPLY_APPLIED, h, 0);
+	set(e, &rows[1], DS_APPLY_WAITING, NULL, 0);
+	/* The newest record of each object hears its decision; a workload that
+	 * waits again for the same reason is not news. */
+	set(e, &rows[1], DS_APPLY_WAITING, NULL, 0);
+	ds_object_state_rows_free(rows, 2);
+	assert_int_equal(unapplied(e), 0);
+	results_text(e, text, sizeof(text), &token);
+	assert_string_equal(text, "3:applied:applied\n4:waiting:waiting\n");
+	/* Until they are sent they are offered again; then they are gone. */
+	results_text(e, text, sizeof(text), &token);
+	assert_string_equal(text, "3:applied:applied\n4:waiting:waiting\n");
+	assert_int_equal(ds_object_state_results_sent(e->st, SOURCE, e->l.epoch, token, NULL), 0);
+	results_text(e, text, sizeof(text), &token);
+	assert_string_equal(text, "");
+	/* The same content committed again is answered from the decision at once. */
+	commit_cm(e, "a", &v[2], 1);
+	ingest(e);
+	results_text(e, text, sizeof(text), &token);
+	assert_string_equal(text, "5:applied:applied\n");
+	/* Results of another epoch of the source go when the new one's are sent. */
+	assert_int_equal(ds_object_state_results_sent(e->st, SOURCE, e->l.epoch + 1, 0, NULL), 0);
+	results_text(e, text, sizeof(text), &token);
+	assert_string_equal(text, "");
+	env_free(e);
+}
+
+static void test_object_state__snapshot_end_prunes_what_its_manifest_lacks(void **state)
+{
+	struct env *e = env_new("ostate-prune");
+	ds_object_state_row *rows = NULL, r;
+	uint8_t h[DS_HASH_LEN] = {9};
+	ds_manifest_entry manifest[1] = {{"/ConfigMap/ml-team/keep", {0}}};
+	ds_record end;
+	int one = 1;
+	size_t n;
+
+	(void)state;
+	commit_cm(e, "keep", &one, 1);
+	commit_cm(e, "gone", &one, 1);
+	ingest(e);
+	n = pick(e, &rows);
+	assert_int_equal(n, 2);
+	for (size_t i = 0; i < n; i++)
+		set(e, &rows[i], DS_APPLY_APPLIED, h, 0);
+	ds_object_state_rows_free(rows, n);
+
+	/* A snapshot whose manifest holds only "keep" (core group as ""). */
+	memset(&end, 0, sizeof(end));
+	end.op = DS_RECORD_SNAPSHOT_END;
+	end.snapshot_id = "snap-1";
+	end.manifest = manifest;
+	end.manifest_len = 1;
+	tu_ledger_commit(&e->l, &end, 1, NULL, NULL);
+	assert_int_equal(ingest(e), 1);
+	n = pick(e, &rows);
+	assert_int_equal(n, 1);
+	/* "gone" is due as a tombstone of the upsert it was applied from. */
+	assert_string_equal(rows[0].name, "gone");
+	assert_int_equal(rows[0].op, DS_RECORD_DELETE);
+	assert_string_equal(rows[0].source_uid, "uid-1");
+	assert_non_null(strstr(rows[0].reason, "pruned"));
+	ds_object_state_rows_free(rows, n);
+	r = get(e, "core/ConfigMap/ml-team/keep");
+	assert_int_equal(r.state, DS_APPLY_APPLIED);
+	assert_int_equal(r.op, DS_RECORD_UPSERT);
+	ds_object_state_row_dispose(&r);
+	env_free(e);
+}
+
+static void test_object_state__another_source_owns_an_applied_target_object(void **state)
+{
+	struct env *e = env_new("ostate-owner");
+	ds_object_state_row *rows = NULL;
+	uint8_t h[DS_HASH_LEN] = {5};
+	char owner[64] = "";
+	int one = 1;
+
+	(void)state;
+	commit_cm(e, "shared", &one, 1);
+	ingest(e);
+	assert_int_equal(pick(e, &rows), 1);
+	/* Not applied yet: nobody owns it. */
+	assert_int_equal(ds_object_state_target_owner(e->st, "prod-west", "ConfigMap", "ml-team-dr",
+						      "shared", owner, sizeof(owner), NULL),
+			 0);
+	set(e, &rows[0], DS_APPLY_APPLIED, h, 0);
+	ds_object_state_rows_free(rows, 1);
+	assert_int_equal(ds_object_state_target_owner(e->st, "prod-west", "ConfigMap", "ml-team-dr",
+						      "shared", owner, sizeof(owner), NULL),
+			 1);
+	assert_string_equal(owner, SOURCE);
+	/* Its own source is no conflict. */
+	assert_int_equal(ds_object_state_target_owner(e->st, SOURCE, "ConfigMap", "ml-team-dr",
+						      "shared", owner, sizeof(owner), NULL),
+			 0);
+	env_free(e);
+}
+
 static void test_object_state__before_the_inbox_exists_nothing_to_ingest(void **state)
 {
 	char *dir = tu_mkdtemp("ostate-empty");
@@ -339,6 +484,9 @@ int main(void)
 	    cmocka_unit_test(test_object_state__cursor_survives_reopen),
 	    cmocka_unit_test(test_object_state__tombstones_snapshot_markers_and_keys),
 	    cmocka_unit_test(test_object_state__waiting_is_due_after_wake_and_applied_lookup),
+	    cmocka_unit_test(test_object_state__decisions_queue_apply_results_once_per_news),
+	    cmocka_unit_test(test_object_state__snapshot_end_prunes_what_its_manifest_lacks),
+	    cmocka_unit_test(test_object_state__another_source_owns_an_applied_target_object),
 	    cmocka_unit_test(test_object_state__before_the_inbox_exists_nothing_to_ingest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

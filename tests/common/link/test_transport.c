@@ -1347,7 +1347,7 @@ static void test_transport__sender_never_exceeds_credit(void **state)
 	ds_wire_msg_free(msg);
 	ds_wire_decoder_free(dec);
 	{
-		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "test", epoch, 0, 10, "prod-east"};
+		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "test", epoch, 0, 10, "prod-east", false};
 		assert_int_equal(ds_wire_welcome_encode(&w, &buf, &len), 0);
 		send_to_peer(router, rid, (size_t)rid_len, buf, len);
 	}
@@ -1355,7 +1355,7 @@ static void test_transport__sender_never_exceeds_credit(void **state)
 	assert_int_equal(drain_batches(router, 1500, &max_seq), 10);
 	assert_int_equal(max_seq, 10);
 	{
-		ds_wire_ack a = {epoch, 4, 10, NULL, 0};
+		ds_wire_ack a = {epoch, 4, 10, NULL, 0, NULL, 0, 0};
 		assert_int_equal(ds_wire_ack_encode(&a, &buf, &len), 0);
 		send_to_peer(router, rid, (size_t)rid_len, buf, len);
 	}

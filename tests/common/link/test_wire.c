@@ -122,7 +122,8 @@ static void test_wire__control_messages_round_trip(void **state)
 	ds_err err = {0};
 	ds_wire_hello h = {DS_PROTOCOL_VERSION, "prod-east", "0.1.0", 9};
 	ds_wire_result res[2] = {{5, DS_RESULT_OK, ""}, {6, DS_RESULT_FAILED, "quota exceeded"}};
-	ds_wire_ack a = {9, 6, 128, res, 2};
+	ds_wire_result app[1] = {{3, DS_RESULT_WAITING, "waits for ResourceClaimTemplate ml/gpu"}};
+	ds_wire_ack a = {9, 6, 128, res, 2, app, 1, 40};
 
 	(void)state;
 	assert_int_equal(ds_wire_decoder_new(&dec, NULL), 0);
@@ -139,6 +140,13 @@ static void test_wire__control_messages_round_trip(void **state)
 	assert_int_equal(ds_wire_msg_ack(msg)->n_results, 2);
 	assert_string_equal(ds_wire_msg_ack(msg)->results[1].message, "quota exceeded");
 	assert_int_equal(ds_wire_msg_ack(msg)->results[1].status, DS_RESULT_FAILED);
+	/* Apply results of earlier records travel apart from the commit results. */
+	assert_int_equal(ds_wire_msg_ack(msg)->n_applied, 1);
+	assert_int_equal(ds_wire_msg_ack(msg)->applied[0].seq, 3);
+	assert_int_equal(ds_wire_msg_ack(msg)->applied[0].status, DS_RESULT_WAITING);
+	assert_string_equal(ds_wire_msg_ack(msg)->applied[0].message,
+			    "waits for ResourceClaimTemplate ml/gpu");
+	assert_int_equal(ds_wire_msg_ack(msg)->unapplied, 40);
 	ds_wire_msg_free(msg);
 	free(buf);
 	ds_wire_decoder_free(dec);

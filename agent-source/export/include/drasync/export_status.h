@@ -21,7 +21,7 @@ typedef struct ds_export_failure {
 	char kind[64];
 	char ns[254];
 	char name[254];
-	int status; /* DS_RESULT_FAILED or DS_RESULT_SKIPPED */
+	int status; /* DS_RESULT_FAILED, DS_RESULT_WAITING or DS_RESULT_SKIPPED */
 	uint64_t seq;
 	char message[256]; /* the target's reason */
 } ds_export_failure;

@@ -167,10 +167,13 @@ int ds_object_index_meta_set(ds_object_index *idx, const char *key, int64_t valu
 typedef struct ds_index_kind_count {
 	char kind[64];
 	uint64_t objects;  /* live objects */
-	uint64_t ok;	   /* result ok or duplicate */
+	uint64_t ok;	   /* committed by the target (ok or duplicate), not yet applied */
+	uint64_t applied;  /* applied on the target (or deleted there) */
+	uint64_t waiting;  /* a workload waiting on the target for objects it needs */
+	uint64_t held;	   /* held in the target's ledger (standby) */
 	uint64_t failed;   /* result failed */
 	uint64_t skipped;  /* result skipped (the target chose not to act) */
-	uint64_t awaiting; /* no result yet */
+	uint64_t awaiting; /* not acknowledged yet */
 } ds_index_kind_count;
 
 /**

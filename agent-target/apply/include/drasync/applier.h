@@ -96,6 +96,13 @@ void ds_applier_notify(ds_applier *a);
 /** Make ds_applier_run() return after the current pass. Safe from any thread. */
 void ds_applier_stop(ds_applier *a);
 
+/**
+ * Use cfg (mapping rules, mode, namespaces) from the next pass on; the one in
+ * use until then must stay valid until that pass starts (the caller keeps
+ * both). Safe from any thread.
+ */
+void ds_applier_set_config(ds_applier *a, const ds_target_config *cfg);
+
 /** A copy of the counters. Safe from any thread. */
 void ds_applier_stats_get(ds_applier *a, ds_applier_stats *out);
 

@@ -19,6 +19,10 @@
  *                applied_record_id, target_api_version, target_namespace,
  *                target_name, state, reason, attempts, next_try_at, updated_at)
  *   apply_cursor(id = 1, record_id)   -- the last records.id ingested
+ *   apply_results(id, source, epoch, seq, status, message)
+ *                -- decisions the source has not heard of yet (SPEC §6: apply
+ *                   results travel back in later Acks); queued when a record's
+ *                   state is decided or changes, deleted once sent
  *
  * The key is "group/Kind/namespace/name" in the source's terms ("core" for the
  * core group, "" namespace for cluster-scoped objects), so the version of an
@@ -27,6 +31,7 @@
 
 #include "drasync/err.h"
 #include "drasync/record.h"
+#include "drasync/wire.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -101,7 +106,10 @@ const char *ds_object_state_key(const char *api_version, const char *kind, const
  * Fold every upsert and tombstone committed in the inbox since the last call
  * into the table: the newest record of a key becomes its desired state; the
  * row becomes pending unless the record has the same op and content hash as
- * the desired state it replaces. Snapshot markers only move the cursor.
+ * the desired state it replaces. A snapshot's end turns every live object of
+ * its source that the manifest does not hold into a pending tombstone (of its
+ * last upsert, whose uid the delete guard checks); a snapshot's begin only
+ * moves the cursor.
  * @return the number of records read (>= 0), or a negative errno
  */
 int ds_object_state_ingest(ds_object_state *st, ds_err *err);
@@ -123,6 +131,12 @@ int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
 int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 			const ds_object_state_result *res, ds_err *err);
 
+/**
+ * Every upsert decided so far becomes pending again (the mapping rules
+ * changed); an object whose transformed form hashes as applied costs no call.
+ */
+int ds_object_state_reconsider(ds_object_state *st, ds_err *err);
+
 /** Make every waiting row due now (something it may need was just applied). */
 int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err);
 
@@ -134,12 +148,42 @@ int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err);
 int ds_object_state_target_applied(ds_object_state *st, const char *kind, const char *ns,
 				   const char *name, ds_err *err);
 
+/**
+ * SPEC §6, several sources: the other source (not `source`) whose object
+ * drasync applied as kind ns/name (target names) and has not deleted, into
+ * owner. @return 1 found, 0 none, or a negative errno
+ */
+int ds_object_state_target_owner(ds_object_state *st, const char *source, const char *kind,
+				 const char *ns, const char *name, char *owner, size_t size,
+				 ds_err *err);
+
 /** The row of (source, key), without payload. @return 0, -ENOENT, or a negative errno */
 int ds_object_state_get(ds_object_state *st, const char *source, const char *key,
 			ds_object_state_row *out, ds_err *err);
 
 /** Number of rows in state s. @return >= 0, or a negative errno */
 int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *err);
+
+/*
+ * Apply results for the link, read on the receiver's own handle. Up to max
+ * results queued for (source, epoch), oldest first, into out; the messages
+ * live in st until the next call. *token names the last one read, for
+ * ds_object_state_results_sent() once they are on their way.
+ */
+int ds_object_state_results(ds_object_state *st, const char *source, uint64_t epoch,
+			    ds_wire_result *out, size_t max, size_t *n, int64_t *token,
+			    ds_err *err);
+
+/** Forget source's results up to token, and those of its other epochs. */
+int ds_object_state_results_sent(ds_object_state *st, const char *source, uint64_t epoch,
+				 int64_t token, ds_err *err);
+
+/**
+ * The unapplied backlog: records committed and not yet folded in, plus objects
+ * whose newest state waits for the applier (pending). A workload waiting for
+ * what it needs is not backlog: it is applied as soon as that exists.
+ */
+int ds_object_state_unapplied(ds_object_state *st, uint64_t *n, ds_err *err);
 
 void ds_object_state_row_dispose(ds_object_state_row *row);
 void ds_object_state_rows_free(ds_object_state_row *rows, size_t n);

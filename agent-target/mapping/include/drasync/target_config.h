@@ -90,6 +90,8 @@ const char *ds_target_config_secret_key_file(const ds_target_config *cfg);
 const char *ds_target_config_authorized_sources(const ds_target_config *cfg);
 const char *ds_target_config_kubeconfig(const ds_target_config *cfg);
 const char *ds_target_config_state_dir(const ds_target_config *cfg);
+/* maxUnappliedRecords: the ledger backlog at which the sources get no more credit (100000). */
+uint64_t ds_target_config_max_unapplied(const ds_target_config *cfg);
 const char *ds_target_config_metrics_listen(const ds_target_config *cfg);
 
 /** "migrate" / "standby". */

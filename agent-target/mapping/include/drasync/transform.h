@@ -17,6 +17,8 @@
 #define DS_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
 #define DS_ANNOTATION_SOURCE_CLUSTER "drasync.io/source-cluster"
 #define DS_ANNOTATION_SOURCE_UID "drasync.io/source-uid"
+/* On a Namespace the importer created (not one it found): only such a one is deleted. */
+#define DS_ANNOTATION_CREATED "drasync.io/created"
 
 typedef struct ds_transform_opts {
 	const ds_target_config *cfg;

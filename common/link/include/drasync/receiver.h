@@ -6,7 +6,11 @@
  * handler admitting the keys of the authorized-sources file. For each source
  * session it answers Hello with Welcome (last committed seq, credit), commits
  * each batch in the inbox (the handler runs inside the commit) and only then
- * acknowledges it with per-record results and fresh credit. A peer that sends
+ * acknowledges it with per-record results and fresh credit. Apply results
+ * (from the feedback functions) follow in later Acks, sent on their own when
+ * no batch is coming; the credit shrinks only as the unapplied backlog passes
+ * max_unapplied, so an API outage on the target costs apply lag, not a stalled
+ * source, until that bound. A peer that sends
  * anything malformed, oversized or beyond its credit is dropped and logged;
  * the others are served on.
  */
@@ -20,6 +24,22 @@
 
 typedef struct ds_receiver ds_receiver;
 
+/*
+ * What the apply stage tells the sources (SPEC §6), asked for on the
+ * receiver's thread; every function may be NULL.
+ */
+typedef struct ds_receiver_feedback {
+	/* Up to max apply results queued for (source, epoch) into out (*n); the
+	 * messages stay valid until the next call; *token names the last one. */
+	int (*results)(void *ud, const char *source, uint64_t epoch, ds_wire_result *out,
+		       size_t max, size_t *n, int64_t *token);
+	/* Those results are on their way to the source: forget them. */
+	void (*sent)(void *ud, const char *source, uint64_t epoch, int64_t token);
+	/* Committed records not yet applied (all sources). */
+	int (*unapplied)(void *ud, uint64_t *n);
+	void *ud;
+} ds_receiver_feedback;
+
 typedef struct ds_receiver_config {
 	const char *endpoint;		/* e.g. "tcp://0.0.0.0:7450"; port "*": any free port */
 	const ds_keypair *keys;		/* the server's key pair */
@@ -32,6 +52,11 @@ typedef struct ds_receiver_config {
 	void *handler_ud;
 	ds_transport_event_fn on_event; /* may be NULL */
 	void *event_ud;
+	ds_receiver_feedback feedback;
+	/* The credit shrinks as the unapplied backlog nears this, and is 0 beyond
+	 * it, until the apply stage catches up; 0: 100000. */
+	uint64_t max_unapplied;
+	int feedback_ms; /* results and backlog are looked at this often; 0: 200 */
 } ds_receiver_config;
 
 /** Fill the defaults (tuning included); endpoint, keys and paths stay NULL. */

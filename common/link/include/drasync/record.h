@@ -26,6 +26,10 @@ enum ds_result_status {
 	DS_RESULT_DUPLICATE = 2, /* already committed earlier: acknowledged, not handed on */
 	DS_RESULT_FAILED = 3,	 /* committed; the handler failed (message says why) */
 	DS_RESULT_SKIPPED = 4,	 /* committed; the handler chose not to act */
+	/* Apply results, in a later Ack (SPEC §6); FAILED and SKIPPED serve there too. */
+	DS_RESULT_APPLIED = 5, /* the object is on the target as the record says, or deleted */
+	DS_RESULT_WAITING = 6, /* a workload waits for objects it needs (message names them) */
+	DS_RESULT_HELD = 7,    /* standby: held in the target's ledger until failover */
 	DS_RESULT_STATUS_MAX
 };
 

@@ -37,7 +37,10 @@ typedef struct ds_sender_config {
 	ds_transport_tuning tuning;
 	ds_transport_event_fn on_event; /* may be NULL */
 	void *event_ud;
-	/* Per-record result from the target (may be NULL). */
+	/* Per-record result from the target (may be NULL): the commit result
+	 * (ok, duplicate, failed, skipped) when the Ack commits the record, then
+	 * the apply result (applied, waiting, held, failed, skipped) in a later
+	 * Ack, for the newest record of each object. */
 	void (*on_result)(void *ud, uint64_t seq, enum ds_result_status status,
 			  const char *message);
 	/* The target needs a snapshot: push SNAPSHOT_BEGIN, every object, SNAPSHOT_END. */
@@ -70,5 +73,14 @@ void ds_sender_wake(ds_sender *s);
  * have been handed to on_result by the time the seq shows here.
  */
 uint64_t ds_sender_acked(const ds_sender *s);
+
+/**
+ * Whether the target's Welcome offered apply results in later Acks:
+ * 1 yes, 0 no, -1 no session opened yet.
+ */
+int ds_sender_target_sends_apply_results(const ds_sender *s);
+
+/** Records the target has committed and not yet applied, as its last Ack said. */
+uint64_t ds_sender_target_unapplied(const ds_sender *s);
 
 #endif

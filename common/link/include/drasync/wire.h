@@ -12,6 +12,7 @@
 #include "drasync/record.h"
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define DS_PROTOCOL_VERSION 1
@@ -42,6 +43,8 @@ typedef struct ds_wire_hello {
 	uint64_t epoch;
 } ds_wire_hello;
 
+#define DS_CAP_APPLY_RESULTS "apply-results"
+
 typedef struct ds_wire_welcome {
 	uint32_t protocol_version;
 	const char *agent_version;
@@ -49,6 +52,7 @@ typedef struct ds_wire_welcome {
 	uint64_t committed_seq;
 	uint32_t credit;
 	const char *source_name;
+	bool apply_results; /* capability "apply-results": apply results follow in later Acks */
 } ds_wire_welcome;
 
 typedef struct ds_wire_result {
@@ -61,8 +65,11 @@ typedef struct ds_wire_ack {
 	uint64_t epoch;
 	uint64_t committed_seq;
 	uint32_t credit;
-	const ds_wire_result *results;
+	const ds_wire_result *results; /* of the records this Ack commits */
 	size_t n_results;
+	const ds_wire_result *applied; /* apply results of records committed earlier */
+	size_t n_applied;
+	uint64_t unapplied; /* the target's backlog of committed, unapplied records */
 } ds_wire_ack;
 
 /* A borrowed byte range. */
