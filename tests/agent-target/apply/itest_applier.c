@@ -15,6 +15,7 @@
 #include "drasync/yaml.h"
 #include "dstest.h"
 #include "testutil.h"
+#include "tu_kube.h"
 #include "tu_ledger.h"
 
 #include <errno.h>
@@ -691,6 +692,154 @@ static void test_itest_applier__two_sources_writing_one_object_is_a_conflict(voi
 	env_free(e);
 }
 
+/*
+ * Whether every pod of the target namespace is Running and each of its claims
+ * allocated; why not in *why (the first thing that is not).
+ */
+static bool pods_run_with_claims(struct env *e, size_t want, char *why, size_t size)
+{
+	struct ds_kube_resource pr = resource(e->k, "v1", "Pod");
+	struct ds_kube_resource cr = resource(e->k, "resource.k8s.io/v1", "ResourceClaim");
+	json_t *list = NULL, *pod;
+	size_t i, n;
+	bool ok = true;
+
+	snprintf(why, size, "no pods");
+	if (ds_kube_list(e->k, &pr, e->dst, NULL, &list, NULL, NULL) < 0)
+		return false;
+	n = json_array_size(json_object_get(list, "items"));
+	if (n < want) {
+		snprintf(why, size, "%zu of %zu pods", n, want);
+		ok = false;
+	}
+	json_array_foreach (json_object_get(list, "items"), i, pod) {
+		const char *phase = dt_str(pod, "/status/phase");
+		json_t *st, *claims = json_object_get(json_object_get(pod, "status"),
+						      "resourceClaimStatuses");
+		size_t j;
+
+		if (!ok)
+			break;
+		if (!phase || strcmp(phase, "Running") != 0) {
+			snprintf(why, size, "pod %s is %s", ds_obj_name(pod), phase ? phase : "-");
+			ok = false;
+			break;
+		}
+		json_array_foreach (claims, j, st) {
+			const char *cname =
+			    json_string_value(json_object_get(st, "resourceClaimName"));
+			json_t *c = NULL;
+			bool alloc;
+
+			if (!cname)
+				continue;
+			alloc = ds_kube_get(e->k, &cr, e->dst, cname, NULL, &c, NULL) == 0 &&
+				json_object_get(json_object_get(c, "status"), "allocation");
+			json_decref(c);
+			if (!alloc) {
+				snprintf(why, size, "claim %s of pod %s is not allocated", cname,
+					 ds_obj_name(pod));
+				ok = false;
+				break;
+			}
+		}
+		/* A claim named directly in the spec (not generated) must be allocated too. */
+		json_array_foreach (json_object_get(json_object_get(pod, "spec"), "resourceClaims"),
+				    j, st) {
+			const char *cname =
+			    json_string_value(json_object_get(st, "resourceClaimName"));
+			json_t *c = NULL;
+			bool alloc;
+
+			if (!ok || !cname)
+				continue;
+			alloc = ds_kube_get(e->k, &cr, e->dst, cname, NULL, &c, NULL) == 0 &&
+				json_object_get(json_object_get(c, "status"), "allocation");
+			json_decref(c);
+			if (!alloc) {
+				snprintf(why, size, "claim %s of pod %s is not allocated", cname,
+					 ds_obj_name(pod));
+				ok = false;
+			}
+		}
+	}
+	json_decref(list);
+	return ok;
+}
+
+/*
+ * Every fixture (v1 and v1beta1) through the apply stage in migrate mode:
+ * mapped to its own target namespace, converted to v1, and its pods run on the
+ * target with their claims allocated. extended-resource-request needs the
+ * extended-resource path of DeviceClasses (issue 13) and
+ * gpu-allow-multiple-allocations a gated API field: both must apply, and are
+ * not required to run.
+ */
+static void test_itest_applier__every_fixture_applies_and_its_pods_run(void **state)
+{
+	static const char *const fixtures[] = {
+	    "dra-example-driver/v1/basic-multiple-requests.yaml",
+	    "dra-example-driver/v1/basic-resourceclaim-opaque-config.yaml",
+	    "dra-example-driver/v1/basic-resourceclaimtemplate.yaml",
+	    "dra-example-driver/v1/basic-shared-claim-across-containers.yaml",
+	    "dra-example-driver/v1/basic-shared-claim-across-pods.yaml",
+	    "dra-example-driver/v1/cel-selector.yaml",
+	    "dra-example-driver/v1/extended-resource-request.yaml",
+	    "dra-example-driver/v1/gpu-allow-multiple-allocations.yaml",
+	    "dra-example-driver/v1/initcontainer-shared-gpu.yaml",
+	    "dra-example-driver/v1/prioritized-alternatives.yaml",
+	    "dra-example-driver/v1beta1/gpu-test1.yaml",
+	    "dra-example-driver/v1beta1/gpu-test2.yaml",
+	    "dra-example-driver/v1beta1/gpu-test3.yaml",
+	    "dra-example-driver/v1beta1/gpu-test4.yaml",
+	};
+
+	(void)state;
+	for (size_t f = 0; f < sizeof(fixtures) / sizeof(fixtures[0]); f++) {
+		json_t *docs = dt_load_file(tu_fixture(fixtures[f])), *d, *objs[16];
+		const char *ns = NULL;
+		size_t i, n = 0, pods = 0;
+		bool must_run = !strstr(fixtures[f], "extended-resource") &&
+				!strstr(fixtures[f], "multiple-allocations");
+		struct env *e;
+		char why[400] = "";
+		long long end;
+		ds_applier_stats s;
+
+		json_array_foreach (docs, i, d) {
+			if (!ns && ds_obj_namespace(d))
+				ns = ds_obj_namespace(d);
+			pods += strcmp(ds_obj_kind(d), "Pod") == 0;
+			assert_true(n < 16);
+			objs[n++] = d;
+		}
+		assert_non_null(ns);
+		e = env_new(ns);
+		commit(e, objs, n);
+		while (pass(e) > 0)
+			;
+		s = stats(e);
+		if (s.applied != n || s.failed || s.waiting) {
+			json_decref(docs);
+			fail_msg("%s: %llu of %zu applied, %llu failed, %llu waiting", fixtures[f],
+				 (unsigned long long)s.applied, n, (unsigned long long)s.failed,
+				 (unsigned long long)s.waiting);
+		}
+		end = tu_now_ms() + 60000;
+		while (must_run && !pods_run_with_claims(e, pods, why, sizeof(why))) {
+			if (tu_now_ms() > end) {
+				json_decref(docs);
+				fail_msg("%s on the target: %s", fixtures[f], why);
+			}
+			msleep(250);
+		}
+		fprintf(stderr, "%s: %zu objects applied%s\n", fixtures[f], n,
+			must_run ? ", pods Running with claims allocated" : "");
+		json_decref(docs);
+		env_free(e);
+	}
+}
+
 static void *run_thread(void *arg)
 {
 	ds_err err = {0};
@@ -762,6 +911,7 @@ int main(void)
 	    cmocka_unit_test(test_itest_applier__run_loop_applies_what_commits_wake_it_for),
 	    cmocka_unit_test(test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_ours),
 	    cmocka_unit_test(test_itest_applier__two_sources_writing_one_object_is_a_conflict),
+	    cmocka_unit_test(test_itest_applier__every_fixture_applies_and_its_pods_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
