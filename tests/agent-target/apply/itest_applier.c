@@ -478,7 +478,7 @@ static void test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply(vo
 {
 	struct env *e = env_new("bad-objects");
 	const char *garbage = "{\"apiVersion\": \"v1\", \"kind\": ";
-	json_t *objs[2], *got;
+	json_t *objs[3], *got;
 	ds_record rec;
 
 	(void)state;
@@ -500,10 +500,18 @@ static void test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply(vo
 	objs[1] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good, namespace: "
 		       "'%s'}\ndata: {a: '1'}\n",
 		       e->src);
-	commit(e, objs, 2);
+	/* a kind drasync does not replicate, sent all the same */
+	objs[2] = objf("apiVersion: v1\nkind: Event\nmetadata: {name: noise, namespace: '%s'}\n"
+		       "involvedObject: {kind: Pod, name: p}\nreason: Started\n",
+		       e->src);
+	commit(e, objs, 3);
 	json_decref(objs[0]);
 	json_decref(objs[1]);
-	assert_int_equal(pass(e), 4);
+	json_decref(objs[2]);
+	assert_int_equal(pass(e), 5);
+	assert_state(e, "v1", "Event", "noise", DS_APPLY_SKIPPED,
+		     "made by the target cluster itself");
+	assert_null(target_get(e, "v1", "Event", "noise"));
 	assert_state(e, "v1", "ConfigMap", "garbage", DS_APPLY_FAILED, "not a JSON object");
 	assert_state(e, "v1", "ConfigMap", "rejected", DS_APPLY_FAILED, "422");
 	assert_state(e, "v1", "ConfigMap", "rejected", DS_APPLY_FAILED, "no spaces allowed");
