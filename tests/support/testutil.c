@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -216,7 +217,7 @@ void tu_assert_bad_config(const struct tu_bad_config *c, int r, const ds_err *er
 
 int tu_spawn(const char *log_path, const char *const argv[])
 {
-	pid_t pid;
+	pid_t pid, parent = getpid();
 	int fd;
 
 	fflush(NULL);
@@ -235,6 +236,10 @@ int tu_spawn(const char *log_path, const char *const argv[])
 		/* Nothing else: an agent left behind by a failed test must not hold what
 		 * the test inherited (the cluster lock of flock, sockets). */
 		closefrom(3);
+		/* Gone with the test process, even when a failing test did not stop it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}

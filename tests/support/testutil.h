@@ -64,7 +64,10 @@ void tu_run_dispose(struct tu_run *r);
 
 /**
  * Start argv (argv[0] a path) in the background with stdin from /dev/null and
- * stdout and stderr appended to `log_path`. @return its pid
+ * stdout and stderr appended to `log_path`, no other file descriptor of the
+ * test's, and SIGKILL when the calling thread ends (call it from the test's
+ * main thread: a test that fails before it stops the program leaves nothing
+ * running). @return its pid
  */
 int tu_spawn(const char *log_path, const char *const argv[]);
 
