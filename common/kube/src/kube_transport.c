@@ -872,6 +872,7 @@ struct slot {
 	bool auth_retried;
 	double ready; /* monotonic time it may be (re)started */
 	bool busy;
+	bool has_token; /* parked for the rate limit: its token is taken, ready is its turn */
 };
 
 int ds_kube_transport_request_many(ds_kube_transport *t, struct ds_kube_call *calls, size_t n)
@@ -938,12 +939,15 @@ int ds_kube_transport_request_many(ds_kube_transport *t, struct ds_kube_call *ca
 						break;
 					}
 			}
-			wait = rate_reserve(t);
+			/* A start parked for the rate limit already took its token. */
+			wait = s->has_token ? 0 : rate_reserve(t);
+			s->has_token = false;
 			s->ready = now + (double)wait / 1000.0;
 			s->busy = true;
 			if (wait > 0) {
 				/* not yet: park it as a due-later start */
 				s->busy = false;
+				s->has_token = true;
 				waiting[nwaiting++] = i;
 				if (s->ready < wake)
 					wake = s->ready;

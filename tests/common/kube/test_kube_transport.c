@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define STATUS(code, reason, msg)                                                                  \
 	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"" msg     \
@@ -413,6 +414,46 @@ static void test_kube_transport__many_in_parallel_with_retries(void **state)
 		fail_msg("40 requests of 100 ms with 10 in flight took %.3f s", dt);
 }
 
+/*
+ * More concurrent calls than the burst: the ones that wait for a token start
+ * when it is theirs, at the sustained rate. (A parked call that took a second
+ * token when its turn came kept the bucket in debt: the batch crawled or never
+ * ended; SIGALRM ends the test then.)
+ */
+static void test_kube_transport__many_beyond_the_burst_keep_the_rate(void **state)
+{
+	enum { N = 120 };
+	struct fx *f = *state;
+	static struct ds_kube_call calls[N];
+	static char paths[N][64];
+	double t0, dt;
+
+	memset(calls, 0, sizeof(calls));
+	f->h.steps[0] = (struct tu_httpd_step){.code = 200, .body = "{\"ok\":true}"};
+	f->h.nsteps = 1;
+	f->opts.qps = 100;
+	f->opts.burst = 20;
+	f->opts.max_parallel = 16;
+	client(f, NULL);
+	for (int i = 0; i < N; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "/api/v1/namespaces/a/configmaps/c%d", i);
+		calls[i].req = (struct ds_kube_request){"GET", paths[i], NULL, NULL, 0};
+	}
+	alarm(20);
+	t0 = now_s();
+	assert_int_equal(ds_kube_transport_request_many(f->t, calls, N), 0);
+	dt = now_s() - t0;
+	alarm(0);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(calls[i].rc, 0);
+		ds_kube_response_dispose(&calls[i].resp);
+	}
+	assert_int_equal(f->h.hits, N);
+	/* 100 tokens at 100/s after the burst of 20 */
+	if (dt < 0.9 || dt > 3.0)
+		fail_msg("%d requests at qps=100 burst=20, 16 in flight, took %.3f s", N, dt);
+}
+
 static void test_kube_transport__many_reports_each_failure(void **state)
 {
 	struct fx *f = *state;
@@ -553,6 +594,7 @@ int main(void)
 	    T(test_kube_transport__rate_limit_spaces_requests),
 	    T(test_kube_transport__connection_is_reused),
 	    T(test_kube_transport__many_in_parallel_with_retries),
+	    T(test_kube_transport__many_beyond_the_burst_keep_the_rate),
 	    T(test_kube_transport__many_reports_each_failure),
 	    T(test_kube_transport__stream_delivers_lines_across_chunks),
 	    T(test_kube_transport__stream_error_answer_is_a_status),
