@@ -599,6 +599,24 @@ static bool immutable(int rc, const ds_kube_error *ke)
 	    ;
 }
 
+/*
+ * The object's namespace is not on the target (yet): its Namespace may be
+ * further down the stream, past this pass, or made by someone else. The
+ * object waits for it like a workload waits for its claims, and is looked at
+ * again when something is applied.
+ */
+static bool namespace_missing(const ds_kube_error *ke)
+{
+	return ke->code == 404 && strcmp(ke->details_kind, "namespaces") == 0 &&
+	       ke->details_name[0];
+}
+
+static void decide_wait_namespace(ds_applier *a, struct item *it, const char *ns)
+{
+	decide(it, DS_APPLY_WAITING, "waits for Namespace %s (not on the target yet)", ns);
+	it->out.next_try_at = now_ms() + a->cfg.wait_retry_ms;
+}
+
 /* Delete the object, wait until it is gone, apply it again. */
 static void recreate(ds_applier *a, struct item *it, const ds_kube_error *why)
 {
@@ -739,6 +757,8 @@ static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report
 			;
 		else if (ops[i].rc == 0)
 			decide_applied(it, notes[i][0] ? notes[i] : NULL);
+		else if (namespace_missing(&ops[i].error))
+			decide_wait_namespace(a, it, ops[i].error.details_name);
 		else if (immutable(ops[i].rc, &ops[i].error))
 			recreate(a, it, &ops[i].error);
 		else

@@ -848,6 +848,33 @@ static void test_itest_applier__every_fixture_applies_and_its_pods_run(void **st
 	}
 }
 
+static void test_itest_applier__object_waits_for_its_namespace_further_down_the_stream(void **state)
+{
+	struct env *e = env_new("late-ns");
+	char want[200];
+	json_t *got;
+
+	(void)state;
+	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: early, namespace: "
+			"'%s'}\ndata: {a: '1'}\n",
+			e->src));
+	assert_int_equal(pass(e), 1);
+	snprintf(want, sizeof(want), "waits for Namespace %s", e->dst);
+	assert_state(e, "v1", "ConfigMap", "early", DS_APPLY_WAITING, want);
+	/* The namespace arrives: the object follows it without a new version. */
+	commit_namespace(e);
+	while (pass(e) > 0)
+		;
+	msleep(400); /* past wait_retry_ms */
+	while (pass(e) > 0)
+		;
+	assert_state(e, "v1", "ConfigMap", "early", DS_APPLY_APPLIED, NULL);
+	got = target_get(e, "v1", "ConfigMap", "early");
+	assert_non_null(got);
+	json_decref(got);
+	env_free(e);
+}
+
 static void *run_thread(void *arg)
 {
 	ds_err err = {0};
@@ -920,6 +947,8 @@ int main(void)
 	    cmocka_unit_test(test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_ours),
 	    cmocka_unit_test(test_itest_applier__two_sources_writing_one_object_is_a_conflict),
 	    cmocka_unit_test(test_itest_applier__every_fixture_applies_and_its_pods_run),
+	    cmocka_unit_test(
+		test_itest_applier__object_waits_for_its_namespace_further_down_the_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
