@@ -12,5 +12,6 @@ struct ds_command {
 int ds_cmd_keygen(int argc, char **argv);
 int ds_cmd_plan(int argc, char **argv);
 int ds_cmd_run(int argc, char **argv);
+int ds_cmd_status(int argc, char **argv);
 
 #endif

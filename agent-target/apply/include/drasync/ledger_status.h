@@ -1,0 +1,50 @@
+#ifndef DRASYNC_LEDGER_STATUS_H
+#define DRASYNC_LEDGER_STATUS_H
+
+/*
+ * What the target's ledger says, for `drasync-target status`: per source its
+ * identity, epoch, committed seq, last contact and unapplied backlog; the
+ * objects per apply state; the objects waiting (and for what) and failed (and
+ * why). Read-only, on its own connection: it works whether `run` is running
+ * on the same file or not.
+ */
+
+#include "drasync/err.h"
+#include "drasync/object_state.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ds_ledger_source {
+	char *name, *cluster;
+	uint64_t epoch, committed_seq;
+	int64_t last_contact; /* seconds since the epoch; 0: never */
+	uint64_t unapplied;   /* committed records not yet applied */
+	uint64_t objects;     /* objects it has in the ledger */
+} ds_ledger_source;
+
+/* One object that needs a look (waiting or failed), newest change first. */
+typedef struct ds_ledger_item {
+	char *source, *kind, *ns, *name; /* target names when applied before, else the source's */
+	enum ds_apply_state state;
+	char *reason;
+	int64_t updated_at;
+} ds_ledger_item;
+
+typedef struct ds_ledger_status {
+	ds_ledger_source *sources;
+	size_t n_sources;
+	uint64_t states[DS_APPLY_STATE_MAX]; /* objects per state */
+	ds_ledger_item *items;		     /* waiting and failed, at most max_items */
+	size_t n_items;
+	uint64_t more_items; /* beyond max_items */
+} ds_ledger_status;
+
+/**
+ * Read the ledger at path. -ENOENT (err says so) when there is none yet.
+ * *out is owned (ds_ledger_status_free).
+ */
+int ds_ledger_status_read(const char *path, size_t max_items, ds_ledger_status **out, ds_err *err);
+void ds_ledger_status_free(ds_ledger_status *st);
+
+#endif

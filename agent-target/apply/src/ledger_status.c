@@ -1,0 +1,200 @@
+#include "drasync/ledger_status.h"
+
+#include "drasync/buf.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int fail(sqlite3 *db, const char *what, ds_err *err)
+{
+	ds_err_set(err, "ledger: %s: %s", what, sqlite3_errmsg(db));
+	return -EIO;
+}
+
+static char *dup_col(sqlite3_stmt *q, int i)
+{
+	const char *s = (const char *)sqlite3_column_text(q, i);
+
+	return strdup(s ? s : "");
+}
+
+static int read_sources(sqlite3 *db, ds_ledger_status *st, ds_err *err)
+{
+	size_t cap = 0;
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	/* The backlog per source: records past the apply cursor, and pending objects. */
+	rc = sqlite3_prepare_v2(
+	    db,
+	    "SELECT s.name, s.cluster_name, s.epoch, s.committed_seq, coalesce(s.updated_at, 0),"
+	    " (SELECT count(*) FROM records r WHERE r.source = s.name AND r.op IN (1, 2) AND"
+	    "  r.id > coalesce((SELECT record_id FROM apply_cursor WHERE id = 1), 0))"
+	    " + (SELECT count(*) FROM object_state o WHERE o.source = s.name AND"
+	    "  o.state = 'pending'),"
+	    " (SELECT count(*) FROM object_state o WHERE o.source = s.name)"
+	    " FROM sources s ORDER BY s.name",
+	    -1, &q, NULL);
+	if (rc != SQLITE_OK)
+		return fail(db, "sources", err);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		ds_ledger_source *s;
+
+		if (ds_grow((void **)&st->sources, &cap, st->n_sources + 1, sizeof(*s)) < 0) {
+			sqlite3_finalize(q);
+			return ds_err_fallback(err, -ENOMEM);
+		}
+		s = &st->sources[st->n_sources++];
+		s->name = dup_col(q, 0);
+		s->cluster = dup_col(q, 1);
+		s->epoch = (uint64_t)sqlite3_column_int64(q, 2);
+		s->committed_seq = (uint64_t)sqlite3_column_int64(q, 3);
+		s->last_contact = sqlite3_column_int64(q, 4);
+		s->unapplied = (uint64_t)sqlite3_column_int64(q, 5);
+		s->objects = (uint64_t)sqlite3_column_int64(q, 6);
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : fail(db, "sources", err);
+}
+
+static int read_states(sqlite3 *db, ds_ledger_status *st, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(db, "SELECT state, count(*) FROM object_state GROUP BY state",
+				    -1, &q, NULL);
+
+	if (rc != SQLITE_OK)
+		return fail(db, "states", err);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(q, 0);
+		for (int s = 1; name && s < DS_APPLY_STATE_MAX; s++)
+			if (strcmp(name, ds_apply_state_name((enum ds_apply_state)s)) == 0)
+				st->states[s] = (uint64_t)sqlite3_column_int64(q, 1);
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : fail(db, "states", err);
+}
+
+static int read_items(sqlite3 *db, ds_ledger_status *st, size_t max, ds_err *err)
+{
+	size_t cap = 0;
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(
+	    db,
+	    "SELECT source, kind, coalesce(target_namespace, namespace), coalesce(target_name, "
+	    "name),"
+	    " state, coalesce(reason, ''), coalesce(updated_at, 0) FROM object_state"
+	    " WHERE state IN ('waiting', 'failed') ORDER BY updated_at DESC, id DESC",
+	    -1, &q, NULL);
+
+	if (rc != SQLITE_OK)
+		return fail(db, "objects", err);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		ds_ledger_item *it;
+
+		if (st->n_items >= max) {
+			st->more_items++;
+			continue;
+		}
+		if (ds_grow((void **)&st->items, &cap, st->n_items + 1, sizeof(*it)) < 0) {
+			sqlite3_finalize(q);
+			return ds_err_fallback(err, -ENOMEM);
+		}
+		it = &st->items[st->n_items++];
+		it->source = dup_col(q, 0);
+		it->kind = dup_col(q, 1);
+		it->ns = dup_col(q, 2);
+		it->name = dup_col(q, 3);
+		it->state = strcmp((const char *)sqlite3_column_text(q, 4), "failed") == 0
+				? DS_APPLY_FAILED
+				: DS_APPLY_WAITING;
+		it->reason = dup_col(q, 5);
+		it->updated_at = sqlite3_column_int64(q, 6);
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : fail(db, "objects", err);
+}
+
+/* A ledger the applier has not opened yet has no object_state table: nothing to count. */
+static int has_table(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *q = NULL;
+	int found = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+			       -1, &q, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+		found = sqlite3_step(q) == SQLITE_ROW;
+	}
+	sqlite3_finalize(q);
+	return found;
+}
+
+int ds_ledger_status_read(const char *path, size_t max_items, ds_ledger_status **out, ds_err *err)
+{
+	ds_ledger_status *st;
+	sqlite3 *db = NULL;
+	int rc;
+
+	if (access(path, F_OK) != 0) {
+		ds_err_set(err,
+			   "no ledger at %s: drasync-target run has not started with this "
+			   "stateDir yet",
+			   path);
+		return -ENOENT;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return ds_err_fallback(err, -ENOMEM);
+	rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK) {
+		ds_err_set(err, "cannot open the ledger %s: %s", path,
+			   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_busy_timeout(db, 5000);
+	rc = 0;
+	if (!has_table(db, "sources") || !has_table(db, "object_state"))
+		goto out; /* nothing received or applied yet */
+	rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : fail(db, "begin", err);
+	if (rc == 0)
+		rc = read_sources(db, st, err);
+	if (rc == 0)
+		rc = read_states(db, st, err);
+	if (rc == 0)
+		rc = read_items(db, st, max_items, err);
+	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+out:
+	sqlite3_close(db);
+	if (rc < 0) {
+		ds_ledger_status_free(st);
+		return ds_err_fallback(err, rc);
+	}
+	*out = st;
+	return 0;
+}
+
+void ds_ledger_status_free(ds_ledger_status *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->n_sources; i++) {
+		free(st->sources[i].name);
+		free(st->sources[i].cluster);
+	}
+	for (size_t i = 0; i < st->n_items; i++) {
+		free(st->items[i].source);
+		free(st->items[i].kind);
+		free(st->items[i].ns);
+		free(st->items[i].name);
+		free(st->items[i].reason);
+	}
+	free(st->sources);
+	free(st->items);
+	free(st);
+}

@@ -1,0 +1,173 @@
+/*
+ * drasync-target status as an operator runs it, on a real ledger file that
+ * the test fills as the receiver and the applier would (real inbox commits,
+ * real object_state decisions): no agent needs to run.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drasync/object_state.h"
+#include "testutil.h"
+#include "tu_ledger.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct site {
+	char *dir;
+	char config[1100], ledger[1100];
+};
+
+static void site_new(struct site *s)
+{
+	char text[2400];
+
+	memset(s, 0, sizeof(*s));
+	s->dir = tu_mkdtemp("target-status");
+	snprintf(s->config, sizeof(s->config), "%s/target.yaml", s->dir);
+	snprintf(s->ledger, sizeof(s->ledger), "%s/ledger.db", s->dir);
+	snprintf(text, sizeof(text),
+		 "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\nmode: migrate\n"
+		 "stateDir: %s\n",
+		 s->dir);
+	tu_write_file(s->config, text);
+}
+
+/* Commit ConfigMaps a, b, c from source and decide them: a applied, b failed, c waiting. */
+static void fill(struct site *s, const char *source)
+{
+	tu_ledger l;
+	ds_object_state *st = NULL;
+	ds_object_state_row *rows = NULL;
+	ds_record recs[4];
+	char *payloads[4];
+	const char *names[4] = {"a", "b", "c", "d"};
+	uint8_t h[DS_HASH_LEN] = {3};
+	size_t n = 0;
+	ds_err err = {0};
+
+	tu_ledger_open(&l, s->ledger, source);
+	for (int i = 0; i < 4; i++) {
+		json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind",
+				      "ConfigMap", "metadata", "name", names[i], "namespace", "ml");
+		recs[i] = tu_record_upsert(o, "uid", &payloads[i]);
+		recs[i].api_version = "v1";
+		recs[i].kind = "ConfigMap";
+		recs[i].ns = "ml";
+		recs[i].name = names[i];
+		json_decref(o);
+	}
+	tu_ledger_commit(&l, recs, 4, NULL, NULL);
+	for (int i = 0; i < 4; i++)
+		free(payloads[i]);
+	assert_int_equal(ds_object_state_open(&st, s->ledger, &err), 0);
+	assert_true(ds_object_state_ingest(st, &err) >= 0);
+	assert_int_equal(ds_object_state_pick(st, INT64_MAX, 10, &rows, &n, &err), 0);
+	assert_int_equal(n, 4);
+	for (size_t i = 0; i < 3; i++) {
+		ds_object_state_result res = {0};
+		res.state = i == 0 ? DS_APPLY_APPLIED : i == 1 ? DS_APPLY_FAILED : DS_APPLY_WAITING;
+		res.reason = i == 1   ? "apply: 422 Invalid: data key 'x y' is not valid"
+			     : i == 2 ? "waits for ResourceClaimTemplate ml/gpu"
+				      : NULL;
+		res.applied_hash = i == 0 ? h : NULL;
+		res.target_ns = "ml-dr";
+		res.target_name = rows[i].name;
+		res.target_api_version = "v1";
+		assert_int_equal(ds_object_state_set(st, rows[i].id, rows[i].record_id, &res, &err),
+				 0);
+	}
+	ds_object_state_rows_free(rows, n);
+	ds_object_state_free(st);
+	tu_ledger_close(&l);
+}
+
+static void status(struct site *s, const char *output, struct tu_run *r)
+{
+	tu_run(r, NULL,
+	       (const char *[]){tu_env("DS_TARGET_BIN"), "status", "--config", s->config, "-o",
+				output, NULL});
+}
+
+static void test_cmd_status__text_and_json_field_by_field(void **state)
+{
+	struct site s;
+	struct tu_run r;
+	json_t *o, *src;
+	json_error_t jerr;
+
+	(void)state;
+	site_new(&s);
+	fill(&s, "prod-east");
+
+	status(&s, "text", &r);
+	/* a failed and a waiting object: attention, exit 1 */
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.out, "prod-east"));
+	assert_non_null(strstr(r.out, "applied 1 waiting 1 failed 1"));
+	assert_non_null(strstr(r.out, "pending 1"));
+	assert_non_null(strstr(r.out, "failed  ConfigMap ml/b (source prod-east): apply: 422"));
+	assert_non_null(strstr(r.out, "waiting ConfigMap ml/c (source prod-east): waits for "
+				      "ResourceClaimTemplate ml/gpu"));
+	assert_non_null(strstr(r.out, "needs attention: objects failed to apply"));
+	tu_run_dispose(&r);
+
+	status(&s, "json", &r);
+	assert_int_equal(r.status, 1);
+	o = json_loads(r.out, 0, &jerr);
+	if (!o)
+		fail_msg("status -o json is not JSON (%s):\n%s", jerr.text, r.out);
+	src = json_array_get(json_object_get(o, "sources"), 0);
+	assert_string_equal(json_string_value(json_object_get(src, "name")), "prod-east");
+	assert_string_equal(json_string_value(json_object_get(src, "cluster")), "prod-east");
+	assert_int_equal(json_integer_value(json_object_get(src, "committedSeq")), 4);
+	/* the pending one is the backlog */
+	assert_int_equal(json_integer_value(json_object_get(src, "unapplied")), 1);
+	assert_int_equal(json_integer_value(json_object_get(src, "objects")), 4);
+	assert_true(json_integer_value(json_object_get(src, "lastContact")) > 0);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(o, "objects"), "failed")), 1);
+	assert_int_equal(json_array_size(json_object_get(o, "needsLook")), 2);
+	assert_false(json_is_true(json_object_get(o, "healthy")));
+	assert_string_equal(json_string_value(json_object_get(o, "mode")), "migrate");
+	json_decref(o);
+	tu_run_dispose(&r);
+	free(s.dir);
+}
+
+static void test_cmd_status__no_ledger_and_bad_arguments_exit_2(void **state)
+{
+	struct site s;
+	struct tu_run r;
+
+	(void)state;
+	site_new(&s);
+	status(&s, "text", &r);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "no ledger at"));
+	assert_non_null(strstr(r.err, "has not started with this stateDir"));
+	tu_run_dispose(&r);
+	status(&s, "yaml", &r);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "is not text or json"));
+	tu_run_dispose(&r);
+	tu_run(&r, NULL, (const char *[]){tu_env("DS_TARGET_BIN"), "status", NULL});
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--config FILE is required"));
+	tu_run_dispose(&r);
+	free(s.dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_cmd_status__text_and_json_field_by_field),
+	    cmocka_unit_test(test_cmd_status__no_ledger_and_bad_arguments_exit_2),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
