@@ -580,7 +580,10 @@ static int preflight(ds_applier *a, struct item *it, char *note, size_t note_siz
 		       m.text);
 		it->out.next_try_at = now_ms() + a->cfg.wait_retry_ms;
 	} else {
-		snprintf(note, note_size, "needs %s, which the target does not have", m.text);
+		/* The list of what is missing is cut to fit the note. */
+		int room = note_size > 48 ? (int)(note_size - 48) : 0;
+		snprintf(note, note_size, "needs %.*s, which the target does not have", room,
+			 m.text);
 	}
 	return 0;
 }
