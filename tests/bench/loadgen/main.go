@@ -3,6 +3,9 @@
 //	loadgen -kubeconfig K -namespaces a,b -count N [-workers W] -mode configmaps|mixed
 //	        [-size BYTES] [-prefix P] [-replicas R] [-qps Q] [-burst B]
 //	loadgen -kubeconfig K -patch NAMESPACE/NAME    (one change to one ConfigMap)
+//	loadgen -kubeconfig K -mode mixed -namespaces a,b -count N -dump FILE
+//	loadgen -kubeconfig K -apply FILE -namespace-prefix P [-workers W]
+//	loadgen -kubeconfig K -settle-only -namespaces a,b
 //
 // It creates the namespaces when missing, then N objects spread round-robin
 // over them by W concurrent workers through one client-go clientset (protobuf
@@ -17,10 +20,27 @@
 // 429, 5xx and timeouts are retried with backoff.
 //
 // The last line on stdout is "loadgen created=N existing=N seconds=S per_s=R".
+//
+// -dump (scripts/bench.sh target) makes nothing: it creates the namespaces,
+// then sends each object as a dry-run create (dryRun=All) and writes what the
+// API server returned (defaults filled in, a uid, no resourceVersion), one
+// JSON object a line, the namespaces first, in the order of -count: the
+// objects an exporter would have read from a source.
+//
+// -apply FILE (scripts/bench.sh target: the API server's ceiling) reads one
+// JSON object a line and server-side applies each (PATCH, apply-patch+yaml,
+// field manager drasync, force), the request the importer makes, with W
+// workers, into namespace P-<its namespace> (created first, untimed;
+// Namespace lines are skipped). Then it waits for the Deployment controller
+// as in mixed mode. The last line: "loadgen applied=N seconds=S per_s=R workers=W".
+//
+// -settle-only waits for the Deployment controller in the namespaces and exits.
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -35,8 +55,11 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -71,6 +94,10 @@ func main() {
 	settleTimeout := flag.Duration("settle-timeout", 5*time.Minute,
 		"mixed: how long to wait for the controllers to settle the objects")
 	patch := flag.String("patch", "", "NAMESPACE/NAME: change one ConfigMap's data and exit")
+	dump := flag.String("dump", "", "FILE: dry-run create the objects, write what the server returned")
+	apply := flag.String("apply", "", "FILE: server-side apply the objects of FILE (one JSON a line)")
+	nsPrefix := flag.String("namespace-prefix", "ceiling", "-apply: namespace P-<namespace of the object>")
+	settleOnly := flag.Bool("settle-only", false, "wait for the Deployment controller in -namespaces, exit")
 	flag.Parse()
 
 	if *mode != "configmaps" && *mode != "mixed" {
@@ -105,6 +132,14 @@ func main() {
 		return
 	}
 
+	if *apply != "" {
+		if *workers < 1 {
+			fail("need workers >= 1")
+		}
+		applyFile(ctx, cs, *apply, *nsPrefix, *workers, *settleTimeout)
+		return
+	}
+
 	g := &gen{cs: cs, mode: *mode, size: *size, prefix: *prefix, replicas: int32(*replicas)}
 	for _, n := range strings.Split(*nsList, ",") {
 		if n = strings.TrimSpace(n); n != "" {
@@ -113,6 +148,17 @@ func main() {
 	}
 	if len(g.ns) == 0 || *count < 0 || *workers < 1 {
 		fail("need at least one namespace, count >= 0 and workers >= 1")
+	}
+	if *settleOnly {
+		t := time.Now()
+		if err := g.settle(ctx, *settleTimeout, ""); err != nil {
+			fail("%v", err)
+		}
+		fmt.Printf("loadgen settled in %.2f s\n", time.Since(t).Seconds())
+		return
+	}
+	if *dump != "" && g.mode != "mixed" {
+		fail("-dump needs -mode mixed")
 	}
 	g.filler = filler(*size)
 	for _, n := range g.ns {
@@ -137,6 +183,10 @@ func main() {
 	var created, existing, next atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
+	var dumped []runtime.Object
+	if *dump != "" {
+		dumped = make([]runtime.Object, *count)
+	}
 	start := time.Now()
 	for w := 0; w < *workers; w++ {
 		wg.Add(1)
@@ -147,7 +197,13 @@ func main() {
 				if i >= *count || firstErr.Load() != nil {
 					return
 				}
-				err := retry(func() error { return g.create(ctx, i) })
+				err := retry(func() error {
+					o, err := g.create(ctx, i, dumped != nil)
+					if err == nil && dumped != nil {
+						dumped[i] = o
+					}
+					return err
+				})
 				switch {
 				case err == nil:
 					created.Add(1)
@@ -165,9 +221,17 @@ func main() {
 	if e := firstErr.Load(); e != nil {
 		fail("%v (after %d created)", e, created.Load())
 	}
+	if dumped != nil {
+		if err := g.writeDump(ctx, *dump, dumped); err != nil {
+			fail("dump: %v", err)
+		}
+		fmt.Printf("loadgen dumped=%d seconds=%.2f file=%s\n", len(dumped), secs, *dump)
+		return
+	}
 	if g.mode == "mixed" {
 		t := time.Now()
-		if err := g.settle(ctx, *settleTimeout); err != nil {
+		if err := g.settle(ctx, *settleTimeout,
+			"app.kubernetes.io/managed-by=drasync-loadgen"); err != nil {
 			fail("%v", err)
 		}
 		fmt.Printf("loadgen settled in %.2f s\n", time.Since(t).Seconds())
@@ -179,13 +243,19 @@ func main() {
 // settle waits until the controllers have written what they add to the
 // objects made (the Deployment controller's revision annotation), so that a
 // pass of the exporter right after sees the objects as they stay.
-func (g *gen) settle(ctx context.Context, timeout time.Duration) error {
+// selector "" takes every Deployment of the namespaces.
+func (g *gen) settle(ctx context.Context, timeout time.Duration, selector string) error {
+	return settleDeployments(ctx, g.cs, g.ns, timeout, selector)
+}
+
+func settleDeployments(ctx context.Context, cs *kubernetes.Clientset, namespaces []string,
+	timeout time.Duration, selector string) error {
 	deadline := time.Now().Add(timeout)
-	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=drasync-loadgen"}
+	sel := metav1.ListOptions{LabelSelector: selector}
 	for {
 		pending := 0
-		for _, ns := range g.ns {
-			l, err := g.cs.AppsV1().Deployments(ns).List(ctx, sel)
+		for _, ns := range namespaces {
+			l, err := cs.AppsV1().Deployments(ns).List(ctx, sel)
 			if err != nil {
 				return fmt.Errorf("settle: list deployments in %s: %w", ns, err)
 			}
@@ -279,7 +349,9 @@ func claimSpec() resourcev1.ResourceClaimSpec {
 	}}
 }
 
-func (g *gen) create(ctx context.Context, i int) error {
+// create makes object i (dryRun: only as a dry run) and returns what the
+// server returned, its apiVersion and kind set.
+func (g *gen) create(ctx context.Context, i int, dryRun bool) (runtime.Object, error) {
 	kind := "ConfigMap"
 	if g.mode == "mixed" {
 		kind = mixedKinds[i%len(mixedKinds)]
@@ -287,44 +359,234 @@ func (g *gen) create(ctx context.Context, i int) error {
 	m := g.meta(i, kind)
 	ns := m.Namespace
 	opt := metav1.CreateOptions{FieldManager: "drasync-loadgen"}
+	if dryRun {
+		opt.DryRun = []string{metav1.DryRunAll}
+	}
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": m.Name}}
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": m.Name}},
 		Spec:       podSpec(i),
 	}
+	var out runtime.Object
 	var err error
 	switch kind {
 	case "ConfigMap":
-		_, err = g.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: m,
+		out, err = g.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: m,
 			Data: map[string]string{"payload": g.filler}}, opt)
 	case "Secret":
-		_, err = g.cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: m,
+		out, err = g.cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: m,
 			Type: corev1.SecretTypeOpaque, StringData: map[string]string{"token": g.filler}}, opt)
 	case "ServiceAccount":
-		_, err = g.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: m}, opt)
+		out, err = g.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: m}, opt)
 	case "Service":
-		_, err = g.cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: m,
+		out, err = g.cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: m,
 			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: sel.MatchLabels,
 				Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}}}, opt)
 	case "Deployment":
 		r := g.replicas
-		_, err = g.cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: m,
+		out, err = g.cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: m,
 			Spec: appsv1.DeploymentSpec{Replicas: &r, Selector: sel, Template: tmpl}}, opt)
 	case "StatefulSet":
 		r := g.replicas
-		_, err = g.cs.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: m,
+		out, err = g.cs.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: m,
 			Spec: appsv1.StatefulSetSpec{Replicas: &r, Selector: sel, Template: tmpl,
 				ServiceName: m.Name}}, opt)
 	case "ResourceClaimTemplate":
-		_, err = g.cs.ResourceV1().ResourceClaimTemplates(ns).Create(ctx,
+		out, err = g.cs.ResourceV1().ResourceClaimTemplates(ns).Create(ctx,
 			&resourcev1.ResourceClaimTemplate{ObjectMeta: m,
 				Spec: resourcev1.ResourceClaimTemplateSpec{Spec: claimSpec()}}, opt)
 	case "ResourceClaim":
-		_, err = g.cs.ResourceV1().ResourceClaims(ns).Create(ctx,
+		out, err = g.cs.ResourceV1().ResourceClaims(ns).Create(ctx,
 			&resourcev1.ResourceClaim{ObjectMeta: m, Spec: claimSpec()}, opt)
 	case "Pod":
-		_, err = g.cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: m,
+		out, err = g.cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: m,
 			Spec: podSpec(i)}, opt)
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	out.GetObjectKind().SetGroupVersionKind(gvkOf[kind])
+	return out, nil
+}
+
+var gvkOf = map[string]schema.GroupVersionKind{
+	"Deployment":            {Group: "apps", Version: "v1", Kind: "Deployment"},
+	"StatefulSet":           {Group: "apps", Version: "v1", Kind: "StatefulSet"},
+	"Service":               {Version: "v1", Kind: "Service"},
+	"Secret":                {Version: "v1", Kind: "Secret"},
+	"ConfigMap":             {Version: "v1", Kind: "ConfigMap"},
+	"ServiceAccount":        {Version: "v1", Kind: "ServiceAccount"},
+	"ResourceClaimTemplate": {Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaimTemplate"},
+	"ResourceClaim":         {Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaim"},
+	"Pod":                   {Version: "v1", Kind: "Pod"},
+}
+
+// writeDump writes the namespaces as the server has them, then the objects.
+func (g *gen) writeDump(ctx context.Context, path string, objs []runtime.Object) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, n := range g.ns {
+		ns, err := g.cs.CoreV1().Namespaces().Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("namespace %s: %w", n, err)
+		}
+		ns.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
+		if err := enc.Encode(ns); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	for _, o := range objs {
+		if err := enc.Encode(o); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// One object of -apply, ready to send.
+type applyObj struct {
+	rc       rest.Interface
+	resource string
+	ns, name string
+	body     []byte
+}
+
+// resourceOf is the REST client and plural of the kinds -apply sends.
+func resourceOf(cs *kubernetes.Clientset, apiVersion, kind string) (rest.Interface, string, bool) {
+	switch apiVersion + "/" + kind {
+	case "v1/ConfigMap":
+		return cs.CoreV1().RESTClient(), "configmaps", true
+	case "v1/Secret":
+		return cs.CoreV1().RESTClient(), "secrets", true
+	case "v1/ServiceAccount":
+		return cs.CoreV1().RESTClient(), "serviceaccounts", true
+	case "v1/Service":
+		return cs.CoreV1().RESTClient(), "services", true
+	case "v1/Pod":
+		return cs.CoreV1().RESTClient(), "pods", true
+	case "apps/v1/Deployment":
+		return cs.AppsV1().RESTClient(), "deployments", true
+	case "apps/v1/StatefulSet":
+		return cs.AppsV1().RESTClient(), "statefulsets", true
+	case "resource.k8s.io/v1/ResourceClaim":
+		return cs.ResourceV1().RESTClient(), "resourceclaims", true
+	case "resource.k8s.io/v1/ResourceClaimTemplate":
+		return cs.ResourceV1().RESTClient(), "resourceclaimtemplates", true
+	}
+	return nil, "", false
+}
+
+// applyFile server-side applies every object of path (Namespaces: created
+// first, untimed) into prefix-<namespace> with `workers` workers.
+func applyFile(ctx context.Context, cs *kubernetes.Clientset, path, prefix string, workers int,
+	settleTimeout time.Duration) {
+	f, err := os.Open(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	var objs []applyObj
+	var namespaces []string
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		var o map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			fail("%s:%d: %v", path, line, err)
+		}
+		api, _ := o["apiVersion"].(string)
+		kind, _ := o["kind"].(string)
+		meta, _ := o["metadata"].(map[string]any)
+		if meta == nil {
+			fail("%s:%d: no metadata", path, line)
+		}
+		if kind == "Namespace" {
+			continue
+		}
+		name, _ := meta["name"].(string)
+		ns, _ := meta["namespace"].(string)
+		ns = prefix + "-" + ns
+		meta["namespace"] = ns
+		rc, res, ok := resourceOf(cs, api, kind)
+		if !ok {
+			fail("%s:%d: -apply does not know %s %s", path, line, api, kind)
+		}
+		body, err := json.Marshal(o)
+		if err != nil {
+			fail("%s:%d: %v", path, line, err)
+		}
+		if !seen[ns] {
+			seen[ns] = true
+			namespaces = append(namespaces, ns)
+		}
+		objs = append(objs, applyObj{rc: rc, resource: res, ns: ns, name: name, body: body})
+	}
+	if err := sc.Err(); err != nil {
+		fail("%s: %v", path, err)
+	}
+	f.Close()
+	for _, n := range namespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}
+		if err := retry(func() error {
+			_, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+			return err
+		}); err != nil && !apierrors.IsAlreadyExists(err) {
+			fail("namespace %s: %v", n, err)
+		}
+	}
+
+	force := true
+	opts := &metav1.PatchOptions{FieldManager: "drasync", Force: &force}
+	var next, done atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(objs) || firstErr.Load() != nil {
+					return
+				}
+				o := &objs[i]
+				err := retry(func() error {
+					return o.rc.Patch(types.ApplyPatchType).Namespace(o.ns).
+						Resource(o.resource).Name(o.name).
+						VersionedParams(opts, metav1.ParameterCodec).
+						Body(o.body).Do(ctx).Error()
+				})
+				if err != nil {
+					firstErr.CompareAndSwap(nil, fmt.Errorf("%s %s/%s: %w",
+						o.resource, o.ns, o.name, err))
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	secs := time.Since(start).Seconds()
+	if e := firstErr.Load(); e != nil {
+		fail("%v (after %d applied)", e, done.Load())
+	}
+	t := time.Now()
+	if err := settleDeployments(ctx, cs, namespaces, settleTimeout, ""); err != nil {
+		fail("%v", err)
+	}
+	fmt.Printf("loadgen settled in %.2f s\n", time.Since(t).Seconds())
+	fmt.Printf("loadgen applied=%d seconds=%.2f per_s=%.0f workers=%d\n",
+		done.Load(), secs, float64(done.Load())/secs, workers)
 }
