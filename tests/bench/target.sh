@@ -13,6 +13,7 @@
 #            target runs: the API server's own count of ConfigMap writes.
 # Both the agent and the ceiling's generator authenticate as the same
 # ServiceAccount (allowed everything), as an importer inside a cluster.
+# DS_BENCH_TARGET_AGENT: another drasync-target binary to measure.
 # Extra arguments for bench_target go in DS_BENCH_TARGET_ARGS (e.g.
 # "--ceiling-workers 32,128 --log-level warn").
 # Last line: RESULT apply_per_s=N ceiling_per_s=N ratio=X burst_writes=N
@@ -23,7 +24,7 @@ cd "$(dirname "$0")/../.."
 mixed=${1:-10000}
 build=${DS_BUILD_DIR:-build/bench}
 cluster_sh=${DS_CLUSTER_SH:-tests/kube/cluster.sh}
-agent=$build/agent-target/drasync-target
+agent=${DS_BENCH_TARGET_AGENT:-$build/agent-target/drasync-target}
 [ -x "$cluster_sh" ] || { echo "bench target: no $cluster_sh (the control-plane fixtures)" >&2; exit 2; }
 [ -x "$build/tests/bench_target" ] || { echo "bench target: no $build/tests/bench_target (build with -DDS_BUILD_TESTS=ON)" >&2; exit 2; }
 if ! "$agent" --help 2>/dev/null | grep -q '^  run '; then
