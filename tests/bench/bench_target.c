@@ -17,7 +17,10 @@
  *       apply-patch+yaml, field manager drasync, force, as the importer does)
  *       those transformed objects into fresh namespaces of the same API
  *       server, as the same ServiceAccount, with W workers for each W of
- *       --ceiling-workers: the best objects/s is the ceiling.
+ *       --ceiling-workers: the best objects/s is the ceiling. Nothing waits
+ *       for the controllers between the runs: what the Deployment
+ *       controller does for earlier runs' Deployments (bounded by its own
+ *       client rate limit) goes on under the later ones and the importer's.
  *   (c) apply: the records pushed into an outbox, then drained by a
  *       ds_sender to `drasync-target run`; from the first send until every
  *       object is `applied` in the target's ledger (object_state, read with
@@ -684,7 +687,7 @@ static double ceiling(const struct opts *o, const char *ceiling_path, char *summ
 static int bench(const struct opts *o)
 {
 	char keydir[600], auth[700], cfg_path[600], state[600], dump[600], ceiling_path[600];
-	char outbox_path[600], src_ns[4096], dst_ns[4096], n_str[32], ceil_summary[512];
+	char outbox_path[600], src_ns[4096], n_str[32], ceil_summary[512];
 	char detail_before[1024], detail_after[1024];
 	ds_keypair server, source;
 	ds_target_config *cfg = NULL;
@@ -724,7 +727,6 @@ static int bench(const struct opts *o)
 
 	/* (a) the objects */
 	ns_list(src_ns, sizeof(src_ns), "bench-src", o->namespaces);
-	ns_list(dst_ns, sizeof(dst_ns), "bench-dst", o->namespaces);
 	snprintf(dump, sizeof(dump), "%s/source.ndjson", o->work);
 	snprintf(ceiling_path, sizeof(ceiling_path), "%s/ceiling.ndjson", o->work);
 	snprintf(n_str, sizeof(n_str), "%u", o->mixed);
@@ -808,13 +810,6 @@ static int bench(const struct opts *o)
 	printf("apply: %zu objects from the first send to all applied on the target: %.2f s, "
 	       "%.0f objects/s (every record committed in the ledger after %.2f s)\n",
 	       n, t_applied - t0, apply_rate, t_acked ? t_acked - t0 : -1);
-	{
-		const char *argv[] = {
-		    o->loadgen, "-kubeconfig", o->admin_kubeconfig, "-settle-only", "-namespaces",
-		    dst_ns,	NULL};
-		char *out = run(argv, o->work, "settle");
-		free(out);
-	}
 
 	/* (d) burst */
 	{
@@ -841,7 +836,7 @@ static int bench(const struct opts *o)
 					    cms[j]->name, kb, sizeof(kb));
 			keys[j] = xstrdup(kb);
 		}
-		msleep(2000); /* what the controllers still write after the settle */
+		msleep(2000); /* what the importer may still write (nothing: all applied) */
 		writes_before = configmap_writes(o, detail_before, sizeof(detail_before));
 		b0 = now_s();
 		for (size_t r = 0; r < rounds; r++) {

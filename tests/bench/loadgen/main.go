@@ -5,7 +5,6 @@
 //	loadgen -kubeconfig K -patch NAMESPACE/NAME    (one change to one ConfigMap)
 //	loadgen -kubeconfig K -mode mixed -namespaces a,b -count N -dump FILE
 //	loadgen -kubeconfig K -apply FILE -namespace-prefix P [-workers W]
-//	loadgen -kubeconfig K -settle-only -namespaces a,b
 //
 // It creates the namespaces when missing, then N objects spread round-robin
 // over them by W concurrent workers through one client-go clientset (protobuf
@@ -31,10 +30,9 @@
 // JSON object a line and server-side applies each (PATCH, apply-patch+yaml,
 // field manager drasync, force), the request the importer makes, with W
 // workers, into namespace P-<its namespace> (created first, untimed;
-// Namespace lines are skipped). Then it waits for the Deployment controller
-// as in mixed mode. The last line: "loadgen applied=N seconds=S per_s=R workers=W".
-//
-// -settle-only waits for the Deployment controller in the namespaces and exits.
+// Namespace lines are skipped). It does not wait for the Deployment
+// controller, whose work goes on after it exits. The last line:
+// "loadgen applied=N seconds=S per_s=R workers=W".
 package main
 
 import (
@@ -97,7 +95,6 @@ func main() {
 	dump := flag.String("dump", "", "FILE: dry-run create the objects, write what the server returned")
 	apply := flag.String("apply", "", "FILE: server-side apply the objects of FILE (one JSON a line)")
 	nsPrefix := flag.String("namespace-prefix", "ceiling", "-apply: namespace P-<namespace of the object>")
-	settleOnly := flag.Bool("settle-only", false, "wait for the Deployment controller in -namespaces, exit")
 	flag.Parse()
 
 	if *mode != "configmaps" && *mode != "mixed" {
@@ -136,7 +133,7 @@ func main() {
 		if *workers < 1 {
 			fail("need workers >= 1")
 		}
-		applyFile(ctx, cs, *apply, *nsPrefix, *workers, *settleTimeout)
+		applyFile(ctx, cs, *apply, *nsPrefix, *workers)
 		return
 	}
 
@@ -148,14 +145,6 @@ func main() {
 	}
 	if len(g.ns) == 0 || *count < 0 || *workers < 1 {
 		fail("need at least one namespace, count >= 0 and workers >= 1")
-	}
-	if *settleOnly {
-		t := time.Now()
-		if err := g.settle(ctx, *settleTimeout, ""); err != nil {
-			fail("%v", err)
-		}
-		fmt.Printf("loadgen settled in %.2f s\n", time.Since(t).Seconds())
-		return
 	}
 	if *dump != "" && g.mode != "mixed" {
 		fail("-dump needs -mode mixed")
@@ -489,8 +478,7 @@ func resourceOf(cs *kubernetes.Clientset, apiVersion, kind string) (rest.Interfa
 
 // applyFile server-side applies every object of path (Namespaces: created
 // first, untimed) into prefix-<namespace> with `workers` workers.
-func applyFile(ctx context.Context, cs *kubernetes.Clientset, path, prefix string, workers int,
-	settleTimeout time.Duration) {
+func applyFile(ctx context.Context, cs *kubernetes.Clientset, path, prefix string, workers int) {
 	f, err := os.Open(path)
 	if err != nil {
 		fail("%v", err)
@@ -582,11 +570,6 @@ func applyFile(ctx context.Context, cs *kubernetes.Clientset, path, prefix strin
 	if e := firstErr.Load(); e != nil {
 		fail("%v (after %d applied)", e, done.Load())
 	}
-	t := time.Now()
-	if err := settleDeployments(ctx, cs, namespaces, settleTimeout, ""); err != nil {
-		fail("%v", err)
-	}
-	fmt.Printf("loadgen settled in %.2f s\n", time.Since(t).Seconds())
 	fmt.Printf("loadgen applied=%d seconds=%.2f per_s=%.0f workers=%d\n",
 		done.Load(), secs, float64(done.Load())/secs, workers)
 }
