@@ -252,7 +252,7 @@ static void decide_kube_failure(ds_applier *a, struct item *it, const char *what
 }
 
 /* Write the item's result to the ledger, count it and tell the agent. */
-static int record(ds_applier *a, struct item *it, const ds_report *rep, ds_err *err)
+static int record(ds_applier *a, struct item *it, ds_err *err)
 {
 	static const size_t offs[DS_APPLY_STATE_MAX] = {
 	    [DS_APPLY_APPLIED] = offsetof(ds_applier_stats, applied),
@@ -264,14 +264,19 @@ static int record(ds_applier *a, struct item *it, const ds_report *rep, ds_err *
 	    [DS_APPLY_KEPT] = offsetof(ds_applier_stats, kept),
 	};
 	size_t off = offs[it->out.state];
-	char target[700];
-	int rc;
 
 	if (off && !it->unchanged)
 		count(a, (uint64_t *)(void *)((char *)&a->stats + off), 1);
-	rc = ds_object_state_set(a->st, it->row->id, it->row->record_id, &it->out, err);
-	if (rc < 0 || !a->cfg.on_event)
-		return rc;
+	return ds_object_state_set(a->st, it->row->id, it->row->record_id, &it->out, err);
+}
+
+/* Tell the agent, once the outcome is durable. */
+static void tell(ds_applier *a, const struct item *it, const ds_report *rep)
+{
+	char target[700];
+
+	if (!a->cfg.on_event)
+		return;
 	if (it->obj)
 		ds_obj_describe(it->obj, target, sizeof(target));
 	a->cfg.on_event(a->cfg.event_ud, &(ds_applier_event){.source = it->row->source,
@@ -285,7 +290,29 @@ static int record(ds_applier *a, struct item *it, const ds_report *rep, ds_err *
 							     .report = rep,
 							     .report_first = it->rep_first,
 							     .report_n = it->rep_n});
-	return 0;
+}
+
+/*
+ * Record a group's outcomes in one ledger transaction (one fsync for the
+ * group, no API call while the receiver may wait for the lock), then tell the
+ * agent: what is logged is what the ledger holds.
+ */
+static int record_all(ds_applier *a, struct item **v, size_t n, const ds_report *rep, ds_err *err)
+{
+	int rc;
+
+	if (!n)
+		return 0;
+	rc = ds_object_state_begin(a->st, err);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = record(a, v[i], err);
+	if (rc == 0)
+		rc = ds_object_state_commit(a->st, err);
+	else
+		ds_object_state_rollback(a->st);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		tell(a, v[i], rep);
+	return rc;
 }
 
 /* ---- preparing: payload, pipeline, hash -------------------------------------- */
@@ -783,10 +810,8 @@ static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report
 		if (g[i]->out.state == DS_APPLY_APPLIED &&
 		    ds_workload_from_kind(ds_obj_kind(g[i]->obj)) < 0)
 			*applied_any = true;
-		rc = record(a, g[i], rep, err);
-		if (rc < 0)
-			goto out;
 	}
+	rc = record_all(a, g, n, rep, err);
 out:
 	free(ops);
 	free(notes);
@@ -887,8 +912,8 @@ static int cmp_rank(const void *x, const void *y)
 int ds_applier_pass(ds_applier *a, ds_err *err)
 {
 	ds_object_state_row *rows = NULL;
-	struct item *items = NULL, **up = NULL, **del = NULL;
-	size_t n = 0, n_up = 0, n_del = 0;
+	struct item *items = NULL, **up = NULL, **del = NULL, **done = NULL;
+	size_t n = 0, n_up = 0, n_del = 0, n_done = 0;
 	ds_report *rep = NULL;
 	const ds_target_config *reload;
 	bool applied_any = false;
@@ -922,8 +947,9 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	items = calloc(n, sizeof(*items));
 	up = calloc(n, sizeof(*up));
 	del = calloc(n, sizeof(*del));
+	done = calloc(n, sizeof(*done));
 	a->present = json_object();
-	if (!items || !up || !del || !a->present || !a->objs || ds_report_new(&rep) < 0) {
+	if (!items || !up || !del || !done || !a->present || !a->objs || ds_report_new(&rep) < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -938,14 +964,14 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 		rc = prepare(a, it, rep);
 		if (rc < 0)
 			goto out;
-		if (!it->decided) {
+		if (!it->decided)
 			up[n_up++] = it;
-			continue;
-		}
-		rc = record(a, it, rep, err);
-		if (rc < 0)
-			goto out;
+		else
+			done[n_done++] = it;
 	}
+	rc = record_all(a, done, n_done, rep, err);
+	if (rc < 0)
+		goto out;
 	/* SPEC §5 order: one concurrent batch per rank, lower ranks first, so what a
 	 * later rank needs is applied (and in the ledger) before it is looked at. */
 	qsort(up, n_up, sizeof(*up), cmp_rank);
@@ -960,12 +986,16 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	}
 	/* Tombstones in the reverse order: workloads before what they use. */
 	qsort(del, n_del, sizeof(*del), cmp_rank);
-	for (size_t i = n_del; i-- > 0;) {
+	for (size_t i = n_del; i-- > 0;)
 		tombstone(a, del[i]);
-		rc = record(a, del[i], rep, err);
-		if (rc < 0)
-			goto out;
+	for (size_t i = 0; i < n_del / 2; i++) {
+		struct item *t = del[i];
+		del[i] = del[n_del - 1 - i];
+		del[n_del - 1 - i] = t;
 	}
+	rc = record_all(a, del, n_del, rep, err);
+	if (rc < 0)
+		goto out;
 	if (applied_any && (rc = ds_object_state_wake_waiting(a->st, err)) < 0)
 		goto out;
 	rc = (int)n;
@@ -975,9 +1005,37 @@ out:
 	free(items);
 	free(up);
 	free(del);
+	free(done);
 	ds_report_free(rep);
 	ds_object_state_rows_free(rows, n);
 	return ds_err_fallback(err, rc);
+}
+
+/*
+ * Records arriving in a burst: wait until none has been committed for
+ * SETTLE_QUIET_MS (at most SETTLE_MAX_MS after the first), so the pass sees
+ * the burst's last state and writes each object once, not once per batch.
+ */
+#define SETTLE_QUIET_MS 50
+#define SETTLE_MAX_MS 300
+
+static void settle(ds_applier *a)
+{
+	int64_t start = now_ms();
+
+	pthread_mutex_lock(&a->mu);
+	while (a->notified && !a->stopping && now_ms() - start < SETTLE_MAX_MS) {
+		struct timespec until;
+		a->notified = false;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += SETTLE_QUIET_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&a->cond, &a->mu, &until);
+	}
+	pthread_mutex_unlock(&a->mu);
 }
 
 int ds_applier_run(ds_applier *a, ds_err *err)
@@ -1005,5 +1063,6 @@ int ds_applier_run(ds_applier *a, ds_err *err)
 			pthread_cond_timedwait(&a->cond, &a->mu, &until);
 		}
 		pthread_mutex_unlock(&a->mu);
+		settle(a);
 	}
 }

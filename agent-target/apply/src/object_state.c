@@ -511,10 +511,11 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 			const ds_object_state_result *res, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	bool news = false;
+	bool news = false, own_txn = sqlite3_get_autocommit(st->db) != 0;
 	int rc;
 
-	rc = exec(st->db, "BEGIN IMMEDIATE", err);
+	/* Inside ds_object_state_begin()'s transaction when the caller records a group. */
+	rc = own_txn ? exec(st->db, "BEGIN IMMEDIATE", err) : 0;
 	if (rc < 0)
 		return ds_err_fallback(err, rc);
 	if (res->applied_hash) {
@@ -581,6 +582,8 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state result", err);
 out:
 	sqlite3_finalize(q);
+	if (!own_txn)
+		return ds_err_fallback(err, rc); /* the group's commit or rollback decides */
 	if (rc < 0) {
 		exec(st->db, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
@@ -589,6 +592,26 @@ out:
 	if (rc < 0)
 		exec(st->db, "ROLLBACK", NULL);
 	return ds_err_fallback(err, rc);
+}
+
+int ds_object_state_begin(ds_object_state *st, ds_err *err)
+{
+	return ds_err_fallback(err, exec(st->db, "BEGIN IMMEDIATE", err));
+}
+
+int ds_object_state_commit(ds_object_state *st, ds_err *err)
+{
+	int rc = exec(st->db, "COMMIT", err);
+
+	if (rc < 0)
+		exec(st->db, "ROLLBACK", NULL);
+	return ds_err_fallback(err, rc);
+}
+
+void ds_object_state_rollback(ds_object_state *st)
+{
+	if (sqlite3_get_autocommit(st->db) == 0)
+		exec(st->db, "ROLLBACK", NULL);
 }
 
 int ds_object_state_reconsider(ds_object_state *st, ds_err *err)

@@ -137,6 +137,15 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
  */
 int ds_object_state_reconsider(ds_object_state *st, ds_err *err);
 
+/**
+ * Record several outcomes in one transaction: ds_object_state_set() calls
+ * between begin and commit share it (one fsync for a group instead of one per
+ * object). On an error, rollback.
+ */
+int ds_object_state_begin(ds_object_state *st, ds_err *err);
+int ds_object_state_commit(ds_object_state *st, ds_err *err);
+void ds_object_state_rollback(ds_object_state *st);
+
 /** Make every waiting row due now (something it may need was just applied). */
 int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err);
 
