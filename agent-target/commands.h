@@ -11,6 +11,7 @@ struct ds_command {
 
 int ds_cmd_keygen(int argc, char **argv);
 int ds_cmd_plan(int argc, char **argv);
+int ds_cmd_retry(int argc, char **argv);
 int ds_cmd_run(int argc, char **argv);
 int ds_cmd_status(int argc, char **argv);
 

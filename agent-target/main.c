@@ -9,6 +9,8 @@
 static const struct ds_command commands[] = {
     {"keygen", "write a CURVE key pair (--out DIR)", ds_cmd_keygen},
     {"run", "receive from the sources and apply to this cluster (--config FILE)", ds_cmd_run},
+    {"retry", "apply failed objects again now, after fixing the cause (--config FILE)",
+     ds_cmd_retry},
     {"plan", "show offline what the target would receive from manifests", ds_cmd_plan},
     {"status", "what the ledger holds: sources, lag, objects waiting or failed", ds_cmd_status},
     {NULL, NULL, NULL},

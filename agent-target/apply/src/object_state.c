@@ -684,6 +684,94 @@ int ds_object_state_target_owner(ds_object_state *st, const char *source, const 
 	return ds_err_fallback(err, rc);
 }
 
+/* The namespace a row goes to on the target: where it was applied, else its source's mapped. */
+static const char *target_ns_of(const ds_object_state_row *r, const ds_object_state_match *m)
+{
+	if (r->target_name)
+		return r->target_ns;
+	if (!r->ns)
+		return NULL;
+	return m->map_ns ? m->map_ns(m->map_ud, r->ns) : r->ns;
+}
+
+static bool ns_matches(const char *want, const char *have)
+{
+	if (!want)
+		return true;
+	if (!want[0])
+		return !have;
+	return have && strcmp(want, have) == 0;
+}
+
+int ds_object_state_retry(ds_object_state *st, const ds_object_state_match *m,
+			  ds_object_state_retry_fn fn, void *ud, ds_err *err)
+{
+	sqlite3_stmt *q = NULL, *up = NULL;
+	int rc, marked = 0;
+
+	/* IMMEDIATE: the applier cannot pick or set a row between our read and write. */
+	rc = exec(st->db, "BEGIN IMMEDIATE", err);
+	if (rc < 0)
+		return ds_err_fallback(err, rc);
+	rc = prepare(st->db,
+		     "SELECT " ROW_COLUMNS " FROM object_state o WHERE (o.state = 'failed'"
+		     " OR (o.state IN ('pending', 'waiting') AND o.next_try_at > 0))"
+		     " AND (?1 IS NULL OR o.kind = ?1 COLLATE NOCASE)"
+		     " AND (?2 IS NULL OR coalesce(o.target_name, o.name) = ?2) ORDER BY o.id",
+		     &q, err);
+	if (rc == 0)
+		rc = prepare(st->db,
+			     "UPDATE object_state SET state = CASE WHEN state = 'failed'"
+			     " THEN 'pending' ELSE state END, attempts = 0, next_try_at = 0,"
+			     " updated_at = ? WHERE id = ?",
+			     &up, err);
+	if (rc < 0)
+		goto out;
+	bind_text(q, 1, m->kind);
+	bind_text(q, 2, m->name);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		ds_object_state_row r;
+		const char *tns;
+
+		rc = read_row(q, &r);
+		if (rc < 0)
+			goto out;
+		tns = target_ns_of(&r, m);
+		if (!ns_matches(m->ns, tns)) {
+			ds_object_state_row_dispose(&r);
+			continue;
+		}
+		if (fn)
+			fn(ud, &r, tns);
+		ds_object_state_row_dispose(&r);
+		marked++;
+		if (m->dry_run)
+			continue;
+		sqlite3_reset(up);
+		sqlite3_bind_int64(up, 1, now_s());
+		sqlite3_bind_int64(up, 2, sqlite3_column_int64(q, 0));
+		rc = sqlite3_step(up);
+		if (rc != SQLITE_DONE) {
+			rc = fail(st->db, rc, "object_state retry", err);
+			goto out;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state retry", err);
+out:
+	sqlite3_finalize(q);
+	sqlite3_finalize(up);
+	if (rc < 0) {
+		exec(st->db, "ROLLBACK", NULL);
+		return ds_err_fallback(err, rc);
+	}
+	rc = exec(st->db, "COMMIT", err);
+	if (rc < 0) {
+		exec(st->db, "ROLLBACK", NULL);
+		return ds_err_fallback(err, rc);
+	}
+	return marked;
+}
+
 int ds_object_state_get(ds_object_state *st, const char *source, const char *key,
 			ds_object_state_row *out, ds_err *err)
 {

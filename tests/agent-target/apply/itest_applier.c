@@ -30,7 +30,7 @@
 
 struct env {
 	char *dir;
-	char path[1024];
+	char path[1024], config[1024]; /* the ledger; a TargetConfig file with stateDir = dir */
 	char src[64], dst[96];
 	tu_ledger l;
 	ds_kube *k;
@@ -79,7 +79,7 @@ static struct env *env_new(const char *src)
 	struct env *e = calloc(1, sizeof(*e));
 	ds_applier_config ac = {0};
 	ds_err err = {0};
-	char yaml[600];
+	char yaml[600], file[1800];
 
 	assert_non_null(e);
 	snprintf(e->src, sizeof(e->src), "%s", src);
@@ -92,6 +92,9 @@ static struct env *env_new(const char *src)
 	e->cfg = dt_config(yaml);
 	e->dir = tu_mkdtemp("applier");
 	snprintf(e->path, sizeof(e->path), "%s/ledger.db", e->dir);
+	snprintf(e->config, sizeof(e->config), "%s/target.yaml", e->dir);
+	snprintf(file, sizeof(file), "%sstateDir: '%s'\n", yaml, e->dir);
+	tu_write_file(e->config, file);
 	tu_ledger_open(&e->l, e->path, SOURCE);
 	e->k = connect_v1();
 	ac.ledger_path = e->path;
@@ -875,6 +878,76 @@ static void test_itest_applier__object_waits_for_its_namespace_further_down_the_
 	env_free(e);
 }
 
+/* drasync-target retry --config <the env's file> args... */
+static void retry_cmd(struct env *e, struct tu_run *r, const char *const *args)
+{
+	const char *argv[12] = {tu_env("DS_TARGET_BIN"), "retry", "--config", e->config};
+	size_t n = 4;
+
+	for (; args[n - 4] && n < 11; n++)
+		argv[n] = args[n - 4];
+	argv[n] = NULL;
+	tu_run(r, NULL, argv);
+}
+
+static void test_itest_applier__retry_command_applies_a_failed_object_once_fixed(void **state)
+{
+	struct env *e = env_new("retry-cmd");
+	struct ds_kube_resource qr;
+	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
+	struct tu_run r;
+	ds_kube_error ke;
+	json_t *quota, *got;
+	char b[800];
+
+	(void)state;
+	commit_namespace(e);
+	assert_int_equal(pass(e), 1);
+	/* the target's team allows no ConfigMaps in the namespace */
+	qr = resource(e->k, "v1", "ResourceQuota");
+	quota = json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:s}}}", "apiVersion", "v1", "kind",
+			  "ResourceQuota", "metadata", "name", "no-configmaps", "spec", "hard",
+			  "count/configmaps", "0");
+	if (ds_kube_create(e->k, &qr, e->dst, quota, NULL, &ke) < 0)
+		fail_msg("create quota: %s", ds_kube_error_format(&ke, b, sizeof(b)));
+	json_decref(quota);
+	for (int i = 0; i < 50; i++) {
+		json_t *q = NULL;
+		const char *used;
+		if (ds_kube_get(e->k, &qr, e->dst, "no-configmaps", NULL, &q, &ke) == 0 &&
+		    (used = dt_str(q, "/status/hard/count~1configmaps")) && used[0]) {
+			json_decref(q);
+			break;
+		}
+		json_decref(q);
+		msleep(200);
+	}
+	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: "
+			"'%s'}\ndata: {a: '1'}\n",
+			e->src));
+	assert_int_equal(pass(e), 1);
+	assert_state(e, "v1", "ConfigMap", "settings", DS_APPLY_FAILED, "exceeded quota");
+	assert_int_equal(pass(e), 0); /* not tried again by itself */
+
+	/* the quota is lifted; the operator asks for the object again */
+	ds_kube_delete(e->k, &qr, e->dst, "no-configmaps", &d, NULL);
+	retry_cmd(e, &r, (const char *[]){"--namespace", e->src, "ConfigMap/settings", NULL});
+	if (r.status != 1 || !strstr(r.err, "nothing to retry"))
+		fail_msg("retry by source namespace: exit %d\n%s%s", r.status, r.out, r.err);
+	tu_run_dispose(&r);
+	retry_cmd(e, &r, (const char *[]){"--namespace", e->dst, "ConfigMap/settings", NULL});
+	if (r.status != 0 || !strstr(r.out, "settings: was failed: apply: 403") ||
+	    !strstr(r.out, "1 object marked"))
+		fail_msg("retry: exit %d\nstdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+	tu_run_dispose(&r);
+	assert_int_equal(pass(e), 1);
+	assert_state(e, "v1", "ConfigMap", "settings", DS_APPLY_APPLIED, NULL);
+	got = target_get(e, "v1", "ConfigMap", "settings");
+	assert_non_null(got);
+	json_decref(got);
+	env_free(e);
+}
+
 static void *run_thread(void *arg)
 {
 	ds_err err = {0};
@@ -949,6 +1022,7 @@ int main(void)
 	    cmocka_unit_test(test_itest_applier__every_fixture_applies_and_its_pods_run),
 	    cmocka_unit_test(
 		test_itest_applier__object_waits_for_its_namespace_further_down_the_stream),
+	    cmocka_unit_test(test_itest_applier__retry_command_applies_a_failed_object_once_fixed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

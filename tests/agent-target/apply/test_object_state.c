@@ -473,6 +473,116 @@ static void test_object_state__before_the_inbox_exists_nothing_to_ingest(void **
 	free(dir);
 }
 
+static const char *map_ml_team(void *ud, const char *source_ns)
+{
+	(void)ud;
+	return strcmp(source_ns, "ml-team") == 0 ? "ml-team-dr" : source_ns;
+}
+
+struct marked {
+	char names[8][64];
+	char ns[8][64];
+	size_t n;
+};
+
+static void on_marked(void *ud, const ds_object_state_row *row, const char *target_ns)
+{
+	struct marked *m = ud;
+
+	assert_true(m->n < 8);
+	snprintf(m->names[m->n], sizeof(m->names[0]), "%s", row->name);
+	snprintf(m->ns[m->n], sizeof(m->ns[0]), "%s", target_ns ? target_ns : "-");
+	m->n++;
+}
+
+static int retry(struct env *e, const char *kind, const char *ns, const char *name, bool dry,
+		 struct marked *out)
+{
+	ds_object_state_match m = {
+	    .kind = kind, .name = name, .ns = ns, .map_ns = map_ml_team, .dry_run = dry};
+	ds_err err = {0};
+	int n;
+
+	memset(out, 0, sizeof(*out));
+	n = ds_object_state_retry(e->st, &m, on_marked, out, &err);
+	if (n < 0)
+		fail_msg("retry: %s", err.msg);
+	assert_int_equal((size_t)n, out->n);
+	return n;
+}
+
+static void test_object_state__retry_marks_failed_and_backed_off_rows_by_target_name(void **state)
+{
+	struct env *e = env_new("ostate-retry");
+	ds_object_state_row *rows = NULL, r;
+	uint8_t h[DS_HASH_LEN] = {5};
+	json_t *dc = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "resource.k8s.io/v1", "kind",
+			       "DeviceClass", "metadata", "name", "gpu.example.com");
+	struct marked mk;
+	ds_record rec;
+	char *payload = NULL;
+	int one = 1;
+	size_t n;
+
+	(void)state;
+	commit_cm(e, "broken", &one, 1);
+	commit_cm(e, "later", &one, 1);
+	commit_cm(e, "fine", &one, 1);
+	rec = tu_record_upsert(dc, "uid-dc", &payload);
+	tu_ledger_commit(&e->l, &rec, 1, NULL, NULL);
+	ingest(e);
+	n = pick(e, &rows);
+	assert_int_equal(n, 4);
+	set(e, &rows[0], DS_APPLY_FAILED, NULL, 0);	      /* broken */
+	set(e, &rows[1], DS_APPLY_PENDING, NULL, FAR_FUTURE); /* later: in backoff */
+	set(e, &rows[2], DS_APPLY_APPLIED, h, 0);	      /* fine */
+	set(e, &rows[3], DS_APPLY_FAILED, NULL, 0);	      /* the DeviceClass */
+	ds_object_state_rows_free(rows, n);
+	assert_int_equal(pick(e, &rows), 0);
+	ds_object_state_rows_free(rows, 0);
+
+	/* by target names: the source namespace does not match, the mapped one does */
+	assert_int_equal(retry(e, "ConfigMap", "ml-team", "broken", false, &mk), 0);
+	assert_int_equal(retry(e, "ConfigMap", "", "broken", false, &mk), 0);
+	/* applied objects are not marked */
+	assert_int_equal(retry(e, "ConfigMap", "ml-team-dr", "fine", false, &mk), 0);
+	/* a dry run reports and changes nothing */
+	assert_int_equal(retry(e, NULL, "ml-team-dr", NULL, true, &mk), 2);
+	assert_string_equal(mk.names[0], "broken");
+	assert_string_equal(mk.names[1], "later");
+	assert_string_equal(mk.ns[0], "ml-team-dr");
+	assert_int_equal(pick(e, &rows), 0);
+	ds_object_state_rows_free(rows, 0);
+
+	/* the kind as a user types it */
+	assert_int_equal(retry(e, "configmap", "ml-team-dr", "broken", false, &mk), 1);
+	assert_string_equal(mk.names[0], "broken");
+	n = pick(e, &rows);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].name, "broken");
+	assert_int_equal(rows[0].state, DS_APPLY_PENDING);
+	assert_int_equal(rows[0].attempts, 0);
+	ds_object_state_rows_free(rows, n);
+	/* marked once: it is due, so not marked again */
+	assert_int_equal(retry(e, "ConfigMap", "ml-team-dr", "broken", false, &mk), 0);
+
+	/* cluster-scoped only */
+	assert_int_equal(retry(e, "DeviceClass", "", "gpu.example.com", false, &mk), 1);
+	assert_string_equal(mk.ns[0], "-");
+	/* everything left: the backed-off one */
+	assert_int_equal(retry(e, NULL, NULL, NULL, false, &mk), 1);
+	assert_string_equal(mk.names[0], "later");
+	n = pick(e, &rows);
+	assert_int_equal(n, 3);
+	ds_object_state_rows_free(rows, n);
+	r = get(e, "core/ConfigMap/ml-team/fine");
+	assert_int_equal(r.state, DS_APPLY_APPLIED);
+	ds_object_state_row_dispose(&r);
+	free(payload);
+	json_decref(dc);
+	env_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +598,8 @@ int main(void)
 	    cmocka_unit_test(test_object_state__snapshot_end_prunes_what_its_manifest_lacks),
 	    cmocka_unit_test(test_object_state__another_source_owns_an_applied_target_object),
 	    cmocka_unit_test(test_object_state__before_the_inbox_exists_nothing_to_ingest),
+	    cmocka_unit_test(
+		test_object_state__retry_marks_failed_and_backed_off_rows_by_target_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,6 +166,34 @@ int ds_object_state_target_owner(ds_object_state *st, const char *source, const 
 				 const char *ns, const char *name, char *owner, size_t size,
 				 ds_err *err);
 
+/* Which rows ds_object_state_retry() marks, by where they go on the target. */
+typedef struct ds_object_state_match {
+	const char *kind; /* NULL: any; compared without regard to case */
+	const char *name; /* NULL: any; the target name, else the source name */
+	const char *ns;	  /* target namespace; NULL: any (or none); "": cluster-scoped only */
+	/* The target namespace of a source namespace, for rows never applied; NULL: the same. */
+	const char *(*map_ns)(void *ud, const char *source_ns);
+	void *map_ud;
+	bool dry_run; /* report the matches, change nothing */
+} ds_object_state_match;
+
+/* One row ds_object_state_retry() marked, as it was (borrowed for the call); target_ns is
+ * where it goes on the target (NULL: cluster-scoped). */
+typedef void (*ds_object_state_retry_fn)(void *ud, const ds_object_state_row *row,
+					 const char *target_ns);
+
+/**
+ * Make the matching rows due now, for an operator who fixed the cause: a
+ * failed row becomes pending again, a pending row in backoff and a waiting
+ * row are due at once; their attempts start from 0. Rows already due,
+ * applied or otherwise decided are left. The target namespace of a row is
+ * where it was applied, else its source namespace mapped by m->map_ns.
+ * fn (may be NULL) is called for each, in one transaction with the change.
+ * @return the number of rows marked (>= 0), or a negative errno
+ */
+int ds_object_state_retry(ds_object_state *st, const ds_object_state_match *m,
+			  ds_object_state_retry_fn fn, void *ud, ds_err *err);
+
 /** The row of (source, key), without payload. @return 0, -ENOENT, or a negative errno */
 int ds_object_state_get(ds_object_state *st, const char *source, const char *key,
 			ds_object_state_row *out, ds_err *err);
