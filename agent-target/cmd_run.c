@@ -225,8 +225,8 @@ static void on_apply(void *ud, const ds_applier_event *ev)
 	(void)ud;
 	if (ev->unchanged)
 		level = DS_LOG_DEBUG;
-	else if (ev->state == DS_APPLY_FAILED)
-		level = DS_LOG_WARN;
+	else if (ev->state == DS_APPLY_FAILED || ev->takeover)
+		level = DS_LOG_WARN; /* a takeover: someone on the target changed what we own */
 	ds_log(level, "apply", "source=%s object=%s target=%s seq=%llu state=%s reason=%s",
 	       ev->source, ev->key, ev->target ? ev->target : "-", (unsigned long long)ev->seq,
 	       ds_apply_state_name(ev->state),

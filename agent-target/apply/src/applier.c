@@ -44,6 +44,7 @@ struct item {
 	struct ds_kube_resource res;
 	uint8_t hash[DS_HASH_LEN];
 	bool decided, unchanged;
+	bool takeover; /* fields other managers owned were taken (the reason names them) */
 	size_t rep_first, rep_n; /* its entries in the pass's report */
 	ds_object_state_result out;
 	char reason[REASON_MAX];
@@ -287,6 +288,7 @@ static void tell(ds_applier *a, const struct item *it, const ds_report *rep)
 							     .state = it->out.state,
 							     .reason = it->out.reason,
 							     .unchanged = it->unchanged,
+							     .takeover = it->takeover,
 							     .report = rep,
 							     .report_first = it->rep_first,
 							     .report_n = it->rep_n});
@@ -740,17 +742,133 @@ static int mark_created_namespace(ds_applier *a, struct item *it)
 	return ds_obj_set_annotation(it->obj, DS_ANNOTATION_CREATED, "true") < 0 ? -ENOMEM : 0;
 }
 
+/* Whether the server-side apply was refused because other managers own fields we set. */
+static bool apply_conflict(int rc, const ds_kube_error *ke)
+{
+	return rc == -ESTALE && ke->code == 409;
+}
+
+/*
+ * "took over .data.v, .data.w from field manager other-team" from a 409's
+ * causes ("FIELD: conflict with \"MANAGER\" using v1; ..."), grouped by
+ * manager; the API's message when the causes do not say.
+ */
+static void takeover_text(const ds_kube_error *ke, char *buf, size_t size)
+{
+	struct {
+		char field[128], manager[128];
+	} c[16];
+	size_t n = 0, used = 0;
+	const char *p = ke->causes;
+
+	while (p && *p && n < 16) {
+		const char *end = strstr(p, "; "), *colon = strstr(p, ": "), *q;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (colon && (size_t)(colon - p) < len && (q = strstr(colon, "conflict with \"")) &&
+		    (size_t)(q - p) < len) {
+			const char *m = q + strlen("conflict with \"");
+			const char *mq = strchr(m, '"');
+			if (mq && (size_t)(mq - p) < len) {
+				snprintf(c[n].field, sizeof(c[n].field), "%.*s", (int)(colon - p),
+					 p);
+				snprintf(c[n].manager, sizeof(c[n].manager), "%.*s", (int)(mq - m),
+					 m);
+				n++;
+			}
+		}
+		p = end ? end + 2 : NULL;
+	}
+	buf[0] = '\0';
+	if (!n) {
+		snprintf(buf, size, "took over fields other managers owned (%s)", ke->message);
+		return;
+	}
+	for (size_t i = 0; i < n && used + 1 < size; i++) {
+		bool first = true;
+		int w;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(c[j].manager, c[i].manager) == 0)
+				first = false;
+		if (!first)
+			continue; /* listed with the first field of its manager */
+		w = snprintf(buf + used, size - used, "%s", used ? "; took over " : "took over ");
+		for (size_t j = i, k = 0; j < n && w >= 0 && used + (size_t)w + 1 < size; j++) {
+			int x;
+			if (strcmp(c[j].manager, c[i].manager) != 0)
+				continue;
+			x = snprintf(buf + used + (size_t)w, size - used - (size_t)w, "%s%s",
+				     k++ ? ", " : "", c[j].field);
+			if (x < 0)
+				break;
+			w += x;
+		}
+		if (w < 0 || used + (size_t)w >= size)
+			break;
+		used += (size_t)w;
+		w = snprintf(buf + used, size - used, " from field manager %s", c[i].manager);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+/*
+ * Objects refused with an apply conflict are applied again at once with
+ * force: the source is the truth. Only they pay the second request, and their
+ * reason says what was taken from whom.
+ */
+static void take_over(ds_applier *a, struct ds_kube_op *ops, struct item **go, size_t m,
+		      char (*took)[REASON_MAX])
+{
+	struct ds_kube_op *again = calloc(m, sizeof(*again));
+	size_t *idx = calloc(m, sizeof(*idx)), k = 0;
+
+	if (!again || !idx) {
+		free(again);
+		free(idx);
+		return; /* they stay refused with the conflict, tried on a new version */
+	}
+	for (size_t i = 0; i < m; i++) {
+		if (go[i]->decided || !apply_conflict(ops[i].rc, &ops[i].error))
+			continue;
+		takeover_text(&ops[i].error, took[i], sizeof(took[i]));
+		again[k] = ops[i];
+		again[k].force = true;
+		again[k].result = NULL;
+		idx[k++] = i;
+	}
+	if (k) {
+		count(a, &a->stats.api_writes, k);
+		if (ds_kube_batch(a->cfg.kube, again, k, a->cfg.field_manager, false) < 0) {
+			for (size_t j = 0; j < k; j++)
+				decide_retry(a, go[idx[j]], NULL);
+			k = 0; /* nothing ran */
+		}
+		for (size_t j = 0; j < k; j++) {
+			ops[idx[j]].rc = again[j].rc;
+			ops[idx[j]].error = again[j].error;
+			json_decref(again[j].result);
+			if (again[j].rc == 0)
+				go[idx[j]]->takeover = true;
+		}
+	}
+	free(again);
+	free(idx);
+}
+
 /* Apply one rank's objects concurrently. @return 0, or a negative errno (ledger, memory) */
 static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report *rep,
 		       bool *applied_any, ds_err *err)
 {
 	struct ds_kube_op *ops = calloc(n + 1, sizeof(*ops));
 	char(*notes)[REASON_MAX] = calloc(n + 1, sizeof(*notes));
+	char(*took)[REASON_MAX] = calloc(n + 1, sizeof(*took));
 	struct item **go = calloc(n + 1, sizeof(*go));
 	size_t m = 0;
 	int rc = 0;
 
-	if (!ops || !notes || !go) {
+	if (!ops || !notes || !took || !go) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -771,11 +889,15 @@ static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report
 	}
 	if (m) {
 		count(a, &a->stats.api_writes, m);
-		rc = ds_kube_batch(a->cfg.kube, ops, m, a->cfg.field_manager, true);
+		/* Without force: a field another manager owns is a conflict we report. */
+		rc = ds_kube_batch(a->cfg.kube, ops, m, a->cfg.field_manager, false);
 		if (rc < 0) {
 			/* The batch could not run at all: every object tries again. */
 			for (size_t i = 0; i < m; i++)
 				decide_retry(a, go[i], NULL);
+			rc = 0;
+		} else if (rc > 0) {
+			take_over(a, ops, go, m, took);
 			rc = 0;
 		}
 	}
@@ -785,6 +907,9 @@ static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report
 		ops[i].result = NULL;
 		if (it->decided)
 			;
+		else if (ops[i].rc == 0 && it->takeover)
+			decide(it, DS_APPLY_APPLIED, "%s%s%s", took[i], notes[i][0] ? "; " : "",
+			       notes[i]);
 		else if (ops[i].rc == 0)
 			decide_applied(it, notes[i][0] ? notes[i] : NULL);
 		else if (namespace_missing(&ops[i].error))
@@ -815,6 +940,7 @@ static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report
 out:
 	free(ops);
 	free(notes);
+	free(took);
 	free(go);
 	return rc;
 }

@@ -785,10 +785,11 @@ int ds_kube_batch(ds_kube *k, struct ds_kube_op *ops, size_t n, const char *fiel
 
 		op->result = NULL;
 		ds_kube_error_clear(&op->error);
-		op->rc = build_write(op->kind, op->res, op->ns, op->name,
-				     op->kind == DS_KUBE_OP_DELETE ? NULL : op->obj, field_manager,
-				     force, NULL, op->kind == DS_KUBE_OP_DELETE ? &dopts : NULL,
-				     &w[i], &op->error);
+		op->rc =
+		    build_write(op->kind, op->res, op->ns, op->name,
+				op->kind == DS_KUBE_OP_DELETE ? NULL : op->obj, field_manager,
+				force || op->force, NULL,
+				op->kind == DS_KUBE_OP_DELETE ? &dopts : NULL, &w[i], &op->error);
 		if (op->rc < 0) {
 			failed++;
 			continue;

@@ -38,7 +38,19 @@ struct env {
 	ds_applier *a;
 	char *payloads[256];
 	size_t n_payloads;
+	int takeovers;	       /* events that said so */
+	char took_reason[800]; /* the last one's reason */
 };
+
+static void on_event(void *ud, const ds_applier_event *ev)
+{
+	struct env *e = ud;
+
+	if (!ev->takeover)
+		return;
+	e->takeovers++;
+	snprintf(e->took_reason, sizeof(e->took_reason), "%s", ev->reason ? ev->reason : "");
+}
 
 static unsigned rnd(void)
 {
@@ -102,6 +114,8 @@ static struct env *env_new(const char *src)
 	ac.cfg = e->cfg;
 	ac.backoff_ms = 100;
 	ac.wait_retry_ms = 300;
+	ac.on_event = on_event;
+	ac.event_ud = e;
 	if (ds_applier_new(&e->a, &ac, &err) < 0)
 		fail_msg("applier: %s", err.msg);
 	assert_string_equal(ds_applier_dra_api_version(e->a), "resource.k8s.io/v1");
@@ -948,6 +962,72 @@ static void test_itest_applier__retry_command_applies_a_failed_object_once_fixed
 	env_free(e);
 }
 
+static void test_itest_applier__field_owned_by_another_manager_is_taken_over_once(void **state)
+{
+	struct env *e = env_new("takeover");
+	struct ds_kube_resource cmr;
+	ds_kube_error ke;
+	json_t *theirs, *objs[2], *got;
+	char b[800];
+	uint64_t w0;
+
+	(void)state;
+	commit_namespace(e);
+	assert_int_equal(pass(e), 1);
+	/* someone on the target owns data.v of the object drasync replicates */
+	cmr = resource(e->k, "v1", "ConfigMap");
+	theirs = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+			   "metadata", "name", "shared", "data", "v", "theirs");
+	if (ds_kube_apply(e->k, &cmr, e->dst, theirs, "other-team", false, NULL, NULL, &ke) < 0)
+		fail_msg("apply as other-team: %s", ds_kube_error_format(&ke, b, sizeof(b)));
+	json_decref(theirs);
+
+	objs[0] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
+		       "'%s'}\ndata: {v: ours}\n",
+		       e->src);
+	objs[1] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain, namespace: "
+		       "'%s'}\ndata: {v: ours}\n",
+		       e->src);
+	commit(e, objs, 2);
+	json_decref(objs[0]);
+	json_decref(objs[1]);
+	w0 = stats(e).api_writes;
+	assert_int_equal(pass(e), 2);
+	/* only the conflicted object paid a second request */
+	assert_int_equal(stats(e).api_writes - w0, 3);
+	assert_state(e, "v1", "ConfigMap", "shared", DS_APPLY_APPLIED,
+		     "took over .data.v from field manager other-team");
+	assert_state(e, "v1", "ConfigMap", "plain", DS_APPLY_APPLIED, NULL);
+	assert_int_equal(e->takeovers, 1);
+	assert_non_null(strstr(e->took_reason, "other-team"));
+	assert_non_null(strstr(e->took_reason, ".data.v"));
+	got = target_get(e, "v1", "ConfigMap", "shared");
+	assert_non_null(got);
+	assert_string_equal(dt_str(got, "/data/v"), "ours");
+	json_decref(got);
+
+	/* the same record again: nothing to do, nothing reported */
+	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
+			"'%s'}\ndata: {v: ours}\n",
+			e->src));
+	assert_int_equal(pass(e), 0);
+	/* a new version: drasync owns the field now, one request, no takeover */
+	w0 = stats(e).api_writes;
+	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
+			"'%s'}\ndata: {v: ours, w: more}\n",
+			e->src));
+	assert_int_equal(pass(e), 1);
+	assert_int_equal(stats(e).api_writes - w0, 1);
+	assert_int_equal(e->takeovers, 1);
+	{
+		ds_object_state_row r = row(e, "v1", "ConfigMap", "shared", false);
+		assert_int_equal(r.state, DS_APPLY_APPLIED);
+		assert_null(r.reason);
+		ds_object_state_row_dispose(&r);
+	}
+	env_free(e);
+}
+
 static void *run_thread(void *arg)
 {
 	ds_err err = {0};
@@ -1023,6 +1103,7 @@ int main(void)
 	    cmocka_unit_test(
 		test_itest_applier__object_waits_for_its_namespace_further_down_the_stream),
 	    cmocka_unit_test(test_itest_applier__retry_command_applies_a_failed_object_once_fixed),
+	    cmocka_unit_test(test_itest_applier__field_owned_by_another_manager_is_taken_over_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

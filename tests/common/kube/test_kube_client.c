@@ -458,6 +458,38 @@ static void test_kube_client__batch_builds_each_kind_of_request(void **state)
 	json_decref(obj);
 }
 
+static void test_kube_client__batch_forces_only_the_ops_that_ask(void **state)
+{
+	struct fx *f = *state;
+	json_t *a = json_pack("{s:{s:s}}", "metadata", "name", "a");
+	json_t *b = json_pack("{s:{s:s}}", "metadata", "name", "b");
+	struct ds_kube_op ops[2] = {
+	    {.kind = DS_KUBE_OP_APPLY, .res = &CM, .ns = "n", .obj = a},
+	    {.kind = DS_KUBE_OP_APPLY, .res = &CM, .ns = "n", .obj = b, .force = true},
+	};
+	bool forced[2] = {false, false};
+
+	f->h.steps[0] = (struct tu_httpd_step){.code = 200, .body = "{}"};
+	f->h.steps[1] = (struct tu_httpd_step){.code = 200, .body = "{}"};
+	f->h.nsteps = 2;
+	client(f);
+	assert_int_equal(ds_kube_batch(f->k, ops, 2, "drasync", false), 0);
+	assert_int_equal(f->h.hits, 2);
+	/* concurrent: either may arrive first */
+	for (int i = 0; i < 2; i++) {
+		const char *url = f->h.reqs[i].url;
+		int which = strstr(url, "/configmaps/b?") ? 1 : 0;
+		forced[which] = strstr(url, "force=true") != NULL;
+		assert_non_null(strstr(url, "fieldManager=drasync"));
+	}
+	assert_false(forced[0]);
+	assert_true(forced[1]);
+	for (int i = 0; i < 2; i++)
+		json_decref(ops[i].result);
+	json_decref(a);
+	json_decref(b);
+}
+
 static void test_kube_client__delete_options_and_update(void **state)
 {
 	struct fx *f = *state;
@@ -504,6 +536,7 @@ int main(void)
 	    T(test_kube_client__watch_retry_after_a_failed_list_is_no_reconnect),
 	    T(test_kube_client__watch_backoff_leaves_rand_alone),
 	    T(test_kube_client__batch_builds_each_kind_of_request),
+	    T(test_kube_client__batch_forces_only_the_ops_that_ask),
 	    T(test_kube_client__delete_options_and_update),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,10 @@
  * - only the newest committed state of an object is applied, and an object
  *   whose transformed form hashes to what was last applied costs no API call;
  * - objects go in the SPEC order, one concurrent batch (HTTP/2, server-side
- *   apply, field manager "drasync", force) per rank; a workload whose claims or
+ *   apply, field manager "drasync") per rank; an object refused because
+ *   another field manager owns fields it sets is applied again at once with
+ *   force (the source is the truth) and its reason names the fields and the
+ *   manager, so a takeover is reported once; a workload whose claims or
  *   templates (after mapping) are neither applied nor on the target waits, and
  *   is tried again when something is applied;
  * - a change the API server refuses as immutable deletes and re-creates the
@@ -47,6 +50,7 @@ typedef struct ds_applier_event {
 	enum ds_apply_state state;
 	const char *reason; /* NULL: none */
 	bool unchanged;	    /* already applied: no API call was made */
+	bool takeover;	    /* applied by taking over fields other field managers owned */
 	const ds_report *report;
 	size_t report_first, report_n; /* the pipeline's entries for this object */
 } ds_applier_event;

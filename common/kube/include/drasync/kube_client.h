@@ -199,14 +199,15 @@ struct ds_kube_op {
 	const char *ns;
 	const char *name;  /* GET, DELETE, MERGE_PATCH; else metadata.name */
 	const json_t *obj; /* the object (CREATE, APPLY, UPDATE) or patch */
-	int rc;		   /* out */
-	json_t *result;	   /* out: the server's object on success (caller decrefs), may stay NULL */
+	bool force;	/* APPLY: take over fields other managers own, whatever the batch's force */
+	int rc;		/* out */
+	json_t *result; /* out: the server's object on success (caller decrefs), may stay NULL */
 	ds_kube_error error; /* out */
 };
 
 /**
  * Run the operations concurrently over the transport's concurrent path.
- * APPLY uses field_manager/force.
+ * APPLY uses field_manager, and forces when force or the op's own force is set.
  * @return the number that failed (each op has its own rc and error), or a
  *         negative errno when the batch could not run
  */
