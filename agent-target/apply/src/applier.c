@@ -27,7 +27,9 @@ struct ds_applier {
 	ds_applier_config cfg;
 	ds_object_state *st;
 	enum ds_dra_version dra;
-	pthread_mutex_t mu; /* guards stats, notified, stopping, next_cfg */
+	unsigned long dra_gen;	/* the discovery generation dra was picked from */
+	unsigned long pass_gen; /* the discovery generation when the pass began */
+	pthread_mutex_t mu;	/* guards stats, notified, stopping, next_cfg */
 	pthread_cond_t cond;
 	bool notified, stopping;
 	const ds_target_config *next_cfg; /* taken at the start of the next pass */
@@ -95,6 +97,24 @@ static enum ds_dra_version pick_dra(ds_kube *k)
 	return out;
 }
 
+/*
+ * After discovery was read again: the target may serve another resource.k8s.io
+ * version now (an upgrade). @return whether the version to convert to changed
+ */
+static bool follow_discovery(ds_applier *a)
+{
+	enum ds_dra_version v;
+
+	if (ds_kube_discovery_generation(a->cfg.kube) == a->dra_gen)
+		return false;
+	v = pick_dra(a->cfg.kube);
+	a->dra_gen = ds_kube_discovery_generation(a->cfg.kube);
+	if (v == a->dra)
+		return false;
+	a->dra = v;
+	return true;
+}
+
 int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 {
 	ds_applier *a;
@@ -120,6 +140,8 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 		a->cfg.backoff_max_ms = 60000;
 	if (a->cfg.delete_wait_ms <= 0)
 		a->cfg.delete_wait_ms = 30000;
+	if (a->cfg.discovery_refresh_ms <= 0)
+		a->cfg.discovery_refresh_ms = 30000;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cond, NULL);
 	rc = ds_object_state_open(&a->st, cfg->ledger_path, err);
@@ -127,7 +149,9 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 		ds_applier_free(a);
 		return ds_err_fallback(err, rc);
 	}
+	ds_kube_discovery_set_refresh_interval(cfg->kube, a->cfg.discovery_refresh_ms);
 	a->dra = pick_dra(cfg->kube);
+	a->dra_gen = ds_kube_discovery_generation(cfg->kube);
 	*out = a;
 	return 0;
 }
@@ -351,8 +375,13 @@ static const char *report_text(const ds_report *rep, size_t first, enum ds_repor
 	return buf;
 }
 
-/* Decode the payload and run the pipeline. Decides the item unless it is to be applied. */
-static int prepare(ds_applier *a, struct item *it, ds_report *rep)
+/*
+ * Decode the payload and run the pipeline. Decides the item unless it is to be
+ * applied. *again (when not NULL) is set instead when discovery, read again
+ * because the target did not serve the object's kind, changed the
+ * resource.k8s.io version to convert to: the object is to be prepared again.
+ */
+static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *again)
 {
 	ds_object_state_row *r = it->row;
 	ds_transform_opts topts = {.cfg = a->cfg.cfg,
@@ -443,10 +472,23 @@ static int prepare(ds_applier *a, struct item *it, ds_report *rep)
 	}
 	ds_kube_error_clear(&ke);
 	rc = ds_kube_resource_of(a->cfg.kube, it->obj, &it->res, &ke);
+	if (rc == -ENOENT) {
+		/* Maybe new on the target (a CRD, an upgrade): read discovery again
+		 * (at most once per discovery_refresh_ms) and look once more. */
+		ds_kube_discovery_refresh(a->cfg.kube, NULL);
+		if (follow_discovery(a) && again && ds_obj_in_group(it->obj, "resource.k8s.io")) {
+			*again = true;
+			return 0;
+		}
+		ds_kube_error_clear(&ke);
+		rc = ds_kube_resource_of(a->cfg.kube, it->obj, &it->res, &ke);
+	}
 	if (rc < 0) {
 		char buf[600];
 		if (rc == -ENOENT)
-			decide(it, DS_APPLY_FAILED, "the target does not serve %s %s",
+			decide(it, DS_APPLY_FAILED,
+			       "the target does not serve %s %s (drasync-target retry once it "
+			       "does)",
 			       ds_obj_api_version(it->obj), ds_obj_kind(it->obj));
 		else if (transient(rc, &ke))
 			decide_retry(a, it, &ke);
@@ -455,6 +497,19 @@ static int prepare(ds_applier *a, struct item *it, ds_report *rep)
 			       ds_kube_error_format(&ke, buf, sizeof(buf)));
 	}
 	return 0;
+}
+
+static int prepare(ds_applier *a, struct item *it, ds_report *rep)
+{
+	bool again = false;
+	int rc = prepare_once(a, it, rep, &again);
+
+	if (rc < 0 || !again)
+		return rc;
+	/* Converted for a version the target no longer serves: for the one it does. */
+	json_decref(it->obj);
+	it->obj = NULL;
+	return prepare_once(a, it, rep, NULL);
 }
 
 /* ---- preflight ---------------------------------------------------------------- */
@@ -647,6 +702,34 @@ static void decide_wait_namespace(ds_applier *a, struct item *it, const char *ns
 {
 	decide(it, DS_APPLY_WAITING, "waits for Namespace %s (not on the target yet)", ns);
 	it->out.next_try_at = now_ms() + a->cfg.wait_retry_ms;
+}
+
+/*
+ * A 404 for the resource type itself: discovery said it is served, the server
+ * does not serve it (a CRD or a version removed). A missing namespace or
+ * object names itself in the Status details; this does not.
+ */
+static bool type_not_served(int rc, const ds_kube_error *ke)
+{
+	return rc == -ENOENT && ke->code == 404 && !ke->details_name[0];
+}
+
+/* Read discovery again and try once more, at once; fail when it was read again already. */
+static void not_served(ds_applier *a, struct item *it, const ds_kube_error *ke)
+{
+	char buf[600];
+
+	ds_kube_error_format(ke, buf, sizeof(buf));
+	if (ds_kube_discovery_refresh(a->cfg.kube, NULL) == 1 ||
+	    ds_kube_discovery_generation(a->cfg.kube) != a->pass_gen) {
+		follow_discovery(a);
+		decide(it, DS_APPLY_PENDING, "apply: %s; discovery read again, trying once more",
+		       buf);
+		it->out.attempts = it->row->attempts + 1;
+		return;
+	}
+	decide(it, DS_APPLY_FAILED, "the target does not serve %s %s: %s",
+	       ds_obj_api_version(it->obj), ds_obj_kind(it->obj), buf);
 }
 
 /* Delete the object, wait until it is gone, apply it again. */
@@ -916,6 +999,8 @@ static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report
 			decide_wait_namespace(a, it, ops[i].error.details_name);
 		else if (immutable(ops[i].rc, &ops[i].error))
 			recreate(a, it, &ops[i].error);
+		else if (type_not_served(ops[i].rc, &ops[i].error))
+			not_served(a, it, &ops[i].error);
 		else
 			decide_kube_failure(a, it, "apply", ops[i].rc, &ops[i].error);
 	}
@@ -1058,6 +1143,7 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 		if (rc < 0)
 			goto out;
 	}
+	a->pass_gen = ds_kube_discovery_generation(a->cfg.kube);
 	rc = ds_object_state_ingest(a->st, err);
 	if (rc < 0)
 		goto out;

@@ -18,6 +18,9 @@ struct ds_kube {
 	pthread_mutex_t disc_lock; /* guards the two caches */
 	json_t *groups;	   /* {group: {"preferred": v, "versions": [v...]}}, NULL: not loaded */
 	json_t *resources; /* {"group/version": APIResourceList.resources} */
+	unsigned long generation; /* counts group list loads */
+	int refresh_interval_ms;  /* at most one reload per interval by a miss or refresh */
+	int64_t refreshed_at_ms;  /* monotonic time of that last reload; 0: none */
 
 	pthread_mutex_t jitter_lock; /* guards jitter */
 	uint64_t jitter;	     /* xorshift64* state, never 0 */
@@ -159,6 +162,66 @@ static int call_json(ds_kube *k, const char *method, const char *path, const cha
 
 /* ---- discovery ------------------------------------------------------------------ */
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* With disc_lock held: whether a reload asked for by a miss or a refresh may happen now. */
+static bool reload_due(ds_kube *k)
+{
+	int64_t now = mono_ms();
+
+	if (k->refresh_interval_ms > 0 && k->refreshed_at_ms &&
+	    now - k->refreshed_at_ms < k->refresh_interval_ms)
+		return false;
+	k->refreshed_at_ms = now;
+	return true;
+}
+
+static void drop_locked(ds_kube *k)
+{
+	json_decref(k->groups);
+	json_decref(k->resources);
+	k->groups = k->resources = NULL;
+}
+
+void ds_kube_discovery_set_refresh_interval(ds_kube *k, int interval_ms)
+{
+	pthread_mutex_lock(&k->disc_lock);
+	k->refresh_interval_ms = interval_ms > 0 ? interval_ms : 0;
+	pthread_mutex_unlock(&k->disc_lock);
+}
+
+unsigned long ds_kube_discovery_generation(ds_kube *k)
+{
+	unsigned long g;
+
+	pthread_mutex_lock(&k->disc_lock);
+	g = k->generation;
+	pthread_mutex_unlock(&k->disc_lock);
+	return g;
+}
+
+static int load_groups(ds_kube *k, ds_kube_error *ke);
+
+int ds_kube_discovery_refresh(ds_kube *k, ds_kube_error *ke)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&k->disc_lock);
+	if (reload_due(k)) {
+		drop_locked(k);
+		rc = load_groups(k, ke);
+		rc = rc < 0 ? rc : 1;
+	}
+	pthread_mutex_unlock(&k->disc_lock);
+	return rc;
+}
+
 void ds_kube_discovery_reset(ds_kube *k)
 {
 	pthread_mutex_lock(&k->disc_lock);
@@ -216,6 +279,7 @@ static int load_groups(ds_kube *k, ds_kube_error *ke)
 			goto out;
 	}
 	k->groups = groups;
+	k->generation++;
 	groups = NULL;
 	if (!k->resources)
 		k->resources = json_object();
@@ -329,11 +393,9 @@ int ds_kube_resource_find(ds_kube *k, const char *api_version, const char *kind,
 	split_api_version(api_version, group, sizeof(group), version, sizeof(version));
 	pthread_mutex_lock(&k->disc_lock);
 	rc = find_locked(k, group, version, kind, out, ke);
-	if (rc == -ENOENT) {
+	if (rc == -ENOENT && reload_due(k)) {
 		/* maybe new since we looked (a CRD, an enabled API): look once more */
-		json_decref(k->groups);
-		json_decref(k->resources);
-		k->groups = k->resources = NULL;
+		drop_locked(k);
 		rc = find_locked(k, group, version, kind, out, ke);
 	}
 	pthread_mutex_unlock(&k->disc_lock);

@@ -85,8 +85,9 @@ static ds_kube *connect_v1(void)
 	return k;
 }
 
-/* A test's world: source namespace src mapped to a fresh dst on the target. */
-static struct env *env_new(const char *src)
+/* A test's world: source namespace src mapped to a fresh dst on the target.
+ * refresh_ms: the applier's discovery_refresh_ms (0: its default). */
+static struct env *env_new_refresh(const char *src, int refresh_ms)
 {
 	struct env *e = calloc(1, sizeof(*e));
 	ds_applier_config ac = {0};
@@ -116,10 +117,16 @@ static struct env *env_new(const char *src)
 	ac.wait_retry_ms = 300;
 	ac.on_event = on_event;
 	ac.event_ud = e;
+	ac.discovery_refresh_ms = refresh_ms;
 	if (ds_applier_new(&e->a, &ac, &err) < 0)
 		fail_msg("applier: %s", err.msg);
 	assert_string_equal(ds_applier_dra_api_version(e->a), "resource.k8s.io/v1");
 	return e;
+}
+
+static struct env *env_new(const char *src)
+{
+	return env_new_refresh(src, 0);
 }
 
 static struct ds_kube_resource resource(ds_kube *k, const char *api, const char *kind)
@@ -1028,6 +1035,91 @@ static void test_itest_applier__field_owned_by_another_manager_is_taken_over_onc
 	env_free(e);
 }
 
+static void test_itest_applier__object_too_large_fails_with_the_api_message(void **state)
+{
+	struct env *e = env_new("too-large");
+	size_t big = (size_t)3584 * 1024; /* over the API server's 3 MiB request limit */
+	char *data = malloc(big + 1);
+	json_t *objs[2], *got;
+
+	(void)state;
+	assert_non_null(data);
+	memset(data, 'x', big);
+	data[big] = '\0';
+	commit_namespace(e);
+	objs[0] =
+	    json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+		      "metadata", "name", "huge", "namespace", e->src, "data", "blob", data);
+	objs[1] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: small, namespace: "
+		       "'%s'}\ndata: {a: '1'}\n",
+		       e->src);
+	assert_non_null(objs[0]);
+	free(data);
+	commit(e, objs, 2);
+	json_decref(objs[0]);
+	json_decref(objs[1]);
+	assert_int_equal(pass(e), 3);
+	assert_state(e, "v1", "ConfigMap", "huge", DS_APPLY_FAILED, "413");
+	assert_state(e, "v1", "ConfigMap", "huge", DS_APPLY_FAILED, "too large");
+	assert_state(e, "v1", "ConfigMap", "small", DS_APPLY_APPLIED, NULL);
+	assert_null(target_get(e, "v1", "ConfigMap", "huge"));
+	got = target_get(e, "v1", "ConfigMap", "small");
+	assert_non_null(got);
+	json_decref(got);
+	env_free(e);
+}
+
+/*
+ * A version of a replicated kind the target does not serve. (A CRD cannot
+ * serve it later: every replicated kind is in a built-in group, and the API
+ * server answers 404 for a CRD's version in a built-in group although its
+ * discovery lists it.)
+ */
+#define LATE_API "scheduling.k8s.io/v9alpha1"
+
+static void test_itest_applier__kind_not_served_reads_discovery_again_rate_limited(void **state)
+{
+	struct env *e = env_new_refresh("late-kind", 1500);
+	ds_object_state *st = NULL;
+	ds_object_state_match all = {0};
+	json_t *objs[2];
+	ds_err err = {0};
+	unsigned long g0;
+
+	(void)state;
+	commit_namespace(e);
+	assert_int_equal(pass(e), 1);
+	objs[0] = objf("apiVersion: " LATE_API "\nkind: PodGroup\n"
+		       "metadata: {name: pg, namespace: '%s'}\nspec: {minMember: 1}\n",
+		       e->src);
+	objs[1] = objf("apiVersion: " LATE_API "\nkind: Workload\n"
+		       "metadata: {name: wl, namespace: '%s'}\nspec: {}\n",
+		       e->src);
+	commit(e, objs, 2);
+	json_decref(objs[0]);
+	json_decref(objs[1]);
+	g0 = ds_kube_discovery_generation(e->k);
+	assert_int_equal(pass(e), 2);
+	assert_state(e, LATE_API, "PodGroup", "pg", DS_APPLY_FAILED,
+		     "the target does not serve " LATE_API " PodGroup");
+	assert_state(e, LATE_API, "Workload", "wl", DS_APPLY_FAILED, "does not serve");
+	/* read again for the first, not again for the second within the interval */
+	assert_int_equal(ds_kube_discovery_generation(e->k) - g0, 1);
+
+	assert_int_equal(ds_object_state_open(&st, e->path, &err), 0);
+	assert_int_equal(ds_object_state_retry(st, &all, NULL, NULL, &err), 2);
+	assert_int_equal(pass(e), 2);
+	assert_int_equal(ds_kube_discovery_generation(e->k) - g0, 1);
+	/* after the interval a new attempt reads it again, once */
+	msleep(1600);
+	assert_int_equal(ds_object_state_retry(st, &all, NULL, NULL, &err), 2);
+	assert_int_equal(pass(e), 2);
+	assert_int_equal(ds_kube_discovery_generation(e->k) - g0, 2);
+	assert_state(e, LATE_API, "PodGroup", "pg", DS_APPLY_FAILED, "does not serve");
+	ds_object_state_free(st);
+	env_free(e);
+}
+
 static void *run_thread(void *arg)
 {
 	ds_err err = {0};
@@ -1104,6 +1196,9 @@ int main(void)
 		test_itest_applier__object_waits_for_its_namespace_further_down_the_stream),
 	    cmocka_unit_test(test_itest_applier__retry_command_applies_a_failed_object_once_fixed),
 	    cmocka_unit_test(test_itest_applier__field_owned_by_another_manager_is_taken_over_once),
+	    cmocka_unit_test(test_itest_applier__object_too_large_fails_with_the_api_message),
+	    cmocka_unit_test(
+		test_itest_applier__kind_not_served_reads_discovery_again_rate_limited),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

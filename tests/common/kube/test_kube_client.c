@@ -182,6 +182,51 @@ static void test_kube_client__discovery_is_cached_and_refreshed_on_a_miss(void *
 	    ds_kube_resource_find(f->k, "resource.k8s.io/v9", "ResourceClaim", &r, &ke), -ENOENT);
 }
 
+static void test_kube_client__discovery_is_read_again_at_most_once_per_interval(void **state)
+{
+	struct fx *f = *state;
+	struct ds_kube_resource r;
+	ds_kube_error ke;
+	unsigned long g0;
+
+	for (int i = 0; i < 6; i += 3) {
+		f->h.steps[i] = (struct tu_httpd_step){.code = 200, .body = API};
+		f->h.steps[i + 1] = (struct tu_httpd_step){.code = 200, .body = APIS};
+		f->h.steps[i + 2] = (struct tu_httpd_step){.code = 200, .body = RES_V1BETA1};
+	}
+	f->h.nsteps = 6;
+	client(f);
+	ds_kube_discovery_set_refresh_interval(f->k, 60000);
+	assert_int_equal(
+	    ds_kube_resource_find(f->k, "resource.k8s.io/v1beta1", "ResourceClaim", &r, &ke), 0);
+	assert_int_equal(f->h.hits, 3);
+	g0 = ds_kube_discovery_generation(f->k);
+	/* the first miss reads the groups again */
+	assert_int_equal(ds_kube_resource_find(f->k, "resource.k8s.io/v1beta1", "Nope", &r, &ke),
+			 -ENOENT);
+	assert_int_equal(f->h.hits, 6);
+	assert_int_equal(ds_kube_discovery_generation(f->k), g0 + 1);
+	/* within the interval neither a miss nor an explicit refresh reads anything */
+	assert_int_equal(ds_kube_resource_find(f->k, "resource.k8s.io/v1beta1", "Nope", &r, &ke),
+			 -ENOENT);
+	assert_int_equal(ds_kube_resource_find(f->k, "example.com/v1", "Widget", &r, &ke), -ENOENT);
+	assert_int_equal(ds_kube_discovery_refresh(f->k, &ke), 0);
+	assert_int_equal(f->h.hits, 6);
+	assert_int_equal(ds_kube_discovery_generation(f->k), g0 + 1);
+	/* what was cached is still found without a request */
+	assert_int_equal(
+	    ds_kube_resource_find(f->k, "resource.k8s.io/v1beta1", "DeviceClass", &r, &ke), 0);
+	assert_int_equal(f->h.hits, 6);
+	/* without a limit, an explicit refresh reads the groups again at once */
+	ds_kube_discovery_set_refresh_interval(f->k, 0);
+	f->h.steps[6] = (struct tu_httpd_step){.code = 200, .body = API};
+	f->h.steps[7] = (struct tu_httpd_step){.code = 200, .body = APIS};
+	f->h.nsteps = 8;
+	assert_int_equal(ds_kube_discovery_refresh(f->k, &ke), 1);
+	assert_int_equal(f->h.hits, 8);
+	assert_int_equal(ds_kube_discovery_generation(f->k), g0 + 2);
+}
+
 static void test_kube_client__list_follows_continue_and_restarts_when_it_expires(void **state)
 {
 	struct fx *f = *state;
@@ -529,6 +574,7 @@ int main(void)
 	    cmocka_unit_test(test_kube_client__paths),
 	    T(test_kube_client__a_path_too_long_is_explained),
 	    T(test_kube_client__discovery_is_cached_and_refreshed_on_a_miss),
+	    T(test_kube_client__discovery_is_read_again_at_most_once_per_interval),
 	    T(test_kube_client__list_follows_continue_and_restarts_when_it_expires),
 	    T(test_kube_client__watch_resumes_and_relists_on_410),
 	    T(test_kube_client__watch_returns_on_410_when_asked),

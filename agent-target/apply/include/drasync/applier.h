@@ -16,6 +16,10 @@
  *   manager, so a takeover is reported once; a workload whose claims or
  *   templates (after mapping) are neither applied nor on the target waits, and
  *   is tried again when something is applied;
+ * - a kind or version the target does not serve (discovery, or a 404 for the
+ *   resource type) reads discovery and the resource.k8s.io version again (rate
+ *   limited) and tries once more before the object fails, so a CRD created or
+ *   an API upgraded on the target needs no restart;
  * - a change the API server refuses as immutable deletes and re-creates the
  *   object (the reason says so); 429, 5xx and timeouts (after the client's own
  *   retries) are tried again with backoff; another error fails that object
@@ -69,6 +73,10 @@ typedef struct ds_applier_config {
 	ds_applier_event_fn on_event;	/* may be NULL */
 	void *event_ud;
 	int delete_wait_ms; /* re-create: how long to wait for the old object; 0: 30000 */
+	/* When the target does not serve an object's kind or version, discovery and the
+	 * resource.k8s.io version are read again, at most this often; 0: 30000. Set on the
+	 * client (ds_kube_discovery_set_refresh_interval). */
+	int discovery_refresh_ms;
 } ds_applier_config;
 
 /* What the applier did (since ds_applier_new). API calls are those it made itself. */

@@ -44,10 +44,28 @@ void ds_kube_free(ds_kube *k);
 ds_kube_transport *ds_kube_get_transport(ds_kube *k);
 ds_kubeconfig *ds_kube_get_config(ds_kube *k);
 
-/* ---- discovery (cached; refreshed once when a kind is not found) ---- */
+/* ---- discovery (cached; read again when a kind is not found, see below) ---- */
 
 /** Forget what discovery cached (e.g. after CRDs changed). */
 void ds_kube_discovery_reset(ds_kube *k);
+
+/**
+ * Read the server's groups again now (CRDs or served versions changed), unless
+ * discovery was read again less than the refresh interval ago; resource lists
+ * are then fetched again when next needed.
+ * @return 1 when read again, 0 when not due (the cache is kept), or a request error
+ */
+int ds_kube_discovery_refresh(ds_kube *k, ds_kube_error *ke);
+
+/**
+ * At most one re-read of discovery per interval_ms, by a lookup that misses or
+ * by ds_kube_discovery_refresh() (default 0: a miss always reads it again).
+ * The first load and ds_kube_discovery_reset() are not limited.
+ */
+void ds_kube_discovery_set_refresh_interval(ds_kube *k, int interval_ms);
+
+/** Counts the loads of the server's group list: changes when discovery was read again. */
+unsigned long ds_kube_discovery_generation(ds_kube *k);
 
 /**
  * Resource for apiVersion ("v1", "apps/v1", "resource.k8s.io/v1beta1") and kind.
