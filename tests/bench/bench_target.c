@@ -45,6 +45,7 @@
 #include "drasync/outbox.h"
 #include "drasync/report.h"
 #include "drasync/sanitize.h"
+#include "drasync/selection.h"
 #include "drasync/sender.h"
 #include "drasync/target_config.h"
 #include "drasync/transform.h"
@@ -253,34 +254,6 @@ static void ns_list(char *buf, size_t size, const char *prefix, unsigned n)
 
 /* ---- the objects as records ------------------------------------------------ */
 
-/* The exporter's order of kinds (agent-source/export/src/exporter.c, KINDS). */
-static int export_rank(const char *kind)
-{
-	static const char *const order[] = {"Namespace",
-					    "ServiceAccount",
-					    "ConfigMap",
-					    "Secret",
-					    "PersistentVolumeClaim",
-					    "Service",
-					    "DeviceClass",
-					    "ResourceClaimTemplate",
-					    "ResourceClaim",
-					    "Workload",
-					    "PodGroup",
-					    "Deployment",
-					    "ReplicaSet",
-					    "StatefulSet",
-					    "DaemonSet",
-					    "Job",
-					    "CronJob",
-					    "Pod"};
-
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
-		if (strcmp(kind, order[i]) == 0)
-			return (int)i;
-	return (int)(sizeof(order) / sizeof(order[0]));
-}
-
 struct object {
 	int rank;
 	size_t line;
@@ -358,7 +331,7 @@ static struct object *load_objects(const char *dump, const ds_target_config *cfg
 		o->name = xstrdup(json_string_value(json_object_get(meta, "name")));
 		o->ns = xstrdup(ns ? ns : "");
 		o->uid = xstrdup(uid);
-		o->rank = export_rank(o->kind);
+		o->rank = ds_selection_kind_rank(o->kind); /* the order the exporter sends in */
 		if (ds_sanitize(obj) < 0)
 			die("out of memory");
 		o->sanitized = obj;

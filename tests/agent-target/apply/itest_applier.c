@@ -211,6 +211,21 @@ static void commit_namespace(struct env *e)
 	commit1(e, objf("apiVersion: v1\nkind: Namespace\nmetadata: {name: '%s'}\n", e->src));
 }
 
+/* ConfigMaps names[0..n) with data {a: '1'} in the source namespace, as one batch. */
+static void commit_configmaps(struct env *e, const char *const *names, size_t n)
+{
+	json_t *objs[8];
+
+	assert_true(n <= 8);
+	for (size_t i = 0; i < n; i++)
+		objs[i] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: "
+			       "'%s'}\ndata: {a: '1'}\n",
+			       names[i], e->src);
+	commit(e, objs, n);
+	for (size_t i = 0; i < n; i++)
+		json_decref(objs[i]);
+}
+
 static int pass(struct env *e)
 {
 	ds_err err = {0};
@@ -450,21 +465,13 @@ static void test_itest_applier__tombstones_delete_only_what_drasync_created(void
 	struct ds_kube_resource cmr;
 	ds_kube_error ke;
 	ds_record recs[3];
-	json_t *foreign, *objs[2], *got;
+	json_t *foreign, *got;
 	char b[800];
 	ds_applier_stats s;
 
 	(void)state;
 	commit_namespace(e);
-	objs[0] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ours, namespace: "
-		       "'%s'}\ndata: {a: '1'}\n",
-		       e->src);
-	objs[1] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ours2, namespace: "
-		       "'%s'}\ndata: {a: '1'}\n",
-		       e->src);
-	commit(e, objs, 2);
-	json_decref(objs[0]);
-	json_decref(objs[1]);
+	commit_configmaps(e, (const char *[]){"ours", "ours2"}, 2);
 	assert_int_equal(pass(e), 3);
 	/* made on the target by someone else, with the same name as a source object */
 	cmr = resource(e->k, "v1", "ConfigMap");
@@ -605,19 +612,11 @@ static void test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_our
 	struct env *e = env_new("prune");
 	struct ds_kube_resource nsr;
 	char k_ns[200], k_keep[200];
-	json_t *objs[2], *got;
+	json_t *got;
 
 	(void)state;
 	commit_namespace(e);
-	objs[0] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keep, namespace: "
-		       "'%s'}\ndata: {a: '1'}\n",
-		       e->src);
-	objs[1] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gone, namespace: "
-		       "'%s'}\ndata: {a: '1'}\n",
-		       e->src);
-	commit(e, objs, 2);
-	json_decref(objs[0]);
-	json_decref(objs[1]);
+	commit_configmaps(e, (const char *[]){"keep", "gone"}, 2);
 	assert_int_equal(pass(e), 3);
 	/* drasync created the namespace: it says so on it */
 	nsr = resource(e->k, "v1", "Namespace");
