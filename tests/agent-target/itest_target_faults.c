@@ -165,59 +165,9 @@ static long long applied_in_ledger(void)
 	return ledger_int("SELECT count(*) FROM object_state WHERE state = 'applied'");
 }
 
-/*
- * Writes to ConfigMaps the API server counted (its /metrics,
- * apiserver_request_total: APPLY is a server-side apply; PATCH, UPDATE),
- * whatever their answer. Not DELETE: the namespace controller deletes the
- * kube-root-ca.crt of the namespaces earlier tests dropped, and the agent
- * deletes no ConfigMap here. detail (may be NULL): the counters by verb and
- * code.
- */
-static long long api_writes_detail(char *detail, size_t size)
-{
-	struct ds_kube_request req = {.method = "GET", .path = "/metrics"};
-	struct ds_kube_response resp;
-	ds_kube_error ke;
-	long long n = 0;
-	size_t used = 0;
-
-	if (detail && size)
-		detail[0] = '\0';
-	TU_KUBE_CHECK(ds_kube_transport_request(ds_kube_get_transport(F.k), &req, &resp, &ke), ke);
-	for (char *p = resp.body; p && *p;) {
-		char *e = strchr(p, '\n');
-		const char *close, *code, *verb;
-
-		if (e)
-			*e = '\0';
-		if (strncmp(p, "apiserver_request_total{", 24) == 0 &&
-		    strstr(p, "resource=\"configmaps\"") && strstr(p, "subresource=\"\"") &&
-		    (strstr(p, "verb=\"APPLY\"") || strstr(p, "verb=\"PATCH\"") ||
-		     strstr(p, "verb=\"UPDATE\"")) &&
-		    (close = strchr(p, '}'))) {
-			long long v = (long long)strtod(close + 1, NULL);
-
-			n += v;
-			code = strstr(p, "code=\"");
-			verb = strstr(p, "verb=\"");
-			if (detail && used + 1 < size && code && verb) {
-				int w =
-				    snprintf(detail + used, size - used, "%s%.*s %.*s: %lld",
-					     used ? ", " : "", (int)strcspn(verb + 6, "\""),
-					     verb + 6, (int)strcspn(code + 6, "\""), code + 6, v);
-				if (w > 0)
-					used += (size_t)w;
-			}
-		}
-		p = e ? e + 1 : NULL;
-	}
-	ds_kube_response_dispose(&resp);
-	return n;
-}
-
 static long long api_writes(void)
 {
-	return api_writes_detail(NULL, 0);
+	return tu_kube_writes(F.k, "configmaps", NULL, 0);
 }
 
 /* The count once it has not moved for a second (requests still being served). */
@@ -882,7 +832,7 @@ static void test_target_faults__sigkill_while_applying_then_restarted(void **sta
 		wait_target(45000));
 	/* Settled: the target can be right before the ledger says so. */
 	wait_settled(N, 20000);
-	w_final = api_writes_detail(detail, sizeof(detail));
+	w_final = tu_kube_writes(F.k, "configmaps", detail, sizeof(detail));
 	log = run_log();
 	lines = count_lines(log, " event=apply ", " state=applied");
 	free(log);

@@ -226,3 +226,55 @@ void tu_kube_compact(const char *kubeconfig)
 	free(state_dir);
 	free(dir);
 }
+
+/*
+ * Writes to `resource` (e.g. "configmaps") the API server counted (its
+ * /metrics, apiserver_request_total: APPLY is a server-side apply; PATCH,
+ * UPDATE), whatever their answer. Not CREATE or DELETE: controllers make and
+ * remove kube-root-ca.crt in every namespace. detail (may be NULL): the
+ * counters by verb and code.
+ */
+long long tu_kube_writes(ds_kube *k, const char *resource, char *detail, size_t size)
+{
+	struct ds_kube_request req = {.method = "GET", .path = "/metrics"};
+	struct ds_kube_response resp;
+	ds_kube_error ke;
+	long long n = 0;
+	size_t used = 0;
+
+	char res[128];
+
+	snprintf(res, sizeof(res), "resource=\"%s\"", resource);
+	if (detail && size)
+		detail[0] = '\0';
+	TU_KUBE_CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
+	for (char *p = resp.body; p && *p;) {
+		char *e = strchr(p, '\n');
+		const char *close, *code, *verb;
+
+		if (e)
+			*e = '\0';
+		if (strncmp(p, "apiserver_request_total{", 24) == 0 && strstr(p, res) &&
+		    strstr(p, "subresource=\"\"") &&
+		    (strstr(p, "verb=\"APPLY\"") || strstr(p, "verb=\"PATCH\"") ||
+		     strstr(p, "verb=\"UPDATE\"")) &&
+		    (close = strchr(p, '}'))) {
+			long long v = (long long)strtod(close + 1, NULL);
+
+			n += v;
+			code = strstr(p, "code=\"");
+			verb = strstr(p, "verb=\"");
+			if (detail && used + 1 < size && code && verb) {
+				int w =
+				    snprintf(detail + used, size - used, "%s%.*s %.*s: %lld",
+					     used ? ", " : "", (int)strcspn(verb + 6, "\""),
+					     verb + 6, (int)strcspn(code + 6, "\""), code + 6, v);
+				if (w > 0)
+					used += (size_t)w;
+			}
+		}
+		p = e ? e + 1 : NULL;
+	}
+	ds_kube_response_dispose(&resp);
+	return n;
+}

@@ -67,6 +67,13 @@ char *tu_kube_write_kubeconfig(const char *server_from, const char *dir, const c
 void tu_kube_compact(const char *kubeconfig);
 
 /** A random number below 1,000,000 for unique names. */
+/**
+ * Writes to `resource` ("configmaps") the API server counted in its own
+ * /metrics (APPLY, PATCH, UPDATE; not CREATE or DELETE, which controllers
+ * make); detail (may be NULL) gets them by verb and code.
+ */
+long long tu_kube_writes(ds_kube *k, const char *resource, char *detail, size_t size);
+
 unsigned tu_rand(void);
 
 /** Sleep; monotonic milliseconds. */

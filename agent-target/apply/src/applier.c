@@ -1229,7 +1229,7 @@ out:
  * the burst's last state and writes each object once, not once per batch.
  */
 #define SETTLE_QUIET_MS 50
-#define SETTLE_MAX_MS 300
+#define SETTLE_MAX_MS 500
 
 static void settle(ds_applier *a)
 {
@@ -1265,8 +1265,13 @@ int ds_applier_run(ds_applier *a, ds_err *err)
 		rc = ds_applier_pass(a, err);
 		if (rc < 0 && rc != -EBUSY)
 			return rc;
-		if (rc > 0)
-			continue; /* more may be due at once */
+		if ((size_t)rc >= a->cfg.pass_max)
+			continue; /* a full pass: more is due at once, no burst to wait for */
+		if (rc > 0) {
+			/* What arrived during a small pass may be the rest of a burst. */
+			settle(a);
+			continue;
+		}
 		pthread_mutex_lock(&a->mu);
 		if (!a->notified && !a->stopping) {
 			struct timespec until;

@@ -351,6 +351,8 @@ static void test_itest_applier__burst_of_50_updates_is_one_write_of_the_last(voi
 {
 	struct env *e = env_new("burst");
 	ds_applier_stats s0, s1;
+	long long w0, w1;
+	char detail[400];
 	json_t *cm;
 
 	(void)state;
@@ -371,9 +373,15 @@ static void test_itest_applier__burst_of_50_updates_is_one_write_of_the_last(voi
 		for (int i = 0; i < 10; i++)
 			json_decref(objs[i]);
 	}
+	w0 = tu_kube_writes(e->k, "configmaps", NULL, 0);
 	assert_int_equal(pass(e), 1);
 	s1 = stats(e);
 	assert_int_equal(s1.api_writes - s0.api_writes, 1);
+	/* The API server's own count agrees: one write for the 50 updates. */
+	w1 = tu_kube_writes(e->k, "configmaps", detail, sizeof(detail));
+	if (w1 - w0 != 1)
+		fail_msg("the API server counted %lld ConfigMap writes for the burst (%s)", w1 - w0,
+			 detail);
 	cm = target_get(e, "v1", "ConfigMap", "hot");
 	assert_non_null(cm);
 	assert_string_equal(dt_str(cm, "/data/v"), "49");
