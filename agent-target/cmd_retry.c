@@ -167,15 +167,12 @@ static int retry(struct retry *r)
 						     : NULL,
 				   .map_ns = map_ns,
 				   .map_ud = r->cfg};
-	const char *state = ds_target_config_state_dir(r->cfg);
 	ds_object_state *st = NULL;
 	char ledger[4096], msg[512];
 	ds_err err = {0};
 	int n;
 
-	if (!state)
-		state = "/var/lib/drasync";
-	snprintf(ledger, sizeof(ledger), "%s/ledger.db", state);
+	ds_target_config_ledger(r->cfg, ledger, sizeof(ledger));
 	if (access(ledger, F_OK) != 0) {
 		fprintf(stderr,
 			"drasync-target retry: no ledger at %s (%s): nothing to retry; is stateDir "

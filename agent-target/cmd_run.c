@@ -179,13 +179,11 @@ static int load(struct run *r)
 			auth, strerror(errno));
 		return 2;
 	}
-	if (!state)
-		state = "/var/lib/drasync";
 	if (mkdir(state, 0700) < 0 && errno != EEXIST) {
 		fprintf(stderr, "drasync-target run: stateDir %s: %s\n", state, strerror(errno));
 		return 2;
 	}
-	snprintf(r->ledger, sizeof(r->ledger), "%s/ledger.db", state);
+	ds_target_config_ledger(r->cfg, r->ledger, sizeof(r->ledger));
 	return 0;
 }
 

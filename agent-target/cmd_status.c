@@ -144,7 +144,7 @@ int ds_cmd_status(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *config = NULL, *output = "text", *state;
+	const char *config = NULL, *output = "text";
 	ds_target_config *cfg = NULL;
 	ds_ledger_status *st = NULL;
 	char ledger[4096], msg[512];
@@ -187,8 +187,7 @@ int ds_cmd_status(int argc, char **argv)
 			ds_err_format(&err, msg, sizeof(msg)));
 		return 2;
 	}
-	state = ds_target_config_state_dir(cfg);
-	snprintf(ledger, sizeof(ledger), "%s/ledger.db", state ? state : "/var/lib/drasync");
+	ds_target_config_ledger(cfg, ledger, sizeof(ledger));
 	rc = ds_ledger_status_read(ledger, MAX_ITEMS_SHOWN, &st, &err);
 	if (rc < 0) {
 		fprintf(stderr, "drasync-target status: %s\n", err.msg);

@@ -25,62 +25,11 @@ cd "$(dirname "$0")/../.."
 mixed=${1:-10000}
 configmaps=${2:-100000}
 build=${DS_BUILD_DIR:-build/bench}
-cluster_sh=${DS_CLUSTER_SH:-tests/kube/cluster.sh}
 agent=$build/agent-source/drasync-source
-[ -x "$cluster_sh" ] || { echo "bench source: no $cluster_sh (the control-plane fixtures)" >&2; exit 2; }
-[ -x "$build/tests/bench_source" ] || { echo "bench source: no $build/tests/bench_source (build with -DDS_BUILD_TESTS=ON)" >&2; exit 2; }
-if ! "$agent" --help 2>/dev/null | grep -q '^  run '; then
-  echo "bench source: $agent has no 'run' command yet" >&2
-  exit 2
-fi
-
-# The generator: built from tests/bench/loadgen/go.mod and go.sum only (the
-# module cache holds what they name; no download).
-loadgen=$(cd "$build" && pwd)/loadgen
-(cd tests/bench/loadgen && GOFLAGS="-mod=readonly -buildvcs=false" go build -o "$loadgen" .) ||
-  { echo "bench source: could not build tests/bench/loadgen" >&2; exit 1; }
-
-bin=${DS_KUBE_BIN:-}
-if [ -z "$bin" ]; then
-  bin=$(tests/kube/build.sh)
-fi
-export DS_KUBE_BIN=$bin
-export DS_KUBE_STATE=${DS_KUBE_STATE:-/tmp/drasync-kube}
-name=bench-source-$$
-work=$(mktemp -d /tmp/ds-bench-source-XXXXXX)
-cleanup() {
-  "$cluster_sh" down "$name" >/dev/null 2>&1 || true
-  if [ -n "${DS_BENCH_KEEP:-}" ]; then echo "bench source: kept $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-"$cluster_sh" up "$name" --dra-api v1 >/dev/null
-state=$DS_KUBE_STATE/$name
-admin=$state/admin.kubeconfig
-kubectl_admin() { "$bin" kubectl --kubeconfig "$admin" "$@"; }
-
-# The agent's identity: a ServiceAccount token that may only read.
-kubectl_admin apply -f - >/dev/null <<'EOF'
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: drasync-source, namespace: default}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: drasync-source-bench}
-rules:
-- apiGroups: ["*"]
-  resources: ["*"]
-  verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: drasync-source-bench}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: drasync-source-bench}
-subjects:
-- {kind: ServiceAccount, name: drasync-source, namespace: default}
-EOF
+bench_start source "$agent"
+# The agent's identity, as inside a cluster: a ServiceAccount token.
+bench_identity drasync-source "[get, list, watch]"
 kubeconfig=$work/agent.kubeconfig
-sa_kubeconfig drasync-source 2h "$kubeconfig"
 
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 # shellcheck disable=SC2086

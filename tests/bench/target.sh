@@ -23,67 +23,18 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 mixed=${1:-10000}
 build=${DS_BUILD_DIR:-build/bench}
-cluster_sh=${DS_CLUSTER_SH:-tests/kube/cluster.sh}
 agent=${DS_BENCH_TARGET_AGENT:-$build/agent-target/drasync-target}
-[ -x "$cluster_sh" ] || { echo "bench target: no $cluster_sh (the control-plane fixtures)" >&2; exit 2; }
-[ -x "$build/tests/bench_target" ] || { echo "bench target: no $build/tests/bench_target (build with -DDS_BUILD_TESTS=ON)" >&2; exit 2; }
-if ! "$agent" --help 2>/dev/null | grep -q '^  run '; then
-  echo "bench target: $agent has no 'run' command yet" >&2
-  exit 2
-fi
-
-# The generator: built from tests/bench/loadgen/go.mod and go.sum only (the
-# module cache holds what they name; no download).
-loadgen=$(cd "$build" && pwd)/loadgen
-(cd tests/bench/loadgen && GOFLAGS="-mod=readonly -buildvcs=false" go build -o "$loadgen" .) ||
-  { echo "bench target: could not build tests/bench/loadgen" >&2; exit 1; }
-
-bin=${DS_KUBE_BIN:-}
-if [ -z "$bin" ]; then
-  bin=$(tests/kube/build.sh)
-fi
-export DS_KUBE_BIN=$bin
-export DS_KUBE_STATE=${DS_KUBE_STATE:-/tmp/drasync-kube}
-name=bench-target-$$
-work=$(mktemp -d /tmp/ds-bench-target-XXXXXX)
-cleanup() {
-  "$cluster_sh" down "$name" >/dev/null 2>&1 || true
-  if [ -n "${DS_BENCH_KEEP:-}" ]; then echo "bench target: kept $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-"$cluster_sh" up "$name" --dra-api v1 >/dev/null
-state=$DS_KUBE_STATE/$name
-admin=$state/admin.kubeconfig
-kubectl_admin() { "$bin" kubectl --kubeconfig "$admin" "$@"; }
-
-# The importer's identity: a ServiceAccount token that may write everything.
+bench_start target "$agent"
+# The agent's identity, as inside a cluster: a ServiceAccount token.
+bench_identity drasync-target '["*"]'
+# The DeviceClass the objects' claims name.
 kubectl_admin apply -f - >/dev/null <<'YAML'
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: drasync-target, namespace: default}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: drasync-target-bench}
-rules:
-- apiGroups: ["*"]
-  resources: ["*"]
-  verbs: ["*"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: drasync-target-bench}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: drasync-target-bench}
-subjects:
-- {kind: ServiceAccount, name: drasync-target, namespace: default}
----
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass
 metadata: {name: gpu.example.com}
 spec: {}
 YAML
 kubeconfig=$work/agent.kubeconfig
-sa_kubeconfig drasync-target 2h "$kubeconfig"
 
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 # shellcheck disable=SC2086

@@ -631,31 +631,6 @@ int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err)
 	    exec(st->db, "UPDATE object_state SET next_try_at = 0 WHERE state = 'waiting'", err));
 }
 
-/* Applied once and not deleted since: a newer version pending or refused does
- * not take the applied one off the target. */
-int ds_object_state_target_applied(ds_object_state *st, const char *kind, const char *ns,
-				   const char *name, ds_err *err)
-{
-	sqlite3_stmt *q = NULL;
-	int rc = prepare(st->db,
-			 "SELECT 1 FROM object_state WHERE kind = ? AND target_name = ?"
-			 " AND target_namespace IS ? AND applied_hash IS NOT NULL AND op = 1"
-			 " LIMIT 1",
-			 &q, err);
-
-	if (rc == 0) {
-		bind_text(q, 1, kind);
-		bind_text(q, 2, name);
-		bind_text(q, 3, ns);
-		rc = sqlite3_step(q);
-		rc = rc == SQLITE_ROW	 ? 1
-		     : rc == SQLITE_DONE ? 0
-					 : fail(st->db, rc, "object_state lookup", err);
-	}
-	sqlite3_finalize(q);
-	return ds_err_fallback(err, rc);
-}
-
 int ds_object_state_target_owner(ds_object_state *st, const char *source, const char *kind,
 				 const char *ns, const char *name, char *owner, size_t size,
 				 ds_err *err)
@@ -663,7 +638,8 @@ int ds_object_state_target_owner(ds_object_state *st, const char *source, const 
 	sqlite3_stmt *q = NULL;
 	int rc = prepare(st->db,
 			 "SELECT source FROM object_state WHERE kind = ? AND target_name = ?"
-			 " AND target_namespace IS ? AND source != ? AND applied_hash IS NOT NULL"
+			 " AND target_namespace IS ? AND (?4 IS NULL OR source != ?4)"
+			 " AND applied_hash IS NOT NULL"
 			 " AND op = 1 ORDER BY id LIMIT 1",
 			 &q, err);
 
@@ -674,7 +650,9 @@ int ds_object_state_target_owner(ds_object_state *st, const char *source, const 
 		bind_text(q, 4, source);
 		rc = sqlite3_step(q);
 		if (rc == SQLITE_ROW) {
-			snprintf(owner, size, "%s", (const char *)sqlite3_column_text(q, 0));
+			if (owner && size)
+				snprintf(owner, size, "%s",
+					 (const char *)sqlite3_column_text(q, 0));
 			rc = 1;
 		} else {
 			rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state owner", err);
@@ -770,6 +748,14 @@ out:
 		return ds_err_fallback(err, rc);
 	}
 	return marked;
+}
+
+/* Applied once and not deleted since: a newer version pending or refused does
+ * not take the applied one off the target. */
+int ds_object_state_target_applied(ds_object_state *st, const char *kind, const char *ns,
+				   const char *name, ds_err *err)
+{
+	return ds_object_state_target_owner(st, NULL, kind, ns, name, NULL, 0, err);
 }
 
 int ds_object_state_get(ds_object_state *st, const char *source, const char *key,

@@ -564,7 +564,13 @@ uint64_t ds_target_config_max_unapplied(const ds_target_config *cfg)
 
 const char *ds_target_config_state_dir(const ds_target_config *cfg)
 {
-	return cfg->state_dir;
+	return cfg->state_dir ? cfg->state_dir : "/var/lib/drasync";
+}
+
+const char *ds_target_config_ledger(const ds_target_config *cfg, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/ledger.db", ds_target_config_state_dir(cfg));
+	return buf;
 }
 const char *ds_target_config_metrics_listen(const ds_target_config *cfg)
 {

@@ -474,7 +474,13 @@ static void refresh_unapplied(ds_receiver *r)
 static void send_feedback(ds_receiver *r)
 {
 	uint32_t credit;
+	bool any = false;
 
+	/* Nobody to tell: no ledger reads (a Hello counts the backlog afresh). */
+	for (int i = 0; i < MAX_SESSIONS && !any; i++)
+		any = r->sessions[i].used;
+	if (!any)
+		return;
 	refresh_unapplied(r);
 	credit = credit_now(r);
 	for (int i = 0; i < MAX_SESSIONS; i++) {
@@ -539,6 +545,7 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 			send_to(r, rid, rid_len, buf, len);
 		return;
 	}
+	refresh_unapplied(r);
 	s = session_new(r, rid, rid_len);
 	snprintf(s->source, sizeof(s->source), "%s", source);
 	snprintf(s->key, sizeof(s->key), "%s", key);

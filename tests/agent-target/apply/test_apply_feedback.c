@@ -24,6 +24,7 @@
 #include "drasync/receiver.h"
 #include "drasync/sender.h"
 #include "testutil.h"
+#include "tu_kube.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -49,21 +50,6 @@ struct link {
 	int commit_first[N_OBJECTS + 1]; /* 1: the commit result came before the apply result */
 	long applied_results;
 };
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 static void on_result(void *ud, uint64_t seq, enum ds_result_status st, const char *msg)
 {
@@ -195,16 +181,16 @@ static void link_stop(struct link *l)
 static uint64_t acked_when_still(struct link *l)
 {
 	uint64_t last = ds_sender_acked(l->s);
-	long long still_since = now_ms(), end = now_ms() + 30000;
+	long long still_since = tu_now_ms(), end = tu_now_ms() + 30000;
 
-	while (now_ms() < end) {
+	while (tu_now_ms() < end) {
 		uint64_t now;
-		sleep_ms(50);
+		tu_msleep(50);
 		now = ds_sender_acked(l->s);
 		if (now != last) {
 			last = now;
-			still_since = now_ms();
-		} else if (now_ms() - still_since >= 1000) {
+			still_since = tu_now_ms();
+		} else if (tu_now_ms() - still_since >= 1000) {
 			return now;
 		}
 	}
@@ -256,8 +242,8 @@ static void test_apply_feedback__credit_follows_backlog_results_follow_commits(v
 	/* Apply as the applier would: the credit comes back on its own, the
 	 * stream goes on to the end, and every record hears it was applied. */
 	assert_int_equal(ds_object_state_open(&st, l.ledger, &err), 0);
-	end = now_ms() + 60000;
-	while (now_ms() < end) {
+	end = tu_now_ms() + 60000;
+	while (tu_now_ms() < end) {
 		long heard;
 		done += apply_some(st, 20);
 		pthread_mutex_lock(&l.mu);
@@ -265,7 +251,7 @@ static void test_apply_feedback__credit_follows_backlog_results_follow_commits(v
 		pthread_mutex_unlock(&l.mu);
 		if (done == N_OBJECTS && heard == N_OBJECTS)
 			break;
-		sleep_ms(20);
+		tu_msleep(20);
 	}
 	ds_object_state_free(st);
 	assert_int_equal(done, N_OBJECTS);
@@ -280,9 +266,9 @@ static void test_apply_feedback__credit_follows_backlog_results_follow_commits(v
 	}
 	pthread_mutex_unlock(&l.mu);
 	/* Everything is applied: the source sees no backlog. */
-	end = now_ms() + 5000;
-	while (ds_sender_target_unapplied(l.s) != 0 && now_ms() < end)
-		sleep_ms(50);
+	end = tu_now_ms() + 5000;
+	while (ds_sender_target_unapplied(l.s) != 0 && tu_now_ms() < end)
+		tu_msleep(50);
 	assert_int_equal(ds_sender_target_unapplied(l.s), 0);
 	link_stop(&l);
 }

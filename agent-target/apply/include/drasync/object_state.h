@@ -158,9 +158,9 @@ int ds_object_state_target_applied(ds_object_state *st, const char *kind, const 
 				   const char *name, ds_err *err);
 
 /**
- * SPEC §6, several sources: the other source (not `source`) whose object
- * drasync applied as kind ns/name (target names) and has not deleted, into
- * owner. @return 1 found, 0 none, or a negative errno
+ * SPEC §6, several sources: the other source (not `source`; NULL: any)
+ * whose object drasync applied as kind ns/name (target names) and has not
+ * deleted, into owner (may be NULL). @return 1 found, 0 none, or a negative errno
  */
 int ds_object_state_target_owner(ds_object_state *st, const char *source, const char *kind,
 				 const char *ns, const char *name, char *owner, size_t size,

@@ -84,12 +84,15 @@ const char *ds_target_config_map_namespace(const ds_target_config *cfg, const ch
 
 const ds_namespace_mapping *ds_target_config_namespaces(const ds_target_config *cfg, size_t *n);
 
-/** Agent settings (NULL when not set). Borrowed. */
+/** Agent settings (NULL when not set, but for stateDir). Borrowed. */
 const char *ds_target_config_listen(const ds_target_config *cfg);
 const char *ds_target_config_secret_key_file(const ds_target_config *cfg);
 const char *ds_target_config_authorized_sources(const ds_target_config *cfg);
 const char *ds_target_config_kubeconfig(const ds_target_config *cfg);
+/* stateDir, /var/lib/drasync when unset. */
 const char *ds_target_config_state_dir(const ds_target_config *cfg);
+/** The ledger `run`, `status` and `retry` share: stateDir/ledger.db, into buf. @return buf */
+const char *ds_target_config_ledger(const ds_target_config *cfg, char *buf, size_t size);
 /* maxUnappliedRecords: the ledger backlog at which the sources get no more credit (100000). */
 uint64_t ds_target_config_max_unapplied(const ds_target_config *cfg);
 const char *ds_target_config_metrics_listen(const ds_target_config *cfg);
