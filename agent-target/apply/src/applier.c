@@ -50,6 +50,12 @@ struct item {
 	size_t rep_first, rep_n; /* its entries in the pass's report */
 	ds_object_state_result out;
 	char reason[REASON_MAX];
+	/* while it is applied (the pass's stream) */
+	struct ds_kube_op op;
+	bool forced;		  /* sent again with force after a conflict */
+	char note[REASON_MAX];	  /* preflight's note (what a claim's DeviceClass lacks) */
+	char took[REASON_MAX];	  /* what a forced apply took over */
+	const ds_kube_error *why; /* re-create after the stream: the refusal (in op.error) */
 };
 
 static int64_t now_ms(void)
@@ -897,137 +903,220 @@ static void takeover_text(const ds_kube_error *ke, char *buf, size_t size)
 }
 
 /*
- * Objects refused with an apply conflict are applied again at once with
- * force: the source is the truth. Only they pay the second request, and their
- * reason says what was taken from whom.
+ * The pass's upserts stream through the client (ds_kube_stream): each is
+ * prepared (payload, pipeline, hash) and preflighted just before it is sent,
+ * while up to the client's max_parallel others are in flight, and its outcome
+ * is decided as it comes back. Objects start in the SPEC order; an object
+ * waits for the ones before it to be done only where it depends on them:
+ * everything on its Namespace, claims and templates on their DeviceClasses,
+ * Workloads, PodGroups and workloads on what they reference. Outcomes go to
+ * the ledger in groups of RECORD_EVERY, one transaction each.
  */
-static void take_over(ds_applier *a, struct ds_kube_op *ops, struct item **go, size_t m,
-		      char (*took)[REASON_MAX])
-{
-	struct ds_kube_op *again = calloc(m, sizeof(*again));
-	size_t *idx = calloc(m, sizeof(*idx)), k = 0;
+#define RECORD_EVERY 64
 
-	if (!again || !idx) {
-		free(again);
-		free(idx);
-		return; /* they stay refused with the conflict, tried on a new version */
-	}
-	for (size_t i = 0; i < m; i++) {
-		if (go[i]->decided || !apply_conflict(ops[i].rc, &ops[i].error))
-			continue;
-		takeover_text(&ops[i].error, took[i], sizeof(took[i]));
-		again[k] = ops[i];
-		again[k].force = true;
-		again[k].result = NULL;
-		idx[k++] = i;
-	}
-	if (k) {
-		count(a, &a->stats.api_writes, k);
-		if (ds_kube_batch(a->cfg.kube, again, k, a->cfg.field_manager, false) < 0) {
-			for (size_t j = 0; j < k; j++)
-				decide_retry(a, go[idx[j]], NULL);
-			k = 0; /* nothing ran */
-		}
-		for (size_t j = 0; j < k; j++) {
-			ops[idx[j]].rc = again[j].rc;
-			ops[idx[j]].error = again[j].error;
-			json_decref(again[j].result);
-			if (again[j].rc == 0)
-				go[idx[j]]->takeover = true;
-		}
-	}
-	free(again);
-	free(idx);
+struct stream {
+	ds_applier *a;
+	ds_report *rep;
+	struct item **v;
+	size_t n, next; /* v[next] is the next to prepare and start */
+	int phase;	/* of what is in flight */
+	size_t in_flight;
+	struct item **again; /* refused for a conflict: sent again with force, first */
+	size_t n_again;
+	struct item **done; /* decided, not yet in the ledger */
+	size_t n_done;
+	struct item **later; /* to re-create, or not served: after the stream */
+	size_t n_later;
+	bool applied_any;
+	int rc; /* the first ledger or memory error: the stream stops */
+	ds_err *err;
+};
+
+/*
+ * The groups an object waits between (SPEC §5): what is in one group does not
+ * depend at the API on another of the group, so it is not waited for.
+ */
+static int phase_of(int rank)
+{
+	static const int phases[] = {
+	    0,		      /* Namespace */
+	    1, 1, 1, 1, 1, 1, /* ServiceAccount, ConfigMap, Secret, PVC, Service, DeviceClass */
+	    2, 2,	      /* ResourceClaimTemplate, ResourceClaim */
+	    3,		      /* Workload */
+	    4,		      /* PodGroup */
+	};
+	if (rank >= 0 && (size_t)rank < sizeof(phases) / sizeof(phases[0]))
+		return phases[rank];
+	return 5 + (rank - (int)(sizeof(phases) / sizeof(phases[0]))); /* workloads, others */
 }
 
-/* Apply one rank's objects concurrently. @return 0, or a negative errno (ledger, memory) */
-static int apply_group(ds_applier *a, struct item **g, size_t n, const ds_report *rep,
-		       bool *applied_any, ds_err *err)
+/* Record what is decided: in the ledger, then the agent hears of it. */
+static void flush(struct stream *s)
 {
-	struct ds_kube_op *ops = calloc(n + 1, sizeof(*ops));
-	char(*notes)[REASON_MAX] = calloc(n + 1, sizeof(*notes));
-	char(*took)[REASON_MAX] = calloc(n + 1, sizeof(*took));
-	struct item **go = calloc(n + 1, sizeof(*go));
-	size_t m = 0;
-	int rc = 0;
+	if (s->rc == 0 && s->n_done) {
+		s->rc = record_all(s->a, s->done, s->n_done, s->rep, s->err);
+		s->n_done = 0;
+	}
+}
 
-	if (!ops || !notes || !took || !go) {
+static void finish(struct stream *s, struct item *it)
+{
+	mark_applied(it);
+	if (it->obj && it->out.state == DS_APPLY_APPLIED &&
+	    is_claim_or_template(ds_obj_kind(it->obj))) {
+		char key[800];
+		obj_key(ds_obj_kind(it->obj), ds_obj_namespace(it->obj), ds_obj_name(it->obj), key,
+			sizeof(key));
+		if (json_object_set(s->a->objs, key, it->obj) < 0 && s->rc == 0)
+			s->rc = -ENOMEM;
+	}
+	/* Only what a workload may need can end another's wait. */
+	if (it->obj && it->out.state == DS_APPLY_APPLIED &&
+	    ds_workload_from_kind(ds_obj_kind(it->obj)) < 0)
+		s->applied_any = true;
+	s->done[s->n_done++] = it;
+	if (s->n_done >= RECORD_EVERY)
+		flush(s);
+}
+
+static int stream_next(void *ud, struct ds_kube_op **out)
+{
+	struct stream *s = ud;
+	ds_applier *a = s->a;
+
+	if (s->rc < 0)
+		return s->in_flight ? 0 : -1;
+	if (s->n_again) {
+		struct item *it = s->again[--s->n_again];
+		it->op.force = true;
+		it->forced = true;
+		s->in_flight++;
+		count(a, &a->stats.api_writes, 1);
+		*out = &it->op;
+		return 1;
+	}
+	while (s->next < s->n) {
+		struct item *it = s->v[s->next];
+		int phase = phase_of(it->rank), rc;
+
+		if (phase != s->phase) {
+			if (s->in_flight)
+				return 0; /* what it may need is still on its way */
+			s->phase = phase;
+		}
+		s->next++;
+		rc = prepare(a, it, s->rep);
+		if (rc == 0 && !it->decided)
+			rc = preflight(a, it, it->note, sizeof(it->note));
+		if (rc == 0 && !it->decided)
+			rc = mark_created_namespace(a, it);
+		if (rc < 0) {
+			if (s->rc == 0) {
+				s->rc = rc;
+				ds_err_set(s->err, "%s", strerror(-rc));
+			}
+			return s->in_flight ? 0 : -1;
+		}
+		if (it->decided) {
+			finish(s, it);
+			continue;
+		}
+		it->op = (struct ds_kube_op){.kind = DS_KUBE_OP_APPLY,
+					     .res = &it->res,
+					     .ns = ds_obj_namespace(it->obj),
+					     .obj = it->obj};
+		s->in_flight++;
+		count(a, &a->stats.api_writes, 1);
+		*out = &it->op;
+		return 1;
+	}
+	return s->in_flight ? 0 : -1;
+}
+
+static void stream_done(void *ud, struct ds_kube_op *op)
+{
+	struct stream *s = ud;
+	struct item *it = (struct item *)(void *)((char *)op - offsetof(struct item, op));
+	ds_applier *a = s->a;
+
+	s->in_flight--;
+	json_decref(op->result);
+	op->result = NULL;
+	if (op->rc == 0 && it->forced) {
+		decide(it, DS_APPLY_APPLIED, "%s%s%s", it->took, it->note[0] ? "; " : "", it->note);
+		it->takeover = true;
+	} else if (op->rc == 0) {
+		decide_applied(it, it->note[0] ? it->note : NULL);
+	} else if (!it->forced && apply_conflict(op->rc, &op->error)) {
+		/* Without force first: a field another manager owns is a conflict
+		 * we report, then take over (the source is the truth). */
+		takeover_text(&op->error, it->took, sizeof(it->took));
+		s->again[s->n_again++] = it;
+		return;
+	} else if (namespace_missing(&op->error)) {
+		decide_wait_namespace(a, it, op->error.details_name);
+	} else if (immutable(op->rc, &op->error) || type_not_served(op->rc, &op->error)) {
+		it->why = &op->error;
+		s->later[s->n_later++] = it;
+		return;
+	} else {
+		decide_kube_failure(a, it, "apply", op->rc, &op->error);
+	}
+	finish(s, it);
+}
+
+/*
+ * Apply the pass's upserts (sorted by phase and rank).
+ * @return 0, or a negative errno (ledger, memory)
+ */
+static int apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_report *rep,
+			 bool *applied_any, ds_err *err)
+{
+	struct stream s = {.a = a,
+			   .rep = (ds_report *)rep,
+			   .v = v,
+			   .n = n,
+			   .phase = -1,
+			   .again = calloc(n + 1, sizeof(struct item *)),
+			   .done = calloc(n + 1, sizeof(struct item *)),
+			   .later = calloc(n + 1, sizeof(struct item *)),
+			   .err = err};
+	struct ds_kube_op_stream ks = {.next = stream_next,
+				       .done = stream_done,
+				       .ud = &s,
+				       .field_manager = a->cfg.field_manager};
+	int rc;
+
+	if (!s.again || !s.done || !s.later) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		rc = preflight(a, g[i], notes[m], sizeof(notes[m]));
-		if (rc < 0)
-			goto out;
-		if (g[i]->decided)
-			continue;
-		rc = mark_created_namespace(a, g[i]);
-		if (rc < 0)
-			goto out;
-		ops[m] = (struct ds_kube_op){.kind = DS_KUBE_OP_APPLY,
-					     .res = &g[i]->res,
-					     .ns = ds_obj_namespace(g[i]->obj),
-					     .obj = g[i]->obj};
-		go[m++] = g[i];
+	rc = ds_kube_stream(a->cfg.kube, &ks);
+	if (rc < 0) {
+		/* The stream could not run: what was to be sent tries again. */
+		for (size_t i = s.next; i < n; i++)
+			decide_retry(a, v[i], NULL);
+		for (size_t i = s.next; i < n; i++)
+			finish(&s, v[i]);
+		s.next = n;
 	}
-	if (m) {
-		count(a, &a->stats.api_writes, m);
-		/* Without force: a field another manager owns is a conflict we report. */
-		rc = ds_kube_batch(a->cfg.kube, ops, m, a->cfg.field_manager, false);
-		if (rc < 0) {
-			/* The batch could not run at all: every object tries again. */
-			for (size_t i = 0; i < m; i++)
-				decide_retry(a, go[i], NULL);
-			rc = 0;
-		} else if (rc > 0) {
-			take_over(a, ops, go, m, took);
-			rc = 0;
-		}
-	}
-	for (size_t i = 0; i < m; i++) {
-		struct item *it = go[i];
-		json_decref(ops[i].result);
-		ops[i].result = NULL;
-		if (it->decided)
-			;
-		else if (ops[i].rc == 0 && it->takeover)
-			decide(it, DS_APPLY_APPLIED, "%s%s%s", took[i], notes[i][0] ? "; " : "",
-			       notes[i]);
-		else if (ops[i].rc == 0)
-			decide_applied(it, notes[i][0] ? notes[i] : NULL);
-		else if (namespace_missing(&ops[i].error))
-			decide_wait_namespace(a, it, ops[i].error.details_name);
-		else if (immutable(ops[i].rc, &ops[i].error))
-			recreate(a, it, &ops[i].error);
-		else if (type_not_served(ops[i].rc, &ops[i].error))
-			not_served(a, it, &ops[i].error);
+	/* Synchronous follow-ups, after the stream: re-create, discovery read again. */
+	for (size_t i = 0; i < s.n_later && s.rc == 0; i++) {
+		struct item *it = s.later[i];
+		if (immutable(it->op.rc, it->why))
+			recreate(a, it, it->why);
 		else
-			decide_kube_failure(a, it, "apply", ops[i].rc, &ops[i].error);
+			not_served(a, it, it->why);
+		finish(&s, it);
 	}
-	for (size_t i = 0; i < n; i++) {
-		mark_applied(g[i]);
-		if (g[i]->out.state == DS_APPLY_APPLIED &&
-		    is_claim_or_template(ds_obj_kind(g[i]->obj))) {
-			char key[800];
-			obj_key(ds_obj_kind(g[i]->obj), ds_obj_namespace(g[i]->obj),
-				ds_obj_name(g[i]->obj), key, sizeof(key));
-			if (json_object_set(a->objs, key, g[i]->obj) < 0) {
-				rc = -ENOMEM;
-				goto out;
-			}
-		}
-		/* Only what a workload may need can end another's wait. */
-		if (g[i]->out.state == DS_APPLY_APPLIED &&
-		    ds_workload_from_kind(ds_obj_kind(g[i]->obj)) < 0)
-			*applied_any = true;
-	}
-	rc = record_all(a, g, n, rep, err);
+	flush(&s);
+	*applied_any = s.applied_any;
+	rc = s.rc;
 out:
-	free(ops);
-	free(notes);
-	free(took);
-	free(go);
-	return rc;
+	free(s.again);
+	free(s.done);
+	free(s.later);
+	return ds_err_fallback(err, rc);
 }
 
 /* ---- tombstones --------------------------------------------------------------- */
@@ -1111,6 +1200,19 @@ static void tombstone(ds_applier *a, struct item *it)
 
 /* ---- the pass ----------------------------------------------------------------- */
 
+/* By phase, then rank, then the ledger's order. */
+static int cmp_phase(const void *x, const void *y)
+{
+	const struct item *const *p = x, *const *q = y;
+	int a = phase_of((*p)->rank), b = phase_of((*q)->rank);
+
+	if (a != b)
+		return a < b ? -1 : 1;
+	if ((*p)->rank != (*q)->rank)
+		return (*p)->rank < (*q)->rank ? -1 : 1;
+	return ((*p)->row->id > (*q)->row->id) - ((*p)->row->id < (*q)->row->id);
+}
+
 static int cmp_rank(const void *x, const void *y)
 {
 	const struct item *const *p = x, *const *q = y;
@@ -1123,8 +1225,8 @@ static int cmp_rank(const void *x, const void *y)
 int ds_applier_pass(ds_applier *a, ds_err *err)
 {
 	ds_object_state_row *rows = NULL;
-	struct item *items = NULL, **up = NULL, **del = NULL, **done = NULL;
-	size_t n = 0, n_up = 0, n_del = 0, n_done = 0;
+	struct item *items = NULL, **up = NULL, **del = NULL;
+	size_t n = 0, n_up = 0, n_del = 0;
 	ds_report *rep = NULL;
 	const ds_target_config *reload;
 	bool applied_any = false;
@@ -1159,43 +1261,26 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	items = calloc(n, sizeof(*items));
 	up = calloc(n, sizeof(*up));
 	del = calloc(n, sizeof(*del));
-	done = calloc(n, sizeof(*done));
 	a->present = json_object();
-	if (!items || !up || !del || !done || !a->present || !a->objs || ds_report_new(&rep) < 0) {
+	if (!items || !up || !del || !a->present || !a->objs || ds_report_new(&rep) < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct item *it = &items[i];
 		it->row = &rows[i];
-		if (it->row->op == DS_RECORD_DELETE) {
-			it->rank = ds_selection_kind_rank(it->row->kind);
+		it->rank = ds_selection_kind_rank(it->row->kind);
+		if (it->row->op == DS_RECORD_DELETE)
 			del[n_del++] = it;
-			continue;
-		}
-		rc = prepare(a, it, rep);
-		if (rc < 0)
-			goto out;
-		if (!it->decided)
-			up[n_up++] = it;
 		else
-			done[n_done++] = it;
+			up[n_up++] = it;
 	}
-	rc = record_all(a, done, n_done, rep, err);
+	/* SPEC §5 order: lower ranks first, so what a later rank needs is applied
+	 * (and in the ledger) before it is looked at. */
+	qsort(up, n_up, sizeof(*up), cmp_phase);
+	rc = apply_upserts(a, up, n_up, rep, &applied_any, err);
 	if (rc < 0)
 		goto out;
-	/* SPEC §5 order: one concurrent batch per rank, lower ranks first, so what a
-	 * later rank needs is applied (and in the ledger) before it is looked at. */
-	qsort(up, n_up, sizeof(*up), cmp_rank);
-	for (size_t i = 0; i < n_up;) {
-		size_t j = i;
-		while (j < n_up && up[j]->rank == up[i]->rank)
-			j++;
-		rc = apply_group(a, up + i, j - i, rep, &applied_any, err);
-		if (rc < 0)
-			goto out;
-		i = j;
-	}
 	/* Tombstones in the reverse order: workloads before what they use. */
 	qsort(del, n_del, sizeof(*del), cmp_rank);
 	for (size_t i = n_del; i-- > 0;)
@@ -1217,7 +1302,6 @@ out:
 	free(items);
 	free(up);
 	free(del);
-	free(done);
 	ds_report_free(rep);
 	ds_object_state_rows_free(rows, n);
 	return ds_err_fallback(err, rc);

@@ -824,71 +824,116 @@ int ds_kube_delete(ds_kube *k, const struct ds_kube_resource *res, const char *n
 
 /* ---- batch ------------------------------------------------------------------------- */
 
+/* One op of a stream on its way: the call is first, so the transport's call leads back here. */
+struct pending {
+	struct ds_kube_call call;
+	struct write_req w;
+	struct ds_kube_op *op;
+};
+
+struct op_stream {
+	ds_kube *k;
+	const struct ds_kube_op_stream *s;
+	int failed;
+};
+
+static void op_done(struct op_stream *os, struct ds_kube_op *op)
+{
+	if (op->rc < 0)
+		os->failed++;
+	if (os->s->done)
+		os->s->done(os->s->ud, op);
+}
+
+static int op_next(void *ud, struct ds_kube_call **out)
+{
+	struct op_stream *os = ud;
+
+	for (;;) {
+		struct ds_kube_delete_opts dopts = {NULL, NULL, NULL, -1};
+		struct ds_kube_op *op = NULL;
+		struct pending *p;
+		int r = os->s->next(os->s->ud, &op);
+
+		if (r <= 0 || !op)
+			return r > 0 ? -1 : r;
+		op->result = NULL;
+		ds_kube_error_clear(&op->error);
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			op->rc = -ENOMEM;
+			op_done(os, op);
+			continue;
+		}
+		p->op = op;
+		op->rc =
+		    build_write(op->kind, op->res, op->ns, op->name,
+				op->kind == DS_KUBE_OP_DELETE ? NULL : op->obj,
+				os->s->field_manager, os->s->force || op->force, NULL,
+				op->kind == DS_KUBE_OP_DELETE ? &dopts : NULL, &p->w, &op->error);
+		if (op->rc < 0) {
+			free(p);
+			op_done(os, op);
+			continue;
+		}
+		p->call.req.method = p->w.method;
+		p->call.req.path = p->w.path;
+		p->call.req.content_type = p->w.ctype;
+		p->call.req.body = p->w.body;
+		p->call.req.body_len = p->w.body ? strlen(p->w.body) : 0;
+		*out = &p->call;
+		return 1;
+	}
+}
+
+static void op_call_done(void *ud, struct ds_kube_call *call)
+{
+	struct op_stream *os = ud;
+	struct pending *p = (struct pending *)call; /* call is its first member */
+	struct ds_kube_op *op = p->op;
+
+	op->rc = call->rc;
+	op->error = call->error;
+	if (op->rc == 0 && call->resp.len > 0)
+		op->rc = parse_body(&call->resp, call->req.path, &op->result, &op->error);
+	ds_kube_response_dispose(&call->resp);
+	write_req_dispose(&p->w);
+	free(p);
+	op_done(os, op);
+}
+
+int ds_kube_stream(ds_kube *k, const struct ds_kube_op_stream *s)
+{
+	struct op_stream os = {k, s, 0};
+	struct ds_kube_call_stream cs = {op_next, op_call_done, &os};
+	int rc = ds_kube_transport_request_stream(k->t, &cs);
+
+	return rc < 0 ? rc : os.failed;
+}
+
+struct op_array {
+	struct ds_kube_op *ops;
+	size_t n, next;
+};
+
+static int array_next(void *ud, struct ds_kube_op **out)
+{
+	struct op_array *a = ud;
+
+	if (a->next >= a->n)
+		return -1;
+	*out = &a->ops[a->next++];
+	return 1;
+}
+
 int ds_kube_batch(ds_kube *k, struct ds_kube_op *ops, size_t n, const char *field_manager,
 		  bool force)
 {
-	struct ds_kube_call *calls = NULL;
-	struct write_req *w = NULL;
-	size_t *map = NULL, ncalls = 0;
-	int failed = 0, rc;
+	struct op_array a = {ops, n, 0};
+	struct ds_kube_op_stream s = {
+	    .next = array_next, .ud = &a, .field_manager = field_manager, .force = force};
 
-	if (n == 0)
-		return 0;
-	calls = calloc(n, sizeof(*calls));
-	w = calloc(n, sizeof(*w));
-	map = calloc(n, sizeof(*map));
-	if (!calls || !w || !map) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct ds_kube_op *op = &ops[i];
-		struct ds_kube_delete_opts dopts = {NULL, NULL, NULL, -1};
-
-		op->result = NULL;
-		ds_kube_error_clear(&op->error);
-		op->rc =
-		    build_write(op->kind, op->res, op->ns, op->name,
-				op->kind == DS_KUBE_OP_DELETE ? NULL : op->obj, field_manager,
-				force || op->force, NULL,
-				op->kind == DS_KUBE_OP_DELETE ? &dopts : NULL, &w[i], &op->error);
-		if (op->rc < 0) {
-			failed++;
-			continue;
-		}
-		calls[ncalls].req.method = w[i].method;
-		calls[ncalls].req.path = w[i].path;
-		calls[ncalls].req.content_type = w[i].ctype;
-		calls[ncalls].req.body = w[i].body;
-		calls[ncalls].req.body_len = w[i].body ? strlen(w[i].body) : 0;
-		map[ncalls++] = i;
-	}
-	rc = ds_kube_transport_request_many(k->t, calls, ncalls);
-	if (rc < 0)
-		goto out;
-	for (size_t c = 0; c < ncalls; c++) {
-		struct ds_kube_op *op = &ops[map[c]];
-
-		op->rc = calls[c].rc;
-		op->error = calls[c].error;
-		if (op->rc == 0 && calls[c].resp.len > 0)
-			op->rc =
-			    parse_body(&calls[c].resp, calls[c].req.path, &op->result, &op->error);
-		if (op->rc < 0)
-			failed++;
-	}
-	rc = failed;
-out:
-	if (calls)
-		for (size_t c = 0; c < ncalls; c++)
-			ds_kube_response_dispose(&calls[c].resp);
-	if (w)
-		for (size_t i = 0; i < n; i++)
-			write_req_dispose(&w[i]);
-	free(calls);
-	free(w);
-	free(map);
-	return rc;
+	return n ? ds_kube_stream(k, &s) : 0;
 }
 
 /* ---- watch ---------------------------------------------------------------------------- */

@@ -9,8 +9,12 @@
  *
  * - only the newest committed state of an object is applied, and an object
  *   whose transformed form hashes to what was last applied costs no API call;
- * - objects go in the SPEC order, one concurrent batch (HTTP/2, server-side
- *   apply, field manager "drasync") per rank; an object refused because
+ * - objects stream to the API server (HTTP/2, server-side apply, field
+ *   manager "drasync"; ds_kube_stream), each prepared as others are in
+ *   flight; they start in the SPEC order, and one waits for those before it
+ *   to be done only where it depends on them (everything on its Namespace;
+ *   claims and templates on DeviceClasses; Workloads, PodGroups and workloads
+ *   on claims and templates); an object refused because
  *   another field manager owns fields it sets is applied again at once with
  *   force (the source is the truth) and its reason names the fields and the
  *   manager, so a takeover is reported once; a workload whose claims or

@@ -232,4 +232,28 @@ struct ds_kube_op {
 int ds_kube_batch(ds_kube *k, struct ds_kube_op *ops, size_t n, const char *field_manager,
 		  bool force);
 
+/*
+ * Operations handed over one at a time (ds_kube_stream): next() gives the
+ * next op, 1 with *out (the caller's, valid until done() has it), 0 when there
+ * is none now (asked again after one ends), -1 when there are no more; done()
+ * gets each op once with rc, result (the caller decrefs) and error. Both run
+ * on the calling thread between transfers and may make blocking calls of
+ * their own (ds_kube_get, ...), not batches.
+ */
+struct ds_kube_op_stream {
+	int (*next)(void *ud, struct ds_kube_op **out);
+	void (*done)(void *ud, struct ds_kube_op *op);
+	void *ud;
+	const char *field_manager; /* APPLY */
+	bool force;		   /* APPLY: for every op (else the op's own force) */
+};
+
+/**
+ * Keep up to the transport's max_parallel ops in flight until next() has no
+ * more and all have ended: a caller prepares the next op while the server
+ * works on the others, and makes one wait for others (next() returning 0).
+ * @return the number that failed, or -ENOMEM when the stream could not run
+ */
+int ds_kube_stream(ds_kube *k, const struct ds_kube_op_stream *s);
+
 #endif

@@ -10,7 +10,8 @@
  *  - ds_kube_transport_request(): one request, blocking; safe from several threads
  *    (each takes a pooled connection);
  *  - ds_kube_transport_request_many(): many requests at once over curl multi
- *    (multiplexed on HTTP/2), for bulk work;
+ *    (multiplexed on HTTP/2), for bulk work; ds_kube_transport_request_stream()
+ *    the same for calls the caller hands over one at a time;
  *  - ds_kube_transport_stream(): a long response read line by line (watches).
  *
  * Every request waits for the client-side rate limit (token bucket: qps, burst).
@@ -100,6 +101,31 @@ struct ds_kube_call {
  *         the batch could not run at all
  */
 int ds_kube_transport_request_many(ds_kube_transport *t, struct ds_kube_call *calls, size_t n);
+
+/*
+ * Calls that come one at a time (ds_kube_transport_request_stream): next()
+ * gives the next call to start, 1 with *out (it stays the caller's and valid
+ * until done() has it), 0 when there is none now (it is asked again after a
+ * call ends), or -1 when there are no more. done() gets each call once with
+ * its outcome (rc, resp or error), also one that could not start. Both run on
+ * the calling thread, between transfers; they may make blocking requests of
+ * their own (ds_kube_transport_request), not concurrent ones.
+ */
+struct ds_kube_call_stream {
+	int (*next)(void *ud, struct ds_kube_call **out);
+	void (*done)(void *ud, struct ds_kube_call *call);
+	void *ud;
+};
+
+/**
+ * Keep up to max_parallel of the stream's calls in flight until next() has no
+ * more and every call has ended: a caller can prepare a call while others are
+ * in flight, and let one wait for others to end (next() returning 0). The
+ * same rate limit and retry rules as ds_kube_transport_request().
+ * @return the number of calls that failed (>= 0), or -ENOMEM when the stream
+ *         could not run at all
+ */
+int ds_kube_transport_request_stream(ds_kube_transport *t, const struct ds_kube_call_stream *s);
 
 /** Called with each complete line of a streamed response (without '\n'). Nonzero stops. */
 typedef int (*ds_kube_line_fn)(void *user, const char *line, size_t len);
