@@ -55,7 +55,10 @@ struct item {
 	bool forced;		  /* sent again with force after a conflict */
 	char note[REASON_MAX];	  /* preflight's note (what a claim's DeviceClass lacks) */
 	char took[REASON_MAX];	  /* what a forced apply took over */
-	const ds_kube_error *why; /* re-create after the stream: the refusal (in op.error) */
+	bool sent;		  /* handed to the client */
+	struct item **dependents; /* of the pass, waiting for it to be decided */
+	size_t n_dependents, cap_dependents;
+	size_t blockers; /* of the pass it waits for */
 };
 
 static int64_t now_ms(void)
@@ -903,23 +906,22 @@ static void takeover_text(const ds_kube_error *ke, char *buf, size_t size)
 }
 
 /*
- * The pass's upserts stream through the client (ds_kube_stream): each is
- * prepared (payload, pipeline, hash) and preflighted just before it is sent,
- * while up to the client's max_parallel others are in flight, and its outcome
- * is decided as it comes back. Objects start in the SPEC order; an object
- * waits for the ones before it to be done only where it depends on them:
- * everything on its Namespace, claims and templates on their DeviceClasses,
- * Workloads, PodGroups and workloads on what they reference. Outcomes go to
- * the ledger in groups of RECORD_EVERY, one transaction each.
+ * The pass's upserts stream through the client (ds_kube_stream): up to the
+ * client's max_parallel are in flight, the next one is preflighted and sent
+ * as one returns, and each outcome is decided as it comes back. They start in
+ * the SPEC order; one that depends on another of the pass waits until that
+ * one is done, and no longer: an object for its Namespace, a claim or
+ * template for its DeviceClass, a workload for the claims and templates it
+ * references (what preflight looks at). Outcomes go to the ledger in groups
+ * of RECORD_EVERY, one transaction each.
  */
 #define RECORD_EVERY 64
 
 struct stream {
 	ds_applier *a;
 	ds_report *rep;
-	struct item **v;
-	size_t n, next; /* v[next] is the next to prepare and start */
-	int phase;	/* of what is in flight */
+	struct item **ready; /* may start, in order: a ring of n */
+	size_t n, head, tail;
 	size_t in_flight;
 	struct item **again; /* refused for a conflict: sent again with force, first */
 	size_t n_again;
@@ -928,27 +930,9 @@ struct stream {
 	struct item **later; /* to re-create, or not served: after the stream */
 	size_t n_later;
 	bool applied_any;
-	int rc; /* the first ledger or memory error: the stream stops */
+	int rc; /* the first ledger or memory error: nothing more starts */
 	ds_err *err;
 };
-
-/*
- * The groups an object waits between (SPEC §5): what is in one group does not
- * depend at the API on another of the group, so it is not waited for.
- */
-static int phase_of(int rank)
-{
-	static const int phases[] = {
-	    0,		      /* Namespace */
-	    1, 1, 1, 1, 1, 1, /* ServiceAccount, ConfigMap, Secret, PVC, Service, DeviceClass */
-	    2, 2,	      /* ResourceClaimTemplate, ResourceClaim */
-	    3,		      /* Workload */
-	    4,		      /* PodGroup */
-	};
-	if (rank >= 0 && (size_t)rank < sizeof(phases) / sizeof(phases[0]))
-		return phases[rank];
-	return 5 + (rank - (int)(sizeof(phases) / sizeof(phases[0]))); /* workloads, others */
-}
 
 /* Record what is decided: in the ledger, then the agent hears of it. */
 static void flush(struct stream *s)
@@ -959,21 +943,31 @@ static void flush(struct stream *s)
 	}
 }
 
+static void ready(struct stream *s, struct item *it)
+{
+	s->ready[s->tail++ % s->n] = it;
+}
+
+/* It is decided: what waited for it may start; what it is goes to the ledger. */
 static void finish(struct stream *s, struct item *it)
 {
 	mark_applied(it);
-	if (it->obj && it->out.state == DS_APPLY_APPLIED &&
-	    is_claim_or_template(ds_obj_kind(it->obj))) {
+	if (it->obj && it->out.state == DS_APPLY_APPLIED) {
 		char key[800];
 		obj_key(ds_obj_kind(it->obj), ds_obj_namespace(it->obj), ds_obj_name(it->obj), key,
 			sizeof(key));
-		if (json_object_set(s->a->objs, key, it->obj) < 0 && s->rc == 0)
-			s->rc = -ENOMEM;
+		/* Preflight of what follows needs no read for it, nor the ledger. */
+		if (json_object_set_new(s->a->present, key, json_true()) < 0 ||
+		    (is_claim_or_template(ds_obj_kind(it->obj)) &&
+		     json_object_set(s->a->objs, key, it->obj) < 0))
+			s->rc = s->rc ? s->rc : -ENOMEM;
+		/* Only what a workload may need can end another's wait. */
+		if (ds_workload_from_kind(ds_obj_kind(it->obj)) < 0)
+			s->applied_any = true;
 	}
-	/* Only what a workload may need can end another's wait. */
-	if (it->obj && it->out.state == DS_APPLY_APPLIED &&
-	    ds_workload_from_kind(ds_obj_kind(it->obj)) < 0)
-		s->applied_any = true;
+	for (size_t i = 0; i < it->n_dependents; i++)
+		if (--it->dependents[i]->blockers == 0)
+			ready(s, it->dependents[i]);
 	s->done[s->n_done++] = it;
 	if (s->n_done >= RECORD_EVERY)
 		flush(s);
@@ -984,9 +978,7 @@ static int stream_next(void *ud, struct ds_kube_op **out)
 	struct stream *s = ud;
 	ds_applier *a = s->a;
 
-	if (s->rc < 0)
-		return s->in_flight ? 0 : -1;
-	if (s->n_again) {
+	if (s->n_again && s->rc == 0) {
 		struct item *it = s->again[--s->n_again];
 		it->op.force = true;
 		it->forced = true;
@@ -995,32 +987,22 @@ static int stream_next(void *ud, struct ds_kube_op **out)
 		*out = &it->op;
 		return 1;
 	}
-	while (s->next < s->n) {
-		struct item *it = s->v[s->next];
-		int phase = phase_of(it->rank), rc;
+	while (s->head < s->tail && s->rc == 0) {
+		struct item *it = s->ready[s->head++ % s->n];
+		int rc = preflight(a, it, it->note, sizeof(it->note));
 
-		if (phase != s->phase) {
-			if (s->in_flight)
-				return 0; /* what it may need is still on its way */
-			s->phase = phase;
-		}
-		s->next++;
-		rc = prepare(a, it, s->rep);
-		if (rc == 0 && !it->decided)
-			rc = preflight(a, it, it->note, sizeof(it->note));
 		if (rc == 0 && !it->decided)
 			rc = mark_created_namespace(a, it);
 		if (rc < 0) {
-			if (s->rc == 0) {
-				s->rc = rc;
-				ds_err_set(s->err, "%s", strerror(-rc));
-			}
-			return s->in_flight ? 0 : -1;
+			s->rc = rc;
+			ds_err_set(s->err, "%s", strerror(-rc));
+			break;
 		}
 		if (it->decided) {
 			finish(s, it);
 			continue;
 		}
+		it->sent = true;
 		it->op = (struct ds_kube_op){.kind = DS_KUBE_OP_APPLY,
 					     .res = &it->res,
 					     .ns = ds_obj_namespace(it->obj),
@@ -1056,7 +1038,6 @@ static void stream_done(void *ud, struct ds_kube_op *op)
 	} else if (namespace_missing(&op->error)) {
 		decide_wait_namespace(a, it, op->error.details_name);
 	} else if (immutable(op->rc, &op->error) || type_not_served(op->rc, &op->error)) {
-		it->why = &op->error;
 		s->later[s->n_later++] = it;
 		return;
 	} else {
@@ -1065,8 +1046,76 @@ static void stream_done(void *ud, struct ds_kube_op *op)
 	finish(s, it);
 }
 
+/* What of the pass an object needs (see preflight): "kind/ns/name" -> its index in the pass. */
+struct deps {
+	json_t *by_key;
+	struct item **v;
+	struct item *it;
+	int rc;
+};
+
+static void depend(struct deps *d, const char *kind, const char *ns, const char *name)
+{
+	char key[800];
+	struct item *on;
+	json_t *idx;
+
+	obj_key(kind, ns, name, key, sizeof(key));
+	idx = json_object_get(d->by_key, key);
+	if (!json_is_integer(idx))
+		return;
+	on = d->v[json_integer_value(idx)];
+	/* Only on what comes before it in the SPEC order: no cycle can form. */
+	if (on == d->it || on->rank >= d->it->rank)
+		return;
+	for (size_t i = 0; i < on->n_dependents; i++)
+		if (on->dependents[i] == d->it)
+			return;
+	if (ds_grow((void **)&on->dependents, &on->cap_dependents, on->n_dependents + 1,
+		    sizeof(*on->dependents)) < 0) {
+		d->rc = -ENOMEM;
+		return;
+	}
+	on->dependents[on->n_dependents++] = d->it;
+	d->it->blockers++;
+}
+
+static int depend_need(void *ud, const char *kind, const char *ns, const char *name)
+{
+	struct deps *d = ud;
+
+	depend(d, kind, ns, name);
+	return d->rc;
+}
+
+/* Link each of v (prepared, in order) to what of the pass it needs. @return 0, -ENOMEM */
+static int link_deps(struct item **v, size_t n)
+{
+	struct deps d = {.by_key = json_object(), .v = v};
+	int rc = d.by_key ? 0 : -ENOMEM;
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char key[800];
+		obj_key(ds_obj_kind(v[i]->obj), ds_obj_namespace(v[i]->obj), ds_obj_name(v[i]->obj),
+			key, sizeof(key));
+		if (json_object_set_new(d.by_key, key, json_integer((json_int_t)i)) < 0)
+			rc = -ENOMEM;
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const char *ns = ds_obj_namespace(v[i]->obj);
+		d.it = v[i];
+		if (ns)
+			depend(&d, "Namespace", NULL, ns);
+		if (d.rc == 0)
+			ds_preflight_needs(v[i]->obj, depend_need, &d);
+		rc = d.rc;
+	}
+	json_decref(d.by_key);
+	return rc;
+}
+
 /*
- * Apply the pass's upserts (sorted by phase and rank).
+ * Apply the pass's upserts (prepared, in the SPEC order).
  * @return 0, or a negative errno (ledger, memory)
  */
 static int apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_report *rep,
@@ -1074,9 +1123,8 @@ static int apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_repo
 {
 	struct stream s = {.a = a,
 			   .rep = (ds_report *)rep,
-			   .v = v,
-			   .n = n,
-			   .phase = -1,
+			   .ready = calloc(n + 1, sizeof(struct item *)),
+			   .n = n + 1,
 			   .again = calloc(n + 1, sizeof(struct item *)),
 			   .done = calloc(n + 1, sizeof(struct item *)),
 			   .later = calloc(n + 1, sizeof(struct item *)),
@@ -1087,32 +1135,40 @@ static int apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_repo
 				       .field_manager = a->cfg.field_manager};
 	int rc;
 
-	if (!s.again || !s.done || !s.later) {
+	if (!s.ready || !s.again || !s.done || !s.later) {
 		rc = -ENOMEM;
 		goto out;
 	}
+	rc = link_deps(v, n);
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (!v[i]->blockers)
+			ready(&s, v[i]);
 	rc = ds_kube_stream(a->cfg.kube, &ks);
-	if (rc < 0) {
-		/* The stream could not run: what was to be sent tries again. */
-		for (size_t i = s.next; i < n; i++)
-			decide_retry(a, v[i], NULL);
-		for (size_t i = s.next; i < n; i++)
-			finish(&s, v[i]);
-		s.next = n;
-	}
 	/* Synchronous follow-ups, after the stream: re-create, discovery read again. */
-	for (size_t i = 0; i < s.n_later && s.rc == 0; i++) {
+	for (size_t i = 0; i < s.n_later; i++) {
 		struct item *it = s.later[i];
-		if (immutable(it->op.rc, it->why))
-			recreate(a, it, it->why);
+		if (immutable(it->op.rc, &it->op.error))
+			recreate(a, it, &it->op.error);
 		else
-			not_served(a, it, it->why);
+			not_served(a, it, &it->op.error);
 		finish(&s, it);
 	}
+	/* What could not be sent (the stream could not run, or the ledger failed):
+	 * sent ones try again; the others stay due in the ledger as they are. */
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->sent && !v[i]->decided) {
+			decide_retry(a, v[i], NULL);
+			finish(&s, v[i]);
+		}
 	flush(&s);
 	*applied_any = s.applied_any;
-	rc = s.rc;
+	rc = rc < 0 ? rc : s.rc;
 out:
+	for (size_t i = 0; i < n; i++)
+		free(v[i]->dependents);
+	free(s.ready);
 	free(s.again);
 	free(s.done);
 	free(s.later);
@@ -1200,19 +1256,6 @@ static void tombstone(ds_applier *a, struct item *it)
 
 /* ---- the pass ----------------------------------------------------------------- */
 
-/* By phase, then rank, then the ledger's order. */
-static int cmp_phase(const void *x, const void *y)
-{
-	const struct item *const *p = x, *const *q = y;
-	int a = phase_of((*p)->rank), b = phase_of((*q)->rank);
-
-	if (a != b)
-		return a < b ? -1 : 1;
-	if ((*p)->rank != (*q)->rank)
-		return (*p)->rank < (*q)->rank ? -1 : 1;
-	return ((*p)->row->id > (*q)->row->id) - ((*p)->row->id < (*q)->row->id);
-}
-
 static int cmp_rank(const void *x, const void *y)
 {
 	const struct item *const *p = x, *const *q = y;
@@ -1225,8 +1268,8 @@ static int cmp_rank(const void *x, const void *y)
 int ds_applier_pass(ds_applier *a, ds_err *err)
 {
 	ds_object_state_row *rows = NULL;
-	struct item *items = NULL, **up = NULL, **del = NULL;
-	size_t n = 0, n_up = 0, n_del = 0;
+	struct item *items = NULL, **up = NULL, **del = NULL, **done = NULL;
+	size_t n = 0, n_up = 0, n_del = 0, n_done = 0;
 	ds_report *rep = NULL;
 	const ds_target_config *reload;
 	bool applied_any = false;
@@ -1261,23 +1304,34 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	items = calloc(n, sizeof(*items));
 	up = calloc(n, sizeof(*up));
 	del = calloc(n, sizeof(*del));
+	done = calloc(n, sizeof(*done));
 	a->present = json_object();
-	if (!items || !up || !del || !a->present || !a->objs || ds_report_new(&rep) < 0) {
+	if (!items || !up || !del || !done || !a->present || !a->objs || ds_report_new(&rep) < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct item *it = &items[i];
 		it->row = &rows[i];
-		it->rank = ds_selection_kind_rank(it->row->kind);
-		if (it->row->op == DS_RECORD_DELETE)
+		if (it->row->op == DS_RECORD_DELETE) {
+			it->rank = ds_selection_kind_rank(it->row->kind);
 			del[n_del++] = it;
-		else
+			continue;
+		}
+		rc = prepare(a, it, rep);
+		if (rc < 0)
+			goto out;
+		if (!it->decided)
 			up[n_up++] = it;
+		else
+			done[n_done++] = it;
 	}
-	/* SPEC §5 order: lower ranks first, so what a later rank needs is applied
-	 * (and in the ledger) before it is looked at. */
-	qsort(up, n_up, sizeof(*up), cmp_phase);
+	rc = record_all(a, done, n_done, rep, err);
+	if (rc < 0)
+		goto out;
+	/* SPEC §5 order: lower ranks start first, and what a later one needs is
+	 * applied before it is looked at. */
+	qsort(up, n_up, sizeof(*up), cmp_rank);
 	rc = apply_upserts(a, up, n_up, rep, &applied_any, err);
 	if (rc < 0)
 		goto out;
@@ -1302,6 +1356,7 @@ out:
 	free(items);
 	free(up);
 	free(del);
+	free(done);
 	ds_report_free(rep);
 	ds_object_state_rows_free(rows, n);
 	return ds_err_fallback(err, rc);
