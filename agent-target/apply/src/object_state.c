@@ -454,9 +454,9 @@ int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
 			 ds_object_state_row **rows, size_t *n, ds_err *err)
 {
 	ds_object_state_row *v = NULL;
-	size_t cap = 0, len = 0;
+	size_t cap = 0, len = 0, bytes = 0;
 	sqlite3_stmt *q = NULL;
-	int rc;
+	int rc = SQLITE_DONE;
 
 	rc = prepare(st->db,
 		     "SELECT " ROW_COLUMNS ", r.payload, r.compression, r.source_uid,"
@@ -469,7 +469,7 @@ int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
 		goto out;
 	sqlite3_bind_int64(q, 1, now_ms);
 	sqlite3_bind_int64(q, 2, (sqlite3_int64)max);
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while (bytes < DS_OBJECT_STATE_PICK_BYTES && (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		ds_object_state_row *r;
 		int plen = sqlite3_column_bytes(q, ROW_NCOL);
 
@@ -490,12 +490,14 @@ int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
 			}
 			memcpy(r->payload, sqlite3_column_blob(q, ROW_NCOL), (size_t)plen);
 			r->payload_len = (size_t)plen;
+			bytes += (size_t)plen;
 		}
 		r->zstd = sqlite3_column_int(q, ROW_NCOL + 1);
 		r->source_uid = col_dup(q, ROW_NCOL + 2);
 		r->source_cluster = col_dup(q, ROW_NCOL + 3);
 	}
-	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state pick", err);
+	/* Stopped at the byte bound, the rest is for the next pick. */
+	rc = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : fail(st->db, rc, "object_state pick", err);
 out:
 	sqlite3_finalize(q);
 	if (rc < 0) {

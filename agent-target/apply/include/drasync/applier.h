@@ -71,7 +71,7 @@ typedef struct ds_applier_config {
 	ds_kube *kube;			/* borrowed; the target cluster */
 	const ds_target_config *cfg;	/* borrowed: mode, namespaceMappings, dra */
 	const char *field_manager;	/* NULL: "drasync" */
-	size_t pass_max;		/* objects per pass; 0: 512 */
+	size_t pass_max;		/* objects per pass; 0: 2048 */
 	int wait_retry_ms;		/* a waiting workload is looked at again after; 0: 5000 */
 	int backoff_ms, backoff_max_ms; /* transient failures; 0: 1000, 60000 */
 	ds_applier_event_fn on_event;	/* may be NULL */

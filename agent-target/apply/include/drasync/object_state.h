@@ -114,10 +114,13 @@ const char *ds_object_state_key(const char *api_version, const char *kind, const
  */
 int ds_object_state_ingest(ds_object_state *st, ds_err *err);
 
+/* A pick stops once its payloads add up to this (one row at least): a pass's memory is bounded. */
+#define DS_OBJECT_STATE_PICK_BYTES (16u << 20)
+
 /**
  * Rows due for the applier (pending or waiting, next_try_at <= now_ms), oldest
- * first, at most max, with their record's payload. *rows is a new array of *n
- * rows; free with ds_object_state_rows_free().
+ * first, at most max and DS_OBJECT_STATE_PICK_BYTES, with their record's payload. *rows is a new
+ * array of *n rows; free with ds_object_state_rows_free().
  */
 int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
 			 ds_object_state_row **rows, size_t *n, ds_err *err);
