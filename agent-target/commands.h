@@ -9,6 +9,7 @@ struct ds_command {
 	int (*run)(int argc, char **argv);
 };
 
+int ds_cmd_inventory(int argc, char **argv);
 int ds_cmd_keygen(int argc, char **argv);
 int ds_cmd_plan(int argc, char **argv);
 int ds_cmd_retry(int argc, char **argv);

@@ -13,6 +13,8 @@ static const struct ds_command commands[] = {
      ds_cmd_retry},
     {"plan", "show offline what the target would receive from manifests", ds_cmd_plan},
     {"status", "what the ledger holds: sources, lag, objects waiting or failed", ds_cmd_status},
+    {"inventory", "every claim reference the sources sent, its rule, its target here",
+     ds_cmd_inventory},
     {NULL, NULL, NULL},
 };
 

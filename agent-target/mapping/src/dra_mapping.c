@@ -37,6 +37,7 @@ struct ref {
 	enum ds_target_kind kind; /* effective target */
 	const char *target;
 	const char *new_name; /* entry name the container must use afterwards */
+	bool init;	      /* an init container */
 };
 
 struct attach {
@@ -415,6 +416,7 @@ static int collect_refs(struct ctx *c)
 				e->listed = 1;
 				if ((r = add_ref(c, ctr, cname, item, e)) < 0)
 					return r;
+				c->refs[c->n_refs - 1].init = l == 0;
 			}
 		}
 	}
@@ -422,6 +424,18 @@ static int collect_refs(struct ctx *c)
 		if (!c->entries[i].listed && (r = add_ref(c, NULL, NULL, NULL, &c->entries[i])) < 0)
 			return r;
 	return 0;
+}
+
+static bool is_init(const json_t *spec, const json_t *container)
+{
+	json_t *inits = json_object_get(spec, "initContainers");
+	size_t i;
+	json_t *v;
+
+	json_array_foreach (inits, i, v)
+		if (v == container)
+			return true;
+	return false;
 }
 
 static int resolve_refs(struct ctx *c)
@@ -449,6 +463,91 @@ static int resolve_refs(struct ctx *c)
 			return fail(c, "container %s (attach): %s", a->cname, why.msg);
 	}
 	return 0;
+}
+
+int ds_dra_workload_refs(const ds_dra_config *dra, const json_t *obj, ds_dra_ref **out, size_t *n,
+			 ds_err *err)
+{
+	struct ctx c = {.dra = dra};
+	ds_dra_ref *v = NULL;
+	size_t len = 0;
+	enum ds_workload w;
+	int r;
+
+	/* Only reads: the walk below never writes into the pod spec. */
+	c.spec = ds_obj_pod_spec(obj, &w);
+	if (!c.spec) {
+		*out = NULL;
+		*n = 0;
+		return 0;
+	}
+	c.workload = (int)w;
+	c.instance = ds_obj_name(obj);
+	if ((r = collect_entries(&c)) < 0 || (r = collect_refs(&c)) < 0)
+		goto out;
+	v = calloc(c.n_refs + c.n_attaches + 1, sizeof(*v));
+	if (!v) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < c.n_refs; i++) {
+		const struct ref *rf = &c.refs[i];
+		ds_dra_ref *d = &v[len++];
+		ds_err why = {0};
+
+		d->container = rf->cname;
+		d->init_container = rf->init;
+		d->entry = rf->e->name;
+		d->kind = d->target_kind = rf->e->kind;
+		d->from = d->target = rf->e->source;
+		if (pick(dra, c.workload, c.instance, rf->cname, rf->e->name, rf->e->source, 1,
+			 rf->e->kind, 0, &d->rule, &why) < 0) {
+			d->rule = NULL;
+			snprintf(d->error, sizeof(d->error), "%s", why.msg);
+		} else if (d->rule) {
+			d->target_kind = d->rule->target_kind;
+			d->target = d->rule->target;
+		}
+	}
+	for (size_t i = 0; i < c.n_attaches; i++) {
+		const struct attach *a = &c.attaches[i];
+		const ds_dra_rule *rule = NULL;
+		ds_err why = {0};
+		int p = pick(dra, c.workload, c.instance, a->cname, NULL, NULL, 0, DS_TARGET_CLAIM,
+			     1, &rule, &why);
+		ds_dra_ref *d;
+
+		if (p == 0 && !rule)
+			continue; /* no claim and no attach rule: not a reference */
+		d = &v[len++];
+		d->container = a->cname;
+		d->init_container = is_init(c.spec, a->container);
+		d->attach = true;
+		if (p < 0) {
+			snprintf(d->error, sizeof(d->error), "%s", why.msg);
+			continue;
+		}
+		d->rule = rule;
+		d->kind = d->target_kind = rule->target_kind;
+		d->target = rule->target;
+	}
+	r = 0;
+out:
+	if (r < 0) {
+		free(v);
+		if (r == -EINVAL)
+			ds_err_set(err, "%s", c.why);
+	} else {
+		*out = len ? v : NULL;
+		*n = len;
+		if (!len)
+			free(v);
+	}
+	names_dispose(&c.names);
+	free(c.entries);
+	free(c.refs);
+	free(c.attaches);
+	return ds_err_fallback(err, r);
 }
 
 static int same_ref_target(const struct ref *a, const struct ref *b)

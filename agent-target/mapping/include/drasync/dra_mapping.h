@@ -12,6 +12,7 @@
 #include "drasync/target_config.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 
 /**
  * Map the DRA references of a workload (any of the seven kinds; anything else
@@ -44,6 +45,34 @@ int ds_dra_map_device_classes(const ds_dra_config *dra, json_t *obj, ds_report *
 int ds_dra_resolve(const ds_dra_config *dra, int workload, const char *instance,
 		   const char *container, const char *entry, const char *source,
 		   enum ds_target_kind current, const ds_dra_rule **winner, ds_err *err);
+
+/* One claim reference of a workload and what the rules make of it now. */
+typedef struct ds_dra_ref {
+	const char *container;	  /* NULL: an entry no container lists (matched as container ALL) */
+	bool init_container;	  /* container is one of spec.initContainers */
+	const char *entry;	  /* the spec.resourceClaims entry; NULL for an attach */
+	enum ds_target_kind kind; /* what the entry references now */
+	const char *from;	  /* the claim or template it references now; NULL for an attach */
+	const ds_dra_rule *rule;  /* the winning rule; NULL: unmapped */
+	enum ds_target_kind target_kind; /* after mapping (kind when unmapped) */
+	const char *target;		 /* after mapping (from when unmapped) */
+	bool attach;	 /* a container without claims that an attach rule gives the target */
+	char error[256]; /* not "": the rules tie for this reference (then rule is NULL) */
+} ds_dra_ref;
+
+/**
+ * Every claim reference of a workload's pod spec, as ds_dra_map_workload()
+ * would resolve it, without changing anything: init containers and containers
+ * in pod-spec order (each (container, entry) of resources.claims), then the
+ * entries no container lists, then the containers an attach rule matches. A
+ * tie is that reference's `error`, not the call's. The strings are borrowed
+ * from obj and from the rules. *out is a new array (free()) of *n, NULL when
+ * none; an object that is not a workload has none.
+ * @return 0; -EINVAL when the pod spec cannot be read (an entry without a
+ *         name or target, a container naming an entry the pod lacks), -ENOMEM
+ */
+int ds_dra_workload_refs(const ds_dra_config *dra, const json_t *obj, ds_dra_ref **out, size_t *n,
+			 ds_err *err);
 
 /** Specificity of a rule: instance named 8, container named 4, source named 2, type named 1. */
 int ds_dra_rule_specificity(const ds_dra_rule *rule);

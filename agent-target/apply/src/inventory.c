@@ -1,0 +1,904 @@
+#include "drasync/inventory.h"
+
+#include "drasync/buf.h"
+#include "drasync/dra_mapping.h"
+#include "drasync/k8s_object.h"
+#include "drasync/object_state.h"
+#include "drasync/record.h"
+#include "drasync/wire.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define MAX_OBJECT (16u << 20) /* as the applier: a larger payload is refused there too */
+#define MAX_YAML (64u << 20)
+
+/* The kinds whose claims the inventory reads, in the order rows are sorted. */
+static const char *const kinds[] = {
+    "Pod", "Deployment", "ReplicaSet",	  "StatefulSet",	   "DaemonSet",
+    "Job", "CronJob",	 "ResourceClaim", "ResourceClaimTemplate", NULL,
+};
+#define KINDS_SQL                                                                                  \
+	"('Pod', 'Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob',"        \
+	" 'ResourceClaim', 'ResourceClaimTemplate')"
+
+static const char *const type_names[DS_INVENTORY_TYPE_MAX] = {"reference", "attach", "object",
+							      "broken"};
+static const char *const exists_names[DS_EXISTS_MAX] = {"unknown", "yes", "no"};
+static const char *const kind_keys[DS_TARGET_KIND_MAX] = {"resourceClaim", "resourceClaimTemplate"};
+static const char *const kind_names[DS_TARGET_KIND_MAX] = {"ResourceClaim",
+							   "ResourceClaimTemplate"};
+
+const char *ds_inventory_type_name(enum ds_inventory_type t)
+{
+	return t < DS_INVENTORY_TYPE_MAX ? type_names[t] : "unknown";
+}
+
+const char *ds_inventory_exists_name(enum ds_inventory_exists e)
+{
+	return e < DS_EXISTS_MAX ? exists_names[e] : "unknown";
+}
+
+const char *ds_inventory_kind_key(enum ds_target_kind k)
+{
+	return k < DS_TARGET_KIND_MAX ? kind_keys[k] : "unknown";
+}
+
+/* The newest state of one object of one source, as the ledger holds it. */
+struct obj {
+	char *source, *key, *state, *ns, *kind, *name;
+	int op;
+	uint8_t *payload;
+	size_t len;
+	int zstd;
+};
+
+struct reader {
+	const ds_inventory_opts *o;
+	sqlite3 *db;
+	struct obj *objs;
+	size_t n_objs, cap_objs;
+	json_t *index;	    /* "source\nkey" -> position in objs */
+	json_t *replicated; /* "Kind\ntarget ns\nname" of the claims and templates sources send */
+	ds_inventory *inv;
+	size_t cap_refs;
+	/* the cluster, looked up once: */
+	json_t *seen;  /* "Kind\nns\nname" -> [exists, reason] */
+	int dra_state; /* 0 not looked, 1 served, -1 not served, -2 unreachable */
+	char dra_api[128];
+	char dra_why[800];
+};
+
+static int db_fail(sqlite3 *db, const char *what, ds_err *err)
+{
+	ds_err_set(err, "ledger: %s: %s", what, sqlite3_errmsg(db));
+	return -EIO;
+}
+
+static char *col_dup(sqlite3_stmt *q, int i)
+{
+	const char *s = (const char *)sqlite3_column_text(q, i);
+
+	return s ? strdup(s) : NULL;
+}
+
+static int has_table(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *q = NULL;
+	int found = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+			       -1, &q, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+		found = sqlite3_step(q) == SQLITE_ROW;
+	}
+	sqlite3_finalize(q);
+	return found;
+}
+
+static void obj_dispose(struct obj *o)
+{
+	free(o->source);
+	free(o->key);
+	free(o->state);
+	free(o->ns);
+	free(o->kind);
+	free(o->name);
+	free(o->payload);
+	memset(o, 0, sizeof(*o));
+}
+
+/*
+ * Take (source, key)'s newest state from a row of columns
+ * source, key, op, state, namespace, kind, name, payload, compression:
+ * a later call for the same object replaces an earlier one.
+ */
+static int fold(struct reader *rd, sqlite3_stmt *q, const char *key)
+{
+	const char *source = (const char *)sqlite3_column_text(q, 0);
+	char ikey[1200];
+	struct obj o = {0}, *slot;
+	json_t *at;
+	int plen = sqlite3_column_bytes(q, 7);
+
+	if (!source || !key)
+		return 0;
+	snprintf(ikey, sizeof(ikey), "%s\n%s", source, key);
+	o.source = strdup(source);
+	o.key = strdup(key);
+	o.op = sqlite3_column_int(q, 2);
+	o.state = col_dup(q, 3);
+	o.ns = col_dup(q, 4);
+	o.kind = col_dup(q, 5);
+	o.name = col_dup(q, 6);
+	o.zstd = sqlite3_column_int(q, 8);
+	if (plen > 0) {
+		o.payload = malloc((size_t)plen);
+		if (o.payload) {
+			memcpy(o.payload, sqlite3_column_blob(q, 7), (size_t)plen);
+			o.len = (size_t)plen;
+		}
+	}
+	if (!o.source || !o.key || !o.state || !o.kind || !o.name || (plen > 0 && !o.payload)) {
+		obj_dispose(&o);
+		return -ENOMEM;
+	}
+	at = json_object_get(rd->index, ikey);
+	if (at) {
+		slot = &rd->objs[json_integer_value(at)];
+		obj_dispose(slot);
+		*slot = o;
+		return 0;
+	}
+	if (ds_grow((void **)&rd->objs, &rd->cap_objs, rd->n_objs + 1, sizeof(*rd->objs)) < 0 ||
+	    json_object_set_new_nocheck(rd->index, ikey, json_integer((json_int_t)rd->n_objs)) <
+		0) {
+		obj_dispose(&o);
+		return -ENOMEM;
+	}
+	rd->objs[rd->n_objs++] = o;
+	return 0;
+}
+
+/* The applier's rows, then what was committed after its cursor (not folded in yet). */
+static int read_objects(struct reader *rd, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int64_t cursor = 0;
+	int rc = 0, has_state = has_table(rd->db, "object_state");
+
+	if (has_state) {
+		if (sqlite3_prepare_v2(
+			rd->db,
+			"SELECT o.source, o.key, o.op, o.state, o.namespace, o.kind,"
+			" o.name, r.payload, r.compression FROM object_state o"
+			" JOIN records r ON r.id = o.record_id WHERE o.kind IN " KINDS_SQL
+			" ORDER BY o.id",
+			-1, &q, NULL) != SQLITE_OK)
+			return db_fail(rd->db, "objects", err);
+		while (rc == 0 && (rc = sqlite3_step(q)) == SQLITE_ROW)
+			rc = fold(rd, q, (const char *)sqlite3_column_text(q, 1));
+		if (rc == SQLITE_DONE)
+			rc = 0;
+		else if (rc > 0)
+			rc = db_fail(rd->db, "objects", err);
+		sqlite3_finalize(q);
+		q = NULL;
+		if (rc < 0)
+			return rc;
+		if (sqlite3_prepare_v2(rd->db, "SELECT record_id FROM apply_cursor WHERE id = 1",
+				       -1, &q, NULL) == SQLITE_OK &&
+		    sqlite3_step(q) == SQLITE_ROW)
+			cursor = sqlite3_column_int64(q, 0);
+		sqlite3_finalize(q);
+		q = NULL;
+	}
+	if (sqlite3_prepare_v2(rd->db,
+			       "SELECT source, api_version, op, 'pending', namespace, kind, name,"
+			       " payload, compression FROM records WHERE id > ? AND op IN (1, 2)"
+			       " AND kind IN " KINDS_SQL " ORDER BY id",
+			       -1, &q, NULL) != SQLITE_OK)
+		return db_fail(rd->db, "records", err);
+	sqlite3_bind_int64(q, 1, cursor);
+	while (rc == 0 && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *ns = (const char *)sqlite3_column_text(q, 4);
+		char key[1000];
+
+		ds_object_state_key((const char *)sqlite3_column_text(q, 1),
+				    (const char *)sqlite3_column_text(q, 5),
+				    ns && ns[0] ? ns : NULL,
+				    (const char *)sqlite3_column_text(q, 6), key, sizeof(key));
+		rc = fold(rd, q, key);
+	}
+	if (rc == SQLITE_DONE)
+		rc = 0;
+	else if (rc > 0)
+		rc = db_fail(rd->db, "records", err);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+static int kind_rank(const char *kind)
+{
+	for (int i = 0; kinds[i]; i++)
+		if (strcmp(kinds[i], kind) == 0)
+			return i;
+	return 99;
+}
+
+static int cmp_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+static int cmp_obj(const void *pa, const void *pb)
+{
+	const struct obj *a = pa, *b = pb;
+	int c;
+
+	if ((c = cmp_str(a->ns, b->ns)) != 0)
+		return c;
+	if ((c = kind_rank(a->kind) - kind_rank(b->kind)) != 0)
+		return c;
+	if ((c = cmp_str(a->name, b->name)) != 0)
+		return c;
+	return cmp_str(a->source, b->source);
+}
+
+static int is_claim_kind(const char *kind, enum ds_target_kind *k)
+{
+	for (int i = 0; i < DS_TARGET_KIND_MAX; i++)
+		if (strcmp(kind, kind_names[i]) == 0) {
+			*k = (enum ds_target_kind)i;
+			return 1;
+		}
+	return 0;
+}
+
+static const char *target_ns(const struct reader *rd, const char *ns)
+{
+	return ns && ns[0] ? ds_target_config_map_namespace(rd->o->cfg, ns) : "";
+}
+
+/* What the sources replicate: claims and templates, where they land on the target. */
+static int note_replicated(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->n_objs; i++) {
+		const struct obj *o = &rd->objs[i];
+		enum ds_target_kind k;
+		char key[1200];
+
+		if (o->op != DS_RECORD_UPSERT || !is_claim_kind(o->kind, &k) ||
+		    (o->state && strcmp(o->state, "skipped") == 0))
+			continue;
+		snprintf(key, sizeof(key), "%s\n%s\n%s", o->kind, target_ns(rd, o->ns), o->name);
+		if (json_object_set_new_nocheck(rd->replicated, key, json_true()) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static bool selected(const struct reader *rd, const struct obj *o)
+{
+	const char *tns = target_ns(rd, o->ns);
+
+	if (!rd->o->n_namespaces)
+		return true;
+	for (size_t i = 0; i < rd->o->n_namespaces; i++) {
+		const char *want = rd->o->namespaces[i];
+		if (strcmp(want, o->ns ? o->ns : "") == 0 || strcmp(want, tns) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int dup_into(char **dst, const char *s)
+{
+	*dst = NULL;
+	if (!s)
+		return 0;
+	*dst = strdup(s);
+	return *dst ? 0 : -ENOMEM;
+}
+
+static void ref_dispose(ds_inventory_ref *r)
+{
+	free(r->source);
+	free(r->ns);
+	free(r->target_ns);
+	free(r->object_type);
+	free(r->instance);
+	free(r->state);
+	free(r->container);
+	free(r->entry);
+	free(r->from);
+	free(r->target);
+	free(r->rule);
+	free(r->error);
+	free(r->exists_reason);
+}
+
+/* A new row for object o, its identity filled in; NULL on ENOMEM. */
+static ds_inventory_ref *new_row(struct reader *rd, const struct obj *o, enum ds_inventory_type t)
+{
+	ds_inventory *inv = rd->inv;
+	ds_inventory_ref *r;
+
+	if (ds_grow((void **)&inv->refs, &rd->cap_refs, inv->n_refs + 1, sizeof(*inv->refs)) < 0)
+		return NULL;
+	r = &inv->refs[inv->n_refs];
+	memset(r, 0, sizeof(*r));
+	r->type = t;
+	if (dup_into(&r->source, o->source) < 0 || dup_into(&r->ns, o->ns ? o->ns : "") < 0 ||
+	    dup_into(&r->target_ns, target_ns(rd, o->ns)) < 0 ||
+	    dup_into(&r->object_type, o->kind) < 0 || dup_into(&r->instance, o->name) < 0 ||
+	    dup_into(&r->state, o->state) < 0) {
+		ref_dispose(r);
+		return NULL;
+	}
+	inv->n_refs++;
+	return r;
+}
+
+static int broken(struct reader *rd, const struct obj *o, const char *why)
+{
+	ds_inventory_ref *r = new_row(rd, o, DS_INVENTORY_BROKEN);
+
+	return r && dup_into(&r->error, why) == 0 ? 0 : -ENOMEM;
+}
+
+static int add_refs(struct reader *rd, const struct obj *o, const json_t *doc)
+{
+	const ds_dra_config *dra = ds_target_config_dra(rd->o->cfg);
+	ds_dra_ref *refs = NULL;
+	size_t n = 0;
+	ds_err why = {0};
+	int rc = ds_dra_workload_refs(dra, doc, &refs, &n, &why);
+
+	if (rc == -EINVAL)
+		return broken(rd, o, why.msg);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const ds_dra_ref *d = &refs[i];
+		ds_inventory_ref *r =
+		    new_row(rd, o, d->attach ? DS_INVENTORY_ATTACH : DS_INVENTORY_REFERENCE);
+		char rule[200];
+
+		if (!r) {
+			rc = -ENOMEM;
+			break;
+		}
+		r->init_container = d->init_container;
+		r->kind = d->kind;
+		r->target_kind = d->target_kind;
+		if (d->rule) {
+			snprintf(rule, sizeof(rule), "dra.%s[%zu]", d->rule->list, d->rule->index);
+			r->rule_line = d->rule->line;
+		}
+		if (dup_into(&r->container, d->container) < 0 ||
+		    dup_into(&r->entry, d->entry) < 0 || dup_into(&r->from, d->from) < 0 ||
+		    dup_into(&r->target, d->target) < 0 ||
+		    dup_into(&r->rule, d->rule ? rule : NULL) < 0 ||
+		    dup_into(&r->error, d->error[0] ? d->error : NULL) < 0)
+			rc = -ENOMEM;
+	}
+	free(refs);
+	return rc;
+}
+
+static int add_object(struct reader *rd, const struct obj *o, enum ds_target_kind k)
+{
+	ds_inventory_ref *r = new_row(rd, o, DS_INVENTORY_OBJECT);
+
+	if (!r)
+		return -ENOMEM;
+	r->kind = r->target_kind = k;
+	r->replicated = true;
+	return dup_into(&r->from, o->name) < 0 || dup_into(&r->target, o->name) < 0 ? -ENOMEM : 0;
+}
+
+/* The rows of one object: its payload read as the applier reads it. */
+static int add_rows(struct reader *rd, const struct obj *o)
+{
+	ds_wire_blob blob = {o->payload, o->len};
+	uint8_t *plain = NULL;
+	size_t plain_len = 0;
+	json_error_t jerr;
+	json_t *doc = NULL;
+	enum ds_target_kind k;
+	char why[300];
+	int rc;
+
+	if (o->zstd) {
+		rc = ds_wire_payload_inflate(&blob, 1, MAX_OBJECT, &plain, &plain_len);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0) {
+			snprintf(why, sizeof(why), "payload cannot be decompressed: %s",
+				 strerror(-rc));
+			return broken(rd, o, why);
+		}
+		blob.data = plain;
+		blob.len = plain_len;
+	}
+	doc = blob.len
+		  ? json_loadb((const char *)blob.data, blob.len, JSON_REJECT_DUPLICATES, &jerr)
+		  : NULL;
+	free(plain);
+	if (!json_is_object(doc)) {
+		snprintf(why, sizeof(why), "payload is not a JSON object: %s",
+			 doc	  ? "another JSON value"
+			 : o->len ? jerr.text
+				  : "empty");
+		json_decref(doc);
+		return broken(rd, o, why);
+	}
+	if (is_claim_kind(o->kind, &k))
+		rc = add_object(rd, o, k);
+	else
+		rc = add_refs(rd, o, doc);
+	json_decref(doc);
+	return rc;
+}
+
+/* ---- the target cluster ---------------------------------------------------------- */
+
+/* Which resource.k8s.io version to ask in, once: v1 when served, else the preferred one. */
+static void look_dra(struct reader *rd)
+{
+	char preferred[64] = "";
+	json_t *served = NULL, *v;
+	ds_kube_error ke;
+	char b[600];
+	size_t i;
+	int rc;
+
+	if (rd->dra_state)
+		return;
+	ds_kube_error_clear(&ke);
+	rc = ds_kube_group_versions(rd->o->kube, "resource.k8s.io", preferred, sizeof(preferred),
+				    &served, &ke);
+	if (rc == -ENOENT) {
+		rd->dra_state = -1;
+		snprintf(rd->dra_why, sizeof(rd->dra_why),
+			 "this cluster does not serve resource.k8s.io");
+		return;
+	}
+	if (rc < 0) {
+		rd->dra_state = -2;
+		snprintf(rd->dra_why, sizeof(rd->dra_why), "cannot reach the cluster: %s",
+			 ds_kube_error_format(&ke, b, sizeof(b)));
+		return;
+	}
+	json_array_foreach (served, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), "v1") == 0)
+			snprintf(preferred, sizeof(preferred), "v1");
+	json_decref(served);
+	snprintf(rd->dra_api, sizeof(rd->dra_api), "resource.k8s.io/%s", preferred);
+	rd->dra_state = 1;
+}
+
+/* Whether kind ns/name exists on the target, looked up once per object. */
+static int check(struct reader *rd, ds_inventory_ref *r, const char *kind, const char *ns,
+		 const char *name)
+{
+	struct ds_kube_resource res;
+	enum ds_inventory_exists e = DS_EXISTS_UNKNOWN;
+	const char *why = NULL;
+	char key[1200], b[600], text[700];
+	ds_kube_error ke;
+	json_t *seen, *obj = NULL;
+	int rc;
+
+	if (!rd->o->kube) {
+		r->exists = DS_EXISTS_UNKNOWN;
+		return dup_into(&r->exists_reason,
+				rd->o->no_kube_reason ? rd->o->no_kube_reason : "not checked");
+	}
+	snprintf(key, sizeof(key), "%s\n%s\n%s", kind, ns, name);
+	seen = json_object_get(rd->seen, key);
+	if (!seen) {
+		look_dra(rd);
+		ds_kube_error_clear(&ke);
+		if (rd->dra_state == -1) {
+			e = DS_EXISTS_NO;
+			why = rd->dra_why;
+		} else if (rd->dra_state == -2) {
+			why = rd->dra_why;
+		} else if ((rc = ds_kube_resource_find(rd->o->kube, rd->dra_api, kind, &res, &ke)) <
+			   0) {
+			e = rc == -ENOENT ? DS_EXISTS_NO : DS_EXISTS_UNKNOWN;
+			snprintf(text, sizeof(text), "%s", ds_kube_error_format(&ke, b, sizeof(b)));
+			why = text;
+		} else {
+			rc = ds_kube_get(rd->o->kube, &res, ns, name, NULL, &obj, &ke);
+			json_decref(obj);
+			if (rc == 0) {
+				e = DS_EXISTS_YES;
+			} else if (rc == -ENOENT) {
+				e = DS_EXISTS_NO;
+			} else {
+				snprintf(text, sizeof(text), "%s%s",
+					 ke.code ? "" : "cannot reach the cluster: ",
+					 ds_kube_error_format(&ke, b, sizeof(b)));
+				why = text;
+				if (!ke.code) { /* no answer: the rest would not get one either */
+					rd->dra_state = -2;
+					snprintf(rd->dra_why, sizeof(rd->dra_why), "%s", text);
+				}
+			}
+		}
+		seen = json_pack("[is?]", (int)e, why);
+		if (!seen || json_object_set_new_nocheck(rd->seen, key, seen) < 0)
+			return -ENOMEM;
+	}
+	r->exists = (enum ds_inventory_exists)json_integer_value(json_array_get(seen, 0));
+	return dup_into(&r->exists_reason, json_string_value(json_array_get(seen, 1)));
+}
+
+static int check_all(struct reader *rd)
+{
+	for (size_t i = 0; i < rd->inv->n_refs; i++) {
+		ds_inventory_ref *r = &rd->inv->refs[i];
+		const char *kind = kind_names[r->target_kind];
+		char key[1200];
+		int rc;
+
+		if (r->type == DS_INVENTORY_BROKEN || !r->target || r->error)
+			continue;
+		snprintf(key, sizeof(key), "%s\n%s\n%s", kind, r->target_ns, r->target);
+		if (json_object_get(rd->replicated, key))
+			r->replicated = true;
+		if ((rc = check(rd, r, kind, r->target_ns, r->target)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int ds_inventory_read(const ds_inventory_opts *o, ds_inventory **out, ds_err *err)
+{
+	struct reader rd = {.o = o};
+	int rc;
+
+	if (!o || !o->ledger_path || !o->cfg) {
+		ds_err_set(err, "inventory: the ledger path and the configuration are required");
+		return -EINVAL;
+	}
+	if (access(o->ledger_path, F_OK) != 0) {
+		ds_err_set(err,
+			   "no ledger at %s: drasync-target run has not started with this "
+			   "stateDir yet",
+			   o->ledger_path);
+		return -ENOENT;
+	}
+	rd.inv = calloc(1, sizeof(*rd.inv));
+	rd.index = json_object();
+	rd.replicated = json_object();
+	rd.seen = json_object();
+	if (!rd.inv || !rd.index || !rd.replicated || !rd.seen) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = sqlite3_open_v2(o->ledger_path, &rd.db, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK) {
+		ds_err_set(err, "cannot open the ledger %s: %s", o->ledger_path,
+			   rd.db ? sqlite3_errmsg(rd.db) : sqlite3_errstr(rc));
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_busy_timeout(rd.db, 5000);
+	rc = 0;
+	if (!has_table(rd.db, "records"))
+		goto out; /* nothing received yet */
+	/* One read transaction: the applier's rows and the records after its cursor agree. */
+	if (sqlite3_exec(rd.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_fail(rd.db, "begin", err);
+		goto out;
+	}
+	rc = read_objects(&rd, err);
+	sqlite3_exec(rd.db, "COMMIT", NULL, NULL, NULL);
+	if (rc < 0)
+		goto out;
+	qsort(rd.objs, rd.n_objs, sizeof(*rd.objs), cmp_obj);
+	if ((rc = note_replicated(&rd)) < 0)
+		goto out;
+	for (size_t i = 0; i < rd.n_objs && rc == 0; i++) {
+		const struct obj *ob = &rd.objs[i];
+
+		if (ob->op != DS_RECORD_UPSERT || !selected(&rd, ob))
+			continue;
+		rd.inv->objects++;
+		rc = add_rows(&rd, ob);
+	}
+	if (rc == 0)
+		rc = check_all(&rd);
+out:
+	sqlite3_close(rd.db);
+	for (size_t i = 0; i < rd.n_objs; i++)
+		obj_dispose(&rd.objs[i]);
+	free(rd.objs);
+	json_decref(rd.index);
+	json_decref(rd.replicated);
+	json_decref(rd.seen);
+	if (rc < 0) {
+		ds_inventory_free(rd.inv);
+		return ds_err_fallback(err, rc);
+	}
+	*out = rd.inv;
+	return 0;
+}
+
+void ds_inventory_free(ds_inventory *inv)
+{
+	if (!inv)
+		return;
+	for (size_t i = 0; i < inv->n_refs; i++)
+		ref_dispose(&inv->refs[i]);
+	free(inv->refs);
+	free(inv);
+}
+
+bool ds_inventory_ref_missing(const ds_inventory_ref *r)
+{
+	if (r->type == DS_INVENTORY_BROKEN || r->error)
+		return true;
+	if (r->type == DS_INVENTORY_OBJECT)
+		return false;
+	return r->exists == DS_EXISTS_NO && !r->replicated;
+}
+
+size_t ds_inventory_unmapped(const ds_inventory *inv)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < inv->n_refs; i++)
+		n += inv->refs[i].type == DS_INVENTORY_REFERENCE && !inv->refs[i].rule &&
+		     !inv->refs[i].error;
+	return n;
+}
+
+size_t ds_inventory_missing(const ds_inventory *inv)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < inv->n_refs; i++)
+		n += ds_inventory_ref_missing(&inv->refs[i]);
+	return n;
+}
+
+/* ---- output ------------------------------------------------------------------------ */
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *ref_json(const ds_inventory_ref *r)
+{
+	json_t *o = json_object(), *from = NULL, *to = NULL, *rule = NULL;
+
+	if (!o)
+		return NULL;
+	if (r->from)
+		from = json_pack("{ss ss}", "kind", kind_keys[r->kind], "name", r->from);
+	if (r->target)
+		to = json_pack("{ss ss ss}", "kind", kind_keys[r->target_kind], "namespace",
+			       r->target_ns, "name", r->target);
+	if (r->rule)
+		rule = json_pack("{ss si}", "name", r->rule, "line", r->rule_line);
+	if (json_object_set_new(o, "type", json_string(type_names[r->type])) < 0 ||
+	    json_object_set_new(o, "source", json_string(r->source)) < 0 ||
+	    json_object_set_new(o, "namespace", json_string(r->ns)) < 0 ||
+	    json_object_set_new(o, "targetNamespace", json_string(r->target_ns)) < 0 ||
+	    json_object_set_new(o, "objectType", json_string(r->object_type)) < 0 ||
+	    json_object_set_new(o, "objectInstance", json_string(r->instance)) < 0 ||
+	    json_object_set_new(o, "state", str_or_null(r->state)) < 0 ||
+	    json_object_set_new(o, "container",
+				r->type == DS_INVENTORY_REFERENCE && !r->container
+				    ? json_string("ALL")
+				    : str_or_null(r->container)) < 0 ||
+	    json_object_set_new(o, "initContainer", json_boolean(r->init_container)) < 0 ||
+	    json_object_set_new(o, "entry", str_or_null(r->entry)) < 0 ||
+	    json_object_set_new(o, "from", from ? from : json_null()) < 0 ||
+	    json_object_set_new(o, "to", to ? to : json_null()) < 0 ||
+	    json_object_set_new(o, "rule", rule ? rule : json_null()) < 0 ||
+	    json_object_set_new(o, "mapped", json_boolean(r->rule != NULL)) < 0 ||
+	    json_object_set_new(o, "error", str_or_null(r->error)) < 0 ||
+	    json_object_set_new(
+		o, "targetExists",
+		json_string(r->target && !r->error ? exists_names[r->exists] : "unknown")) < 0 ||
+	    json_object_set_new(o, "targetExistsReason", str_or_null(r->exists_reason)) < 0 ||
+	    json_object_set_new(o, "replicated", json_boolean(r->replicated)) < 0 ||
+	    json_object_set_new(o, "missing", json_boolean(ds_inventory_ref_missing(r))) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *ds_inventory_json(const ds_inventory *inv)
+{
+	json_t *o = json_object(), *rows = json_array();
+
+	if (!o || !rows)
+		goto fail;
+	for (size_t i = 0; i < inv->n_refs; i++) {
+		json_t *r = ref_json(&inv->refs[i]);
+		if (!r || json_array_append_new(rows, r) < 0)
+			goto fail;
+	}
+	if (json_object_set_new(o, "objects", json_integer((json_int_t)inv->objects)) < 0 ||
+	    json_object_set_new(o, "unmapped",
+				json_integer((json_int_t)ds_inventory_unmapped(inv))) < 0 ||
+	    json_object_set_new(o, "missing", json_integer((json_int_t)ds_inventory_missing(inv))) <
+		0 ||
+	    json_object_set(o, "references", rows) < 0)
+		goto fail;
+	json_decref(rows);
+	return o;
+fail:
+	json_decref(rows);
+	json_decref(o);
+	return NULL;
+}
+
+/* A plain YAML scalar that a resolver would read as something else needs quotes. */
+static bool needs_quotes(const char *s)
+{
+	static const char *const words[] = {"y",  "yes", "n",	 "no", "true", "false",
+					    "on", "off", "null", "~",  NULL};
+
+	if (!s[0] || (s[0] >= '0' && s[0] <= '9') || s[0] == '.' || s[0] == '-')
+		return true;
+	for (int i = 0; words[i]; i++)
+		if (strcasecmp(s, words[i]) == 0)
+			return true;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		      *p == '.'))
+			return true;
+	return false;
+}
+
+static void scalar(ds_str *s, const char *v)
+{
+	if (needs_quotes(v))
+		ds_str_addf(s, "\"%s\"", v);
+	else
+		ds_str_adds(s, v);
+}
+
+/* "todo-<name>", still a valid object name (at most 253, ends alphanumeric). */
+static void todo_name(const char *name, char *buf, size_t size)
+{
+	size_t n;
+
+	snprintf(buf, size, "todo-%.248s", name);
+	n = strlen(buf);
+	while (n > 5 && (buf[n - 1] == '-' || buf[n - 1] == '.'))
+		buf[--n] = '\0';
+}
+
+/* Whether an earlier unmapped reference than i has the selectors of i. @return its index or -1 */
+static long same_selectors(const ds_inventory *inv, size_t i)
+{
+	const ds_inventory_ref *b = &inv->refs[i];
+
+	for (size_t j = 0; j < i; j++) {
+		const ds_inventory_ref *a = &inv->refs[j];
+
+		if (a->type != DS_INVENTORY_REFERENCE || a->rule || a->error)
+			continue;
+		if (a->kind == b->kind && strcmp(a->object_type, b->object_type) == 0 &&
+		    strcmp(a->instance, b->instance) == 0 &&
+		    cmp_str(a->container, b->container) == 0 && strcmp(a->entry, b->entry) == 0)
+			return (long)j;
+	}
+	return -1;
+}
+
+static void rule_comment(ds_str *s, const ds_inventory_ref *r)
+{
+	ds_str_addf(s, "    # %s %s/%s (source %s), container %s%s, entry %s -> %s %s\n",
+		    r->object_type, r->ns, r->instance, r->source,
+		    r->container ? r->container : "ALL (no container lists it)",
+		    r->init_container ? " (init)" : "", r->entry,
+		    r->kind == DS_TARGET_CLAIM ? "resourceClaimName" : "resourceClaimTemplateName",
+		    r->from);
+	if (r->exists == DS_EXISTS_YES)
+		ds_str_addf(s, "    #   the target has %s %s/%s: the name may stay\n",
+			    kind_names[r->kind], r->target_ns, r->from);
+	else if (r->replicated)
+		ds_str_addf(s, "    #   %s %s/%s is replicated from the source as it is\n",
+			    kind_names[r->kind], r->target_ns, r->from);
+	else if (r->exists == DS_EXISTS_NO)
+		ds_str_addf(s, "    #   the target has no %s %s/%s\n", kind_names[r->kind],
+			    r->target_ns, r->from);
+	else
+		ds_str_addf(s, "    #   not known whether the target has %s %s/%s%s%s\n",
+			    kind_names[r->kind], r->target_ns, r->from,
+			    r->exists_reason ? ": " : "", r->exists_reason ? r->exists_reason : "");
+	ds_str_addf(s, "    #   TODO: the %s on the target, in namespace %s\n", kind_names[r->kind],
+		    r->target_ns);
+}
+
+static void rules_of(ds_str *s, const ds_inventory *inv, enum ds_target_kind kind)
+{
+	size_t n = 0;
+
+	ds_str_addf(s, "  %sMappings:", kind_keys[kind]);
+	for (size_t i = 0; i < inv->n_refs; i++) {
+		const ds_inventory_ref *r = &inv->refs[i];
+		char todo[300];
+		long same;
+
+		if (r->type != DS_INVENTORY_REFERENCE || r->rule || r->error || r->kind != kind)
+			continue;
+		same = same_selectors(inv, i);
+		todo_name(r->from, todo, sizeof(todo));
+		if (same >= 0 && strcmp(inv->refs[same].from, r->from) == 0) {
+			if (!n++)
+				ds_str_adds(s, "\n");
+			ds_str_addf(s, "    # also %s %s/%s (source %s): the rule above maps it\n",
+				    r->object_type, r->ns, r->instance, r->source);
+			continue;
+		}
+		if (!n++)
+			ds_str_adds(s, "\n");
+		rule_comment(s, r);
+		if (same >= 0)
+			ds_str_addf(s,
+				    "    #   rules have no namespace selector: this one has the "
+				    "selectors of the rule for %s/%s and another target; it\n"
+				    "    #   cannot be loaded with it, rename one workload's entry "
+				    "or map both alike\n"
+				    "    # ",
+				    inv->refs[same].ns, inv->refs[same].instance);
+		else
+			ds_str_adds(s, "    ");
+		ds_str_addf(s, "- {objectType: %s, objectInstance: ", r->object_type);
+		scalar(s, r->instance);
+		ds_str_adds(s, ", container: ");
+		if (r->container)
+			scalar(s, r->container);
+		else
+			ds_str_adds(s, "ALL");
+		ds_str_adds(s, ", source: ");
+		scalar(s, r->entry);
+		ds_str_addf(s, ", %s: ", kind_keys[kind]);
+		scalar(s, todo);
+		ds_str_adds(s, "}\n");
+	}
+	if (!n)
+		ds_str_adds(s, " []\n");
+}
+
+int ds_inventory_rules_yaml(const ds_inventory *inv, char **out)
+{
+	ds_str s;
+	size_t unmapped = ds_inventory_unmapped(inv);
+
+	ds_str_init(&s, MAX_YAML);
+	if (unmapped)
+		ds_str_addf(&s,
+			    "# drasync-target inventory: a rule for each of the %zu unmapped "
+			    "claim references.\n"
+			    "# Replace every todo- target with the claim or template of the target "
+			    "cluster, delete\n"
+			    "# the rules you do not want, and merge the lists into the "
+			    "TargetConfig's dra: block.\n",
+			    unmapped);
+	else
+		ds_str_adds(&s, "# drasync-target inventory: every claim reference is mapped.\n");
+	ds_str_adds(&s, "dra:\n");
+	rules_of(&s, inv, DS_TARGET_CLAIM);
+	rules_of(&s, inv, DS_TARGET_TEMPLATE);
+	*out = ds_str_take(&s, NULL);
+	return *out ? 0 : -ENOMEM;
+}
