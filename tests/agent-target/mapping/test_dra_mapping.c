@@ -653,6 +653,129 @@ static void test_dra_mapping__device_classes_everywhere(void **state)
 	ds_target_config_free(cfg);
 }
 
+/* ds_dra_workload_refs: every reference, as ds_dra_map_workload resolves it, nothing changed. */
+static void test_dra_mapping__workload_refs_as_the_mapping_resolves_them(void **state)
+{
+	struct fx *f = *state;
+	const ds_dra_config *d = ds_target_config_dra(f->cfg);
+	json_t *docs =
+	    dt_load_file(tu_fixture("dra-example-driver/v1/initcontainer-shared-gpu.yaml"));
+	json_t *p = dt_find(docs, "Pod", "pod0"), *before, *mapped;
+	ds_dra_ref *refs = NULL;
+	ds_report *r;
+	ds_err err = {0};
+	size_t n = 0;
+
+	/* an entry no container lists, and a container without claims */
+	assert_int_equal(json_array_append_new(dt_get(p, "/spec/resourceClaims"),
+					       json_pack("{ss ss}", "name", "spare",
+							 "resourceClaimName", "spare-claim")),
+			 0);
+	assert_int_equal(
+	    json_array_append_new(dt_get(p, "/spec/containers"),
+				  json_pack("{ss ss}", "name", "sidecar", "image", "busybox")),
+	    0);
+	before = json_deep_copy(p);
+	assert_int_equal(ds_dra_workload_refs(d, p, &refs, &n, &err), 0);
+	assert_true(json_equal(p, before));
+	assert_int_equal(n, 3);
+	/* pod-spec order: the init container, the container, the unlisted entry */
+	assert_string_equal(refs[0].container, "init0");
+	assert_true(refs[0].init_container);
+	assert_string_equal(refs[1].container, "ctr0");
+	assert_false(refs[1].init_container);
+	for (size_t i = 0; i < 2; i++) {
+		assert_string_equal(refs[i].entry, "shared-gpu");
+		assert_int_equal(refs[i].kind, DS_TARGET_TEMPLATE);
+		assert_string_equal(refs[i].from, "single-gpu");
+		/* Pod ALL ALL: claim rule [1] and template rule [1] tie; E's kind wins */
+		assert_non_null(refs[i].rule);
+		assert_string_equal(refs[i].rule->list, "resourceClaimTemplateMappings");
+		assert_int_equal(refs[i].rule->index, 1);
+		assert_int_equal(refs[i].target_kind, DS_TARGET_TEMPLATE);
+		assert_string_equal(refs[i].target, "gpu-rct2");
+		assert_false(refs[i].attach);
+		assert_string_equal(refs[i].error, "");
+	}
+	assert_null(refs[2].container);
+	assert_string_equal(refs[2].entry, "spare");
+	assert_int_equal(refs[2].kind, DS_TARGET_CLAIM);
+	assert_string_equal(refs[2].from, "spare-claim");
+	assert_string_equal(refs[2].rule->list, "resourceClaimMappings");
+	assert_int_equal(refs[2].rule->index, 1);
+	assert_string_equal(refs[2].target, "gpu-rc-claim2");
+	/* what the mapping then does agrees */
+	mapped = json_deep_copy(p);
+	assert_int_equal(ds_report_new(&r), 0);
+	assert_int_equal(ds_dra_map_workload(d, mapped, r), 3);
+	assert_string_equal(dt_str(mapped, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "gpu-rct2");
+	assert_string_equal(dt_str(mapped, "/spec/resourceClaims/1/resourceClaimName"),
+			    "gpu-rc-claim2");
+	free(refs);
+	ds_report_free(r);
+	json_decref(mapped);
+	json_decref(before);
+	json_decref(docs);
+}
+
+/* A tie is the reference's error; an attach rule's container is a reference; a bad spec fails. */
+static void test_dra_mapping__workload_refs_ties_attach_and_errors(void **state)
+{
+	ds_target_config *tie = dt_config("dra:\n  resourceClaimMappings:\n"
+					  "  - {objectType: Pod, objectInstance: ALL, container: "
+					  "ALL, source: gpu, resourceClaim: t1}\n"
+					  "  - {objectType: Pod, objectInstance: ALL, container: "
+					  "ALL, source: src-claim, resourceClaim: t2}\n"
+					  "  - {objectType: Pod, objectInstance: ALL, container: "
+					  "side, resourceClaim: shared, attach: true}\n");
+	json_t *p = dt_object("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ml}\n"
+			      "spec:\n  containers:\n"
+			      "  - {name: c, resources: {claims: [{name: gpu}]}}\n"
+			      "  - {name: side}\n  - {name: other}\n"
+			      "  resourceClaims: [{name: gpu, resourceClaimName: src-claim}]\n");
+	json_t *bad = dt_object("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"
+				"spec:\n  template:\n    spec:\n      containers:\n"
+				"      - {name: c, resources: {claims: [{name: nowhere}]}}\n");
+	json_t *cm = dt_object("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
+	ds_dra_ref *refs = NULL;
+	ds_err err = {0};
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(ds_dra_workload_refs(ds_target_config_dra(tie), p, &refs, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(refs[0].container, "c");
+	assert_null(refs[0].rule);
+	assert_string_equal(refs[0].target, "src-claim");
+	assert_non_null(strstr(refs[0].error, "same specificity"));
+	assert_non_null(strstr(refs[0].error, "resourceClaimMappings[0]"));
+	assert_non_null(strstr(refs[0].error, "resourceClaimMappings[1]"));
+	assert_true(refs[1].attach);
+	assert_string_equal(refs[1].container, "side");
+	assert_null(refs[1].entry);
+	assert_null(refs[1].from);
+	assert_int_equal(refs[1].rule->index, 2);
+	assert_int_equal(refs[1].target_kind, DS_TARGET_CLAIM);
+	assert_string_equal(refs[1].target, "shared");
+	assert_string_equal(refs[1].error, "");
+	free(refs);
+
+	refs = NULL;
+	assert_int_equal(ds_dra_workload_refs(ds_target_config_dra(tie), bad, &refs, &n, &err),
+			 -EINVAL);
+	assert_null(refs);
+	assert_non_null(strstr(err.msg, "container c uses claim 'nowhere'"));
+	n = 7;
+	assert_int_equal(ds_dra_workload_refs(ds_target_config_dra(tie), cm, &refs, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_null(refs);
+	json_decref(p);
+	json_decref(bad);
+	json_decref(cm);
+	ds_target_config_free(tie);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -685,6 +808,9 @@ int main(void)
 	    cmocka_unit_test(test_dra_mapping__attach_off_by_default_and_reuses_entry),
 	    cmocka_unit_test_setup_teardown(test_dra_mapping__device_classes_everywhere, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_dra_mapping__workload_refs_as_the_mapping_resolves_them, setup, teardown),
+	    cmocka_unit_test(test_dra_mapping__workload_refs_ties_attach_and_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
