@@ -803,6 +803,39 @@ static long same_selectors(const ds_inventory *inv, size_t i)
 	return -1;
 }
 
+/* Whether the rule written for row i (type, instance, container, source = entry) matches row j. */
+static bool rule_matches(const ds_inventory_ref *i, const ds_inventory_ref *j)
+{
+	if (j->type != DS_INVENTORY_REFERENCE || j->error ||
+	    strcmp(i->object_type, j->object_type) != 0 || strcmp(i->instance, j->instance) != 0)
+		return false;
+	if (i->container && (!j->container || strcmp(i->container, j->container) != 0))
+		return false;
+	return strcmp(j->entry, i->entry) == 0 || strcmp(j->from, i->entry) == 0;
+}
+
+/*
+ * A reference the rule for row i would take from the rule that maps it now,
+ * or one written above that it would tie with (another target of its kind):
+ * rules have no namespace selector. @return its index or -1
+ */
+static long clash(const ds_inventory *inv, size_t i)
+{
+	const ds_inventory_ref *r = &inv->refs[i];
+
+	for (size_t j = 0; j < inv->n_refs; j++) {
+		const ds_inventory_ref *o = &inv->refs[j];
+
+		if (j == i || !rule_matches(r, o))
+			continue;
+		if (o->rule)
+			return (long)j;
+		if (j < i && o->kind == r->kind && strcmp(o->from, r->from) != 0)
+			return (long)j;
+	}
+	return -1;
+}
+
 static void rule_comment(ds_str *s, const ds_inventory_ref *r)
 {
 	ds_str_addf(s, "    # %s %s/%s (source %s), container %s%s, entry %s -> %s %s\n",
@@ -836,7 +869,7 @@ static void rules_of(ds_str *s, const ds_inventory *inv, enum ds_target_kind kin
 	for (size_t i = 0; i < inv->n_refs; i++) {
 		const ds_inventory_ref *r = &inv->refs[i];
 		char todo[300];
-		long same;
+		long same, c;
 
 		if (r->type != DS_INVENTORY_REFERENCE || r->rule || r->error || r->kind != kind)
 			continue;
@@ -852,16 +885,22 @@ static void rules_of(ds_str *s, const ds_inventory *inv, enum ds_target_kind kin
 		if (!n++)
 			ds_str_adds(s, "\n");
 		rule_comment(s, r);
-		if (same >= 0)
-			ds_str_addf(s,
-				    "    #   rules have no namespace selector: this one has the "
-				    "selectors of the rule for %s/%s and another target; it\n"
-				    "    #   cannot be loaded with it, rename one workload's entry "
-				    "or map both alike\n"
-				    "    # ",
-				    inv->refs[same].ns, inv->refs[same].instance);
-		else
+		if ((c = clash(inv, i)) >= 0) {
+			const ds_inventory_ref *o = &inv->refs[c];
+
+			ds_str_addf(
+			    s,
+			    "    #   left out: it would also match %s %s/%s, container %s, "
+			    "entry %s, which %s%s%s\n"
+			    "    #   (rules have no namespace selector): rename an entry or "
+			    "map both alike\n"
+			    "    # ",
+			    o->object_type, o->ns, o->instance, o->container ? o->container : "ALL",
+			    o->entry, o->rule ? o->rule : "references ",
+			    o->rule ? " maps now" : o->from, o->rule ? "" : " (the rule above)");
+		} else {
 			ds_str_adds(s, "    ");
+		}
 		ds_str_addf(s, "- {objectType: %s, objectInstance: ", r->object_type);
 		scalar(s, r->instance);
 		ds_str_adds(s, ", container: ");
