@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_NAMESPACES 64
 
@@ -185,7 +186,11 @@ static int connect_cluster(const struct inventory *v, const ds_target_config *cf
 	if (rc < 0) {
 		ds_err_format(&err, msg, sizeof(msg));
 		if (v->kubeconfig || v->context) {
-			fprintf(stderr, "drasync-target inventory: %s\n", msg);
+			fprintf(stderr,
+				"drasync-target inventory: %s\n"
+				"  (pass --kubeconfig PATH [--context NAME] of the target cluster, "
+				"or --offline)\n",
+				msg);
 			return 2;
 		}
 		snprintf(why, size, "no cluster to ask: %s", msg);
@@ -298,10 +303,8 @@ static int print_text(const ds_inventory *inv, const char *ledger, const char *c
 	       refs, ds_inventory_unmapped(inv), ds_inventory_missing(inv));
 	for (size_t i = 0; i < inv->n_refs; i++) {
 		const ds_inventory_ref *r = &inv->refs[i];
-		const char *note = r->error ? r->error : NULL;
+		const char *note = r->error;
 
-		if (!note && r->exists == DS_EXISTS_UNKNOWN)
-			note = r->exists_reason;
 		if (!note && ds_inventory_ref_missing(r))
 			note = "the target has no such object and no source replicates it";
 		if (!note)
@@ -315,6 +318,28 @@ static int print_text(const ds_inventory *inv, const char *ledger, const char *c
 		if (r->entry)
 			printf(", entry %s", r->entry);
 		printf(": %s\n", note);
+	}
+	/* Why the cluster did not say, once per reason (offline: one line for all). */
+	for (size_t i = 0; i < inv->n_refs; i++) {
+		const ds_inventory_ref *r = &inv->refs[i];
+		size_t n = 0;
+		bool before = false;
+
+		if (r->exists != DS_EXISTS_UNKNOWN || !r->exists_reason || r->error)
+			continue;
+		for (size_t j = 0; j < inv->n_refs && !before; j++) {
+			const ds_inventory_ref *o = &inv->refs[j];
+			bool same = o->exists == DS_EXISTS_UNKNOWN && o->exists_reason &&
+				    !o->error && strcmp(o->exists_reason, r->exists_reason) == 0;
+
+			if (same && j < i)
+				before = true;
+			n += same;
+		}
+		if (before)
+			continue;
+		printf("\n%s: %zu %s unknown: %s\n", n == 1 ? "target" : "targets", n,
+		       n == 1 ? "is" : "are", r->exists_reason);
 	}
 	if (ds_inventory_unmapped(inv))
 		printf("\nrules to start from: drasync-target inventory --config %s -o yaml\n",
@@ -342,6 +367,16 @@ int ds_cmd_inventory(int argc, char **argv)
 		return 2;
 	}
 	ds_target_config_ledger(cfg, ledger, sizeof(ledger));
+	if (access(ledger, F_OK) != 0) {
+		fprintf(stderr,
+			"drasync-target inventory: no ledger at %s: drasync-target run has not "
+			"started with this stateDir yet\n"
+			"  (the ledger is stateDir/ledger.db; check stateDir in %s, or start "
+			"`drasync-target run --config %s` first)\n",
+			ledger, v.config, v.config);
+		rc = 2;
+		goto out;
+	}
 	rc = connect_cluster(&v, cfg, &kube, why, sizeof(why));
 	if (rc > 0)
 		goto out;
