@@ -897,7 +897,8 @@ static void rules_of(ds_str *s, const ds_inventory *inv, enum ds_target_kind kin
 			    "    # ",
 			    o->object_type, o->ns, o->instance, o->container ? o->container : "ALL",
 			    o->entry, o->rule ? o->rule : "references ",
-			    o->rule ? " maps now" : o->from, o->rule ? "" : " (the rule above)");
+			    o->rule ? " maps now" : o->from,
+			    o->rule ? "" : ", its rule written above");
 		} else {
 			ds_str_adds(s, "    ");
 		}

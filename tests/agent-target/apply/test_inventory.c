@@ -434,39 +434,52 @@ static void test_inventory__namespaces(void **state)
 	env_free(e);
 }
 
-/* Rules that tie and a pod spec that cannot be read are rows that need a look. */
-static void test_inventory__ties_and_broken_objects_need_a_look(void **state)
+/* Rules that tie and a pod spec that cannot be read need a look; an attach is a row. */
+static void test_inventory__ties_attach_and_broken_objects(void **state)
 {
 	struct env *e = env_new("inventory-broken");
 	ds_target_config *tie = dt_config("dra:\n  resourceClaimMappings:\n"
 					  "  - {objectType: Pod, objectInstance: ALL, container: "
 					  "ALL, source: g, resourceClaim: t1}\n"
 					  "  - {objectType: Pod, objectInstance: ALL, container: "
-					  "ALL, source: src, resourceClaim: t2}\n");
+					  "ALL, source: src, resourceClaim: t2}\n"
+					  "  - {objectType: Pod, objectInstance: ALL, container: "
+					  "side, resourceClaim: shared, attach: true}\n");
 	json_t *objs[2];
 	ds_inventory *inv;
 
 	(void)state;
 	objs[0] = dt_object("apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: ml}\n"
-			    "spec:\n  containers: [{name: c, resources: {claims: [{name: g}]}}]\n"
+			    "spec:\n  containers: [{name: c, resources: {claims: [{name: g}]}}, "
+			    "{name: side}]\n"
 			    "  resourceClaims: [{name: g, resourceClaimName: src}]\n");
 	objs[1] = dt_object("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: b, "
 			    "namespace: ml}\nspec:\n  template:\n    spec:\n      containers:\n"
 			    "      - {name: c, resources: {claims: [{name: nowhere}]}}\n");
 	commit(e, objs, 2);
 	inv = read_inv(e, tie, NULL, 0);
-	assert_int_equal(inv->n_refs, 2);
+	assert_int_equal(inv->n_refs, 3);
 	assert_string_equal(inv->refs[0].object_type, "Pod");
 	assert_int_equal(inv->refs[0].type, DS_INVENTORY_REFERENCE);
 	assert_null(inv->refs[0].rule);
 	assert_non_null(strstr(inv->refs[0].error, "same specificity"));
 	assert_true(ds_inventory_ref_missing(&inv->refs[0]));
-	assert_int_equal(inv->refs[1].type, DS_INVENTORY_BROKEN);
-	assert_string_equal(inv->refs[1].object_type, "Deployment");
-	assert_string_equal(inv->refs[1].instance, "b");
+	/* the container an attach rule gives a claim */
+	assert_int_equal(inv->refs[1].type, DS_INVENTORY_ATTACH);
+	assert_string_equal(inv->refs[1].container, "side");
 	assert_null(inv->refs[1].entry);
-	assert_null(inv->refs[1].target);
-	assert_non_null(strstr(inv->refs[1].error, "uses claim 'nowhere'"));
+	assert_null(inv->refs[1].from);
+	assert_int_equal(inv->refs[1].target_kind, DS_TARGET_CLAIM);
+	assert_string_equal(inv->refs[1].target, "shared");
+	assert_string_equal(inv->refs[1].rule, "dra.resourceClaimMappings[2]");
+	assert_null(inv->refs[1].error);
+	assert_false(ds_inventory_ref_missing(&inv->refs[1]));
+	assert_int_equal(inv->refs[2].type, DS_INVENTORY_BROKEN);
+	assert_string_equal(inv->refs[2].object_type, "Deployment");
+	assert_string_equal(inv->refs[2].instance, "b");
+	assert_null(inv->refs[2].entry);
+	assert_null(inv->refs[2].target);
+	assert_non_null(strstr(inv->refs[2].error, "uses claim 'nowhere'"));
 	assert_int_equal(ds_inventory_missing(inv), 2);
 	assert_int_equal(ds_inventory_unmapped(inv), 0);
 	ds_inventory_free(inv);
@@ -672,7 +685,7 @@ int main(void)
 	    cmocka_unit_test(test_inventory__json_every_field),
 	    cmocka_unit_test(test_inventory__newest_state_and_tombstones),
 	    cmocka_unit_test(test_inventory__namespaces),
-	    cmocka_unit_test(test_inventory__ties_and_broken_objects_need_a_look),
+	    cmocka_unit_test(test_inventory__ties_attach_and_broken_objects),
 	    cmocka_unit_test(test_inventory__yaml_rules_load_and_map_the_unmapped),
 	    cmocka_unit_test(test_inventory__yaml_same_selectors_and_quoting),
 	    cmocka_unit_test(test_inventory__nothing_unmapped_and_no_ledger),
