@@ -354,7 +354,7 @@ static void test_cmd_inventory__bad_arguments_exit_2_with_what_to_type(void **st
 			   "    - {objectTypo: Pod, objectInstance: a, container: b, "
 			   "resourceClaim: c}\n");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *args[8];
+		const char *args[9] = {NULL};
 
 		for (size_t k = 0; k < 8; k++) {
 			const char *a = cases[i].args[k];
