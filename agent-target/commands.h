@@ -15,5 +15,6 @@ int ds_cmd_plan(int argc, char **argv);
 int ds_cmd_retry(int argc, char **argv);
 int ds_cmd_run(int argc, char **argv);
 int ds_cmd_status(int argc, char **argv);
+int ds_cmd_verify(int argc, char **argv);
 
 #endif

@@ -15,6 +15,8 @@ static const struct ds_command commands[] = {
     {"status", "what the ledger holds: sources, lag, objects waiting or failed", ds_cmd_status},
     {"inventory", "every claim reference the sources sent, its rule, its target here",
      ds_cmd_inventory},
+    {"verify", "check the workloads run (or are parked) on this cluster, and why not",
+     ds_cmd_verify},
     {NULL, NULL, NULL},
 };
 

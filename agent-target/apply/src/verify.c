@@ -3,6 +3,7 @@
 #include "drasync/buf.h"
 #include "drasync/k8s_object.h"
 #include "drasync/standby.h"
+#include "drasync/target_config.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -27,6 +28,13 @@ static const char *const form_names[DS_VERIFY_FORM_MAX] = {
 const char *ds_verify_form_name(enum ds_verify_form f)
 {
 	return (int)f >= 0 && f < DS_VERIFY_FORM_MAX ? form_names[f] : "unknown";
+}
+
+enum ds_verify_form ds_verify_namespace_form(void *cfg, const char *target_ns)
+{
+	/* TODO(lead, after the failover branch): the ledger's mode of target_ns first. */
+	(void)target_ns;
+	return ds_target_config_mode(cfg) == DS_MODE_STANDBY ? DS_VERIFY_STANDBY : DS_VERIFY_ACTIVE;
 }
 
 /* ---- items ---------------------------------------------------------------------------- */

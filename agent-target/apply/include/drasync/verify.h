@@ -76,6 +76,14 @@ typedef struct ds_verify_item {
  */
 typedef enum ds_verify_form (*ds_verify_form_fn)(void *ud, const char *target_ns);
 
+/**
+ * The ds_verify_form_fn of a TargetConfig (ud: the const ds_target_config *):
+ * mode standby is the standby form, migrate the active one, for every
+ * namespace. When the ledger keeps a mode per namespace (failover, failback),
+ * it is read here, for both `verify` and the running importer.
+ */
+enum ds_verify_form ds_verify_namespace_form(void *cfg, const char *target_ns);
+
 /* Which workloads of the ledger ds_verify_items_from_ledger() reads. */
 typedef struct ds_verify_select {
 	const char *const *namespaces; /* target namespaces; NULL or n_namespaces 0: all */
