@@ -2,7 +2,8 @@
  * drasync-target status --config target.yaml [-o json]: what the importer's
  * ledger in stateDir says, with `run` running or stopped: each source, its
  * epoch, committed seq, last contact and unapplied backlog; the objects per
- * apply state; the objects waiting (and for what) and failed (and why).
+ * apply state; the objects waiting (and for what) and failed (and why); the
+ * last verification of each workload (drasync-target verify).
  */
 #include "commands.h"
 
@@ -25,14 +26,16 @@ static void usage(FILE *out)
 		     "Shows the importer's ledger (stateDir/ledger.db), whether `run` runs or\n"
 		     "not: every source (cluster, epoch, committed seq, last contact, records\n"
 		     "not applied yet), the objects per state, and the objects that wait (for\n"
-		     "what) or failed (why).\n"
+		     "what) or failed (why), and the last verification of the workloads\n"
+		     "(drasync-target verify): how many verified, and why the others did not.\n"
 		     "\n"
 		     "Options:\n"
 		     "  -c, --config FILE   the TargetConfig file (required)\n"
 		     "  -o, --output FMT    text (default) or json\n"
 		     "  -h, --help          show this help\n"
 		     "\n"
-		     "Exit codes: 0 healthy; 1 needs attention (objects failed or wait); 2 usage\n"
+		     "Exit codes: 0 healthy; 1 needs attention (objects failed or wait, or\n"
+		     "workloads failed their last verification); 2 usage\n"
 		     "or configuration error, or no ledger yet in stateDir.\n"
 		     "\n"
 		     "Example:\n"
@@ -58,7 +61,46 @@ static const char *attention(const ds_ledger_status *st)
 		return "objects failed to apply";
 	if (st->states[DS_APPLY_WAITING])
 		return "objects wait for objects they need";
+	if (st->not_verified)
+		return "workloads failed their last verification";
 	return NULL;
+}
+
+/* The last verification: totals, and each workload NOT verified with its reason. */
+static void print_verification_text(const ds_ledger_status *st)
+{
+	char b[40];
+
+	if (!st->verified && !st->not_verified) {
+		printf("\nverification: never (drasync-target verify --config FILE)\n");
+		return;
+	}
+	printf("\nverification: %llu verified, %llu NOT verified (last checked %s)\n",
+	       (unsigned long long)st->verified, (unsigned long long)st->not_verified,
+	       when(st->last_checked, b, sizeof(b)));
+	for (size_t i = 0; i < st->n_verifications; i++) {
+		const ds_ledger_verification *v = &st->verifications[i];
+		if (!v->verified)
+			printf("  NOT verified %s %s/%s (%s, %s): %s\n", v->kind, v->ns, v->name,
+			       v->form, when(v->checked_at, b, sizeof(b)), v->reason);
+	}
+}
+
+static json_t *verification_json(const ds_ledger_status *st)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < st->n_verifications; i++) {
+		const ds_ledger_verification *v = &st->verifications[i];
+		json_array_append_new(
+		    arr, json_pack("{ss ss ss ss sb ss sI sf}", "kind", v->kind, "namespace", v->ns,
+				   "name", v->name, "form", v->form, "verified", v->verified,
+				   "reason", v->reason, "checkedAt", (json_int_t)v->checked_at,
+				   "seconds", v->seconds));
+	}
+	return json_pack("{sI sI sI so}", "verified", (json_int_t)st->verified, "notVerified",
+			 (json_int_t)st->not_verified, "lastChecked", (json_int_t)st->last_checked,
+			 "workloads", arr);
 }
 
 static void print_text(const ds_ledger_status *st, const char *ledger, const char *mode)
@@ -93,6 +135,7 @@ static void print_text(const ds_ledger_status *st, const char *ledger, const cha
 		if (st->more_items)
 			printf("  ... and %llu more\n", (unsigned long long)st->more_items);
 	}
+	print_verification_text(st);
 }
 
 static void print_json(const ds_ledger_status *st, const char *ledger, const char *mode)
@@ -127,6 +170,7 @@ static void print_json(const ds_ledger_status *st, const char *ledger, const cha
 	json_object_set_new(o, "objects", states);
 	json_object_set_new(o, "needsLook", items);
 	json_object_set_new(o, "moreNeedLook", json_integer((json_int_t)st->more_items));
+	json_object_set_new(o, "verification", verification_json(st));
 	json_object_set_new(o, "healthy", json_boolean(!why));
 	json_object_set_new(o, "attention", why ? json_string(why) : json_null());
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

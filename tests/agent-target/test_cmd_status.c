@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "drasync/object_state.h"
+#include "drasync/verify.h"
 #include "testutil.h"
 #include "tu_ledger.h"
 
@@ -163,11 +164,109 @@ static void test_cmd_status__no_ledger_and_bad_arguments_exit_2(void **state)
 	free(s.dir);
 }
 
+/* Deployments web and big applied, then verified: web verified, big not. */
+static void fill_verified(struct site *s)
+{
+	tu_ledger l;
+	ds_object_state *st = NULL;
+	ds_object_state_row *rows = NULL;
+	ds_record recs[2];
+	char *payloads[2];
+	json_t *objs[2];
+	const char *names[2] = {"big", "web"};
+	ds_verify_item items[2];
+	uint8_t h[DS_HASH_LEN] = {5};
+	size_t n = 0;
+	ds_err err = {0};
+
+	tu_ledger_open(&l, s->ledger, "prod-east");
+	for (int i = 0; i < 2; i++) {
+		objs[i] = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "apps/v1", "kind",
+				    "Deployment", "metadata", "name", names[i], "namespace", "ml");
+		recs[i] = tu_record_upsert(objs[i], "uid", &payloads[i]);
+	}
+	tu_ledger_commit(&l, recs, 2, NULL, NULL);
+	for (int i = 0; i < 2; i++) {
+		free(payloads[i]);
+		json_decref(objs[i]);
+	}
+	assert_int_equal(ds_object_state_open(&st, s->ledger, &err), 0);
+	assert_true(ds_object_state_ingest(st, &err) >= 0);
+	assert_int_equal(ds_object_state_pick(st, INT64_MAX, 10, &rows, &n, &err), 0);
+	for (size_t i = 0; i < n; i++) {
+		ds_object_state_result res = {.state = DS_APPLY_APPLIED,
+					      .applied_hash = h,
+					      .target_ns = "ml-dr",
+					      .target_name = rows[i].name,
+					      .target_api_version = "apps/v1"};
+		assert_int_equal(ds_object_state_set(st, rows[i].id, rows[i].record_id, &res, &err),
+				 0);
+	}
+	ds_object_state_rows_free(rows, n);
+	ds_object_state_free(st);
+	tu_ledger_close(&l);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ds_verify_item_init(&items[i], "Deployment", "ml-dr", names[i],
+						     DS_VERIFY_ACTIVE, false),
+				 0);
+		items[i].verified = i == 1;
+		items[i].seconds = 2.5;
+		snprintf(items[i].reason, sizeof(items[i].reason), "%s",
+			 i == 1 ? "2/2 pods Running"
+				: "pod big-1 is not scheduled: 0/2 nodes are available: 2 cannot "
+				  "allocate all claims");
+	}
+	assert_int_equal(ds_verify_store(s->ledger, items, 2, &err), 0);
+	for (int i = 0; i < 2; i++)
+		ds_verify_item_dispose(&items[i]);
+}
+
+static void test_cmd_status__last_verification_needs_attention_when_not_verified(void **state)
+{
+	struct site s;
+	struct tu_run r;
+	json_t *o, *ver, *first;
+	json_error_t jerr;
+
+	(void)state;
+	site_new(&s);
+	fill_verified(&s);
+	status(&s, "text", &r);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.out, "verification: 1 verified, 1 NOT verified (last checked 20"));
+	assert_non_null(strstr(r.out, "NOT verified Deployment ml-dr/big (active, 20"));
+	assert_non_null(strstr(r.out, "): pod big-1 is not scheduled: 0/2 nodes are available"));
+	assert_null(strstr(r.out, "ml-dr/web"));
+	assert_non_null(strstr(r.out, "needs attention: workloads failed their last verification"));
+	tu_run_dispose(&r);
+
+	status(&s, "json", &r);
+	assert_int_equal(r.status, 1);
+	o = json_loads(r.out, 0, &jerr);
+	if (!o)
+		fail_msg("status -o json is not JSON (%s):\n%s", jerr.text, r.out);
+	ver = json_object_get(o, "verification");
+	assert_int_equal(json_integer_value(json_object_get(ver, "verified")), 1);
+	assert_int_equal(json_integer_value(json_object_get(ver, "notVerified")), 1);
+	assert_true(json_integer_value(json_object_get(ver, "lastChecked")) > 0);
+	assert_int_equal(json_array_size(json_object_get(ver, "workloads")), 2);
+	first = json_array_get(json_object_get(ver, "workloads"), 0);
+	assert_string_equal(json_string_value(json_object_get(first, "name")), "big");
+	assert_false(json_is_true(json_object_get(first, "verified")));
+	assert_string_equal(json_string_value(json_object_get(first, "form")), "active");
+	assert_string_equal(json_string_value(json_object_get(o, "attention")),
+			    "workloads failed their last verification");
+	json_decref(o);
+	tu_run_dispose(&r);
+	free(s.dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cmd_status__text_and_json_field_by_field),
 	    cmocka_unit_test(test_cmd_status__no_ledger_and_bad_arguments_exit_2),
+	    cmocka_unit_test(test_cmd_status__last_verification_needs_attention_when_not_verified),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

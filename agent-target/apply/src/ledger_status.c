@@ -119,6 +119,52 @@ static int read_items(sqlite3 *db, ds_ledger_status *st, size_t max, ds_err *err
 	return rc == SQLITE_DONE ? 0 : fail(db, "objects", err);
 }
 
+/* The verifications table (verify.c writes it): totals, then the rows, NOT verified first. */
+static int read_verifications(sqlite3 *db, ds_ledger_status *st, size_t max, ds_err *err)
+{
+	size_t cap = 0;
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(
+	    db,
+	    "SELECT kind, namespace, name, coalesce(form, ''), verified, coalesce(reason, ''),"
+	    " checked_at, coalesce(seconds, 0) FROM verifications"
+	    " ORDER BY verified, namespace, kind, name",
+	    -1, &q, NULL);
+
+	if (rc != SQLITE_OK)
+		return fail(db, "verifications", err);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		ds_ledger_verification *v;
+		bool ok = sqlite3_column_int(q, 4) != 0;
+		int64_t at = sqlite3_column_int64(q, 6);
+
+		if (ok)
+			st->verified++;
+		else
+			st->not_verified++;
+		if (at > st->last_checked)
+			st->last_checked = at;
+		if (st->n_verifications >= max)
+			continue;
+		if (ds_grow((void **)&st->verifications, &cap, st->n_verifications + 1,
+			    sizeof(*v)) < 0) {
+			sqlite3_finalize(q);
+			return ds_err_fallback(err, -ENOMEM);
+		}
+		v = &st->verifications[st->n_verifications++];
+		v->kind = dup_col(q, 0);
+		v->ns = dup_col(q, 1);
+		v->name = dup_col(q, 2);
+		v->form = dup_col(q, 3);
+		v->verified = ok;
+		v->reason = dup_col(q, 5);
+		v->checked_at = at;
+		v->seconds = sqlite3_column_double(q, 7);
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : fail(db, "verifications", err);
+}
+
 /* A ledger the applier has not opened yet has no object_state table: nothing to count. */
 static int has_table(sqlite3 *db, const char *name)
 {
@@ -168,6 +214,8 @@ int ds_ledger_status_read(const char *path, size_t max_items, ds_ledger_status *
 		rc = read_states(db, st, err);
 	if (rc == 0)
 		rc = read_items(db, st, max_items, err);
+	if (rc == 0 && has_table(db, "verifications"))
+		rc = read_verifications(db, st, max_items, err);
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 out:
 	sqlite3_close(db);
@@ -194,7 +242,15 @@ void ds_ledger_status_free(ds_ledger_status *st)
 		free(st->items[i].name);
 		free(st->items[i].reason);
 	}
+	for (size_t i = 0; i < st->n_verifications; i++) {
+		free(st->verifications[i].kind);
+		free(st->verifications[i].ns);
+		free(st->verifications[i].name);
+		free(st->verifications[i].form);
+		free(st->verifications[i].reason);
+	}
 	free(st->sources);
 	free(st->items);
+	free(st->verifications);
 	free(st);
 }

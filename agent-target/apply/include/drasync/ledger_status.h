@@ -5,13 +5,14 @@
  * What the target's ledger says, for `drasync-target status`: per source its
  * identity, epoch, committed seq, last contact and unapplied backlog; the
  * objects per apply state; the objects waiting (and for what) and failed (and
- * why). Read-only, on its own connection: it works whether `run` is running
- * on the same file or not.
+ * why); the last verification of each workload. Read-only, on its own connection: it works whether
+ * `run` is running on the same file or not.
  */
 
 #include "drasync/err.h"
 #include "drasync/object_state.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,14 @@ typedef struct ds_ledger_item {
 	int64_t updated_at;
 } ds_ledger_item;
 
+/* The last verification of one workload (drasync-target verify, or run's verifier). */
+typedef struct ds_ledger_verification {
+	char *kind, *ns, *name, *form, *reason; /* target names; form "active" or "standby" */
+	bool verified;
+	int64_t checked_at; /* seconds since the epoch */
+	double seconds;	    /* until verified, or spent */
+} ds_ledger_verification;
+
 typedef struct ds_ledger_status {
 	ds_ledger_source *sources;
 	size_t n_sources;
@@ -38,6 +47,11 @@ typedef struct ds_ledger_status {
 	ds_ledger_item *items;		     /* waiting and failed, at most max_items */
 	size_t n_items;
 	uint64_t more_items; /* beyond max_items */
+	/* The last verification per workload: those NOT verified first, at most max_items. */
+	ds_ledger_verification *verifications;
+	size_t n_verifications;
+	uint64_t verified, not_verified; /* every workload's last verification */
+	int64_t last_checked;		 /* the newest check; 0: never verified */
 } ds_ledger_status;
 
 /**
