@@ -15,6 +15,7 @@
 #include "drasync/yaml.h"
 #include "dstest.h"
 #include "testutil.h"
+#include "tu_apply.h"
 #include "tu_kube.h"
 #include "tu_ledger.h"
 
@@ -28,136 +29,36 @@
 
 #define SOURCE "prod-east"
 
-struct env {
-	char *dir;
-	char path[1024], config[1024]; /* the ledger; a TargetConfig file with stateDir = dir */
-	char src[64], dst[96];
-	tu_ledger l;
-	ds_kube *k;
-	ds_target_config *cfg;
-	ds_applier *a;
-	char *payloads[256];
-	size_t n_payloads;
-	int takeovers;	       /* events that said so */
-	char took_reason[800]; /* the last one's reason */
-};
-
-static void on_event(void *ud, const ds_applier_event *ev)
-{
-	struct env *e = ud;
-
-	if (!ev->takeover)
-		return;
-	e->takeovers++;
-	snprintf(e->took_reason, sizeof(e->took_reason), "%s", ev->reason ? ev->reason : "");
-}
-
-static unsigned rnd(void)
-{
-	static unsigned seed;
-
-	if (!seed)
-		seed = (unsigned)time(NULL) ^ (unsigned)getpid();
-	return (unsigned)rand_r(&seed) % 1000000u;
-}
-
+/* The site of a test: tests/support/tu_apply.h. */
 static void msleep(long ms)
 {
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
+	tu_msleep(ms);
 }
 
-static ds_kube *connect_v1(void)
+static tu_apply *env_new_refresh(const char *src, int refresh_ms)
 {
-	struct ds_kube_transport_opts o;
-	ds_kubeconfig *kc = NULL;
-	ds_kube *k = NULL;
-	ds_err err = {0};
-	const char *path = tu_env("DS_KUBECONFIG_V1");
+	tu_apply_opts o = {.discovery_refresh_ms = refresh_ms};
 
-	ds_kube_transport_opts_init(&o);
-	o.qps = 0;
-	if (ds_kubeconfig_load(&kc, path, NULL, &err) < 0)
-		fail_msg("kubeconfig %s: %s", path, err.msg);
-	if (ds_kube_new(&k, &kc, &o, &err) < 0)
-		fail_msg("client: %s", err.msg);
-	return k;
+	return tu_apply_new(src, &o);
 }
 
-/* A test's world: source namespace src mapped to a fresh dst on the target.
- * refresh_ms: the applier's discovery_refresh_ms (0: its default). */
-static struct env *env_new_refresh(const char *src, int refresh_ms)
+static tu_apply *env_new(const char *src)
 {
-	struct env *e = calloc(1, sizeof(*e));
-	ds_applier_config ac = {0};
-	ds_err err = {0};
-	char yaml[600], file[1800];
-
-	assert_non_null(e);
-	snprintf(e->src, sizeof(e->src), "%s", src);
-	snprintf(e->dst, sizeof(e->dst), "itest-ap-%u", rnd());
-	snprintf(yaml, sizeof(yaml),
-		 "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\nmode: migrate\n"
-		 "namespaceMappings: {%s: %s}\n"
-		 "dra:\n  deviceClassMappings:\n  - {from: gpu.nvidia.com, to: gpu.example.com}\n",
-		 e->src, e->dst);
-	e->cfg = dt_config(yaml);
-	e->dir = tu_mkdtemp("applier");
-	snprintf(e->path, sizeof(e->path), "%s/ledger.db", e->dir);
-	snprintf(e->config, sizeof(e->config), "%s/target.yaml", e->dir);
-	snprintf(file, sizeof(file), "%sstateDir: '%s'\n", yaml, e->dir);
-	tu_write_file(e->config, file);
-	tu_ledger_open(&e->l, e->path, SOURCE);
-	e->k = connect_v1();
-	ac.ledger_path = e->path;
-	ac.kube = e->k;
-	ac.cfg = e->cfg;
-	ac.backoff_ms = 100;
-	ac.wait_retry_ms = 300;
-	ac.on_event = on_event;
-	ac.event_ud = e;
-	ac.discovery_refresh_ms = refresh_ms;
-	if (ds_applier_new(&e->a, &ac, &err) < 0)
-		fail_msg("applier: %s", err.msg);
-	assert_string_equal(ds_applier_dra_api_version(e->a), "resource.k8s.io/v1");
-	return e;
+	return tu_apply_new(src, NULL);
 }
 
-static struct env *env_new(const char *src)
+static void env_free(tu_apply *e)
 {
-	return env_new_refresh(src, 0);
+	tu_apply_free(e);
 }
 
 static struct ds_kube_resource resource(ds_kube *k, const char *api, const char *kind)
 {
-	struct ds_kube_resource r;
-	ds_kube_error ke;
-	char b[800];
-
-	if (ds_kube_resource_find(k, api, kind, &r, &ke) < 0)
-		fail_msg("resource %s %s: %s", api, kind, ds_kube_error_format(&ke, b, sizeof(b)));
-	return r;
-}
-
-static void env_free(struct env *e)
-{
-	struct ds_kube_resource r = resource(e->k, "v1", "Namespace");
-	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
-
-	ds_kube_delete(e->k, &r, NULL, e->dst, &d, NULL);
-	ds_applier_free(e->a);
-	ds_kube_free(e->k);
-	tu_ledger_close(&e->l);
-	ds_target_config_free(e->cfg);
-	for (size_t i = 0; i < e->n_payloads; i++)
-		free(e->payloads[i]);
-	free(e->dir);
-	free(e);
+	return tu_kube_resource(k, api, kind);
 }
 
 /* The object on the target, or NULL when it is not there. */
-static json_t *target_get(struct env *e, const char *api, const char *kind, const char *name)
+static json_t *target_get(tu_apply *e, const char *api, const char *kind, const char *name)
 {
 	struct ds_kube_resource r = resource(e->k, api, kind);
 	ds_kube_error ke;
@@ -185,34 +86,23 @@ static json_t *objf(const char *fmt, ...)
 	return dt_object(text);
 }
 
-/* Commit objects (borrowed; kept alive by the caller until return) as upserts in one batch. */
-static void commit(struct env *e, json_t *const *objs, size_t n)
+static void commit(tu_apply *e, json_t *const *objs, size_t n)
 {
-	ds_record recs[64];
-	char uid[64][300];
-
-	assert_true(n <= 64 && e->n_payloads + n <= 256);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(uid[i], sizeof(uid[i]), "uid-%s-%s", ds_obj_kind(objs[i]),
-			 ds_obj_name(objs[i]));
-		recs[i] = tu_record_upsert(objs[i], uid[i], &e->payloads[e->n_payloads++]);
-	}
-	tu_ledger_commit(&e->l, recs, n, NULL, NULL);
+	tu_apply_commit(e, objs, n);
 }
 
-static void commit1(struct env *e, json_t *obj)
+static void commit1(tu_apply *e, json_t *obj)
 {
-	commit(e, &obj, 1);
-	json_decref(obj);
+	tu_apply_commit1(e, obj);
 }
 
-static void commit_namespace(struct env *e)
+static void commit_namespace(tu_apply *e)
 {
 	commit1(e, objf("apiVersion: v1\nkind: Namespace\nmetadata: {name: '%s'}\n", e->src));
 }
 
 /* ConfigMaps names[0..n) with data {a: '1'} in the source namespace, as one batch. */
-static void commit_configmaps(struct env *e, const char *const *names, size_t n)
+static void commit_configmaps(tu_apply *e, const char *const *names, size_t n)
 {
 	json_t *objs[8];
 
@@ -226,17 +116,12 @@ static void commit_configmaps(struct env *e, const char *const *names, size_t n)
 		json_decref(objs[i]);
 }
 
-static int pass(struct env *e)
+static int pass(tu_apply *e)
 {
-	ds_err err = {0};
-	int n = ds_applier_pass(e->a, &err);
-
-	if (n < 0)
-		fail_msg("pass: %s", err.msg);
-	return n;
+	return tu_apply_pass(e);
 }
 
-static ds_applier_stats stats(struct env *e)
+static ds_applier_stats stats(tu_apply *e)
 {
 	ds_applier_stats s;
 
@@ -245,7 +130,7 @@ static ds_applier_stats stats(struct env *e)
 }
 
 /* The ledger row of an object (source names). Caller disposes. */
-static ds_object_state_row row(struct env *e, const char *api, const char *kind, const char *name,
+static ds_object_state_row row(tu_apply *e, const char *api, const char *kind, const char *name,
 			       bool cluster_scoped)
 {
 	ds_object_state *st = NULL;
@@ -261,7 +146,7 @@ static ds_object_state_row row(struct env *e, const char *api, const char *kind,
 	return r;
 }
 
-static void assert_state(struct env *e, const char *api, const char *kind, const char *name,
+static void assert_state(tu_apply *e, const char *api, const char *kind, const char *name,
 			 enum ds_apply_state want, const char *reason_part)
 {
 	ds_object_state_row r = row(e, api, kind, name, false);
@@ -278,7 +163,7 @@ static void assert_state(struct env *e, const char *api, const char *kind, const
 static void
 test_itest_applier__fixture_applies_mapped_and_converted_then_costs_nothing(void **state)
 {
-	struct env *e = env_new("basic-resourceclaimtemplate");
+	tu_apply *e = env_new("basic-resourceclaimtemplate");
 	json_t *docs =
 	    dt_load_file(tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"));
 	json_t *objs[8], *pod, *claim, *tmpl;
@@ -349,7 +234,7 @@ test_itest_applier__fixture_applies_mapped_and_converted_then_costs_nothing(void
 
 static void test_itest_applier__burst_of_50_updates_is_one_write_of_the_last(void **state)
 {
-	struct env *e = env_new("burst");
+	tu_apply *e = env_new("burst");
 	ds_applier_stats s0, s1;
 	long long w0, w1;
 	char detail[400];
@@ -392,7 +277,7 @@ static void test_itest_applier__burst_of_50_updates_is_one_write_of_the_last(voi
 
 static void test_itest_applier__workload_waits_for_its_template_then_applies(void **state)
 {
-	struct env *e = env_new("late-template");
+	tu_apply *e = env_new("late-template");
 	json_t *pod;
 
 	(void)state;
@@ -424,7 +309,7 @@ static void test_itest_applier__workload_waits_for_its_template_then_applies(voi
 
 static void test_itest_applier__workload_waits_for_the_device_class_its_template_needs(void **state)
 {
-	struct env *e = env_new("late-class");
+	tu_apply *e = env_new("late-class");
 	struct ds_kube_resource dcr;
 	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
 	ds_kube_error ke;
@@ -432,7 +317,7 @@ static void test_itest_applier__workload_waits_for_the_device_class_its_template
 	json_t *dc, *pod;
 
 	(void)state;
-	snprintf(cls, sizeof(cls), "itest-late-%u.example.com", rnd());
+	snprintf(cls, sizeof(cls), "itest-late-%u.example.com", tu_rand());
 	commit_namespace(e);
 	commit1(e, objf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
 			"metadata: {name: t, namespace: '%s'}\n"
@@ -469,7 +354,7 @@ static void test_itest_applier__workload_waits_for_the_device_class_its_template
 
 static void test_itest_applier__tombstones_delete_only_what_drasync_created(void **state)
 {
-	struct env *e = env_new("tombstones");
+	tu_apply *e = env_new("tombstones");
 	struct ds_kube_resource cmr;
 	ds_kube_error ke;
 	ds_record recs[3];
@@ -515,7 +400,7 @@ static void test_itest_applier__tombstones_delete_only_what_drasync_created(void
 
 static void test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply(void **state)
 {
-	struct env *e = env_new("bad-objects");
+	tu_apply *e = env_new("bad-objects");
 	const char *garbage = "{\"apiVersion\": \"v1\", \"kind\": ";
 	json_t *objs[3], *got;
 	ds_record rec;
@@ -572,7 +457,7 @@ static void test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply(vo
 
 static void test_itest_applier__immutable_change_deletes_and_recreates(void **state)
 {
-	struct env *e = env_new("immutable");
+	tu_apply *e = env_new("immutable");
 #define CLAIM                                                                                      \
 	"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"                                    \
 	"metadata: {name: claim, namespace: '%s'}\n"                                               \
@@ -597,7 +482,7 @@ static void test_itest_applier__immutable_change_deletes_and_recreates(void **st
 }
 
 /* The snapshot's end: commit a SNAPSHOT_END whose manifest holds keys[0..n). */
-static void commit_snapshot_end(struct env *e, const char *const *keys, size_t n)
+static void commit_snapshot_end(tu_apply *e, const char *const *keys, size_t n)
 {
 	ds_manifest_entry m[8];
 	ds_record end;
@@ -617,7 +502,7 @@ static void commit_snapshot_end(struct env *e, const char *const *keys, size_t n
 
 static void test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_ours(void **state)
 {
-	struct env *e = env_new("prune");
+	tu_apply *e = env_new("prune");
 	struct ds_kube_resource nsr;
 	char k_ns[200], k_keep[200];
 	json_t *got;
@@ -685,7 +570,7 @@ static void test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_our
 
 static void test_itest_applier__two_sources_writing_one_object_is_a_conflict(void **state)
 {
-	struct env *e = env_new("conflict");
+	tu_apply *e = env_new("conflict");
 	tu_ledger west;
 	ds_record rec;
 	char *payload = NULL;
@@ -735,7 +620,7 @@ static void test_itest_applier__two_sources_writing_one_object_is_a_conflict(voi
  * Whether every pod of the target namespace is Running and each of its claims
  * allocated; why not in *why (the first thing that is not).
  */
-static bool pods_run_with_claims(struct env *e, size_t want, char *why, size_t size)
+static bool pods_run_with_claims(tu_apply *e, size_t want, char *why, size_t size)
 {
 	struct ds_kube_resource pr = resource(e->k, "v1", "Pod");
 	struct ds_kube_resource cr = resource(e->k, "resource.k8s.io/v1", "ResourceClaim");
@@ -840,7 +725,7 @@ static void test_itest_applier__every_fixture_applies_and_its_pods_run(void **st
 		size_t i, n = 0, pods = 0;
 		bool must_run = !strstr(fixtures[f], "extended-resource") &&
 				!strstr(fixtures[f], "multiple-allocations");
-		struct env *e;
+		tu_apply *e;
 		char why[400] = "";
 		long long end;
 		ds_applier_stats s;
@@ -881,7 +766,7 @@ static void test_itest_applier__every_fixture_applies_and_its_pods_run(void **st
 
 static void test_itest_applier__object_waits_for_its_namespace_further_down_the_stream(void **state)
 {
-	struct env *e = env_new("late-ns");
+	tu_apply *e = env_new("late-ns");
 	char want[200];
 	json_t *got;
 
@@ -907,7 +792,7 @@ static void test_itest_applier__object_waits_for_its_namespace_further_down_the_
 }
 
 /* drasync-target retry --config <the env's file> args... */
-static void retry_cmd(struct env *e, struct tu_run *r, const char *const *args)
+static void retry_cmd(tu_apply *e, struct tu_run *r, const char *const *args)
 {
 	const char *argv[12] = {tu_env("DS_TARGET_BIN"), "retry", "--config", e->config};
 	size_t n = 4;
@@ -920,7 +805,7 @@ static void retry_cmd(struct env *e, struct tu_run *r, const char *const *args)
 
 static void test_itest_applier__retry_command_applies_a_failed_object_once_fixed(void **state)
 {
-	struct env *e = env_new("retry-cmd");
+	tu_apply *e = env_new("retry-cmd");
 	struct ds_kube_resource qr;
 	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
 	struct tu_run r;
@@ -978,7 +863,7 @@ static void test_itest_applier__retry_command_applies_a_failed_object_once_fixed
 
 static void test_itest_applier__field_owned_by_another_manager_is_taken_over_once(void **state)
 {
-	struct env *e = env_new("takeover");
+	tu_apply *e = env_new("takeover");
 	struct ds_kube_resource cmr;
 	ds_kube_error ke;
 	json_t *theirs, *objs[2], *got;
@@ -1044,7 +929,7 @@ static void test_itest_applier__field_owned_by_another_manager_is_taken_over_onc
 
 static void test_itest_applier__object_too_large_fails_with_the_api_message(void **state)
 {
-	struct env *e = env_new("too-large");
+	tu_apply *e = env_new("too-large");
 	size_t big = (size_t)3584 * 1024; /* over the API server's 3 MiB request limit */
 	char *data = malloc(big + 1);
 	json_t *objs[2], *got;
@@ -1086,7 +971,7 @@ static void test_itest_applier__object_too_large_fails_with_the_api_message(void
 
 static void test_itest_applier__kind_not_served_reads_discovery_again_rate_limited(void **state)
 {
-	struct env *e = env_new_refresh("late-kind", 1500);
+	tu_apply *e = env_new_refresh("late-kind", 1500);
 	ds_object_state *st = NULL;
 	ds_object_state_match all = {0};
 	json_t *objs[2];
@@ -1138,7 +1023,7 @@ static void *run_thread(void *arg)
 
 static void test_itest_applier__run_loop_applies_what_commits_wake_it_for(void **state)
 {
-	struct env *e = env_new("run-loop");
+	tu_apply *e = env_new("run-loop");
 	pthread_t th;
 	json_t *cm = NULL;
 
