@@ -6,6 +6,8 @@
  * waits for the API server.
  *
  * Threads: the main thread runs the receiver, one thread the applier, one
+ * the verifier (each workload applied is checked on the cluster until it
+ * verifies or 5 minutes pass: event=verified / event=not_verified), one
  * waits for SIGTERM/SIGINT (stops both) and SIGHUP (reloads the mapping
  * rules: the applier takes the new set at its next pass; the receiver's ZAP
  * handler re-reads the authorized sources itself whenever the file changes).
@@ -15,17 +17,20 @@
 #include "drasync/apply_feedback.h"
 #include "drasync/applier.h"
 #include "drasync/buf.h"
+#include "drasync/duration.h"
 #include "drasync/keys.h"
 #include "drasync/kube_client.h"
 #include "drasync/log.h"
 #include "drasync/receiver.h"
 #include "drasync/stop_signals.h"
 #include "drasync/target_config.h"
+#include "drasync/verifier.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +39,7 @@
 
 struct run {
 	const char *config, *kubeconfig, *context;
+	long long verify_timeout_ms; /* -1: the verifier's default; 0: no verifier */
 	ds_target_config *cfg;
 	ds_target_config **old_cfgs; /* replaced by SIGHUP; the applier may still read them */
 	size_t n_old, old_cap;
@@ -45,6 +51,10 @@ struct run {
 	char ledger[4096];
 	pthread_t applier_thread;
 	bool applier_started;
+	ds_verifier *verifier;
+	pthread_t verifier_thread;
+	bool verifier_started;
+	_Atomic(ds_target_config *) verify_cfg; /* r->cfg for the verifier's thread */
 	ds_stop_signals signals;
 	int applier_rc;
 };
@@ -65,12 +75,19 @@ static void usage(FILE *out)
 		"                         `kubeconfig` (empty there: in-cluster)\n"
 		"      --context NAME     the kubeconfig context (default: current)\n"
 		"      --log-level LEVEL  debug, info, warn or error (default info)\n"
+		"      --verify-timeout DUR  how long a workload applied may take to verify\n"
+		"                         (Go duration; default 5m; 0: do not verify)\n"
 		"  -h, --help             show this help\n"
 		"\n"
 		"Signals: SIGTERM/SIGINT finish the pass in flight and exit 0; SIGHUP reads\n"
 		"the file again (mapping rules, mode, namespaces; a bad file is refused\n"
 		"with file:line:col and the rules in force are kept). The authorized\n"
 		"sources are re-read whenever their file changes.\n"
+		"\n"
+		"Each workload applied is then verified on this cluster until it is or 5\n"
+		"minutes pass (pods scheduled and Running, claims allocated; standby:\n"
+		"parked): logged as event=verified or event=not_verified with the reason,\n"
+		"kept in the ledger for status; drasync-target verify checks on demand.\n"
 		"\n"
 		"While it runs: drasync-target status --config FILE shows the ledger,\n"
 		"drasync-target retry --config FILE applies failed objects again.\n"
@@ -85,11 +102,17 @@ static void usage(FILE *out)
 static int parse_args(int argc, char **argv, struct run *r)
 {
 	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},  {"kubeconfig", required_argument, NULL, 'k'},
-	    {"context", required_argument, NULL, 'x'}, {"log-level", required_argument, NULL, 'l'},
-	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"kubeconfig", required_argument, NULL, 'k'},
+	    {"context", required_argument, NULL, 'x'},
+	    {"log-level", required_argument, NULL, 'l'},
+	    {"verify-timeout", required_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	enum ds_log_level level;
+	ds_err err = {0};
+	int64_t ns;
 	int c;
 
 	optind = 1;
@@ -114,6 +137,16 @@ static int parse_args(int argc, char **argv, struct run *r)
 				return 2;
 			}
 			ds_log_set_level(level);
+			break;
+		case 'v':
+			if (ds_duration_parse(optarg, &ns, NULL, &err) < 0 || ns < 0) {
+				fprintf(stderr,
+					"drasync-target run: --verify-timeout: '%s': %s (a Go "
+					"duration, e.g. 90s, 5m; 0: do not verify)\n",
+					optarg, err.msg[0] ? err.msg : "negative");
+				return 2;
+			}
+			r->verify_timeout_ms = ns / 1000000;
 			break;
 		case 'h':
 			usage(stdout);
@@ -222,13 +255,53 @@ static int connect_cluster(struct run *r)
 	return 0;
 }
 
+/* A workload the applier just applied ("Kind ns/name"): verify it on the cluster. */
+static void verify_later(struct run *r, const ds_applier_event *ev)
+{
+	char kind[128], ns[256], name[512];
+
+	if (!r->verifier || ev->state != DS_APPLY_APPLIED || ev->unchanged ||
+	    ev->op != DS_RECORD_UPSERT || !ev->target ||
+	    sscanf(ev->target, "%127s %255[^/]/%511s", kind, ns, name) != 3)
+		return;
+	ds_verifier_add(r->verifier, kind, ns, name); /* -EINVAL: not a workload */
+}
+
+static enum ds_verify_form verify_form(void *ud, const char *ns)
+{
+	struct run *r = ud;
+
+	return ds_verify_namespace_form(atomic_load(&r->verify_cfg), ns);
+}
+
+static void on_verified(void *ud, const ds_verify_item *it)
+{
+	char q[DS_VERIFY_REASON_MAX + 64];
+
+	(void)ud;
+	ds_log(it->verified ? DS_LOG_INFO : DS_LOG_WARN, it->verified ? "verified" : "not_verified",
+	       "kind=%s namespace=%s name=%s form=%s seconds=%.1f reason=%s", it->kind, it->ns,
+	       it->name, ds_verify_form_name(it->form), it->seconds,
+	       ds_log_quote(it->reason, q, sizeof(q)));
+}
+
+static void *verifier_main(void *arg)
+{
+	struct run *r = arg;
+	ds_err err = {0};
+
+	if (ds_verifier_run(r->verifier, &err) < 0)
+		ds_log(DS_LOG_ERROR, "verifier_failed", "error=%s", err.msg);
+	return NULL;
+}
+
 /* Every outcome of the apply stage as one log line, with its reason. */
 static void on_apply(void *ud, const ds_applier_event *ev)
 {
 	char reason[600];
 	enum ds_log_level level = DS_LOG_INFO;
 
-	(void)ud;
+	verify_later(ud, ev);
 	if (ev->unchanged)
 		level = DS_LOG_DEBUG;
 	else if (ev->state == DS_APPLY_FAILED || ev->takeover)
@@ -324,6 +397,7 @@ static void on_reload(void *ud)
 		       ds_target_config_metrics_listen(cfg));
 	r->old_cfgs[r->n_old++] = was;
 	r->cfg = cfg;
+	atomic_store(&r->verify_cfg, cfg);
 	ds_applier_set_config(r->applier, cfg);
 	ds_target_config_namespaces(cfg, &n_nsm);
 	ds_log(DS_LOG_INFO, "reloaded",
@@ -338,9 +412,22 @@ static int start(struct run *r)
 {
 	ds_applier_config ac;
 	ds_receiver_config rc_cfg;
+	ds_verifier_config vc = {.kube = r->kube,
+				 .ledger_path = r->ledger,
+				 .timeout_ms = r->verify_timeout_ms > 0 ? r->verify_timeout_ms : 0,
+				 .form_of = verify_form,
+				 .form_ud = r,
+				 .on_result = on_verified};
 	ds_err err = {0};
 	int rc;
 
+	/* The verifier before the applier, whose events feed it. */
+	atomic_store(&r->verify_cfg, r->cfg);
+	rc = r->verify_timeout_ms ? ds_verifier_new(&r->verifier, &vc, &err) : 0;
+	if (rc < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", err.msg);
+		return 1;
+	}
 	memset(&ac, 0, sizeof(ac));
 	ac.ledger_path = r->ledger;
 	ac.kube = r->kube;
@@ -390,6 +477,7 @@ int ds_cmd_run(int argc, char **argv)
 	int rc;
 
 	memset(&r, 0, sizeof(r));
+	r.verify_timeout_ms = -1;
 	rc = parse_args(argc, argv, &r);
 	if (rc >= 0)
 		return rc;
@@ -405,6 +493,12 @@ int ds_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	r.applier_started = true;
+	if (r.verifier) { /* none with --verify-timeout 0 */
+		if (pthread_create(&r.verifier_thread, NULL, verifier_main, &r) == 0)
+			r.verifier_started = true;
+		else
+			ds_log(DS_LOG_WARN, "no_verifier", "detail=\"workloads are not verified\"");
+	}
 	rc = ds_receiver_run(r.receiver, &err);
 	if (rc < 0) {
 		ds_log(DS_LOG_ERROR, "receiver_failed", "error=%s", err.msg);
@@ -422,12 +516,17 @@ out:
 		if (r.applier_rc < 0 && rc == 0)
 			rc = 1;
 	}
+	if (r.verifier_started) {
+		ds_verifier_stop(r.verifier);
+		pthread_join(r.verifier_thread, NULL);
+	}
 	ds_stop_signals_end(&r.signals);
 	if (r.receiver)
 		ds_log(DS_LOG_INFO, "stopped", "exit=%d", rc);
 	ds_receiver_free(r.receiver);
 	ds_apply_feedback_free(r.feedback);
 	ds_applier_free(r.applier);
+	ds_verifier_free(r.verifier);
 	ds_kube_free(r.kube);
 	ds_target_config_free(r.cfg);
 	for (size_t i = 0; i < r.n_old; i++)

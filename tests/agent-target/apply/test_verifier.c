@@ -1,0 +1,219 @@
+/*
+ * The running importer's verifier, its bookkeeping apart from a cluster: a
+ * client whose API server does not answer (a closed loopback port) makes
+ * every check "cannot read", so what is tested is when workloads are
+ * checked, settled, started again and shed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drasync/verifier.h"
+#include "testutil.h"
+#include "tu_kube.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct seen {
+	pthread_mutex_t mu;
+	int n;
+	char last[DS_VERIFY_REASON_MAX];
+	char last_name[100];
+	double seconds;
+};
+
+static void on_result(void *ud, const ds_verify_item *it)
+{
+	struct seen *s = ud;
+
+	pthread_mutex_lock(&s->mu);
+	s->n++;
+	snprintf(s->last, sizeof(s->last), "%s", it->reason);
+	snprintf(s->last_name, sizeof(s->last_name), "%s", it->name);
+	s->seconds = it->seconds;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* A client of a server that refuses connections, without retries. */
+static ds_kube *dead_kube(char **dir)
+{
+	struct ds_kube_transport_opts o;
+	ds_kubeconfig *kc = NULL;
+	ds_kube *k = NULL;
+	ds_err err = {0};
+	char path[1100];
+
+	*dir = tu_mkdtemp("verifier");
+	snprintf(path, sizeof(path), "%s/kubeconfig", *dir);
+	tu_write_file(path, "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+			    "clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', "
+			    "insecure-skip-tls-verify: true}\n"
+			    "users:\n- name: u\n  user: {token: t}\n"
+			    "contexts:\n- name: c\n  context: {cluster: c, user: u}\n");
+	ds_kube_transport_opts_init(&o);
+	o.max_retries = 0;
+	o.connect_timeout_ms = 500;
+	if (ds_kubeconfig_load(&kc, path, NULL, &err) < 0)
+		fail_msg("kubeconfig: %s", err.msg);
+	if (ds_kube_new(&k, &kc, &o, &err) < 0)
+		fail_msg("client: %s", err.msg);
+	return k;
+}
+
+static ds_verifier *verifier(ds_kube *k, struct seen *s, size_t max_pending)
+{
+	ds_verifier_config c = {.kube = k,
+				.timeout_ms = 400,
+				.interval_ms = 100,
+				.on_result = on_result,
+				.result_ud = s,
+				.max_pending = max_pending};
+	ds_verifier *v = NULL;
+	ds_err err = {0};
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->mu, NULL);
+	assert_int_equal(ds_verifier_new(&v, &c, &err), 0);
+	return v;
+}
+
+static void test_verifier__checked_after_an_interval_and_settled_at_the_deadline(void **state)
+{
+	char *dir;
+	ds_kube *k = dead_kube(&dir);
+	struct seen s;
+	ds_verifier *v = verifier(k, &s, 0);
+	ds_err err = {0};
+	long long t0 = tu_now_ms();
+	int settled = 0;
+
+	(void)state;
+	assert_int_equal(ds_verifier_add(v, "ConfigMap", "ml-dr", "x"), -EINVAL);
+	assert_int_equal(ds_verifier_add(v, "Deployment", "ml-dr", "web"), 0);
+	assert_int_equal(ds_verifier_pending(v), 1);
+	/* not due before one interval */
+	assert_int_equal(ds_verifier_step(v, &err), 0);
+	assert_int_equal(s.n, 0);
+	while (tu_now_ms() - t0 < 3000 && settled == 0) {
+		tu_msleep(50);
+		settled = ds_verifier_step(v, &err);
+		assert_true(settled >= 0);
+		/* checked, not verified, and kept until the deadline */
+		if (!settled)
+			assert_true(tu_now_ms() - t0 < 400 + 200);
+	}
+	assert_int_equal(settled, 1);
+	assert_int_equal(s.n, 1);
+	assert_true(tu_now_ms() - t0 >= 400);
+	assert_true(s.seconds >= 0.4);
+	assert_string_equal(s.last_name, "web");
+	assert_non_null(strstr(s.last, "cannot read Deployment web"));
+	assert_int_equal(ds_verifier_pending(v), 0);
+	ds_verifier_free(v);
+	ds_kube_free(k);
+	free(dir);
+}
+
+static void test_verifier__added_again_starts_its_deadline_again(void **state)
+{
+	char *dir;
+	ds_kube *k = dead_kube(&dir);
+	struct seen s;
+	ds_verifier *v = verifier(k, &s, 0);
+	ds_err err = {0};
+	long long t0 = tu_now_ms(), t1;
+
+	(void)state;
+	assert_int_equal(ds_verifier_add(v, "StatefulSet", "ml-dr", "db"), 0);
+	tu_msleep(300);
+	assert_int_equal(ds_verifier_step(v, &err), 0);
+	t1 = tu_now_ms();
+	assert_int_equal(ds_verifier_add(v, "StatefulSet", "ml-dr", "db"), 0);
+	assert_int_equal(ds_verifier_pending(v), 1);
+	while (s.n == 0 && tu_now_ms() - t0 < 3000) {
+		tu_msleep(50);
+		assert_true(ds_verifier_step(v, &err) >= 0);
+	}
+	assert_int_equal(s.n, 1);
+	/* the deadline of the second add, not the first */
+	assert_true(tu_now_ms() - t1 >= 400);
+	ds_verifier_free(v);
+	ds_kube_free(k);
+	free(dir);
+}
+
+static void test_verifier__beyond_max_pending_the_oldest_settle_unchecked(void **state)
+{
+	char *dir;
+	ds_kube *k = dead_kube(&dir);
+	struct seen s;
+	ds_verifier *v = verifier(k, &s, 2);
+	ds_err err = {0};
+
+	(void)state;
+	assert_int_equal(ds_verifier_add(v, "Deployment", "a", "first"), 0);
+	tu_msleep(5);
+	assert_int_equal(ds_verifier_add(v, "Deployment", "a", "second"), 0);
+	assert_int_equal(ds_verifier_add(v, "Deployment", "a", "third"), 0);
+	assert_int_equal(ds_verifier_step(v, &err), 1);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.last_name, "first");
+	assert_string_equal(s.last, "not checked: more than 2 workloads wait to be verified");
+	assert_int_equal(ds_verifier_pending(v), 2);
+	ds_verifier_free(v);
+	ds_kube_free(k);
+	free(dir);
+}
+
+static void *run_main(void *arg)
+{
+	ds_err err = {0};
+
+	return (void *)(intptr_t)ds_verifier_run(arg, &err);
+}
+
+static void test_verifier__run_thread_settles_and_stops(void **state)
+{
+	char *dir;
+	ds_kube *k = dead_kube(&dir);
+	struct seen s;
+	ds_verifier *v = verifier(k, &s, 0);
+	pthread_t t;
+	void *rc;
+	long long t0 = tu_now_ms();
+	int n = 0;
+
+	(void)state;
+	assert_int_equal(pthread_create(&t, NULL, run_main, v), 0);
+	assert_int_equal(ds_verifier_add(v, "Pod", "ml-dr", "p"), 0);
+	while (n == 0 && tu_now_ms() - t0 < 5000) {
+		tu_msleep(50);
+		pthread_mutex_lock(&s.mu);
+		n = s.n;
+		pthread_mutex_unlock(&s.mu);
+	}
+	assert_int_equal(n, 1);
+	ds_verifier_stop(v);
+	pthread_join(t, &rc);
+	assert_int_equal((intptr_t)rc, 0);
+	ds_verifier_free(v);
+	ds_kube_free(k);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_verifier__checked_after_an_interval_and_settled_at_the_deadline),
+	    cmocka_unit_test(test_verifier__added_again_starts_its_deadline_again),
+	    cmocka_unit_test(test_verifier__beyond_max_pending_the_oldest_settle_unchecked),
+	    cmocka_unit_test(test_verifier__run_thread_settles_and_stops),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
