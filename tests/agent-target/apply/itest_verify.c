@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "drasync/keys.h"
 #include "drasync/verify.h"
 #include "dstest.h"
 #include "testutil.h"
@@ -18,6 +19,8 @@
 #include "tu_kube.h"
 
 #include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +345,103 @@ static void test_itest_verify__command_usage_and_no_ledger_exit_2(void **state)
 	tu_apply_free(e);
 }
 
+/* The target agent of the running case: stopped by the teardown even when an assertion fails. */
+static int running_target;
+
+static int stop_target(void **state)
+{
+	(void)state;
+	if (running_target > 0) {
+		kill(running_target, SIGKILL);
+		tu_wait_exit(running_target, 5000);
+	}
+	running_target = 0;
+	return 0;
+}
+
+/* Wait until the log has a line holding both a and b; fails after timeout_ms. */
+static void wait_log(const char *path, const char *a, const char *b, long long timeout_ms)
+{
+	long long end = tu_now_ms() + timeout_ms;
+
+	for (;;) {
+		char *log = tu_read_file(path, NULL);
+		bool found = false;
+
+		for (char *line = strtok(log, "\n"); line && !found; line = strtok(NULL, "\n"))
+			found = strstr(line, a) && strstr(line, b);
+		free(log);
+		if (found)
+			return;
+		if (tu_now_ms() > end) {
+			log = tu_read_file(path, NULL);
+			fail_msg("no line with '%s' and '%s' in the log:\n%s", a, b, log);
+		}
+		tu_msleep(200);
+	}
+}
+
+/*
+ * drasync-target run applies what the ledger holds (no source needs to
+ * connect) and verifies each workload: event=verified for the one that runs,
+ * event=not_verified with the scheduler's words at --verify-timeout for the
+ * one that asks for more devices than a node has; status shows both.
+ */
+static void test_itest_verify__run_verifies_what_it_applies(void **state)
+{
+	tu_apply *e = tu_apply_new("verify-run", NULL);
+	ds_keypair server, source;
+	char cfg[1100], log[1100], auth[1100], line[300], *base, *text;
+	ds_err err = {0};
+	struct tu_run r;
+	int pid;
+
+	(void)state;
+	commit_namespace(e);
+	commit_template(e, "single-gpu", "gpu.nvidia.com", 1);
+	commit_template(e, "five-gpus", "gpu.example.com", 5);
+	commit_deployment(e, "fine", 1, "single-gpu");
+	commit_deployment(e, "greedy", 1, "five-gpus");
+	/* The agent's file: the site's, with keys and a port of its own choosing. */
+	assert_int_equal(ds_keys_generate(&server, &err), 0);
+	assert_int_equal(ds_keys_generate(&source, &err), 0);
+	assert_int_equal(ds_keys_write(e->dir, "target", &server, true, &err), 0);
+	snprintf(auth, sizeof(auth), "%s/authorized_sources", e->dir);
+	snprintf(line, sizeof(line), "prod-east %s\n", source.public_z85);
+	tu_write_file(auth, line);
+	base = tu_read_file(e->config, NULL);
+	assert_true(asprintf(&text,
+			     "%slisten: 'tcp://127.0.0.1:*'\n"
+			     "keys: {secretKeyFile: '%s/target.key', authorizedSources: '%s'}\n",
+			     base, e->dir, auth) > 0);
+	snprintf(cfg, sizeof(cfg), "%s/run.yaml", e->dir);
+	tu_write_file(cfg, text);
+	free(text);
+	free(base);
+	snprintf(log, sizeof(log), "%s/run.log", e->dir);
+	tu_write_file(log, "");
+	pid = tu_spawn(log, (const char *[]){tu_env("DS_TARGET_BIN"), "run", "--config", cfg,
+					     "--kubeconfig", tu_env("DS_KUBECONFIG_V1"),
+					     "--verify-timeout", "8s", NULL});
+	running_target = pid;
+
+	wait_log(log, "event=verified kind=Deployment", "name=fine form=active", 60000);
+	wait_log(log, "event=verified", "reason=\"1/1 pods Running, 1 claim allocated\"", 1000);
+	wait_log(log, "event=not_verified kind=Deployment", "name=greedy", 60000);
+	wait_log(log, "name=greedy", "is not scheduled: 0/2 nodes are available", 1000);
+	tu_run(&r, NULL,
+	       (const char *[]){tu_env("DS_TARGET_BIN"), "status", "--config", cfg, NULL});
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.out, "verification: 1 verified, 1 NOT verified"));
+	assert_non_null(strstr(r.out, "/greedy (active, "));
+	tu_run_dispose(&r);
+
+	kill(pid, SIGTERM);
+	assert_int_equal(tu_wait_exit(pid, 20000), 0);
+	running_target = 0;
+	tu_apply_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +451,7 @@ int main(void)
 	    cmocka_unit_test(test_itest_verify__claim_naming_a_missing_device_class_names_it),
 	    cmocka_unit_test(test_itest_verify__standby_is_parked_and_held),
 	    cmocka_unit_test(test_itest_verify__command_usage_and_no_ledger_exit_2),
+	    cmocka_unit_test_teardown(test_itest_verify__run_verifies_what_it_applies, stop_target),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
