@@ -485,8 +485,12 @@ static void container_problems(const json_t *pod, const char *list, bool running
 	}
 }
 
-/* Whether one pod is as it should be (job: Succeeded counts); why not into t. */
-static bool pod_ok(const json_t *pod, const ds_verify_view *v, bool job, size_t *claims,
+/*
+ * Whether one pod is as it should be; why not into t. done_ok: Succeeded
+ * counts (a Job's pod, a bare Pod that is not restarted); its claims are then
+ * released, so they are not looked at.
+ */
+static bool pod_ok(const json_t *pod, const ds_verify_view *v, bool done_ok, size_t *claims,
 		   struct text *t)
 {
 	const char *name = ds_obj_name(pod), *phase = str_at(pod, "status.phase");
@@ -499,9 +503,9 @@ static bool pod_ok(const json_t *pod, const ds_verify_view *v, bool job, size_t 
 		name = "?";
 	if (phase && strcmp(phase, "Succeeded") == 0) {
 		json_decref(names);
-		if (!job)
+		if (!done_ok)
 			clause(t, "pod %s has Succeeded: its containers exited", name);
-		return job;
+		return done_ok;
 	}
 	if (phase && strcmp(phase, "Failed") == 0) {
 		const char *r = str_at(pod, "status.reason"), *m = str_at(pod, "status.message");
@@ -745,12 +749,14 @@ static bool judge_active(ds_verify_item *it, const ds_verify_view *v, int w, str
 		return false;
 	}
 	case DS_WORKLOAD_POD: {
+		const char *restart = str_at(obj, "spec.restartPolicy");
+		const char *phase = str_at(obj, "status.phase");
 		size_t claims = 0;
 		size_t before = t->len;
-		if (!pod_ok(obj, v, false, &claims, t))
+		if (!pod_ok(obj, v, restart && strcmp(restart, "Always") != 0, &claims, t))
 			return false;
 		t->len = before;
-		addf(t, "Running");
+		addf(t, "%s", phase ? phase : "Running");
 		if (claims)
 			addf(t, ", %zu claim%s allocated", claims, claims == 1 ? "" : "s");
 		return true;

@@ -368,6 +368,21 @@ static void test_verify__job_complete_failed_and_running(void **state)
 	assert_string_equal(it.reason, "1/1 pods Running or Succeeded");
 	world_dispose(&w);
 	ds_verify_item_dispose(&it);
+
+	/* A bare Pod that ran to completion: verified unless it is restarted (Always). */
+	item(&it, "Pod", DS_VERIFY_ACTIVE, false);
+	pod = js(running_pod);
+	json_object_set_new(json_object_get(pod, "status"), "phase", json_string("Succeeded"));
+	json_object_set_new(json_object_get(pod, "spec"), "restartPolicy", json_string("Never"));
+	world_init(&w, pod);
+	assert_int_equal(judge(&it, &w), 1);
+	assert_string_equal(it.reason, "Succeeded");
+	json_object_set_new(json_object_get(pod, "spec"), "restartPolicy", json_string("Always"));
+	assert_int_equal(judge(&it, &w), 0);
+	assert_string_equal(it.reason,
+			    "pod gpu-app-7d9c-abcde has Succeeded: its containers exited");
+	world_dispose(&w);
+	ds_verify_item_dispose(&it);
 }
 
 static void test_verify__claims_classes_and_selectors_are_read(void **state)
