@@ -214,9 +214,10 @@ int ds_verifier_step(ds_verifier *v, ds_err *err)
 		unsigned gen = 0;
 		bool last = false;
 
-		/* The next due entry, copied out: the check does I/O without the lock. */
+		/* The next due entry, copied out: the check does I/O without the lock.
+		 * Stopped: the rest waits (a round may be long while the API is down). */
 		pthread_mutex_lock(&v->mu);
-		for (size_t i = 0; i < v->n && !e; i++)
+		for (size_t i = 0; i < v->n && !e && !v->stop; i++)
 			if (v->entries[i].next_ms <= now)
 				e = &v->entries[i];
 		if (e) {
