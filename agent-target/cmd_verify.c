@@ -58,7 +58,7 @@ static void usage(FILE *out)
 	    "  -c, --config FILE      the TargetConfig file (required)\n"
 	    "  -n, --namespace NS     only workloads in this target namespace (after\n"
 	    "                         namespaceMappings); repeat for several\n"
-	    "  -t, --timeout DUR      how long to wait for each workload, a Go duration\n"
+	    "  -t, --timeout DUR      how long to wait for the workloads, a Go duration\n"
 	    "                         (300ms, 90s, 5m, 1h30m; default 5m; 0: check once)\n"
 	    "      --interval DUR     between two checks of a workload (default 2s)\n"
 	    "  -o, --output FMT       text (default: a line per workload as it settles)\n"
