@@ -29,18 +29,19 @@ KUBECONFIG
   )
 }
 
-# bench_start WHAT AGENT: the set-up every cluster benchmark shares. Checks
-# the control-plane fixtures, $build/tests/bench_WHAT and AGENT's `run`;
+# bench_start WHAT AGENT [DRIVER]: the set-up every cluster benchmark shares.
+# Checks the control-plane fixtures, DRIVER (default $build/tests/bench_WHAT;
+# "-": the script drives the agents itself) and AGENT's `run`;
 # builds tests/bench/loadgen into $build; starts one cluster (resource.k8s.io
 # v1) named bench-WHAT-PID, removed on exit with the work directory (kept
 # with DS_BENCH_KEEP). Needs $build; sets cluster_sh, loadgen, bin, name,
 # work, state, admin and kubectl_admin.
 bench_start() {
-  local what=$1 agent=$2
+  local what=$1 agent=$2 driver=${3:-$build/tests/bench_$1}
   cluster_sh=${DS_CLUSTER_SH:-tests/kube/cluster.sh}
   [ -x "$cluster_sh" ] || { echo "bench $what: no $cluster_sh (the control-plane fixtures)" >&2; exit 2; }
-  [ -x "$build/tests/bench_$what" ] ||
-    { echo "bench $what: no $build/tests/bench_$what (build with -DDS_BUILD_TESTS=ON)" >&2; exit 2; }
+  [ "$driver" = - ] || [ -x "$driver" ] ||
+    { echo "bench $what: no $driver (build with -DDS_BUILD_TESTS=ON)" >&2; exit 2; }
   if ! "$agent" --help 2>/dev/null | grep -q '^  run '; then
     echo "bench $what: $agent has no 'run' command yet" >&2
     exit 2
@@ -66,7 +67,10 @@ bench_start() {
   admin=$state/admin.kubeconfig
 }
 
+# A benchmark that starts more (agents, a second cluster) defines
+# bench_more_cleanup, which runs first.
 bench_cleanup() {
+  if declare -F bench_more_cleanup >/dev/null; then bench_more_cleanup || true; fi
   "$cluster_sh" down "$name" >/dev/null 2>&1 || true
   if [ -n "${DS_BENCH_KEEP:-}" ]; then echo "bench $bench_what: kept $work" >&2; else rm -rf "$work"; fi
 }

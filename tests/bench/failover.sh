@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# scripts/bench.sh failover [NAMESPACES] [PER_NAMESPACE]: how long a DR
+# failover takes, against the floor the cluster sets.
+#
+# Two local clusters (tests/kube/cluster.sh, resource.k8s.io/v1); the target
+# has fake nodes with enough gpu.example.com devices for every pod twice.
+# NAMESPACES (default 20) namespaces of PER_NAMESPACE (default 10) workloads
+# each with DRA claims (5 Deployments and 2 StatefulSets on a claim template,
+# 2 Jobs on it, 1 bare Pod with a ResourceClaim of its own; one pod each) are
+# made on the source, replicated by the real agents (`drasync-source run`,
+# schedule once, into `drasync-target run` in standby mode), then:
+#   from scratch: the same objects in migrate form (`drasync-target plan`,
+#       into other namespaces) created by `kubectl apply`: seconds from the
+#       apply until every pod is Running with its claims allocated;
+#   failover: `drasync-target failover` of every standby namespace while
+#       `run` runs: seconds from the command until every pod is Running with
+#       its claims allocated.
+# Both are timed by the same poll (kubectl get pods,resourceclaims every
+# 250 ms). From scratch goes first: failover meets the fuller cluster.
+# Last line: RESULT failover_s=N from_scratch_s=N ratio=X (target: ratio <= 1.2)
+set -euo pipefail
+# shellcheck source=tests/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$(dirname "$0")/../.."
+nss=${1:-20}
+per=${2:-10}
+build=${DS_BUILD_DIR:-build/bench}
+target_bin=$build/agent-target/drasync-target
+source_bin=$build/agent-source/drasync-source
+[[ "$nss" =~ ^[0-9]+$ && "$per" =~ ^[0-9]+$ && "$nss" -gt 0 && "$per" -gt 0 ]] ||
+  { echo "usage: scripts/bench.sh failover [NAMESPACES] [PER_NAMESPACE] (numbers)" >&2; exit 2; }
+bench_start failover "$target_bin" -
+src=bench-failover-src-$$
+target_pid=
+bench_more_cleanup() {
+  [ -z "$target_pid" ] || kill "$target_pid" 2>/dev/null || true
+  [ -z "$target_pid" ] || wait "$target_pid" 2>/dev/null || true
+  "$cluster_sh" down "$src" >/dev/null 2>&1 || true
+}
+"$cluster_sh" up "$src" --dra-api v1 >/dev/null
+src_admin=$DS_KUBE_STATE/$src/admin.kubeconfig
+kubectl_src() { "$bin" kubectl --kubeconfig "$src_admin" "$@"; }
+pods=$((nss * per))
+devices=$(((2 * pods + 3) / 4 + 4))
+"$cluster_sh" nodes "$name" --nodes 4 --devices "$devices" --driver gpu.example.com >/dev/null
+echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "clusters: source $src, target $name (4 nodes x $devices devices)"
+
+# The workloads, on the source.
+python3 - "$nss" "$per" >"$work/workloads.yaml" <<'PY'
+import sys
+nss, per = int(sys.argv[1]), int(sys.argv[2])
+claim = ('spec: {devices: {requests: [{name: gpu, exactly: '
+         '{deviceClassName: gpu.example.com}}]}}')
+def pod_spec(entry, ref, indent, restart=None):
+    pad = ' ' * indent
+    out = (f"{pad}resourceClaims: [{{name: gpu, {entry}: {ref}}}]\n"
+           f"{pad}containers:\n"
+           f"{pad}- name: main\n"
+           f"{pad}  image: registry.example.net/bench/app:1.0\n"
+           f"{pad}  resources: {{claims: [{{name: gpu}}]}}\n")
+    if restart:
+        out += f"{pad}restartPolicy: {restart}\n"
+    return out
+for n in range(nss):
+    ns = f"ml-{n:02d}"
+    print(f"---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}")
+    print(f"---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+          f"metadata: {{name: gpu, namespace: {ns}}}\nspec:\n  {claim}")
+    for i in range(per):
+        name = f"w{i:02d}"
+        kind = ("Deployment" if i % 10 < 5 else "StatefulSet" if i % 10 < 7
+                else "Job" if i % 10 < 9 else "Pod")
+        meta = f"metadata: {{name: {name}, namespace: {ns}}}"
+        if kind == "Pod":
+            print(f"---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+                  f"metadata: {{name: {name}-gpu, namespace: {ns}}}\n{claim}")
+            print(f"---\napiVersion: v1\nkind: Pod\n{meta}\nspec:\n"
+                  + pod_spec("resourceClaimName", f"{name}-gpu", 2), end="")
+            continue
+        if kind == "Job":
+            print(f"---\napiVersion: batch/v1\nkind: Job\n{meta}\nspec:\n"
+                  f"  template:\n    spec:\n"
+                  + pod_spec("resourceClaimTemplateName", "gpu", 6, "Never"), end="")
+            continue
+        extra = f"  serviceName: {name}\n" if kind == "StatefulSet" else ""
+        print(f"---\napiVersion: apps/v1\nkind: {kind}\n{meta}\nspec:\n"
+              f"  replicas: 1\n{extra}  selector: {{matchLabels: {{app: {name}}}}}\n"
+              f"  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n"
+              + pod_spec("resourceClaimTemplateName", "gpu", 6), end="")
+PY
+kubectl_src apply -f "$work/workloads.yaml" >/dev/null
+
+# Keys and configurations, as an operator writes them.
+"$target_bin" keygen --out "$work/keys" >/dev/null
+"$source_bin" keygen --out "$work/keys" >/dev/null
+echo "prod-east $(cat "$work/keys/source.pub")" >"$work/authorized_sources"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+namespaces=$(for n in $(seq 0 $((nss - 1))); do printf 'ml-%02d ' "$n"; done)
+cat >"$work/target.yaml" <<YAML
+apiVersion: drasync.io/v1alpha1
+kind: TargetConfig
+listen: tcp://127.0.0.1:$port
+keys: {secretKeyFile: $work/keys/target.key, authorizedSources: $work/authorized_sources}
+kubeconfig: $admin
+stateDir: $work/target-state
+mode: standby
+YAML
+{
+  cat <<YAML
+apiVersion: drasync.io/v1alpha1
+kind: SourceConfig
+clusterName: prod-east
+target: {endpoint: "tcp://127.0.0.1:$port", serverPublicKey: "$(cat "$work/keys/target.pub")"}
+keys: {secretKeyFile: $work/keys/source.key}
+kubeconfig: $src_admin
+stateDir: $work/source-state
+schedule: {mode: once}
+namespaces:
+YAML
+  for ns in $namespaces; do echo "  - $ns"; done
+} >"$work/source.yaml"
+# From scratch: the same objects, in migrate form, into namespaces of their own.
+{
+  cat <<YAML
+apiVersion: drasync.io/v1alpha1
+kind: TargetConfig
+mode: migrate
+namespaceMappings:
+YAML
+  for ns in $namespaces; do echo "  $ns: scratch-${ns#ml-}"; done
+} >"$work/scratch.yaml"
+
+# ready PREFIX: prints how many pods of namespaces PREFIX-* are Running with
+# every claim they use allocated.
+ready() {
+  kubectl_admin get pods,resourceclaims -A -o json | python3 -c '
+import json, sys
+prefix = sys.argv[1]
+items = json.load(sys.stdin)["items"]
+alloc = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in items
+         if o["kind"] == "ResourceClaim" and (o.get("status") or {}).get("allocation")}
+n = 0
+for o in items:
+    ns = o["metadata"]["namespace"]
+    if o["kind"] != "Pod" or not ns.startswith(prefix + "-"):
+        continue
+    st = o.get("status") or {}
+    claims = [c.get("resourceClaimName") for c in st.get("resourceClaimStatuses") or []]
+    claims += [c["resourceClaimName"] for c in o["spec"].get("resourceClaims") or []
+               if c.get("resourceClaimName")]
+    if st.get("phase") == "Running" and claims and all((ns, c) in alloc for c in claims):
+        n += 1
+print(n)' "$1"
+}
+
+# wait_ready PREFIX T0 WHAT: until every pod of PREFIX-* is ready; prints the seconds since T0.
+wait_ready() {
+  local prefix=$1 t0=$2 what=$3 n last=-1 deadline=$(($(date +%s) + 900))
+  while :; do
+    n=$(ready "$prefix")
+    [ "$n" -ge "$pods" ] && break
+    if [ "$(date +%s)" -gt "$deadline" ]; then
+      echo "bench failover: $what: $n of $pods pods Running with claims allocated after 900 s" >&2
+      exit 1
+    fi
+    [ "$n" = "$last" ] || echo "  $what: $n/$pods" >&2
+    last=$n
+    sleep 0.25
+  done
+  python3 -c "import time; print(f'{time.time() - $t0:.2f}')"
+}
+
+now() { python3 -c 'import time; print(time.time())'; }
+
+# (a) from scratch
+"$target_bin" plan --config "$work/scratch.yaml" -f "$work/workloads.yaml" \
+  >"$work/scratch-objects.yaml" 2>"$work/scratch-plan.log"
+t0=$(now)
+kubectl_admin apply -f "$work/scratch-objects.yaml" >/dev/null
+from_scratch=$(wait_ready scratch "$t0" "from scratch")
+echo "from scratch: $pods pods of $((nss * per)) workloads in $nss namespaces Running with claims allocated ${from_scratch} s after kubectl apply"
+
+# (b) standby through the agents
+"$target_bin" run --config "$work/target.yaml" --log-level warn >"$work/target.log" 2>&1 &
+target_pid=$!
+t1=$(now)
+if ! "$source_bin" run --config "$work/source.yaml" --timeout 10m >"$work/source.log" 2>&1; then
+  tail -n 30 "$work/source.log" >&2
+  echo "bench failover: drasync-source run (once) failed (log: $work/source.log)" >&2
+  exit 1
+fi
+echo "standby: $(grep -c '^kind:' "$work/workloads.yaml") objects replicated by the agents in $(python3 -c "import time; print(f'{time.time() - $t1:.2f}')") s"
+if [ "$(ready ml)" != 0 ]; then
+  echo "bench failover: standby namespaces have running pods before the failover" >&2
+  exit 1
+fi
+
+# (c) failover, with `run` running and the source gone
+t0=$(now)
+# shellcheck disable=SC2046
+"$target_bin" failover --config "$work/target.yaml" $(for ns in $namespaces; do echo --namespace "$ns"; done) \
+  >"$work/failover.out" 2>"$work/failover.log" || {
+  tail -n 30 "$work/failover.log" >&2
+  echo "bench failover: drasync-target failover failed (log: $work/failover.log)" >&2
+  exit 1
+}
+cmd_s=$(python3 -c "import time; print(f'{time.time() - $t0:.2f}')")
+failover=$(wait_ready ml "$t0" failover)
+echo "failover: the command took ${cmd_s} s ($(grep -c . "$work/failover.out") lines); every pod Running with claims allocated ${failover} s after it started"
+ratio=$(python3 -c "print(f'{$failover / $from_scratch:.2f}')")
+echo "target: ratio <= 1.2"
+echo "RESULT failover_s=$failover from_scratch_s=$from_scratch ratio=$ratio"
