@@ -94,7 +94,9 @@ kubectl_src apply -f "$work/workloads.yaml" >/dev/null
 # Keys and configurations, as an operator writes them.
 "$target_bin" keygen --out "$work/keys" >/dev/null
 "$source_bin" keygen --out "$work/keys" >/dev/null
-echo "prod-east $(cat "$work/keys/source.pub")" >"$work/authorized_sources"
+# A .pub file is a comment line, then the key.
+pubkey() { grep -v '^#' "$1" | head -n 1; }
+echo "prod-east $(pubkey "$work/keys/source.pub")" >"$work/authorized_sources"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 namespaces=$(for n in $(seq 0 $((nss - 1))); do printf 'ml-%02d ' "$n"; done)
 cat >"$work/target.yaml" <<YAML
@@ -111,7 +113,7 @@ YAML
 apiVersion: drasync.io/v1alpha1
 kind: SourceConfig
 clusterName: prod-east
-target: {endpoint: "tcp://127.0.0.1:$port", serverPublicKey: "$(cat "$work/keys/target.pub")"}
+target: {endpoint: "tcp://127.0.0.1:$port", serverPublicKey: "$(pubkey "$work/keys/target.pub")"}
 keys: {secretKeyFile: $work/keys/source.key}
 kubeconfig: $src_admin
 stateDir: $work/source-state
