@@ -3,11 +3,11 @@
 #include "drasync/buf.h"
 #include "drasync/dra_convert.h"
 #include "drasync/k8s_object.h"
+#include "drasync/ledger_objects.h"
 #include "drasync/preflight.h"
 #include "drasync/report.h"
 #include "drasync/selection.h"
 #include "drasync/transform.h"
-#include "drasync/wire.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -19,8 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Largest object the applier inflates from the ledger. */
-#define MAX_OBJECT (16u << 20)
 #define REASON_MAX 768
 
 struct ds_applier {
@@ -397,37 +395,17 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 				   .dra_version = a->dra,
 				   .source_cluster = r->source_cluster,
 				   .source_uid = r->source_uid};
-	ds_wire_blob blob = {r->payload, r->payload_len};
-	uint8_t *plain = NULL;
-	size_t plain_len = 0, first = ds_report_count(rep);
-	json_error_t jerr;
+	size_t first = ds_report_count(rep);
 	ds_kube_error ke;
 	char text[REASON_MAX];
-	int t, rc = 0;
+	int t, rc;
 
-	if (r->zstd) {
-		rc = ds_wire_payload_inflate(&blob, 1, MAX_OBJECT, &plain, &plain_len);
-		if (rc == -ENOMEM)
-			return rc;
-		if (rc < 0) {
-			decide(it, DS_APPLY_FAILED, "payload cannot be decompressed: %s",
-			       strerror(-rc));
-			return 0;
-		}
-		blob.data = plain;
-		blob.len = plain_len;
-	}
-	it->obj = blob.len
-		      ? json_loadb((const char *)blob.data, blob.len, JSON_REJECT_DUPLICATES, &jerr)
-		      : NULL;
-	free(plain);
-	if (!it->obj || !json_is_object(it->obj)) {
-		decide(it, DS_APPLY_FAILED, "payload is not a JSON object: %s",
-		       it->obj	  ? "another JSON value"
-		       : blob.len ? jerr.text
-				  : "empty");
-		json_decref(it->obj);
-		it->obj = NULL;
+	rc = ds_ledger_payload_json(r->payload, r->payload_len, r->zstd, &it->obj, text,
+				    sizeof(text));
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0) {
+		decide(it, DS_APPLY_FAILED, "%s", text);
 		return 0;
 	}
 	it->rep_first = first;

@@ -3,19 +3,17 @@
 #include "drasync/buf.h"
 #include "drasync/dra_mapping.h"
 #include "drasync/k8s_object.h"
+#include "drasync/ledger_objects.h"
 #include "drasync/object_state.h"
 #include "drasync/record.h"
-#include "drasync/wire.h"
 
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
-#define MAX_OBJECT (16u << 20) /* as the applier: a larger payload is refused there too */
 #define MAX_YAML (64u << 20)
 
 /* The kinds whose claims the inventory reads, in the order rows are sorted. */
@@ -23,9 +21,6 @@ static const char *const kinds[] = {
     "Pod", "Deployment", "ReplicaSet",	  "StatefulSet",	   "DaemonSet",
     "Job", "CronJob",	 "ResourceClaim", "ResourceClaimTemplate", NULL,
 };
-#define KINDS_SQL                                                                                  \
-	"('Pod', 'Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob',"        \
-	" 'ResourceClaim', 'ResourceClaimTemplate')"
 
 static const char *const type_names[DS_INVENTORY_TYPE_MAX] = {"reference", "attach", "object",
 							      "broken"};
@@ -49,21 +44,10 @@ const char *ds_inventory_kind_key(enum ds_target_kind k)
 	return k < DS_TARGET_KIND_MAX ? kind_keys[k] : "unknown";
 }
 
-/* The newest state of one object of one source, as the ledger holds it. */
-struct obj {
-	char *source, *key, *state, *ns, *kind, *name;
-	int op;
-	uint8_t *payload;
-	size_t len;
-	int zstd;
-};
-
 struct reader {
 	const ds_inventory_opts *o;
-	sqlite3 *db;
-	struct obj *objs;
-	size_t n_objs, cap_objs;
-	json_t *index;	    /* "source\nkey" -> position in objs */
+	ds_ledger_object *objs;
+	size_t n_objs;
 	json_t *replicated; /* "Kind\ntarget ns\nname" of the claims and templates sources send */
 	ds_inventory *inv;
 	size_t cap_refs;
@@ -73,155 +57,6 @@ struct reader {
 	char dra_api[128];
 	char dra_why[800];
 };
-
-static int db_fail(sqlite3 *db, const char *what, ds_err *err)
-{
-	ds_err_set(err, "ledger: %s: %s", what, sqlite3_errmsg(db));
-	return -EIO;
-}
-
-static char *col_dup(sqlite3_stmt *q, int i)
-{
-	const char *s = (const char *)sqlite3_column_text(q, i);
-
-	return s ? strdup(s) : NULL;
-}
-
-static int has_table(sqlite3 *db, const char *name)
-{
-	sqlite3_stmt *q = NULL;
-	int found = 0;
-
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-			       -1, &q, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-		found = sqlite3_step(q) == SQLITE_ROW;
-	}
-	sqlite3_finalize(q);
-	return found;
-}
-
-static void obj_dispose(struct obj *o)
-{
-	free(o->source);
-	free(o->key);
-	free(o->state);
-	free(o->ns);
-	free(o->kind);
-	free(o->name);
-	free(o->payload);
-	memset(o, 0, sizeof(*o));
-}
-
-/*
- * Take (source, key)'s newest state from a row of columns
- * source, key, op, state, namespace, kind, name, payload, compression:
- * a later call for the same object replaces an earlier one.
- */
-static int fold(struct reader *rd, sqlite3_stmt *q, const char *key)
-{
-	const char *source = (const char *)sqlite3_column_text(q, 0);
-	char ikey[1200];
-	struct obj o = {0}, *slot;
-	json_t *at;
-	int plen = sqlite3_column_bytes(q, 7);
-
-	if (!source || !key)
-		return 0;
-	snprintf(ikey, sizeof(ikey), "%s\n%s", source, key);
-	o.source = strdup(source);
-	o.key = strdup(key);
-	o.op = sqlite3_column_int(q, 2);
-	o.state = col_dup(q, 3);
-	o.ns = col_dup(q, 4);
-	o.kind = col_dup(q, 5);
-	o.name = col_dup(q, 6);
-	o.zstd = sqlite3_column_int(q, 8);
-	if (plen > 0) {
-		o.payload = malloc((size_t)plen);
-		if (o.payload) {
-			memcpy(o.payload, sqlite3_column_blob(q, 7), (size_t)plen);
-			o.len = (size_t)plen;
-		}
-	}
-	if (!o.source || !o.key || !o.state || !o.kind || !o.name || (plen > 0 && !o.payload)) {
-		obj_dispose(&o);
-		return -ENOMEM;
-	}
-	at = json_object_get(rd->index, ikey);
-	if (at) {
-		slot = &rd->objs[json_integer_value(at)];
-		obj_dispose(slot);
-		*slot = o;
-		return 0;
-	}
-	if (ds_grow((void **)&rd->objs, &rd->cap_objs, rd->n_objs + 1, sizeof(*rd->objs)) < 0 ||
-	    json_object_set_new_nocheck(rd->index, ikey, json_integer((json_int_t)rd->n_objs)) <
-		0) {
-		obj_dispose(&o);
-		return -ENOMEM;
-	}
-	rd->objs[rd->n_objs++] = o;
-	return 0;
-}
-
-/* The applier's rows, then what was committed after its cursor (not folded in yet). */
-static int read_objects(struct reader *rd, ds_err *err)
-{
-	sqlite3_stmt *q = NULL;
-	int64_t cursor = 0;
-	int rc = 0, has_state = has_table(rd->db, "object_state");
-
-	if (has_state) {
-		if (sqlite3_prepare_v2(
-			rd->db,
-			"SELECT o.source, o.key, o.op, o.state, o.namespace, o.kind,"
-			" o.name, r.payload, r.compression FROM object_state o"
-			" JOIN records r ON r.id = o.record_id WHERE o.kind IN " KINDS_SQL
-			" ORDER BY o.id",
-			-1, &q, NULL) != SQLITE_OK)
-			return db_fail(rd->db, "objects", err);
-		while (rc == 0 && (rc = sqlite3_step(q)) == SQLITE_ROW)
-			rc = fold(rd, q, (const char *)sqlite3_column_text(q, 1));
-		if (rc == SQLITE_DONE)
-			rc = 0;
-		else if (rc > 0)
-			rc = db_fail(rd->db, "objects", err);
-		sqlite3_finalize(q);
-		q = NULL;
-		if (rc < 0)
-			return rc;
-		if (sqlite3_prepare_v2(rd->db, "SELECT record_id FROM apply_cursor WHERE id = 1",
-				       -1, &q, NULL) == SQLITE_OK &&
-		    sqlite3_step(q) == SQLITE_ROW)
-			cursor = sqlite3_column_int64(q, 0);
-		sqlite3_finalize(q);
-		q = NULL;
-	}
-	if (sqlite3_prepare_v2(rd->db,
-			       "SELECT source, api_version, op, 'pending', namespace, kind, name,"
-			       " payload, compression FROM records WHERE id > ? AND op IN (1, 2)"
-			       " AND kind IN " KINDS_SQL " ORDER BY id",
-			       -1, &q, NULL) != SQLITE_OK)
-		return db_fail(rd->db, "records", err);
-	sqlite3_bind_int64(q, 1, cursor);
-	while (rc == 0 && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *ns = (const char *)sqlite3_column_text(q, 4);
-		char key[1000];
-
-		ds_object_state_key((const char *)sqlite3_column_text(q, 1),
-				    (const char *)sqlite3_column_text(q, 5),
-				    ns && ns[0] ? ns : NULL,
-				    (const char *)sqlite3_column_text(q, 6), key, sizeof(key));
-		rc = fold(rd, q, key);
-	}
-	if (rc == SQLITE_DONE)
-		rc = 0;
-	else if (rc > 0)
-		rc = db_fail(rd->db, "records", err);
-	sqlite3_finalize(q);
-	return rc;
-}
 
 static int kind_rank(const char *kind)
 {
@@ -238,7 +73,7 @@ static int cmp_str(const char *a, const char *b)
 
 static int cmp_obj(const void *pa, const void *pb)
 {
-	const struct obj *a = pa, *b = pb;
+	const ds_ledger_object *a = pa, *b = pb;
 	int c;
 
 	if ((c = cmp_str(a->ns, b->ns)) != 0)
@@ -269,7 +104,7 @@ static const char *target_ns(const struct reader *rd, const char *ns)
 static int note_replicated(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->n_objs; i++) {
-		const struct obj *o = &rd->objs[i];
+		const ds_ledger_object *o = &rd->objs[i];
 		enum ds_target_kind k;
 		char key[1200];
 
@@ -283,7 +118,7 @@ static int note_replicated(struct reader *rd)
 	return 0;
 }
 
-static bool selected(const struct reader *rd, const struct obj *o)
+static bool selected(const struct reader *rd, const ds_ledger_object *o)
 {
 	const char *tns = target_ns(rd, o->ns);
 
@@ -324,7 +159,8 @@ static void ref_dispose(ds_inventory_ref *r)
 }
 
 /* A new row for object o, its identity filled in; NULL on ENOMEM. */
-static ds_inventory_ref *new_row(struct reader *rd, const struct obj *o, enum ds_inventory_type t)
+static ds_inventory_ref *new_row(struct reader *rd, const ds_ledger_object *o,
+				 enum ds_inventory_type t)
 {
 	ds_inventory *inv = rd->inv;
 	ds_inventory_ref *r;
@@ -345,14 +181,14 @@ static ds_inventory_ref *new_row(struct reader *rd, const struct obj *o, enum ds
 	return r;
 }
 
-static int broken(struct reader *rd, const struct obj *o, const char *why)
+static int broken(struct reader *rd, const ds_ledger_object *o, const char *why)
 {
 	ds_inventory_ref *r = new_row(rd, o, DS_INVENTORY_BROKEN);
 
 	return r && dup_into(&r->error, why) == 0 ? 0 : -ENOMEM;
 }
 
-static int add_refs(struct reader *rd, const struct obj *o, const json_t *doc)
+static int add_refs(struct reader *rd, const ds_ledger_object *o, const json_t *doc)
 {
 	const ds_dra_config *dra = ds_target_config_dra(rd->o->cfg);
 	ds_dra_ref *refs = NULL;
@@ -392,7 +228,7 @@ static int add_refs(struct reader *rd, const struct obj *o, const json_t *doc)
 	return rc;
 }
 
-static int add_object(struct reader *rd, const struct obj *o, enum ds_target_kind k)
+static int add_object(struct reader *rd, const ds_ledger_object *o, enum ds_target_kind k)
 {
 	ds_inventory_ref *r = new_row(rd, o, DS_INVENTORY_OBJECT);
 
@@ -404,41 +240,18 @@ static int add_object(struct reader *rd, const struct obj *o, enum ds_target_kin
 }
 
 /* The rows of one object: its payload read as the applier reads it. */
-static int add_rows(struct reader *rd, const struct obj *o)
+static int add_rows(struct reader *rd, const ds_ledger_object *o)
 {
-	ds_wire_blob blob = {o->payload, o->len};
-	uint8_t *plain = NULL;
-	size_t plain_len = 0;
-	json_error_t jerr;
 	json_t *doc = NULL;
 	enum ds_target_kind k;
 	char why[300];
 	int rc;
 
-	if (o->zstd) {
-		rc = ds_wire_payload_inflate(&blob, 1, MAX_OBJECT, &plain, &plain_len);
-		if (rc == -ENOMEM)
-			return rc;
-		if (rc < 0) {
-			snprintf(why, sizeof(why), "payload cannot be decompressed: %s",
-				 strerror(-rc));
-			return broken(rd, o, why);
-		}
-		blob.data = plain;
-		blob.len = plain_len;
-	}
-	doc = blob.len
-		  ? json_loadb((const char *)blob.data, blob.len, JSON_REJECT_DUPLICATES, &jerr)
-		  : NULL;
-	free(plain);
-	if (!json_is_object(doc)) {
-		snprintf(why, sizeof(why), "payload is not a JSON object: %s",
-			 doc	  ? "another JSON value"
-			 : o->len ? jerr.text
-				  : "empty");
-		json_decref(doc);
+	rc = ds_ledger_payload_json(o->payload, o->len, o->zstd, &doc, why, sizeof(why));
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0)
 		return broken(rd, o, why);
-	}
 	if (is_claim_kind(o->kind, &k))
 		rc = add_object(rd, o, k);
 	else
@@ -570,46 +383,21 @@ int ds_inventory_read(const ds_inventory_opts *o, ds_inventory **out, ds_err *er
 		ds_err_set(err, "inventory: the ledger path and the configuration are required");
 		return -EINVAL;
 	}
-	if (access(o->ledger_path, F_OK) != 0) {
-		ds_err_set(err,
-			   "no ledger at %s: drasync-target run has not started with this "
-			   "stateDir yet",
-			   o->ledger_path);
-		return -ENOENT;
-	}
 	rd.inv = calloc(1, sizeof(*rd.inv));
-	rd.index = json_object();
 	rd.replicated = json_object();
 	rd.seen = json_object();
-	if (!rd.inv || !rd.index || !rd.replicated || !rd.seen) {
+	if (!rd.inv || !rd.replicated || !rd.seen) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = sqlite3_open_v2(o->ledger_path, &rd.db, SQLITE_OPEN_READONLY, NULL);
-	if (rc != SQLITE_OK) {
-		ds_err_set(err, "cannot open the ledger %s: %s", o->ledger_path,
-			   rd.db ? sqlite3_errmsg(rd.db) : sqlite3_errstr(rc));
-		rc = -EIO;
-		goto out;
-	}
-	sqlite3_busy_timeout(rd.db, 5000);
-	rc = 0;
-	if (!has_table(rd.db, "records"))
-		goto out; /* nothing received yet */
-	/* One read transaction: the applier's rows and the records after its cursor agree. */
-	if (sqlite3_exec(rd.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = db_fail(rd.db, "begin", err);
-		goto out;
-	}
-	rc = read_objects(&rd, err);
-	sqlite3_exec(rd.db, "COMMIT", NULL, NULL, NULL);
+	rc = ds_ledger_objects_read(o->ledger_path, kinds, &rd.objs, &rd.n_objs, err);
 	if (rc < 0)
 		goto out;
 	qsort(rd.objs, rd.n_objs, sizeof(*rd.objs), cmp_obj);
 	if ((rc = note_replicated(&rd)) < 0)
 		goto out;
 	for (size_t i = 0; i < rd.n_objs && rc == 0; i++) {
-		const struct obj *ob = &rd.objs[i];
+		const ds_ledger_object *ob = &rd.objs[i];
 
 		if (ob->op != DS_RECORD_UPSERT || !selected(&rd, ob))
 			continue;
@@ -619,11 +407,7 @@ int ds_inventory_read(const ds_inventory_opts *o, ds_inventory **out, ds_err *er
 	if (rc == 0)
 		rc = check_all(&rd);
 out:
-	sqlite3_close(rd.db);
-	for (size_t i = 0; i < rd.n_objs; i++)
-		obj_dispose(&rd.objs[i]);
-	free(rd.objs);
-	json_decref(rd.index);
+	ds_ledger_objects_free(rd.objs, rd.n_objs);
 	json_decref(rd.replicated);
 	json_decref(rd.seen);
 	if (rc < 0) {
