@@ -4,6 +4,7 @@
 #include "drasync/dra_convert.h"
 #include "drasync/k8s_object.h"
 #include "drasync/ledger_objects.h"
+#include "drasync/namespace_mode.h"
 #include "drasync/preflight.h"
 #include "drasync/report.h"
 #include "drasync/selection.h"
@@ -34,6 +35,21 @@ struct ds_applier {
 	ds_applier_stats stats;
 	json_t *present; /* per pass: "kind/ns/name" -> whether it exists on the target */
 	json_t *objs;	 /* per pass: "kind/ns/name" -> a claim or template as on the target */
+	ds_object_state_scope scope; /* cfg.namespaces, when set */
+	ds_namespace_modes *nm;
+	ds_namespace_mode *modes; /* the ledger's namespace modes, read once per pass */
+	size_t n_modes;
+	uint64_t modes_pass; /* the pass they were read for; 0: never */
+};
+
+/* What guarded_delete() did: DELETED (reason empty: deleted, else why it was not there),
+ * KEPT (reason says why), or 0: the call `what` failed with rc and ke. */
+struct gone {
+	enum ds_apply_state state;
+	const char *what;
+	int rc;
+	ds_kube_error ke;
+	char reason[REASON_MAX];
 };
 
 /* One object of a pass. */
@@ -122,6 +138,13 @@ static bool follow_discovery(ds_applier *a)
 	return true;
 }
 
+static const char *scope_map_ns(void *ud, const char *ns)
+{
+	const ds_applier *a = ud;
+
+	return ds_target_config_map_namespace(a->cfg.cfg, ns);
+}
+
 int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 {
 	ds_applier *a;
@@ -152,10 +175,14 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cond, NULL);
 	rc = ds_object_state_open(&a->st, cfg->ledger_path, err);
+	if (rc == 0)
+		rc = ds_namespace_modes_open(&a->nm, cfg->ledger_path, err);
 	if (rc < 0) {
 		ds_applier_free(a);
 		return ds_err_fallback(err, rc);
 	}
+	a->scope = (ds_object_state_scope){
+	    .ns = cfg->namespaces, .n = cfg->n_namespaces, .map_ns = scope_map_ns, .map_ud = a};
 	ds_kube_discovery_set_refresh_interval(cfg->kube, a->cfg.discovery_refresh_ms);
 	a->dra = pick_dra(cfg->kube);
 	a->dra_gen = ds_kube_discovery_generation(cfg->kube);
@@ -168,6 +195,8 @@ void ds_applier_free(ds_applier *a)
 	if (!a)
 		return;
 	ds_object_state_free(a->st);
+	ds_namespace_modes_free(a->nm);
+	ds_namespace_mode_list_free(a->modes, a->n_modes);
 	json_decref(a->present);
 	json_decref(a->objs);
 	pthread_cond_destroy(&a->cond);
@@ -383,6 +412,60 @@ static const char *report_text(const ds_report *rep, size_t first, enum ds_repor
 }
 
 /*
+ * The mode of target namespace ns: the ledger's (failover, failback), read
+ * once per pass so that another process's change is seen, else the
+ * configuration's. A ledger that cannot be read keeps the last modes read.
+ */
+static enum ds_mode mode_of(void *ud, const char *ns, enum ds_mode configured)
+{
+	ds_applier *a = ud;
+
+	if (a->modes_pass != a->stats.passes) {
+		ds_namespace_mode *rows = NULL;
+		size_t n = 0;
+		if (ds_namespace_modes_list(a->nm, &rows, &n, NULL) == 0) {
+			ds_namespace_mode_list_free(a->modes, a->n_modes);
+			a->modes = rows;
+			a->n_modes = n;
+		}
+		a->modes_pass = a->stats.passes;
+	}
+	return ds_namespace_mode_of(a->modes, a->n_modes, ns, configured);
+}
+
+static void guarded_delete(ds_applier *a, const ds_object_state_row *r, const char *api,
+			   const char *ns, const char *name, struct gone *g);
+
+/*
+ * Standby holds a bare Pod or Job in the ledger. One drasync created before
+ * (a failover made it) is taken off the target again, under the tombstones'
+ * guard, and forgotten as applied so that the next failover creates it.
+ */
+static void hold(ds_applier *a, struct item *it, const char *why)
+{
+	ds_object_state_row *r = it->row;
+	struct gone g;
+
+	if (!r->target_name || !r->has_applied_hash) {
+		decide(it, DS_APPLY_HELD, "%s", why);
+		return;
+	}
+	guarded_delete(a, r, r->target_api_version ? r->target_api_version : r->api_version,
+		       r->target_ns, r->target_name, &g);
+	if (g.state == DS_APPLY_DELETED) {
+		decide(it, DS_APPLY_HELD, "%s; %s %s%s%s %s", why, r->kind,
+		       r->target_ns ? r->target_ns : "", r->target_ns ? "/" : "", r->target_name,
+		       g.reason[0] ? "was already gone from the target"
+				   : "deleted from the target (drasync created it at failover)");
+		it->out.forget_applied = true;
+	} else if (g.state == DS_APPLY_KEPT) {
+		decide(it, DS_APPLY_HELD, "%s; %s", why, g.reason);
+	} else {
+		decide_kube_failure(a, it, g.what, g.rc, &g.ke);
+	}
+}
+
+/*
  * Decode the payload and run the pipeline. Decides the item unless it is to be
  * applied. *again (when not NULL) is set instead when discovery, read again
  * because the target did not serve the object's kind, changed the
@@ -394,7 +477,9 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 	ds_transform_opts topts = {.cfg = a->cfg.cfg,
 				   .dra_version = a->dra,
 				   .source_cluster = r->source_cluster,
-				   .source_uid = r->source_uid};
+				   .source_uid = r->source_uid,
+				   .mode_of = mode_of,
+				   .mode_ud = a};
 	size_t first = ds_report_count(rep);
 	ds_kube_error ke;
 	char text[REASON_MAX];
@@ -419,8 +504,7 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 		       report_text(rep, first, DS_REPORT_SKIP, text, sizeof(text)));
 		return 0;
 	case DS_TRANSFORM_HOLD:
-		decide(it, DS_APPLY_HELD, "%s",
-		       report_text(rep, first, DS_REPORT_HOLD, text, sizeof(text)));
+		hold(a, it, report_text(rep, first, DS_REPORT_HOLD, text, sizeof(text)));
 		return 0;
 	case DS_TRANSFORM_APPLY:
 		break;
@@ -1156,80 +1240,105 @@ out:
 /* ---- tombstones --------------------------------------------------------------- */
 
 /*
- * SPEC §5/§6: delete only what drasync created for this very source object.
- * The target identity is where the object was applied, else the mapping of
- * the source's.
+ * SPEC §5/§6: delete kind ns/name (as r's row names it) only when drasync
+ * created it for this very source object: label managed-by=drasync, the
+ * source uid of r's record, and for a Namespace the mark of one drasync made.
  */
-static void tombstone(ds_applier *a, struct item *it)
+static void guarded_delete(ds_applier *a, const ds_object_state_row *r, const char *api,
+			   const char *ns, const char *name, struct gone *g)
 {
-	ds_object_state_row *r = it->row;
 	struct ds_kube_resource res;
-	const char *api = r->target_api_version ? r->target_api_version : r->api_version;
-	const char *ns = r->target_ns ? r->target_ns
-			 : r->ns      ? ds_target_config_map_namespace(a->cfg.cfg, r->ns)
-				      : NULL;
-	const char *name = r->target_name ? r->target_name : r->name;
 	const char *dra = need_api(a, r->kind ? r->kind : "");
 	const char *managed, *uid_ann;
 	json_t *obj = NULL, *labels;
-	ds_kube_error ke;
 	int rc;
 
+	memset(g, 0, sizeof(*g));
 	if (dra && r->api_version && strncmp(r->api_version, "resource.k8s.io/", 16) == 0)
 		api = dra;
-	ds_kube_error_clear(&ke);
-	rc = ds_kube_resource_find(a->cfg.kube, api, r->kind, &res, &ke);
+	ds_kube_error_clear(&g->ke);
+	rc = ds_kube_resource_find(a->cfg.kube, api, r->kind, &res, &g->ke);
 	if (rc == -ENOENT) {
-		decide(it, DS_APPLY_DELETED, "not on the target (%s %s is not served)", api,
-		       r->kind);
+		g->state = DS_APPLY_DELETED;
+		snprintf(g->reason, sizeof(g->reason), "not on the target (%s %s is not served)",
+			 api, r->kind);
 		return;
 	}
 	if (rc < 0) {
-		decide_kube_failure(a, it, "discovery", rc, &ke);
+		g->what = "discovery";
+		g->rc = rc;
 		return;
 	}
 	count(a, &a->stats.api_reads, 1);
-	rc = ds_kube_get(a->cfg.kube, &res, ns, name, NULL, &obj, &ke);
+	rc = ds_kube_get(a->cfg.kube, &res, ns, name, NULL, &obj, &g->ke);
 	if (rc == -ENOENT) {
-		decide(it, DS_APPLY_DELETED, "already gone from the target");
+		g->state = DS_APPLY_DELETED;
+		snprintf(g->reason, sizeof(g->reason), "already gone from the target");
 		return;
 	}
 	if (rc < 0) {
-		decide_kube_failure(a, it, "get", rc, &ke);
+		g->what = "get";
+		g->rc = rc;
 		return;
 	}
 	labels = ds_json_path(obj, "metadata.labels");
 	managed = labels ? ds_json_str(labels, DS_LABEL_MANAGED_BY) : NULL;
 	uid_ann = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_UID);
 	if (!managed || strcmp(managed, "drasync") != 0) {
-		decide(it, DS_APPLY_KEPT,
-		       "not deleted: %s %s%s%s was not created by drasync (no label %s=drasync)",
-		       r->kind, ns ? ns : "", ns ? "/" : "", name, DS_LABEL_MANAGED_BY);
+		g->state = DS_APPLY_KEPT;
+		snprintf(g->reason, sizeof(g->reason),
+			 "not deleted: %s %s%s%s was not created by drasync (no label %s=drasync)",
+			 r->kind, ns ? ns : "", ns ? "/" : "", name, DS_LABEL_MANAGED_BY);
 	} else if (strcmp(r->kind, "Namespace") == 0 &&
 		   !ds_obj_annotation(obj, DS_ANNOTATION_CREATED)) {
-		decide(it, DS_APPLY_KEPT,
-		       "not deleted: Namespace %s was on the target before drasync applied it "
-		       "(no annotation %s)",
-		       name, DS_ANNOTATION_CREATED);
+		g->state = DS_APPLY_KEPT;
+		snprintf(g->reason, sizeof(g->reason),
+			 "not deleted: Namespace %s was on the target before drasync applied it "
+			 "(no annotation %s)",
+			 name, DS_ANNOTATION_CREATED);
 	} else if (!r->source_uid || !uid_ann || strcmp(uid_ann, r->source_uid) != 0) {
-		decide(it, DS_APPLY_KEPT,
-		       "not deleted: %s %s%s%s has %s=%s, the tombstone is for source uid %s",
-		       r->kind, ns ? ns : "", ns ? "/" : "", name, DS_ANNOTATION_SOURCE_UID,
-		       uid_ann ? uid_ann : "(none)", r->source_uid ? r->source_uid : "(none)");
+		g->state = DS_APPLY_KEPT;
+		snprintf(g->reason, sizeof(g->reason),
+			 "not deleted: %s %s%s%s has %s=%s, the tombstone is for source uid %s",
+			 r->kind, ns ? ns : "", ns ? "/" : "", name, DS_ANNOTATION_SOURCE_UID,
+			 uid_ann ? uid_ann : "(none)", r->source_uid ? r->source_uid : "(none)");
 	} else {
 		struct ds_kube_delete_opts dopts = {
 		    .propagation = "Background",
 		    .uid = ds_json_str(ds_json_path(obj, "metadata"), "uid"),
 		    .grace_seconds = -1};
-		ds_kube_error_clear(&ke);
+		ds_kube_error_clear(&g->ke);
 		count(a, &a->stats.api_writes, 1);
-		rc = ds_kube_delete(a->cfg.kube, &res, ns, name, &dopts, &ke);
-		if (rc == 0 || rc == -ENOENT)
-			decide(it, DS_APPLY_DELETED, NULL);
-		else
-			decide_kube_failure(a, it, "delete", rc, &ke);
+		rc = ds_kube_delete(a->cfg.kube, &res, ns, name, &dopts, &g->ke);
+		if (rc == 0 || rc == -ENOENT) {
+			g->state = DS_APPLY_DELETED;
+		} else {
+			g->what = "delete";
+			g->rc = rc;
+		}
 	}
 	json_decref(obj);
+}
+
+/*
+ * A tombstone: the target identity is where the object was applied, else the
+ * mapping of the source's.
+ */
+static void tombstone(ds_applier *a, struct item *it)
+{
+	ds_object_state_row *r = it->row;
+	const char *api = r->target_api_version ? r->target_api_version : r->api_version;
+	const char *ns = r->target_ns ? r->target_ns
+			 : r->ns      ? ds_target_config_map_namespace(a->cfg.cfg, r->ns)
+				      : NULL;
+	const char *name = r->target_name ? r->target_name : r->name;
+	struct gone g;
+
+	guarded_delete(a, r, api, ns, name, &g);
+	if (g.state)
+		decide(it, g.state, "%s", g.reason);
+	else
+		decide_kube_failure(a, it, g.what, g.rc, &g.ke);
 }
 
 /* ---- the pass ----------------------------------------------------------------- */
@@ -1273,7 +1382,8 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	/* New records may be what a waiting workload needs. */
 	if (rc > 0 && (rc = ds_object_state_wake_waiting(a->st, err)) < 0)
 		goto out;
-	rc = ds_object_state_pick(a->st, now_ms(), a->cfg.pass_max, &rows, &n, err);
+	rc = ds_object_state_pick_in(a->st, now_ms(), a->cfg.pass_max,
+				     a->cfg.n_namespaces ? &a->scope : NULL, &rows, &n, err);
 	if (rc < 0 || n == 0)
 		goto out;
 	json_decref(a->present);

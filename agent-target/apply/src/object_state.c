@@ -450,8 +450,42 @@ static int read_row(sqlite3_stmt *q, ds_object_state_row *r)
 	return 0;
 }
 
+/* Where a row goes on the target: where it was applied, else its source namespace mapped. */
+static const char *row_target_ns(const char *target_name, const char *target_ns, const char *ns,
+				 const char *(*map_ns)(void *, const char *), void *ud)
+{
+	if (target_name)
+		return target_ns && target_ns[0] ? target_ns : NULL;
+	if (!ns || !ns[0])
+		return NULL;
+	return map_ns ? map_ns(ud, ns) : ns;
+}
+
+/* Whether the row q is on (ROW_COLUMNS first) is in scope (NULL: every row). */
+static bool in_scope(const ds_object_state_scope *scope, sqlite3_stmt *q)
+{
+	const char *tns;
+
+	if (!scope)
+		return true;
+	tns = row_target_ns((const char *)sqlite3_column_text(q, 15),
+			    (const char *)sqlite3_column_text(q, 14),
+			    (const char *)sqlite3_column_text(q, 5), scope->map_ns, scope->map_ud);
+	for (size_t i = 0; tns && i < scope->n; i++)
+		if (strcmp(scope->ns[i], tns) == 0)
+			return true;
+	return false;
+}
+
 int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
 			 ds_object_state_row **rows, size_t *n, ds_err *err)
+{
+	return ds_object_state_pick_in(st, now_ms, max, NULL, rows, n, err);
+}
+
+int ds_object_state_pick_in(ds_object_state *st, int64_t now_ms, size_t max,
+			    const ds_object_state_scope *scope, ds_object_state_row **rows,
+			    size_t *n, ds_err *err)
 {
 	ds_object_state_row *v = NULL;
 	size_t cap = 0, len = 0, bytes = 0;
@@ -468,11 +502,15 @@ int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
 	if (rc < 0)
 		goto out;
 	sqlite3_bind_int64(q, 1, now_ms);
-	sqlite3_bind_int64(q, 2, (sqlite3_int64)max);
-	while (bytes < DS_OBJECT_STATE_PICK_BYTES && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+	/* A scope is filtered here, by the mapping: every due row is looked at. */
+	sqlite3_bind_int64(q, 2, scope ? -1 : (sqlite3_int64)max);
+	while (len < max && bytes < DS_OBJECT_STATE_PICK_BYTES &&
+	       (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		ds_object_state_row *r;
 		int plen = sqlite3_column_bytes(q, ROW_NCOL);
 
+		if (!in_scope(scope, q))
+			continue;
 		if (ds_grow((void **)&v, &cap, len + 1, sizeof(*v)) < 0) {
 			rc = -ENOMEM;
 			goto out;
@@ -496,8 +534,10 @@ int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
 		r->source_uid = col_dup(q, ROW_NCOL + 2);
 		r->source_cluster = col_dup(q, ROW_NCOL + 3);
 	}
-	/* Stopped at the byte bound, the rest is for the next pick. */
-	rc = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : fail(st->db, rc, "object_state pick", err);
+	/* Stopped at the byte bound or at max, the rest is for the next pick. */
+	rc = rc == SQLITE_DONE || rc == SQLITE_ROW || len == max
+		 ? 0
+		 : fail(st->db, rc, "object_state pick", err);
 out:
 	sqlite3_finalize(q);
 	if (rc < 0) {
@@ -537,6 +577,21 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 		sqlite3_bind_int64(q, 6, id);
 		rc = sqlite3_step(q);
 		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state applied", err);
+		sqlite3_finalize(q);
+		q = NULL;
+		if (rc < 0)
+			goto out;
+	} else if (res->forget_applied) {
+		rc = prepare(st->db,
+			     "UPDATE object_state SET applied_hash = NULL,"
+			     " applied_record_id = NULL, target_api_version = NULL,"
+			     " target_namespace = NULL, target_name = NULL WHERE id = ?",
+			     &q, err);
+		if (rc < 0)
+			goto out;
+		sqlite3_bind_int64(q, 1, id);
+		rc = sqlite3_step(q);
+		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state forget", err);
 		sqlite3_finalize(q);
 		q = NULL;
 		if (rc < 0)
@@ -624,6 +679,208 @@ int ds_object_state_reconsider(ds_object_state *st, ds_err *err)
 		 "UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = 0"
 		 " WHERE op = 1 AND state IN ('applied', 'waiting', 'failed', 'held', 'skipped')",
 		 err));
+}
+
+/* The rows of upserts (ROW_COLUMNS) in scope, one call of fn each; fn may stop with < 0. */
+static int each_in(ds_object_state *st, const char *where, const ds_object_state_scope *scope,
+		   int (*fn)(void *ud, sqlite3_stmt *q), void *ud, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	char sql[1024];
+	int rc;
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT " ROW_COLUMNS " FROM object_state o WHERE %s ORDER BY o.id", where);
+	rc = prepare(st->db, sql, &q, err);
+	if (rc < 0)
+		return rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (!in_scope(scope, q))
+			continue;
+		rc = fn(ud, q);
+		if (rc < 0)
+			break;
+	}
+	if (rc == SQLITE_DONE)
+		rc = 0;
+	else if (rc > 0)
+		rc = fail(st->db, rc, "object_state scan", err);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+struct id_list {
+	int64_t *v;
+	size_t n, cap;
+};
+
+static int collect_id(void *ud, sqlite3_stmt *q)
+{
+	struct id_list *l = ud;
+
+	if (ds_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)) < 0)
+		return -ENOMEM;
+	l->v[l->n++] = sqlite3_column_int64(q, 0);
+	return 0;
+}
+
+int ds_object_state_reconsider_in(ds_object_state *st, const ds_object_state_scope *scope,
+				  ds_err *err)
+{
+	struct id_list ids = {0};
+	sqlite3_stmt *up = NULL;
+	int rc;
+
+	/* IMMEDIATE: an applier cannot record a pass's outcome between our read and write. */
+	rc = exec(st->db, "BEGIN IMMEDIATE", err);
+	if (rc < 0)
+		return ds_err_fallback(err, rc);
+	rc = each_in(st,
+		     "o.op = 1 AND o.state IN ('applied', 'waiting', 'failed', 'held', 'skipped',"
+		     " 'pending')",
+		     scope, collect_id, &ids, err);
+	if (rc == 0)
+		rc = prepare(
+		    st->db,
+		    "UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = 0"
+		    " WHERE id = ?",
+		    &up, err);
+	for (size_t i = 0; rc == 0 && i < ids.n; i++) {
+		sqlite3_reset(up);
+		sqlite3_bind_int64(up, 1, ids.v[i]);
+		rc = sqlite3_step(up);
+		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state reconsider", err);
+	}
+	sqlite3_finalize(up);
+	free(ids.v);
+	if (rc < 0) {
+		exec(st->db, "ROLLBACK", NULL);
+		return ds_err_fallback(err, rc);
+	}
+	rc = exec(st->db, "COMMIT", err);
+	if (rc < 0) {
+		exec(st->db, "ROLLBACK", NULL);
+		return ds_err_fallback(err, rc);
+	}
+	return (int)ids.n;
+}
+
+struct due {
+	size_t pending, waiting;
+	int64_t next_at;
+};
+
+static int count_due(void *ud, sqlite3_stmt *q)
+{
+	struct due *d = ud;
+	int64_t at = sqlite3_column_int64(q, 19);
+
+	if (state_parse((const char *)sqlite3_column_text(q, 16)) == DS_APPLY_WAITING) {
+		d->waiting++;
+		return 0;
+	}
+	d->pending++;
+	if (!d->next_at || at < d->next_at)
+		d->next_at = at ? at : 1;
+	return 0;
+}
+
+int ds_object_state_due_in(ds_object_state *st, const ds_object_state_scope *scope, size_t *pending,
+			   size_t *waiting, int64_t *next_at, ds_err *err)
+{
+	struct due d = {0};
+	int rc = each_in(st, "o.state IN ('pending', 'waiting')", scope, count_due, &d, err);
+
+	if (rc < 0)
+		return ds_err_fallback(err, rc);
+	if (pending)
+		*pending = d.pending;
+	if (waiting)
+		*waiting = d.waiting;
+	if (next_at)
+		*next_at = d.next_at;
+	return 0;
+}
+
+struct strings {
+	char **v;
+	size_t n, cap;
+};
+
+/* Add s to the sorted set l. @return 0, -ENOMEM */
+static int strings_add(struct strings *l, const char *s)
+{
+	size_t at = 0;
+	char *dup;
+
+	while (at < l->n && strcmp(l->v[at], s) < 0)
+		at++;
+	if (at < l->n && strcmp(l->v[at], s) == 0)
+		return 0;
+	if (ds_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)) < 0 || !(dup = strdup(s)))
+		return -ENOMEM;
+	memmove(l->v + at + 1, l->v + at, (l->n - at) * sizeof(*l->v));
+	l->v[at] = dup;
+	l->n++;
+	return 0;
+}
+
+void ds_object_state_strings_free(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+struct ns_walk {
+	struct strings out;
+	const char *(*map_ns)(void *, const char *);
+	void *map_ud;
+};
+
+static int add_namespace(void *ud, sqlite3_stmt *q)
+{
+	struct ns_walk *w = ud;
+	const char *tns = row_target_ns(
+	    (const char *)sqlite3_column_text(q, 15), (const char *)sqlite3_column_text(q, 14),
+	    (const char *)sqlite3_column_text(q, 5), w->map_ns, w->map_ud);
+
+	return tns ? strings_add(&w->out, tns) : 0;
+}
+
+int ds_object_state_namespaces(ds_object_state *st, const char *(*map_ns)(void *, const char *),
+			       void *map_ud, char ***out, size_t *n, ds_err *err)
+{
+	struct ns_walk w = {.map_ns = map_ns, .map_ud = map_ud};
+	int rc = each_in(st, "o.op = 1", NULL, add_namespace, &w, err);
+
+	if (rc < 0) {
+		ds_object_state_strings_free(w.out.v, w.out.n);
+		return ds_err_fallback(err, rc);
+	}
+	*out = w.out.v;
+	*n = w.out.n;
+	return 0;
+}
+
+static int add_source(void *ud, sqlite3_stmt *q)
+{
+	return strings_add(ud, (const char *)sqlite3_column_text(q, 1));
+}
+
+int ds_object_state_sources_in(ds_object_state *st, const ds_object_state_scope *scope, char ***out,
+			       size_t *n, ds_err *err)
+{
+	struct strings l = {0};
+	int rc = each_in(st, "o.op = 1", scope, add_source, &l, err);
+
+	if (rc < 0) {
+		ds_object_state_strings_free(l.v, l.n);
+		return ds_err_fallback(err, rc);
+	}
+	*out = l.v;
+	*n = l.n;
+	return 0;
 }
 
 int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err)

@@ -51,6 +51,7 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 	char what[300], from_api[128];
 	char *uid = NULL;
 	ds_err err = {0};
+	enum ds_mode mode;
 	int r;
 
 	ds_obj_describe(obj, what, sizeof(what));
@@ -103,7 +104,10 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 		goto out;
 	}
 	r = DS_TRANSFORM_APPLY;
-	if (ds_target_config_mode(o->cfg) == DS_MODE_STANDBY) {
+	mode = ds_target_config_mode(o->cfg);
+	if (o->mode_of)
+		mode = o->mode_of(o->mode_ud, ds_obj_namespace(obj), mode);
+	if (mode == DS_MODE_STANDBY) {
 		int s = ds_standby_apply(obj, rep);
 		if (s < 0)
 			r = s;

@@ -30,7 +30,12 @@
  *   with the API's Status message until a new version arrives;
  * - a tombstone deletes the target object only when it carries
  *   app.kubernetes.io/managed-by=drasync and a matching drasync.io/source-uid;
- *   otherwise the object is left and the row says why.
+ *   otherwise the object is left and the row says why;
+ * - the mode (migrate or standby) is the one the ledger records for the
+ *   object's target namespace (namespace_mode.h: failover, failback), read
+ *   once per pass, else the configuration's; a bare Pod or Job held in standby
+ *   that drasync created before (at failover) is deleted from the target, with
+ *   the tombstones' guard, and its reason says so.
  *
  * The receiver's handler (ds_applier_record_handler) only wakes the applier:
  * the records table is the log the applier reads on its own connection, so
@@ -81,6 +86,9 @@ typedef struct ds_applier_config {
 	 * resource.k8s.io version are read again, at most this often; 0: 30000. Set on the
 	 * client (ds_kube_discovery_set_refresh_interval). */
 	int discovery_refresh_ms;
+	/* Only objects that go to these target namespaces (failover, failback); n 0: all. */
+	const char *const *namespaces;
+	size_t n_namespaces;
 } ds_applier_config;
 
 /* What the applier did (since ds_applier_new). API calls are those it made itself. */

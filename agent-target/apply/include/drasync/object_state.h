@@ -86,7 +86,23 @@ typedef struct ds_object_state_result {
 	const char *target_api_version, *target_ns, *target_name;
 	int attempts;
 	int64_t next_try_at; /* ms; 0: at once */
+	/* The object was taken off the target (a held object deleted at failback): the
+	 * applied hash and target identity are forgotten, so it is created again when due. */
+	bool forget_applied;
 } ds_object_state_result;
+
+/*
+ * Rows by the namespace they go to on the target: where they were applied,
+ * else their source namespace mapped by map_ns. Cluster-scoped rows are in no
+ * scope. A NULL scope is every row.
+ */
+typedef struct ds_object_state_scope {
+	const char *const *ns; /* target namespaces */
+	size_t n;
+	/* The target namespace of a source namespace, for rows never applied; NULL: the same. */
+	const char *(*map_ns)(void *ud, const char *source_ns);
+	void *map_ud;
+} ds_object_state_scope;
 
 /**
  * Open the state tables in the ledger file at path (created when missing).
@@ -125,6 +141,11 @@ int ds_object_state_ingest(ds_object_state *st, ds_err *err);
 int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
 			 ds_object_state_row **rows, size_t *n, ds_err *err);
 
+/** As ds_object_state_pick(), the rows in scope only (NULL: all). */
+int ds_object_state_pick_in(ds_object_state *st, int64_t now_ms, size_t max,
+			    const ds_object_state_scope *scope, ds_object_state_row **rows,
+			    size_t *n, ds_err *err);
+
 /**
  * Record the outcome of applying row id's record record_id. The applied hash
  * and target identity are kept in any case; the state, reason and retry time
@@ -139,6 +160,35 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
  * changed); an object whose transformed form hashes as applied costs no call.
  */
 int ds_object_state_reconsider(ds_object_state *st, ds_err *err);
+
+/**
+ * As ds_object_state_reconsider(), the upserts in scope only (their namespace
+ * changed mode: failover, failback). @return the number of rows made due, or a negative errno
+ */
+int ds_object_state_reconsider_in(ds_object_state *st, const ds_object_state_scope *scope,
+				  ds_err *err);
+
+/**
+ * Rows in scope the applier still has to look at: pending (due now or in
+ * backoff, *next_at (may be NULL) the earliest retry, ms) and waiting.
+ * @return 0, or a negative errno
+ */
+int ds_object_state_due_in(ds_object_state *st, const ds_object_state_scope *scope, size_t *pending,
+			   size_t *waiting, int64_t *next_at, ds_err *err);
+
+/**
+ * The target namespaces of the live objects (upserts) in the ledger, sorted,
+ * each once; namespaces never applied are mapped by map_ns (NULL: the same).
+ * *out is a new array of new strings (ds_object_state_strings_free).
+ */
+int ds_object_state_namespaces(ds_object_state *st, const char *(*map_ns)(void *, const char *),
+			       void *map_ud, char ***out, size_t *n, ds_err *err);
+
+/** The sources with live objects in scope, sorted, each once (ds_object_state_strings_free). */
+int ds_object_state_sources_in(ds_object_state *st, const ds_object_state_scope *scope, char ***out,
+			       size_t *n, ds_err *err);
+
+void ds_object_state_strings_free(char **v, size_t n);
 
 /**
  * Record several outcomes in one transaction: ds_object_state_set() calls

@@ -25,6 +25,11 @@ typedef struct ds_transform_opts {
 	enum ds_dra_version dra_version; /* what the target serves */
 	const char *source_cluster;	 /* NULL when unknown (plan without --source-cluster) */
 	const char *source_uid;		 /* NULL: taken from the object's metadata.uid */
+	/* The mode for an object in target namespace ns (after namespaceMappings; NULL:
+	 * cluster-scoped), `configured` being cfg's; NULL: cfg's mode for every object.
+	 * The importer answers from the ledger, where failover and failback set it. */
+	enum ds_mode (*mode_of)(void *ud, const char *ns, enum ds_mode configured);
+	void *mode_ud;
 } ds_transform_opts;
 
 enum ds_transform_result {
