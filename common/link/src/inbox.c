@@ -4,6 +4,7 @@
 #include "drasync/sqlite_util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,7 +31,10 @@ static const char schema[] =
     /* The key -> hash manifest of each snapshot-end, for pruning after the apply. */
     "CREATE TABLE IF NOT EXISTS manifests(source TEXT NOT NULL, epoch INTEGER NOT NULL,"
     " seq INTEGER NOT NULL, key TEXT NOT NULL, content_hash BLOB NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS manifests_by_seq ON manifests(source, epoch, seq);";
+    "CREATE INDEX IF NOT EXISTS manifests_by_seq ON manifests(source, epoch, seq);"
+    "CREATE TABLE IF NOT EXISTS presence(source TEXT PRIMARY KEY, peer TEXT,"
+    " since INTEGER NOT NULL, seen_at INTEGER NOT NULL, valid_until INTEGER NOT NULL,"
+    " ended_at INTEGER, end_reason TEXT);";
 
 int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
 {
@@ -301,4 +305,96 @@ out:
 	}
 	*committed = seq;
 	return 0;
+}
+
+/* ---- presence ------------------------------------------------------------ */
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int presence_write(ds_inbox *ib, const char *sql, const char *source, const char *text,
+			  int64_t now, int64_t valid_until, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(ib->db, sql, -1, &q, NULL);
+
+	if (rc != SQLITE_OK) {
+		rc = ds_sqlite_fail(ib->db, rc, "presence", err);
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, source, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, text, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 3, now);
+	sqlite3_bind_int64(q, 4, valid_until);
+	rc = sqlite3_step(q);
+	rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ib->db, rc, "presence", err);
+out:
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}
+
+int ds_inbox_presence_seen(ds_inbox *ib, const char *source, const char *peer, bool open,
+			   int64_t valid_ms, ds_err *err)
+{
+	int64_t now = wall_ms();
+
+	if (open)
+		return presence_write(
+		    ib,
+		    "INSERT INTO presence(source, peer, since, seen_at, valid_until, ended_at,"
+		    " end_reason) VALUES(?1, ?2, ?3, ?3, ?4, NULL, NULL) ON CONFLICT(source) DO"
+		    " UPDATE SET peer = ?2, since = ?3, seen_at = ?3, valid_until = ?4,"
+		    " ended_at = NULL, end_reason = NULL",
+		    source, peer, now, now + valid_ms, err);
+	return presence_write(ib,
+			      "UPDATE presence SET peer = coalesce(?2, peer), seen_at = ?3,"
+			      " valid_until = ?4 WHERE source = ?1 AND ended_at IS NULL",
+			      source, peer, now, now + valid_ms, err);
+}
+
+int ds_inbox_presence_end(ds_inbox *ib, const char *source, const char *why, ds_err *err)
+{
+	return presence_write(ib,
+			      "UPDATE presence SET ended_at = ?3, end_reason = ?2, valid_until = ?4"
+			      " WHERE source = ?1 AND ended_at IS NULL",
+			      source, why, wall_ms(), wall_ms(), err);
+}
+
+int ds_inbox_presence_get(ds_inbox *ib, const char *source, int64_t now_ms, ds_inbox_presence *out,
+			  ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(ib->db,
+				    "SELECT coalesce(peer, ''), since, seen_at, valid_until,"
+				    " coalesce(ended_at, 0), coalesce(end_reason, '')"
+				    " FROM presence WHERE source = ?",
+				    -1, &q, NULL);
+
+	if (rc != SQLITE_OK) {
+		rc = ds_sqlite_fail(ib->db, rc, "presence", err);
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, source, -1, SQLITE_STATIC);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		memset(out, 0, sizeof(*out));
+		snprintf(out->peer, sizeof(out->peer), "%s", sqlite3_column_text(q, 0));
+		out->since = sqlite3_column_int64(q, 1);
+		out->seen_at = sqlite3_column_int64(q, 2);
+		out->valid_until = sqlite3_column_int64(q, 3);
+		out->ended_at = sqlite3_column_int64(q, 4);
+		snprintf(out->end_reason, sizeof(out->end_reason), "%s", sqlite3_column_text(q, 5));
+		out->connected = !out->ended_at && out->valid_until > now_ms;
+		rc = 1;
+	} else {
+		rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ib->db, rc, "presence", err);
+	}
+out:
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
 }

@@ -26,6 +26,9 @@
 #define MAX_CONNS 256
 #define RID_MAX 256
 #define FEEDBACK_MAX 1024 /* apply results per Ack */
+/* Open sessions are written to the ledger's presence table this often (the
+ * split-brain guard of failover reads it). */
+#define PRESENCE_MS 2000
 
 struct session {
 	bool used;
@@ -373,6 +376,54 @@ static int send_to(ds_receiver *r, const uint8_t *rid, size_t rid_len, uint8_t *
 	return rc;
 }
 
+/* How long a presence row holds unless seen again: a connection that died
+ * silently is closed by the heartbeat timeout, then noticed within a sweep. */
+static int64_t presence_valid_ms(const ds_receiver *r)
+{
+	return (int64_t)r->cfg.tuning.heartbeat_timeout_ms + 2 * PRESENCE_MS;
+}
+
+/* source has no session left but s (which is ending): its presence ends. */
+static void presence_end(ds_receiver *r, const struct session *s, const char *why)
+{
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		const struct session *o = &r->sessions[i];
+		if (o != s && o->used && strcmp(o->source, s->source) == 0)
+			return;
+	}
+	ds_inbox_presence_end(r->inbox, s->source, why, NULL);
+}
+
+/* Whether the connection the session was opened on is still up. */
+static bool session_alive(const struct session *s)
+{
+	char addr[64];
+
+	fd_peer(s->fd, addr, sizeof(addr));
+	return s->fd >= 0 && addr[0] && strcmp(addr, s->peer) == 0;
+}
+
+/*
+ * Every open session whose connection lives is seen again; one whose
+ * connection is gone (closed, or by the heartbeat timeout) ends. Called every
+ * PRESENCE_MS.
+ */
+static void presence_sweep(ds_receiver *r)
+{
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		struct session *s = &r->sessions[i];
+		if (!s->used)
+			continue;
+		if (session_alive(s)) {
+			ds_inbox_presence_seen(r->inbox, s->source, s->peer, false,
+					       presence_valid_ms(r), NULL);
+			continue;
+		}
+		presence_end(r, s, "connection closed");
+		s->used = false;
+	}
+}
+
 /*
  * Close one peer's TCP connection. ROUTER has no API to drop a peer, so shut
  * the descriptor the frame came from down: libzmq sees the end of the stream
@@ -389,8 +440,10 @@ static void drop_peer(ds_receiver *r, int fd, const char *peer_ip, const uint8_t
 
 	if (ds_wire_goodbye_encode(why, &buf, &len) == 0)
 		send_to(r, rid, rid_len, buf, len);
-	if (s)
+	if (s) {
+		presence_end(r, s, why);
 		s->used = false;
+	}
 	fd_peer(fd, addr, sizeof(addr));
 	if (fd >= 0 && peer_ip && peer_ip[0] && strncmp(addr, peer_ip, strlen(peer_ip)) == 0 &&
 	    addr[strlen(peer_ip)] == ':')
@@ -419,6 +472,7 @@ static void revoke_session(ds_receiver *r, struct session *s)
 	emit(r, DS_LOG_WARN, "source_revoked", s->peer,
 	     "source %s (key %s) is no longer in %s: session closed", s->source, s->key,
 	     ds_zap_path(r->zap));
+	presence_end(r, s, "key no longer authorized");
 	s->used = false;
 }
 
@@ -563,6 +617,7 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 	w.credit = (uint32_t)(s->granted - committed);
 	w.source_name = source;
 	w.apply_results = r->cfg.feedback.results != NULL;
+	ds_inbox_presence_seen(r->inbox, source, peer, true, presence_valid_ms(r), NULL);
 	if (ds_wire_welcome_encode(&w, &buf, &len) == 0)
 		send_to(r, rid, rid_len, buf, len);
 	emit(r, DS_LOG_INFO, "session_open", peer,
@@ -694,8 +749,12 @@ static void on_message(ds_receiver *r)
 		struct session *s = session_find(r, zmq_msg_data(&rid), zmq_msg_size(&rid));
 		emit(r, DS_LOG_INFO, "goodbye", peer, "source %s: %s", source,
 		     ds_wire_msg_goodbye(msg));
-		if (s)
+		if (s) {
+			char why[300];
+			snprintf(why, sizeof(why), "goodbye: %s", ds_wire_msg_goodbye(msg));
+			presence_end(r, s, why);
 			s->used = false;
+		}
 		break;
 	}
 	default:
@@ -712,6 +771,7 @@ out:
 int ds_receiver_run(ds_receiver *r, ds_err *err)
 {
 	int64_t next_sweep = ds_now_ms() + 1000, next_feedback = 0;
+	int64_t next_presence = ds_now_ms() + PRESENCE_MS;
 
 	(void)err;
 	while (!atomic_load(&r->stop)) {
@@ -741,6 +801,18 @@ int ds_receiver_run(ds_receiver *r, ds_err *err)
 		if (ds_now_ms() >= next_sweep) {
 			sweep_revoked(r);
 			next_sweep = ds_now_ms() + 1000;
+		}
+		if (ds_now_ms() >= next_presence) {
+			presence_sweep(r);
+			next_presence = ds_now_ms() + PRESENCE_MS;
+		}
+	}
+	/* Stopping: the sessions end with the receiver. */
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		struct session *s = &r->sessions[i];
+		if (s->used) {
+			presence_end(r, s, "the target agent stopped");
+			s->used = false;
 		}
 	}
 	return 0;

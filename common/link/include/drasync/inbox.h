@@ -14,12 +14,18 @@
  *           source_uid, source_resource_version, content_hash, compression,
  *           payload, snapshot_id, status, message, committed_at)
  *   manifests(source, epoch, seq, key, content_hash)   -- of each snapshot-end
+ *   presence(source, peer, since, seen_at, valid_until, ended_at, end_reason)
+ *       -- the link's sessions as the receiver sees them (milliseconds since the
+ *          epoch): opened at Hello, seen again while the connection lives
+ *          (heartbeats keep it up), ended at Goodbye, drop or disconnect. A
+ *          row still open past valid_until belongs to a receiver that died.
  */
 
 #include "drasync/err.h"
 #include "drasync/record.h"
 #include "drasync/wire.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct ds_inbox ds_inbox;
@@ -53,6 +59,29 @@ int ds_inbox_session(ds_inbox *ib, const char *source, const char *cluster_name,
 int ds_inbox_commit(ds_inbox *ib, const char *source, uint64_t epoch, const ds_wire_msg *batch,
 		    ds_record_handler handler, void *ud, ds_wire_result *results,
 		    uint64_t *committed, ds_err *err);
+
+/* A source's link presence, as ds_inbox_presence_get() reads it. */
+typedef struct ds_inbox_presence {
+	char peer[64];			     /* "ip:port" of the session's connection */
+	int64_t since, seen_at, valid_until; /* ms since the epoch */
+	int64_t ended_at;		     /* 0: not ended */
+	char end_reason[200];
+	bool connected; /* not ended and seen within valid_until */
+} ds_inbox_presence;
+
+/**
+ * Record that source's session is up: opened (open, since = now) or seen
+ * again; valid_ms is how long the row holds without being seen again.
+ */
+int ds_inbox_presence_seen(ds_inbox *ib, const char *source, const char *peer, bool open,
+			   int64_t valid_ms, ds_err *err);
+
+/** Record that source has no session any more, and why. */
+int ds_inbox_presence_end(ds_inbox *ib, const char *source, const char *why, ds_err *err);
+
+/** source's presence at now_ms. @return 1, 0 when never connected, or a negative errno */
+int ds_inbox_presence_get(ds_inbox *ib, const char *source, int64_t now_ms, ds_inbox_presence *out,
+			  ds_err *err);
 
 /** Last committed (epoch, seq) of a source; both 0 when unknown. */
 int ds_inbox_committed(ds_inbox *ib, const char *source, uint64_t *epoch, uint64_t *seq,
