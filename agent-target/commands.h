@@ -9,6 +9,8 @@ struct ds_command {
 	int (*run)(int argc, char **argv);
 };
 
+int ds_cmd_failback(int argc, char **argv);
+int ds_cmd_failover(int argc, char **argv);
 int ds_cmd_inventory(int argc, char **argv);
 int ds_cmd_keygen(int argc, char **argv);
 int ds_cmd_plan(int argc, char **argv);
