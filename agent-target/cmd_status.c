@@ -8,6 +8,7 @@
 #include "commands.h"
 
 #include "drasync/ledger_status.h"
+#include "drasync/namespace_mode.h"
 #include "drasync/target_config.h"
 
 #include <errno.h>
@@ -25,8 +26,10 @@ static void usage(FILE *out)
 		     "\n"
 		     "Shows the importer's ledger (stateDir/ledger.db), whether `run` runs or\n"
 		     "not: every source (cluster, epoch, committed seq, last contact, records\n"
-		     "not applied yet), the objects per state, and the objects that wait (for\n"
-		     "what) or failed (why), and the last verification of the workloads\n"
+		     "not applied yet), every target namespace with its mode (active or\n"
+		     "standby), since when and what set it (failover, failback, or the\n"
+		     "configuration's mode), the objects per state, and the objects that wait\n"
+		     "(for what) or failed (why), and the last verification of the workloads\n"
 		     "(drasync-target verify): how many verified, and why the others did not.\n"
 		     "\n"
 		     "Options:\n"
@@ -103,7 +106,14 @@ static json_t *verification_json(const ds_ledger_status *st)
 			 "workloads", arr);
 }
 
-static void print_text(const ds_ledger_status *st, const char *ledger, const char *mode)
+/* A namespace's mode: the ledger's (failover, failback), else the configuration's. */
+static const char *ns_mode(const ds_ledger_namespace *n, enum ds_mode conf)
+{
+	return ds_namespace_mode_word(n->recorded ? n->mode : conf);
+}
+
+static void print_text(const ds_ledger_status *st, const char *ledger, const char *mode,
+		       enum ds_mode conf)
 {
 	char b[40];
 
@@ -119,6 +129,17 @@ static void print_text(const ds_ledger_status *st, const char *ledger, const cha
 	}
 	if (!st->n_sources)
 		printf("(no source has connected yet)\n");
+	if (st->n_namespaces) {
+		printf("\n%-32s %-8s %-21s %-11s %9s %6s\n", "NAMESPACE", "MODE", "SINCE",
+		       "CHANGED BY", "OBJECTS", "HELD");
+		for (size_t i = 0; i < st->n_namespaces; i++) {
+			const ds_ledger_namespace *n = &st->namespaces[i];
+			printf("%-32s %-8s %-21s %-11s %9llu %6llu\n", n->name, ns_mode(n, conf),
+			       n->recorded ? when(n->since, b, sizeof(b)) : "-",
+			       n->recorded ? n->changed_by : "config",
+			       (unsigned long long)n->objects, (unsigned long long)n->held);
+		}
+	}
 	printf("\nobjects:");
 	for (int s = 1; s < DS_APPLY_STATE_MAX; s++)
 		printf(" %s %llu", ds_apply_state_name((enum ds_apply_state)s),
@@ -138,10 +159,11 @@ static void print_text(const ds_ledger_status *st, const char *ledger, const cha
 	print_verification_text(st);
 }
 
-static void print_json(const ds_ledger_status *st, const char *ledger, const char *mode)
+static void print_json(const ds_ledger_status *st, const char *ledger, const char *mode,
+		       enum ds_mode conf)
 {
 	json_t *o = json_object(), *srcs = json_array(), *states = json_object(),
-	       *items = json_array();
+	       *items = json_array(), *nss = json_array();
 	const char *why = attention(st);
 	char *text;
 
@@ -164,9 +186,18 @@ static void print_json(const ds_ledger_status *st, const char *ledger, const cha
 				     "source", it->source, "kind", it->kind, "namespace", it->ns,
 				     "name", it->name, "reason", it->reason));
 	}
+	for (size_t i = 0; i < st->n_namespaces; i++) {
+		const ds_ledger_namespace *n = &st->namespaces[i];
+		json_array_append_new(
+		    nss, json_pack("{ss ss so ss sI sI}", "name", n->name, "mode", ns_mode(n, conf),
+				   "since", n->recorded ? json_integer(n->since) : json_null(),
+				   "changedBy", n->recorded ? n->changed_by : "config", "objects",
+				   (json_int_t)n->objects, "held", (json_int_t)n->held));
+	}
 	json_object_set_new(o, "ledger", json_string(ledger));
 	json_object_set_new(o, "mode", json_string(mode));
 	json_object_set_new(o, "sources", srcs);
+	json_object_set_new(o, "namespaces", nss);
 	json_object_set_new(o, "objects", states);
 	json_object_set_new(o, "needsLook", items);
 	json_object_set_new(o, "moreNeedLook", json_integer((json_int_t)st->more_items));
@@ -178,6 +209,11 @@ static void print_json(const ds_ledger_status *st, const char *ledger, const cha
 		printf("%s\n", text);
 	free(text);
 	json_decref(o);
+}
+
+static const char *map_ns(void *ud, const char *source_ns)
+{
+	return ds_target_config_map_namespace(ud, source_ns);
 }
 
 int ds_cmd_status(int argc, char **argv)
@@ -232,16 +268,18 @@ int ds_cmd_status(int argc, char **argv)
 		return 2;
 	}
 	ds_target_config_ledger(cfg, ledger, sizeof(ledger));
-	rc = ds_ledger_status_read(ledger, MAX_ITEMS_SHOWN, &st, &err);
+	rc = ds_ledger_status_read_mapped(ledger, MAX_ITEMS_SHOWN, map_ns, cfg, &st, &err);
 	if (rc < 0) {
 		fprintf(stderr, "drasync-target status: %s\n", err.msg);
 		ds_target_config_free(cfg);
 		return rc == -ENOENT ? 2 : 1;
 	}
 	if (strcmp(output, "json") == 0)
-		print_json(st, ledger, ds_mode_name(ds_target_config_mode(cfg)));
+		print_json(st, ledger, ds_mode_name(ds_target_config_mode(cfg)),
+			   ds_target_config_mode(cfg));
 	else
-		print_text(st, ledger, ds_mode_name(ds_target_config_mode(cfg)));
+		print_text(st, ledger, ds_mode_name(ds_target_config_mode(cfg)),
+			   ds_target_config_mode(cfg));
 	rc = attention(st) ? 1 : 0;
 	if (rc && strcmp(output, "text") == 0)
 		printf("\nneeds attention: %s\n", attention(st));

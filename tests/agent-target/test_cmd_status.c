@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "drasync/namespace_mode.h"
 #include "drasync/object_state.h"
 #include "drasync/verify.h"
 #include "testutil.h"
@@ -88,6 +89,17 @@ static void fill(struct site *s, const char *source)
 	tu_ledger_close(&l);
 }
 
+/* As failback records it: ml-dr standby. */
+static void set_standby(struct site *s)
+{
+	ds_namespace_modes *nm = NULL;
+	ds_err err = {0};
+
+	assert_int_equal(ds_namespace_modes_open(&nm, s->ledger, &err), 0);
+	assert_int_equal(ds_namespace_modes_set(nm, "ml-dr", DS_MODE_STANDBY, "failback", &err), 1);
+	ds_namespace_modes_free(nm);
+}
+
 static void status(struct site *s, const char *output, struct tu_run *r)
 {
 	tu_run(r, NULL,
@@ -105,6 +117,7 @@ static void test_cmd_status__text_and_json_field_by_field(void **state)
 	(void)state;
 	site_new(&s);
 	fill(&s, "prod-east");
+	set_standby(&s);
 
 	status(&s, "text", &r);
 	/* a failed and a waiting object: attention, exit 1 */
@@ -116,6 +129,20 @@ static void test_cmd_status__text_and_json_field_by_field(void **state)
 	assert_non_null(strstr(r.out, "waiting ConfigMap ml/c (source prod-east): waits for "
 				      "ResourceClaimTemplate ml/gpu"));
 	assert_non_null(strstr(r.out, "needs attention: objects failed to apply"));
+	/* per target namespace: the mode failback set, and the configuration's for ml,
+	 * where object d (never applied) goes */
+	assert_non_null(strstr(r.out, "NAMESPACE"));
+	{
+		const char *dr = strstr(r.out, "\nml-dr "), *ml = strstr(r.out, "\nml ");
+		assert_non_null(dr);
+		assert_non_null(ml);
+		assert_non_null(strstr(dr, "standby"));
+		assert_true(strstr(dr, "standby") < strchr(dr + 1, '\n'));
+		assert_true(strstr(dr, "failback") < strchr(dr + 1, '\n'));
+		assert_true(strstr(dr, "Z ") < strchr(dr + 1, '\n')); /* since, ISO 8601 */
+		assert_true(strstr(ml, "active") < strchr(ml + 1, '\n'));
+		assert_true(strstr(ml, "config") < strchr(ml + 1, '\n'));
+	}
 	tu_run_dispose(&r);
 
 	status(&s, "json", &r);
@@ -136,6 +163,24 @@ static void test_cmd_status__text_and_json_field_by_field(void **state)
 	assert_int_equal(json_array_size(json_object_get(o, "needsLook")), 2);
 	assert_false(json_is_true(json_object_get(o, "healthy")));
 	assert_string_equal(json_string_value(json_object_get(o, "mode")), "migrate");
+	{
+		json_t *nss = json_object_get(o, "namespaces"), *ml = json_array_get(nss, 0),
+		       *dr = json_array_get(nss, 1);
+		assert_int_equal(json_array_size(nss), 2);
+		assert_string_equal(json_string_value(json_object_get(ml, "name")), "ml");
+		assert_string_equal(json_string_value(json_object_get(ml, "mode")), "active");
+		assert_true(json_is_null(json_object_get(ml, "since")));
+		assert_string_equal(json_string_value(json_object_get(ml, "changedBy")), "config");
+		/* b, c and d were never applied: in their source namespace, unmapped */
+		assert_int_equal(json_integer_value(json_object_get(ml, "objects")), 3);
+		assert_string_equal(json_string_value(json_object_get(dr, "name")), "ml-dr");
+		assert_string_equal(json_string_value(json_object_get(dr, "mode")), "standby");
+		assert_true(json_integer_value(json_object_get(dr, "since")) > 1700000000);
+		assert_string_equal(json_string_value(json_object_get(dr, "changedBy")),
+				    "failback");
+		assert_int_equal(json_integer_value(json_object_get(dr, "objects")), 1);
+		assert_int_equal(json_integer_value(json_object_get(dr, "held")), 0);
+	}
 	json_decref(o);
 	tu_run_dispose(&r);
 	free(s.dir);

@@ -165,6 +165,92 @@ static int read_verifications(sqlite3 *db, ds_ledger_status *st, size_t max, ds_
 	return rc == SQLITE_DONE ? 0 : fail(db, "verifications", err);
 }
 
+/* The namespace entry of name in st (added, sorted, when missing), or NULL on ENOMEM. */
+static ds_ledger_namespace *ns_entry(ds_ledger_status *st, size_t *cap, const char *name)
+{
+	size_t at = 0;
+	ds_ledger_namespace *e;
+
+	while (at < st->n_namespaces && strcmp(st->namespaces[at].name, name) < 0)
+		at++;
+	if (at < st->n_namespaces && strcmp(st->namespaces[at].name, name) == 0)
+		return &st->namespaces[at];
+	if (ds_grow((void **)&st->namespaces, cap, st->n_namespaces + 1, sizeof(*e)) < 0)
+		return NULL;
+	memmove(st->namespaces + at + 1, st->namespaces + at, (st->n_namespaces - at) * sizeof(*e));
+	e = &st->namespaces[at];
+	memset(e, 0, sizeof(*e));
+	e->name = strdup(name);
+	e->changed_by = strdup("");
+	st->n_namespaces++;
+	if (!e->name || !e->changed_by)
+		return NULL;
+	return e;
+}
+
+static int read_namespaces(sqlite3 *db, ds_ledger_status *st,
+			   const char *(*map_ns)(void *, const char *), void *ud, bool modes,
+			   ds_err *err)
+{
+	size_t cap = 0;
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(
+	    db,
+	    "SELECT target_name IS NULL, CASE WHEN target_name IS NOT NULL THEN"
+	    " target_namespace ELSE namespace END AS ns, count(*), sum(state = 'held')"
+	    " FROM object_state WHERE op = 1 AND ns IS NOT NULL AND ns != '' GROUP BY 1, 2",
+	    -1, &q, NULL);
+
+	if (rc != SQLITE_OK)
+		return fail(db, "namespaces", err);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *ns = (const char *)sqlite3_column_text(q, 1);
+		ds_ledger_namespace *e;
+
+		if (sqlite3_column_int(q, 0) && map_ns)
+			ns = map_ns(ud, ns);
+		e = ns_entry(st, &cap, ns);
+		if (!e) {
+			sqlite3_finalize(q);
+			return ds_err_fallback(err, -ENOMEM);
+		}
+		e->objects += (uint64_t)sqlite3_column_int64(q, 2);
+		e->held += (uint64_t)sqlite3_column_int64(q, 3);
+	}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE)
+		return fail(db, "namespaces", err);
+	if (!modes)
+		return 0;
+	rc = sqlite3_prepare_v2(db,
+				"SELECT namespace, mode, since, coalesce(changed_by, '')"
+				" FROM namespace_modes",
+				-1, &q, NULL);
+	if (rc != SQLITE_OK)
+		return fail(db, "namespace modes", err);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		ds_ledger_namespace *e =
+		    ns_entry(st, &cap, (const char *)sqlite3_column_text(q, 0));
+		const char *mode = (const char *)sqlite3_column_text(q, 1);
+
+		if (!e) {
+			sqlite3_finalize(q);
+			return ds_err_fallback(err, -ENOMEM);
+		}
+		e->recorded = true;
+		e->mode = mode && strcmp(mode, "standby") == 0 ? DS_MODE_STANDBY : DS_MODE_MIGRATE;
+		e->since = sqlite3_column_int64(q, 2);
+		free(e->changed_by);
+		e->changed_by = dup_col(q, 3);
+		if (!e->changed_by) {
+			sqlite3_finalize(q);
+			return ds_err_fallback(err, -ENOMEM);
+		}
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : fail(db, "namespace modes", err);
+}
+
 /* A ledger the applier has not opened yet has no object_state table: nothing to count. */
 static int has_table(sqlite3 *db, const char *name)
 {
@@ -181,6 +267,13 @@ static int has_table(sqlite3 *db, const char *name)
 }
 
 int ds_ledger_status_read(const char *path, size_t max_items, ds_ledger_status **out, ds_err *err)
+{
+	return ds_ledger_status_read_mapped(path, max_items, NULL, NULL, out, err);
+}
+
+int ds_ledger_status_read_mapped(const char *path, size_t max_items,
+				 const char *(*map_ns)(void *ud, const char *source_ns),
+				 void *map_ud, ds_ledger_status **out, ds_err *err)
 {
 	ds_ledger_status *st;
 	sqlite3 *db = NULL;
@@ -214,6 +307,8 @@ int ds_ledger_status_read(const char *path, size_t max_items, ds_ledger_status *
 		rc = read_states(db, st, err);
 	if (rc == 0)
 		rc = read_items(db, st, max_items, err);
+	if (rc == 0)
+		rc = read_namespaces(db, st, map_ns, map_ud, has_table(db, "namespace_modes"), err);
 	if (rc == 0 && has_table(db, "verifications"))
 		rc = read_verifications(db, st, max_items, err);
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
@@ -249,6 +344,11 @@ void ds_ledger_status_free(ds_ledger_status *st)
 		free(st->verifications[i].form);
 		free(st->verifications[i].reason);
 	}
+	for (size_t i = 0; i < st->n_namespaces; i++) {
+		free(st->namespaces[i].name);
+		free(st->namespaces[i].changed_by);
+	}
+	free(st->namespaces);
 	free(st->sources);
 	free(st->items);
 	free(st->verifications);

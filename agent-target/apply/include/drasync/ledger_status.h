@@ -11,6 +11,7 @@
 
 #include "drasync/err.h"
 #include "drasync/object_state.h"
+#include "drasync/target_config.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,7 +41,19 @@ typedef struct ds_ledger_verification {
 	double seconds;	    /* until verified, or spent */
 } ds_ledger_verification;
 
+/* One target namespace: of the ledger's objects, or with a mode failover/failback set. */
+typedef struct ds_ledger_namespace {
+	char *name;
+	bool recorded;	   /* the ledger records its mode (else the configuration's applies) */
+	enum ds_mode mode; /* when recorded */
+	int64_t since;	   /* seconds since the epoch, when recorded */
+	char *changed_by;  /* "failover", "failback"; "" when not recorded */
+	uint64_t objects, held;
+} ds_ledger_namespace;
+
 typedef struct ds_ledger_status {
+	ds_ledger_namespace *namespaces; /* sorted by name */
+	size_t n_namespaces;
 	ds_ledger_source *sources;
 	size_t n_sources;
 	uint64_t states[DS_APPLY_STATE_MAX]; /* objects per state */
@@ -59,6 +72,14 @@ typedef struct ds_ledger_status {
  * *out is owned (ds_ledger_status_free).
  */
 int ds_ledger_status_read(const char *path, size_t max_items, ds_ledger_status **out, ds_err *err);
+
+/**
+ * As ds_ledger_status_read(); the namespaces of objects never applied are
+ * their source namespaces mapped by map_ns (NULL: the same).
+ */
+int ds_ledger_status_read_mapped(const char *path, size_t max_items,
+				 const char *(*map_ns)(void *ud, const char *source_ns),
+				 void *map_ud, ds_ledger_status **out, ds_err *err);
 void ds_ledger_status_free(ds_ledger_status *st);
 
 #endif
