@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct seen {
 	uint64_t seqs[64];
@@ -148,10 +149,83 @@ static void test_inbox__duplicates_acked_not_handed_on_and_gaps_refused(void **s
 	free(dir);
 }
 
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The link presence the split-brain guard of failover reads, on a real file. */
+static void test_inbox__presence_open_seen_expired_and_ended(void **state)
+{
+	char *dir = tu_mkdtemp("inbox-presence");
+	char path[1024];
+	ds_inbox *ib, *other;
+	ds_inbox_presence p;
+	int64_t t0 = wall_ms();
+	ds_err err = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/inbox.db", dir);
+	assert_int_equal(ds_inbox_open(&ib, path, &err), 0);
+	assert_int_equal(ds_inbox_open(&other, path, &err), 0);
+	/* Never connected. */
+	assert_int_equal(ds_inbox_presence_get(other, "prod-east", wall_ms(), &p, &err), 0);
+
+	/* Hello: connected, from its peer, since now, for valid_ms. */
+	assert_int_equal(
+	    ds_inbox_presence_seen(ib, "prod-east", "10.0.0.7:40112", true, 9000, &err), 0);
+	assert_int_equal(ds_inbox_presence_get(other, "prod-east", wall_ms(), &p, &err), 1);
+	assert_true(p.connected);
+	assert_string_equal(p.peer, "10.0.0.7:40112");
+	assert_true(p.since >= t0 && p.since <= wall_ms());
+	assert_true(p.valid_until >= p.since + 9000);
+	assert_int_equal(p.ended_at, 0);
+	/* A receiver that died leaves the row open: past valid_until it is not connected. */
+	assert_int_equal(ds_inbox_presence_get(other, "prod-east", p.valid_until + 1, &p, &err), 1);
+	assert_false(p.connected);
+
+	/* Seen again: valid longer, since unchanged. */
+	{
+		int64_t since = p.since, until = p.valid_until;
+		struct timespec ts = {0, 20 * 1000000L};
+		nanosleep(&ts, NULL);
+		assert_int_equal(ds_inbox_presence_seen(ib, "prod-east", NULL, false, 9000, &err),
+				 0);
+		assert_int_equal(ds_inbox_presence_get(other, "prod-east", wall_ms(), &p, &err), 1);
+		assert_int_equal(p.since, since);
+		assert_true(p.valid_until > until);
+		assert_string_equal(p.peer, "10.0.0.7:40112");
+	}
+
+	/* Ended: not connected, with the reason; a later "seen" does not reopen it. */
+	assert_int_equal(ds_inbox_presence_end(ib, "prod-east", "connection closed", &err), 0);
+	assert_int_equal(ds_inbox_presence_seen(ib, "prod-east", NULL, false, 9000, &err), 0);
+	assert_int_equal(ds_inbox_presence_get(other, "prod-east", wall_ms(), &p, &err), 1);
+	assert_false(p.connected);
+	assert_true(p.ended_at >= t0);
+	assert_string_equal(p.end_reason, "connection closed");
+
+	/* A new Hello opens it again. */
+	assert_int_equal(
+	    ds_inbox_presence_seen(ib, "prod-east", "10.0.0.7:40200", true, 9000, &err), 0);
+	assert_int_equal(ds_inbox_presence_get(other, "prod-east", wall_ms(), &p, &err), 1);
+	assert_true(p.connected);
+	assert_string_equal(p.peer, "10.0.0.7:40200");
+	assert_int_equal(p.ended_at, 0);
+	assert_string_equal(p.end_reason, "");
+	ds_inbox_free(ib);
+	ds_inbox_free(other);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_inbox__duplicates_acked_not_handed_on_and_gaps_refused),
+	    cmocka_unit_test(test_inbox__presence_open_seen_expired_and_ended),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -677,6 +677,65 @@ static void test_transport__acked_seq_shows_after_its_results(void **state)
 	free(dir);
 }
 
+/* Wait up to timeout_ms for query_ll(inbox, sql) to be `want`; fails the test after. */
+static void wait_query(const char *inbox, const char *sql, long long want, int timeout_ms)
+{
+	long long end = mono_ms() + timeout_ms, v;
+
+	while ((v = query_ll(inbox, sql)) != want) {
+		if (mono_ms() > end)
+			fail_msg("%s is %lld after %d ms, not %lld", sql, v, timeout_ms, want);
+		msleep(50);
+	}
+}
+
+/*
+ * The receiver records a source's presence in the ledger (failover's
+ * split-brain guard reads it): open at Hello, seen again every 2 s while the
+ * connection lives although nothing is sent, ended when the sender goes.
+ */
+static void test_transport__presence_while_connected_ended_when_the_sender_goes(void **state)
+{
+	char *dir = tu_mkdtemp("transport-presence");
+	const char *names[] = {"prod-east"};
+	ds_keypair server, client;
+	char outbox[1024], inbox[1024];
+	struct rx rx = {0};
+	struct tx tx;
+	long long seen;
+
+	(void)state;
+	make_keys(dir, names, 1, &server, &client);
+	snprintf(outbox, sizeof(outbox), "%s/prod-east-outbox.db", dir);
+	path_in(inbox, sizeof(inbox), dir, "inbox.db");
+	fill_outbox(outbox, 10);
+	rx_start(&rx, dir, &server, 0);
+	tx_new(&tx, dir, "prod-east", ds_receiver_endpoint(rx.r), &server, &client, 0);
+	assert_int_equal(pthread_create(&tx.thread, NULL, tx_forever, &tx), 0);
+	wait_query(inbox,
+		   "SELECT count(*) FROM presence WHERE source = 'prod-east' AND ended_at IS NULL"
+		   " AND peer LIKE '127.0.0.1:%'",
+		   1, 10000);
+	while (ds_sender_acked(tx.s) < 10)
+		msleep(10);
+	/* Idle now (everything acknowledged): still seen, valid beyond the heartbeat timeout. */
+	seen = query_ll(inbox, "SELECT seen_at FROM presence");
+	wait_query(inbox, "SELECT seen_at > (SELECT since FROM presence) FROM presence", 1, 5000);
+	assert_true(query_ll(inbox, "SELECT seen_at FROM presence") > seen);
+	assert_true(query_ll(inbox, "SELECT valid_until - seen_at FROM presence") >= 5000);
+
+	ds_sender_stop(tx.s);
+	pthread_join(tx.thread, NULL);
+	tx_free(&tx);
+	/* The connection closed: ended within a sweep or two, with the reason. */
+	wait_query(inbox,
+		   "SELECT count(*) FROM presence WHERE ended_at IS NOT NULL AND end_reason ="
+		   " 'connection closed'",
+		   1, 8000);
+	rx_stop(&rx);
+	free(dir);
+}
+
 static void test_transport__receiver_sigkilled_5_times(void **state)
 {
 	char *dir = tu_mkdtemp("transport-rxkill");
@@ -1377,6 +1436,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_transport__round_trip_10000_records),
 	    cmocka_unit_test(test_transport__acked_seq_shows_after_its_results),
+	    cmocka_unit_test(test_transport__presence_while_connected_ended_when_the_sender_goes),
 	    cmocka_unit_test(test_transport__receiver_sigkilled_5_times),
 	    cmocka_unit_test(test_transport__sender_killed_and_restarted),
 	    cmocka_unit_test(test_transport__unknown_key_refused_until_authorized),
