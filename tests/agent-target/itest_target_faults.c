@@ -28,6 +28,7 @@
 #include "drasync/sender.h"
 #include "testutil.h"
 #include "tu_kube.h"
+#include "tu_site.h"
 
 #include <jansson.h>
 #include <netinet/in.h>
@@ -54,52 +55,25 @@
 #define STOPPED_MS 3000
 
 struct fx {
-	char *dir;
-	char cfg[1100], log[1100], outbox[1100], ledger[1100], cluster[1100];
-	char endpoint[64];
+	tu_site s; /* the agent, its files and the source's link */
+	char cluster[1100];
 	const char *kubeconfig;
-	ds_keypair tkeys, skeys;
 	ds_kube *k;
 	char *ns;	 /* exists on the target */
 	char ns_new[64]; /* made on the target by a Namespace record ("" when none) */
-	int agent_pid;
-	long log_from; /* where the current run's lines start in the log */
-	ds_outbox *ob;
-	ds_sender *tx;
-	pthread_t tx_thread;
-	bool tx_running;
-	int api_pid;   /* the kube-apiserver while stopped, else 0 */
-	int guard_pid; /* the guard process while the API server is stopped */
-	json_t *want;  /* "Kind/ns/name" -> the object of the last record pushed */
+	int api_pid;	 /* the kube-apiserver while stopped, else 0 */
+	int guard_pid;	 /* the guard process while the API server is stopped */
+	json_t *want;	 /* "Kind/ns/name" -> the object of the last record pushed */
 };
 
 static struct fx F;
 
 /* ---- small things ------------------------------------------------------------- */
 
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 /* The lines of the log written by the current run (caller frees). */
 static char *run_log(void)
 {
-	char *all = tu_read_file(F.log, NULL), *out;
-
-	out = strdup(all + F.log_from);
-	free(all);
-	assert_non_null(out);
-	return out;
+	return tu_site_run_log(&F.s);
 }
 
 /* Lines of text holding both a and b. */
@@ -145,20 +119,7 @@ static json_t *applied_keys(const char *text)
 
 static long long ledger_int(const char *sql)
 {
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	long long v = -1;
-
-	if (sqlite3_open_v2(F.ledger, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-		fail_msg("ledger %s: %s", F.ledger, db ? sqlite3_errmsg(db) : "cannot open");
-	sqlite3_busy_timeout(db, 10000);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		fail_msg("ledger: %s: %s", sql, sqlite3_errmsg(db));
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return v;
+	return tu_site_ledger_int(&F.s, sql);
 }
 
 static long long applied_in_ledger(void)
@@ -291,129 +252,36 @@ static void api_resume(void)
 
 static void write_config(void)
 {
-	char auth[1100], *text;
-	ds_err err = {0};
-
-	assert_int_equal(ds_keys_write(F.dir, "target", &F.tkeys, true, &err), 0);
-	snprintf(auth, sizeof(auth), "%s/authorized_sources", F.dir);
-	assert_true(asprintf(&text, "%s %s\n", SOURCE, F.skeys.public_z85) > 0);
-	tu_write_file(auth, text);
-	free(text);
-	assert_true(asprintf(&text,
-			     "apiVersion: drasync.io/v1alpha1\n"
-			     "kind: TargetConfig\n"
-			     "listen: \"%s\"\n"
-			     "keys: {secretKeyFile: %s/target.key, authorizedSources: %s}\n"
-			     "stateDir: %s/target-state\n"
-			     "mode: migrate\n",
-			     F.endpoint, F.dir, auth, F.dir) > 0);
-	tu_write_file(F.cfg, text);
-	free(text);
+	tu_site_write_config(&F.s, "mode: migrate\n");
 }
 
 /* drasync-target run, until it logged `started`. */
 static void agent_start(void)
 {
-	struct stat st;
-	long long end = tu_now_ms() + 30000;
-
-	F.log_from = stat(F.log, &st) == 0 ? (long)st.st_size : 0;
-	F.agent_pid = tu_spawn(F.log, (const char *[]){tu_env("DS_TARGET_BIN"), "run", "--config",
-						       F.cfg, "--kubeconfig", F.kubeconfig, NULL});
-	for (;;) {
-		char *log = run_log();
-		bool up = strstr(log, "event=started ") != NULL;
-
-		if (up) {
-			free(log);
-			return;
-		}
-		if (tu_now_ms() > end)
-			fail_msg("drasync-target run did not start:\n%s", log);
-		free(log);
-		tu_msleep(50);
-	}
+	tu_site_agent_start(&F.s);
 }
 
 static void agent_sigkill(void)
 {
-	assert_int_equal(kill(F.agent_pid, SIGKILL), 0);
-	assert_int_equal(tu_wait_exit(F.agent_pid, 10000), 128 + SIGKILL);
-	F.agent_pid = 0;
+	tu_site_agent_sigkill(&F.s);
 }
 
 static void agent_sigterm(void)
 {
-	int code;
-
-	kill(F.agent_pid, SIGTERM);
-	code = tu_wait_exit(F.agent_pid, 20000);
-	F.agent_pid = 0;
-	if (code != 0) {
-		char *log = run_log();
-
-		fail_msg("drasync-target run exited %d after SIGTERM:\n%s", code, log);
-	}
+	tu_site_agent_sigterm(&F.s);
 }
 
 /* ---- the source's link ----------------------------------------------------------- */
 
-static void *tx_main(void *arg)
-{
-	ds_err err = {0};
-	int rc;
-
-	(void)arg;
-	rc = ds_sender_run(F.tx, 0, 0, &err);
-	if (rc < 0)
-		fprintf(stderr, "sender: %d %s\n", rc, err.msg);
-	return NULL;
-}
-
 static void sender_start(void)
 {
-	ds_sender_config sc;
-	ds_err err = {0};
-
-	ds_sender_config_default(&sc);
-	sc.endpoint = F.endpoint;
-	sc.server_public_key = F.tkeys.public_z85;
-	sc.keys = &F.skeys;
-	sc.outbox_path = F.outbox;
-	sc.cluster_name = SOURCE;
-	if (ds_sender_new(&F.tx, &sc, &err) < 0)
-		fail_msg("sender: %s", err.msg);
-	assert_int_equal(pthread_create(&F.tx_thread, NULL, tx_main, NULL), 0);
-	F.tx_running = true;
-}
-
-static void sender_stop(void)
-{
-	if (F.tx_running) {
-		ds_sender_stop(F.tx);
-		pthread_join(F.tx_thread, NULL);
-		F.tx_running = false;
-	}
-	ds_sender_free(F.tx);
-	F.tx = NULL;
+	tu_site_sender_start(&F.s);
 }
 
 /* Wait until the target acknowledged seq; the milliseconds it took. */
 static long long wait_acked(uint64_t seq, int timeout_ms)
 {
-	long long t0 = tu_now_ms(), end = t0 + timeout_ms;
-
-	while (ds_sender_acked(F.tx) < seq) {
-		if (tu_now_ms() > end) {
-			char *log = run_log();
-
-			fail_msg("the target acknowledged %llu of %llu after %d ms:\n%s",
-				 (unsigned long long)ds_sender_acked(F.tx), (unsigned long long)seq,
-				 timeout_ms, log);
-		}
-		tu_msleep(10);
-	}
-	return tu_now_ms() - t0;
+	return tu_site_wait_acked(&F.s, seq, timeout_ms);
 }
 
 /* ---- objects --------------------------------------------------------------------- */
@@ -439,44 +307,13 @@ static void want_key(const json_t *o, char *buf, size_t size)
 /* Push objs (taking the references) as upserts into the outbox; the last seq. */
 static uint64_t push(json_t **objs, size_t n)
 {
-	ds_record recs[100];
-	char *payloads[100];
-	uint64_t last = 0;
-	ds_err err = {0};
+	for (size_t i = 0; i < n; i++) {
+		char key[400];
 
-	for (size_t i = 0; i < n;) {
-		size_t m = n - i < 100 ? n - i : 100;
-
-		for (size_t j = 0; j < m; j++) {
-			json_t *o = objs[i + j];
-			char key[400];
-
-			payloads[j] = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-			assert_non_null(payloads[j]);
-			recs[j] = (ds_record){
-			    .op = DS_RECORD_UPSERT,
-			    .api_version = json_string_value(json_object_get(o, "apiVersion")),
-			    .kind = json_string_value(json_object_get(o, "kind")),
-			    .ns = obj_str(o, "namespace"),
-			    .name = obj_str(o, "name"),
-			    .source_uid = obj_str(o, "uid"),
-			    .source_resource_version = "1",
-			    .payload = (const uint8_t *)payloads[j],
-			    .payload_len = strlen(payloads[j])};
-			want_key(o, key, sizeof(key));
-			json_object_set(F.want, key, o);
-		}
-		if (ds_outbox_push(F.ob, recs, m, &last, &err) < 0)
-			fail_msg("outbox push: %s", err.msg);
-		for (size_t j = 0; j < m; j++) {
-			free(payloads[j]);
-			json_decref(objs[i + j]);
-		}
-		i += m;
-		if (F.tx)
-			ds_sender_wake(F.tx);
+		want_key(objs[i], key, sizeof(key));
+		json_object_set(F.want, key, objs[i]);
 	}
-	return last;
+	return tu_site_push(&F.s, objs, n);
 }
 
 /*
@@ -597,33 +434,22 @@ static void wait_settled(long long n, int timeout_ms)
 
 static int setup(void **state)
 {
-	ds_err err = {0};
 	char *slash;
 
 	(void)state;
 	memset(&F, 0, sizeof(F));
-	F.dir = tu_mkdtemp("target-faults");
-	snprintf(F.cfg, sizeof(F.cfg), "%s/target.yaml", F.dir);
-	snprintf(F.log, sizeof(F.log), "%s/target.log", F.dir);
-	snprintf(F.outbox, sizeof(F.outbox), "%s/outbox.db", F.dir);
-	snprintf(F.ledger, sizeof(F.ledger), "%s/target-state/ledger.db", F.dir);
+	F.kubeconfig = tu_env("DS_KUBECONFIG_V1BETA1");
 	/* A fixed port, as an operator configures it: the sender finds the
 	 * restarted agent where it left it. */
-	snprintf(F.endpoint, sizeof(F.endpoint), "tcp://127.0.0.1:%d", free_port());
-	F.kubeconfig = tu_env("DS_KUBECONFIG_V1BETA1");
+	tu_site_init(&F.s, "target-faults", F.kubeconfig, SOURCE);
 	snprintf(F.cluster, sizeof(F.cluster), "%s", F.kubeconfig);
 	slash = strrchr(F.cluster, '/');
 	assert_non_null(slash);
 	*slash = '\0';
-	assert_int_equal(ds_keys_generate(&F.tkeys, &err), 0);
-	assert_int_equal(ds_keys_generate(&F.skeys, &err), 0);
 	write_config();
-	tu_write_file(F.log, "");
 	F.k = tu_kube_connect(F.kubeconfig);
 	F.ns = tu_kube_new_namespace(F.k, "itf", "");
 	F.want = json_object();
-	if (ds_outbox_open(&F.ob, F.outbox, NULL, &err) < 0)
-		fail_msg("outbox: %s", err.msg);
 	return 0;
 }
 
@@ -631,13 +457,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	api_resume();
-	sender_stop();
-	if (F.agent_pid) {
-		kill(F.agent_pid, SIGKILL);
-		tu_wait_exit(F.agent_pid, 10000);
-		F.agent_pid = 0;
-	}
-	ds_outbox_free(F.ob);
+	tu_site_dispose(&F.s);
 	if (F.ns_new[0]) {
 		char *n = strdup(F.ns_new);
 
@@ -646,7 +466,6 @@ static int teardown(void **state)
 	tu_kube_drop_namespace(F.k, F.ns);
 	json_decref(F.want);
 	ds_kube_free(F.k);
-	free(F.dir);
 	memset(&F, 0, sizeof(F));
 	return 0;
 }
@@ -791,8 +610,8 @@ static void test_target_faults__sigkill_while_applying_then_restarted(void **sta
 	fprintf(stderr,
 		"target-faults: SIGKILL after %lld ms, %lld applied lines, %lld applied in "
 		"the ledger, acked %llu of %llu\n",
-		tu_now_ms() - t0, lines, applied_at_kill, (unsigned long long)ds_sender_acked(F.tx),
-		(unsigned long long)last);
+		tu_now_ms() - t0, lines, applied_at_kill,
+		(unsigned long long)ds_sender_acked(F.s.tx), (unsigned long long)last);
 	if (applied_at_kill <= 0 || applied_at_kill >= N)
 		fail_msg("the kill came at %lld of %d applied: not while applying", applied_at_kill,
 			 N);

@@ -1,0 +1,264 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tu_site.h"
+
+#include "testutil.h"
+#include "tu_kube.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int tu_free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+void tu_site_init(tu_site *s, const char *prefix, const char *kubeconfig, const char *source)
+{
+	ds_err err = {0};
+
+	memset(s, 0, sizeof(*s));
+	s->dir = tu_mkdtemp(prefix);
+	s->kubeconfig = kubeconfig;
+	s->source = source;
+	snprintf(s->cfg, sizeof(s->cfg), "%s/target.yaml", s->dir);
+	snprintf(s->log, sizeof(s->log), "%s/target.log", s->dir);
+	snprintf(s->outbox, sizeof(s->outbox), "%s/outbox.db", s->dir);
+	snprintf(s->ledger, sizeof(s->ledger), "%s/target-state/ledger.db", s->dir);
+	snprintf(s->endpoint, sizeof(s->endpoint), "tcp://127.0.0.1:%d", tu_free_port());
+	assert_int_equal(ds_keys_generate(&s->tkeys, &err), 0);
+	assert_int_equal(ds_keys_generate(&s->skeys, &err), 0);
+	tu_write_file(s->log, "");
+	if (ds_outbox_open(&s->ob, s->outbox, NULL, &err) < 0)
+		fail_msg("outbox: %s", err.msg);
+}
+
+void tu_site_dispose(tu_site *s)
+{
+	tu_site_sender_stop(s);
+	if (s->agent_pid) {
+		kill(s->agent_pid, SIGKILL);
+		tu_wait_exit(s->agent_pid, 10000);
+		s->agent_pid = 0;
+	}
+	ds_outbox_free(s->ob);
+	s->ob = NULL;
+	free(s->dir);
+	s->dir = NULL;
+}
+
+void tu_site_write_config(tu_site *s, const char *extra)
+{
+	char auth[1100], *text;
+	ds_err err = {0};
+
+	assert_int_equal(ds_keys_write(s->dir, "target", &s->tkeys, true, &err), 0);
+	snprintf(auth, sizeof(auth), "%s/authorized_sources", s->dir);
+	assert_true(asprintf(&text, "%s %s\n", s->source, s->skeys.public_z85) > 0);
+	tu_write_file(auth, text);
+	free(text);
+	assert_true(asprintf(&text,
+			     "apiVersion: drasync.io/v1alpha1\n"
+			     "kind: TargetConfig\n"
+			     "listen: \"%s\"\n"
+			     "keys: {secretKeyFile: %s/target.key, authorizedSources: %s}\n"
+			     "stateDir: %s/target-state\n"
+			     "%s",
+			     s->endpoint, s->dir, auth, s->dir, extra ? extra : "") > 0);
+	tu_write_file(s->cfg, text);
+	free(text);
+}
+
+char *tu_site_run_log(const tu_site *s)
+{
+	char *all = tu_read_file(s->log, NULL), *out;
+
+	out = strdup(all + s->log_from);
+	free(all);
+	assert_non_null(out);
+	return out;
+}
+
+void tu_site_agent_start(tu_site *s)
+{
+	struct stat st;
+	long long end = tu_now_ms() + 30000;
+
+	s->log_from = stat(s->log, &st) == 0 ? (long)st.st_size : 0;
+	s->agent_pid =
+	    tu_spawn(s->log, (const char *[]){tu_env("DS_TARGET_BIN"), "run", "--config", s->cfg,
+					      "--kubeconfig", s->kubeconfig, NULL});
+	for (;;) {
+		char *log = tu_site_run_log(s);
+		bool up = strstr(log, "event=started ") != NULL;
+
+		if (up) {
+			free(log);
+			return;
+		}
+		if (tu_now_ms() > end)
+			fail_msg("drasync-target run did not start:\n%s", log);
+		free(log);
+		tu_msleep(50);
+	}
+}
+
+void tu_site_agent_sigkill(tu_site *s)
+{
+	assert_int_equal(kill(s->agent_pid, SIGKILL), 0);
+	assert_int_equal(tu_wait_exit(s->agent_pid, 10000), 128 + SIGKILL);
+	s->agent_pid = 0;
+}
+
+void tu_site_agent_sigterm(tu_site *s)
+{
+	int code;
+
+	kill(s->agent_pid, SIGTERM);
+	code = tu_wait_exit(s->agent_pid, 20000);
+	s->agent_pid = 0;
+	if (code != 0) {
+		char *log = tu_site_run_log(s);
+
+		fail_msg("drasync-target run exited %d after SIGTERM:\n%s", code, log);
+	}
+}
+
+static void *tx_main(void *arg)
+{
+	tu_site *s = arg;
+	ds_err err = {0};
+	int rc;
+
+	rc = ds_sender_run(s->tx, 0, 0, &err);
+	if (rc < 0)
+		fprintf(stderr, "sender: %d %s\n", rc, err.msg);
+	return NULL;
+}
+
+void tu_site_sender_start(tu_site *s)
+{
+	ds_sender_config sc;
+	ds_err err = {0};
+
+	ds_sender_config_default(&sc);
+	sc.endpoint = s->endpoint;
+	sc.server_public_key = s->tkeys.public_z85;
+	sc.keys = &s->skeys;
+	sc.outbox_path = s->outbox;
+	sc.cluster_name = s->source;
+	if (ds_sender_new(&s->tx, &sc, &err) < 0)
+		fail_msg("sender: %s", err.msg);
+	assert_int_equal(pthread_create(&s->tx_thread, NULL, tx_main, s), 0);
+	s->tx_running = true;
+}
+
+void tu_site_sender_stop(tu_site *s)
+{
+	if (s->tx_running) {
+		ds_sender_stop(s->tx);
+		pthread_join(s->tx_thread, NULL);
+		s->tx_running = false;
+	}
+	ds_sender_free(s->tx);
+	s->tx = NULL;
+}
+
+long long tu_site_wait_acked(tu_site *s, uint64_t seq, int timeout_ms)
+{
+	long long t0 = tu_now_ms(), end = t0 + timeout_ms;
+
+	while (ds_sender_acked(s->tx) < seq) {
+		if (tu_now_ms() > end) {
+			char *log = tu_site_run_log(s);
+
+			fail_msg("the target acknowledged %llu of %llu after %d ms:\n%s",
+				 (unsigned long long)ds_sender_acked(s->tx),
+				 (unsigned long long)seq, timeout_ms, log);
+		}
+		tu_msleep(10);
+	}
+	return tu_now_ms() - t0;
+}
+
+static const char *obj_str(const json_t *o, const char *field)
+{
+	return json_string_value(json_object_get(json_object_get(o, "metadata"), field));
+}
+
+uint64_t tu_site_push(tu_site *s, json_t **objs, size_t n)
+{
+	ds_record recs[100];
+	char *payloads[100];
+	uint64_t last = 0;
+	ds_err err = {0};
+
+	for (size_t i = 0; i < n;) {
+		size_t m = n - i < 100 ? n - i : 100;
+
+		for (size_t j = 0; j < m; j++) {
+			json_t *o = objs[i + j];
+
+			payloads[j] = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+			assert_non_null(payloads[j]);
+			recs[j] = (ds_record){
+			    .op = DS_RECORD_UPSERT,
+			    .api_version = json_string_value(json_object_get(o, "apiVersion")),
+			    .kind = json_string_value(json_object_get(o, "kind")),
+			    .ns = obj_str(o, "namespace"),
+			    .name = obj_str(o, "name"),
+			    .source_uid = obj_str(o, "uid"),
+			    .source_resource_version = "1",
+			    .payload = (const uint8_t *)payloads[j],
+			    .payload_len = strlen(payloads[j])};
+		}
+		if (ds_outbox_push(s->ob, recs, m, &last, &err) < 0)
+			fail_msg("outbox push: %s", err.msg);
+		for (size_t j = 0; j < m; j++) {
+			free(payloads[j]);
+			json_decref(objs[i + j]);
+		}
+		i += m;
+		if (s->tx)
+			ds_sender_wake(s->tx);
+	}
+	return last;
+}
+
+long long tu_site_ledger_int(const tu_site *s, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	long long v = -1;
+
+	if (sqlite3_open_v2(s->ledger, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		fail_msg("ledger %s: %s", s->ledger, db ? sqlite3_errmsg(db) : "cannot open");
+	sqlite3_busy_timeout(db, 10000);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		fail_msg("ledger: %s: %s", sql, sqlite3_errmsg(db));
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
