@@ -1,0 +1,435 @@
+/*
+ * Disaster recovery as an operator runs it (SPEC §5) on the real v1 cluster:
+ * drasync-target run in standby mode, fed over a real link (tu_site: outbox +
+ * ds_sender) with every kind of workload, each using the GPU claim template
+ * of a dra-example-driver fixture; then drasync-target failover and failback
+ * as processes, with run still running.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "dstest.h"
+#include "testutil.h"
+#include "tu_kube.h"
+#include "tu_site.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SOURCE "prod-east"
+#define SRC_NS "ml-team"
+
+static struct {
+	tu_site s;
+	ds_kube *k;
+	char *dst; /* the target namespace (SRC_NS mapped there) */
+	json_t *podspec;
+} F;
+
+static int setup(void **state)
+{
+	char extra[800];
+	json_t *docs;
+
+	(void)state;
+	memset(&F, 0, sizeof(F));
+	tu_site_init(&F.s, "failover", tu_env("DS_KUBECONFIG_V1"), SOURCE);
+	F.k = tu_kube_connect(F.s.kubeconfig);
+	F.dst = tu_kube_new_namespace(F.k, "itfo", "");
+	snprintf(extra, sizeof(extra),
+		 "mode: standby\n"
+		 "namespaceMappings: {%s: %s}\n"
+		 "dra:\n  deviceClassMappings: [{from: gpu.nvidia.com, to: gpu.example.com}]\n",
+		 SRC_NS, F.dst);
+	tu_site_write_config(&F.s, extra);
+	docs = dt_load_file(tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"));
+	F.podspec = json_deep_copy(json_object_get(dt_find(docs, "Pod", "pod0"), "spec"));
+	json_decref(docs);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tu_site_dispose(&F.s);
+	tu_kube_drop_namespace(F.k, F.dst);
+	ds_kube_free(F.k);
+	json_decref(F.podspec);
+	memset(&F, 0, sizeof(F));
+	return 0;
+}
+
+/* ---- the source's objects ------------------------------------------------------ */
+
+static json_t *meta(const char *kind, const char *name)
+{
+	char uid[200];
+
+	snprintf(uid, sizeof(uid), "uid-%s-%s", kind, name);
+	return json_pack("{s:s, s:s, s:s}", "name", name, "namespace", SRC_NS, "uid", uid);
+}
+
+/* A pod template of the fixture's pod (its GPU from the claim template). */
+static json_t *pod_template(const char *app, bool run_once)
+{
+	json_t *spec = json_deep_copy(F.podspec);
+
+	if (run_once)
+		json_object_set_new(spec, "restartPolicy", json_string("Never"));
+	return json_pack("{s:{s:{s:s}}, s:o}", "metadata", "labels", "app", app, "spec", spec);
+}
+
+static json_t *workload(const char *api, const char *kind, const char *name, int replicas)
+{
+	json_t *o = json_pack("{s:s, s:s, s:o}", "apiVersion", api, "kind", kind, "metadata",
+			      meta(kind, name));
+	json_t *spec = json_object();
+
+	if (strcmp(kind, "Pod") == 0) {
+		json_decref(spec);
+		json_object_set_new(o, "spec", json_deep_copy(F.podspec));
+		return o;
+	}
+	if (strcmp(kind, "CronJob") == 0) {
+		json_object_set_new(spec, "schedule", json_string("0 0 1 1 *"));
+		json_object_set_new(spec, "suspend", json_false());
+		json_object_set_new(
+		    spec, "jobTemplate",
+		    json_pack("{s:{s:o}}", "spec", "template", pod_template(name, true)));
+	} else if (strcmp(kind, "Job") == 0) {
+		json_object_set_new(spec, "template", pod_template(name, true));
+	} else {
+		json_object_set_new(spec, "selector",
+				    json_pack("{s:{s:s}}", "matchLabels", "app", name));
+		json_object_set_new(spec, "template", pod_template(name, false));
+		if (replicas >= 0)
+			json_object_set_new(spec, "replicas", json_integer(replicas));
+		if (strcmp(kind, "StatefulSet") == 0)
+			json_object_set_new(spec, "serviceName", json_string(name));
+	}
+	json_object_set_new(o, "spec", spec);
+	return o;
+}
+
+static uint64_t push_all(int deployment_replicas)
+{
+	json_t *docs =
+	    dt_load_file(tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"));
+	json_t *tmpl = json_deep_copy(dt_find(docs, "ResourceClaimTemplate", "single-gpu"));
+	json_t *objs[8];
+	size_t n = 0;
+
+	json_decref(docs);
+	json_object_set_new(json_object_get(tmpl, "metadata"), "namespace", json_string(SRC_NS));
+	json_object_set_new(json_object_get(tmpl, "metadata"), "uid", json_string("uid-template"));
+	objs[n++] = tmpl;
+	objs[n++] = workload("apps/v1", "Deployment", "trainer", deployment_replicas);
+	objs[n++] = workload("apps/v1", "StatefulSet", "db", 1);
+	objs[n++] = workload("apps/v1", "ReplicaSet", "rs", 1);
+	objs[n++] = workload("apps/v1", "DaemonSet", "agent", -1);
+	objs[n++] = workload("batch/v1", "CronJob", "nightly", -1);
+	objs[n++] = workload("batch/v1", "Job", "batch", -1);
+	objs[n++] = workload("v1", "Pod", "p", -1);
+	return tu_site_push(&F.s, objs, n);
+}
+
+/* ---- the target ------------------------------------------------------------------ */
+
+/* The object on the target, NULL when absent or being deleted. Caller decrefs. */
+static json_t *get(const char *api, const char *kind, const char *name)
+{
+	struct ds_kube_resource r = tu_kube_resource(F.k, api, kind);
+	ds_kube_error ke;
+	json_t *o = NULL;
+
+	if (ds_kube_get(F.k, &r, F.dst, name, NULL, &o, &ke) < 0)
+		return NULL;
+	if (dt_get(o, "/metadata/deletionTimestamp")) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static long long int_at(const char *api, const char *kind, const char *name, const char *ptr)
+{
+	json_t *o = get(api, kind, name);
+	json_t *v = o ? dt_get(o, ptr) : NULL;
+	long long out = json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+
+	json_decref(o);
+	return out;
+}
+
+/* The standby form of every workload, the Pod and the Job absent. */
+static bool standby_form(char *why, size_t size)
+{
+	json_t *ds = get("apps/v1", "DaemonSet", "agent");
+	json_t *cj = get("batch/v1", "CronJob", "nightly");
+	json_t *pod = get("v1", "Pod", "p"), *job = get("batch/v1", "Job", "batch");
+	bool ok = false;
+
+	why[0] = '\0';
+	if (int_at("apps/v1", "Deployment", "trainer", "/spec/replicas") != 0)
+		snprintf(why, size, "Deployment trainer has replicas %lld",
+			 int_at("apps/v1", "Deployment", "trainer", "/spec/replicas"));
+	else if (int_at("apps/v1", "StatefulSet", "db", "/spec/replicas") != 0)
+		snprintf(why, size, "StatefulSet db is not at 0");
+	else if (int_at("apps/v1", "ReplicaSet", "rs", "/spec/replicas") != 0)
+		snprintf(why, size, "ReplicaSet rs is not at 0");
+	else if (!ds || !dt_str(ds, "/spec/template/spec/nodeSelector/drasync.io~1standby"))
+		snprintf(why, size, "DaemonSet agent is %s", ds ? "not parked" : "missing");
+	else if (!cj || !json_is_true(dt_get(cj, "/spec/suspend")))
+		snprintf(why, size, "CronJob nightly is %s", cj ? "not suspended" : "missing");
+	else if (pod || job)
+		snprintf(why, size, "%s is on the target", pod ? "Pod p" : "Job batch");
+	else
+		ok = true;
+	json_decref(ds);
+	json_decref(cj);
+	json_decref(pod);
+	json_decref(job);
+	return ok;
+}
+
+static void wait_standby(int timeout_ms)
+{
+	long long end = tu_now_ms() + timeout_ms;
+	char why[300];
+
+	while (!standby_form(why, sizeof(why))) {
+		if (tu_now_ms() > end) {
+			char *log = tu_site_run_log(&F.s);
+			size_t len = strlen(log);
+
+			fail_msg("not in standby form after %d ms: %s\n...%s", timeout_ms, why,
+				 len > 6000 ? log + len - 6000 : log);
+		}
+		tu_msleep(300);
+	}
+}
+
+static void dr(struct tu_run *r, const char *verb, bool force)
+{
+	tu_run(r, NULL,
+	       (const char *[]){tu_env("DS_TARGET_BIN"), verb, "--config", F.s.cfg, "--kubeconfig",
+				F.s.kubeconfig, "--timeout", "60s", force ? "--force" : NULL,
+				NULL});
+}
+
+/* A failing command's output and the agent's log. */
+static void fail_run(const char *what, const struct tu_run *r)
+{
+	char *log = tu_site_run_log(&F.s);
+	size_t len = strlen(log);
+
+	fail_msg("%s: exit %d\nstdout:\n%s\nstderr:\n%s\nrun's log:\n...%s", what, r->status,
+		 r->out, r->err, len > 4000 ? log + len - 4000 : log);
+}
+
+static void assert_line(const struct tu_run *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void assert_line(const struct tu_run *r, const char *fmt, ...)
+{
+	char want[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(want, sizeof(want), fmt, ap);
+	va_end(ap);
+	if (!strstr(r->out, want))
+		fail_msg("no line '%s' in the output:\n%s\nstderr:\n%s", want, r->out, r->err);
+}
+
+static json_t *status_json(void)
+{
+	struct tu_run r;
+	json_error_t jerr;
+	json_t *o;
+
+	tu_run(&r, NULL,
+	       (const char *[]){tu_env("DS_TARGET_BIN"), "status", "--config", F.s.cfg, "-o",
+				"json", NULL});
+	o = json_loads(r.out, 0, &jerr);
+	if (!o)
+		fail_msg("status -o json: %s\n%s%s", jerr.text, r.out, r.err);
+	tu_run_dispose(&r);
+	return o;
+}
+
+/* The status entry of the target namespace. Borrowed from st. */
+static json_t *ns_status(json_t *st)
+{
+	json_t *n;
+	size_t i;
+
+	json_array_foreach (json_object_get(st, "namespaces"), i, n)
+		if (strcmp(json_string_value(json_object_get(n, "name")), F.dst) == 0)
+			return n;
+	fail_msg("status has no namespace %s", F.dst);
+	return NULL;
+}
+
+static void test_itest_failover__standby_failover_update_failback(void **state)
+{
+	struct tu_run r;
+	json_t *st, *o;
+	long long end;
+
+	(void)state;
+	tu_site_agent_start(&F.s);
+	tu_site_sender_start(&F.s);
+	tu_site_wait_acked(&F.s, push_all(2), 30000);
+
+	/* Standby: scaled to 0, suspended, parked; the Pod and the Job held. */
+	wait_standby(60000);
+	o = get("apps/v1", "Deployment", "trainer");
+	assert_string_equal(dt_str(o, "/metadata/annotations/drasync.io~1replicas"), "2");
+	assert_string_equal(dt_str(o, "/spec/template/spec/resourceClaims/0/"
+				      "resourceClaimTemplateName"),
+			    "single-gpu");
+	json_decref(o);
+	end = tu_now_ms() + 30000;
+	while (tu_site_ledger_int(&F.s, "SELECT count(*) FROM object_state WHERE state = 'held'") <
+	       2) {
+		if (tu_now_ms() > end)
+			fail_msg("the Pod and the Job are not held in the ledger");
+		tu_msleep(200);
+	}
+	st = status_json();
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(st, "objects"), "held")), 2);
+	assert_string_equal(json_string_value(json_object_get(ns_status(st), "mode")), "standby");
+	assert_string_equal(json_string_value(json_object_get(ns_status(st), "changedBy")),
+			    "config");
+	assert_int_equal(json_integer_value(json_object_get(ns_status(st), "held")), 2);
+	json_decref(st);
+
+	/* Split brain: the source is still connected; refused, nothing changed. */
+	end = tu_now_ms() + 10000;
+	while (tu_site_ledger_int(&F.s, "SELECT count(*) FROM presence WHERE source = '" SOURCE
+					"' AND ended_at IS NULL") != 1) {
+		if (tu_now_ms() > end)
+			fail_msg("no open presence row for the source");
+		tu_msleep(100);
+	}
+	dr(&r, "failover", false);
+	if (r.status != 1 || !strstr(r.err, "source " SOURCE " is still connected") ||
+	    !strstr(r.err, "--force") || !strstr(r.err, "Nothing was changed"))
+		fail_run("failover while the source is connected", &r);
+	tu_run_dispose(&r);
+	assert_int_equal(int_at("apps/v1", "Deployment", "trainer", "/spec/replicas"), 0);
+	assert_int_equal(tu_site_ledger_int(&F.s, "SELECT count(*) FROM namespace_modes"), 0);
+
+	/* --force: everything active, said line by line. */
+	dr(&r, "failover", true);
+	if (r.status != 0)
+		fail_run("failover --force", &r);
+	assert_line(&r, "namespace %s: standby -> active", F.dst);
+	assert_line(&r, "Deployment %s/trainer: replicas 0 -> 2", F.dst);
+	assert_line(&r, "StatefulSet %s/db: replicas 0 -> 1", F.dst);
+	assert_line(&r, "ReplicaSet %s/rs: replicas 0 -> 1", F.dst);
+	assert_line(&r, "CronJob %s/nightly: suspend true -> false", F.dst);
+	assert_line(&r, "DaemonSet %s/agent: unparked", F.dst);
+	assert_line(&r, "Pod %s/p: created (was held)", F.dst);
+	assert_line(&r, "Job %s/batch: created (was held)", F.dst);
+	assert_line(&r, "failover: 1 namespace active, 7 workloads changed");
+	assert_non_null(strstr(r.err, "warning: source " SOURCE " is still connected"));
+	tu_run_dispose(&r);
+	assert_int_equal(int_at("apps/v1", "Deployment", "trainer", "/spec/replicas"), 2);
+	assert_int_equal(int_at("apps/v1", "StatefulSet", "db", "/spec/replicas"), 1);
+	o = get("apps/v1", "Deployment", "trainer");
+	assert_null(dt_get(o, "/metadata/annotations/drasync.io~1replicas"));
+	json_decref(o);
+	o = get("apps/v1", "DaemonSet", "agent");
+	assert_null(dt_get(o, "/spec/template/spec/nodeSelector/drasync.io~1standby"));
+	json_decref(o);
+	o = get("batch/v1", "CronJob", "nightly");
+	assert_false(json_is_true(dt_get(o, "/spec/suspend")));
+	json_decref(o);
+	o = get("v1", "Pod", "p");
+	assert_non_null(o);
+	assert_string_equal(dt_str(o, "/metadata/annotations/drasync.io~1source-uid"), "uid-Pod-p");
+	json_decref(o);
+	o = get("batch/v1", "Job", "batch");
+	assert_non_null(o);
+	json_decref(o);
+	st = status_json();
+	assert_string_equal(json_string_value(json_object_get(ns_status(st), "mode")), "active");
+	assert_string_equal(json_string_value(json_object_get(ns_status(st), "changedBy")),
+			    "failover");
+	assert_true(json_integer_value(json_object_get(ns_status(st), "since")) > 0);
+	assert_int_equal(json_integer_value(json_object_get(ns_status(st), "held")), 0);
+	json_decref(st);
+
+	/* The running importer keeps it active: an update arrives in active form. */
+	tu_site_wait_acked(&F.s, push_all(3), 30000);
+	end = tu_now_ms() + 30000;
+	while (int_at("apps/v1", "Deployment", "trainer", "/spec/replicas") != 3) {
+		if (tu_now_ms() > end) {
+			char *log = tu_site_run_log(&F.s);
+			fail_msg("the update was not applied active (replicas %lld):\n%s",
+				 int_at("apps/v1", "Deployment", "trainer", "/spec/replicas"), log);
+		}
+		tu_msleep(200);
+	}
+	tu_msleep(1500); /* a pass or two more: nothing puts standby back */
+	assert_int_equal(int_at("apps/v1", "Deployment", "trainer", "/spec/replicas"), 3);
+	o = get("apps/v1", "Deployment", "trainer");
+	assert_null(dt_get(o, "/metadata/annotations/drasync.io~1replicas"));
+	json_decref(o);
+
+	/* Again: nothing to change, and it says so. */
+	dr(&r, "failover", true);
+	if (r.status != 0 || !strstr(r.out, "failover: nothing to change"))
+		fail_run("a second failover", &r);
+	assert_null(strstr(r.out, "->"));
+	tu_run_dispose(&r);
+
+	/* Failback: standby again, the Pod and the Job drasync created deleted. */
+	dr(&r, "failback", false);
+	if (r.status != 0)
+		fail_run("failback", &r);
+	assert_line(&r, "namespace %s: active -> standby", F.dst);
+	assert_line(&r, "Deployment %s/trainer: replicas 3 -> 0", F.dst);
+	assert_line(&r, "StatefulSet %s/db: replicas 1 -> 0", F.dst);
+	assert_line(&r, "CronJob %s/nightly: suspend false -> true", F.dst);
+	assert_line(&r, "DaemonSet %s/agent: parked", F.dst);
+	assert_line(&r, "Pod %s/p: deleted (held in the ledger again)", F.dst);
+	assert_line(&r, "Job %s/batch: deleted (held in the ledger again)", F.dst);
+	tu_run_dispose(&r);
+	wait_standby(30000);
+	o = get("apps/v1", "Deployment", "trainer");
+	assert_string_equal(dt_str(o, "/metadata/annotations/drasync.io~1replicas"), "3");
+	json_decref(o);
+	assert_int_equal(
+	    tu_site_ledger_int(&F.s, "SELECT count(*) FROM object_state WHERE state = 'held' AND"
+				     " reason LIKE '%deleted from the target%'"),
+	    2);
+	st = status_json();
+	assert_string_equal(json_string_value(json_object_get(ns_status(st), "mode")), "standby");
+	assert_string_equal(json_string_value(json_object_get(ns_status(st), "changedBy")),
+			    "failback");
+	assert_int_equal(json_integer_value(json_object_get(ns_status(st), "held")), 2);
+	json_decref(st);
+
+	dr(&r, "failback", false);
+	if (r.status != 0 || !strstr(r.out, "failback: nothing to change"))
+		fail_run("a second failback", &r);
+	tu_run_dispose(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_itest_failover__standby_failover_update_failback,
+					    setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
