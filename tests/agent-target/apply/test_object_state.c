@@ -583,10 +583,102 @@ static void test_object_state__retry_marks_failed_and_backed_off_rows_by_target_
 	env_free(e);
 }
 
+/* An upsert of ConfigMap ns/name. */
+static void commit_in(struct env *e, const char *ns, const char *name)
+{
+	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+			      "metadata", "name", name, "namespace", ns);
+	ds_record rec;
+	char *payload;
+
+	rec = tu_record_upsert(o, "uid-1", &payload);
+	tu_ledger_commit(&e->l, &rec, 1, NULL, NULL);
+	free(payload);
+	json_decref(o);
+}
+
+/* Failover and failback work on the rows of target namespaces only. */
+static void test_object_state__scope_by_target_namespace_and_forget_applied(void **state)
+{
+	struct env *e = env_new("ostate-scope");
+	const char *const in[] = {"ml-team-dr"};
+	ds_object_state_scope scope = {.ns = in, .n = 1, .map_ns = map_ml_team};
+	ds_object_state_row *rows = NULL, r;
+	uint8_t h[DS_HASH_LEN] = {7};
+	char **names = NULL;
+	size_t n = 0, pending = 9, waiting = 9;
+	int64_t next_at = 0;
+	ds_err err = {0};
+
+	(void)state;
+	commit_in(e, "ml-team", "a");
+	commit_in(e, "ml-team", "b");
+	commit_in(e, "ml-team", "c");
+	commit_in(e, "web", "w");
+	ingest(e);
+	assert_int_equal(pick(e, &rows), 4);
+	/* a applied (in ml-team-dr), b held (never applied), c in backoff; w stays due */
+	set(e, &rows[0], DS_APPLY_APPLIED, h, 0);
+	set(e, &rows[1], DS_APPLY_HELD, NULL, 0);
+	set(e, &rows[2], DS_APPLY_PENDING, NULL, FAR_FUTURE);
+	ds_object_state_rows_free(rows, 4);
+
+	assert_int_equal(ds_object_state_namespaces(e->st, map_ml_team, NULL, &names, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(names[0], "ml-team-dr");
+	assert_string_equal(names[1], "web");
+	ds_object_state_strings_free(names, n);
+	assert_int_equal(ds_object_state_sources_in(e->st, &scope, &names, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(names[0], SOURCE);
+	ds_object_state_strings_free(names, n);
+
+	/* Nothing due in the scope (w is, elsewhere); c waits for its retry. */
+	assert_int_equal(ds_object_state_pick_in(e->st, 1000, 100, &scope, &rows, &n, &err), 0);
+	assert_int_equal(n, 0);
+	ds_object_state_rows_free(rows, n);
+	assert_int_equal(ds_object_state_due_in(e->st, &scope, &pending, &waiting, &next_at, &err),
+			 0);
+	assert_int_equal(pending, 1);
+	assert_int_equal(waiting, 0);
+	assert_int_equal(next_at, FAR_FUTURE);
+
+	/* The mode changed: every upsert of the scope is due again, the others untouched. */
+	assert_int_equal(ds_object_state_reconsider_in(e->st, &scope, &err), 3);
+	assert_int_equal(ds_object_state_pick_in(e->st, 1000, 100, &scope, &rows, &n, &err), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		assert_string_not_equal(rows[i].name, "w");
+	ds_object_state_rows_free(rows, n);
+	/* At most max, still in scope. */
+	assert_int_equal(ds_object_state_pick_in(e->st, 1000, 2, &scope, &rows, &n, &err), 0);
+	assert_int_equal(n, 2);
+	ds_object_state_rows_free(rows, n);
+
+	/* A held object taken off the target forgets where it was applied. */
+	r = get(e, "core/ConfigMap/ml-team/a");
+	assert_true(r.has_applied_hash);
+	{
+		ds_object_state_result res = {.state = DS_APPLY_HELD, .forget_applied = true};
+		assert_int_equal(ds_object_state_set(e->st, r.id, r.record_id, &res, &err), 0);
+	}
+	ds_object_state_row_dispose(&r);
+	r = get(e, "core/ConfigMap/ml-team/a");
+	assert_false(r.has_applied_hash);
+	assert_null(r.target_name);
+	assert_null(r.target_ns);
+	assert_int_equal(r.state, DS_APPLY_HELD);
+	ds_object_state_row_dispose(&r);
+	assert_int_equal(
+	    ds_object_state_target_applied(e->st, "ConfigMap", "ml-team-dr", "a", &err), 0);
+	env_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_object_state__burst_leaves_one_pending_row_at_the_newest),
+	    cmocka_unit_test(test_object_state__scope_by_target_namespace_and_forget_applied),
 	    cmocka_unit_test(
 		test_object_state__unchanged_recommit_keeps_state_new_version_is_pending),
 	    cmocka_unit_test(
