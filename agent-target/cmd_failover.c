@@ -474,10 +474,13 @@ static void on_event(void *ud, const ds_applier_event *ev)
 	char key[800];
 
 	snprintf(key, sizeof(key), "%s", ev->target ? ev->target : ev->key);
+	/* The last outcome counts: a transient failure retried and then applied is none. */
 	if (ev->state == DS_APPLY_FAILED || ev->state == DS_APPLY_WAITING ||
-	    (ev->state == DS_APPLY_PENDING && ev->reason))
+	    ev->state == DS_APPLY_PENDING)
 		json_object_set_new(d->problems, key,
-				    json_string(ev->reason ? ev->reason : "failed"));
+				    json_pack("{s:s, s:s}", "state", ds_apply_state_name(ev->state),
+					      "reason",
+					      ev->reason ? ev->reason : "no reason given"));
 	else
 		json_object_del(d->problems, key);
 }
@@ -750,14 +753,22 @@ static int run(struct dr *d)
 	failed = json_object_size(d->problems);
 	{
 		const char *key;
-		json_t *why;
-		json_object_foreach (d->problems, key, why)
-			printf("%s: FAILED: %s\n", key, json_string_value(why));
+		json_t *p;
+		json_object_foreach (d->problems, key, p) {
+			const char *state = json_string_value(json_object_get(p, "state"));
+			printf("%s: %s: %s\n", key,
+			       strcmp(state, "failed") == 0    ? "FAILED"
+			       : strcmp(state, "waiting") == 0 ? "NOT APPLIED (waits)"
+							       : "NOT APPLIED (still retrying)",
+			       json_string_value(json_object_get(p, "reason")));
+		}
 	}
 	if (pending_left)
 		printf("%zu object%s still to be retried after --timeout (a running importer "
 		       "goes on; see drasync-target status)\n",
 		       pending_left, pending_left == 1 ? "" : "s");
+	if (failed < pending_left)
+		failed = pending_left;
 	if (!changed && !modes && !failed && !pending_left) {
 		printf("%s: nothing to change: namespace%s", d->verb, d->n_ns == 1 ? "" : "s");
 		for (size_t i = 0; i < d->n_ns; i++)
@@ -768,8 +779,8 @@ static int run(struct dr *d)
 		printf("%s: %zu namespace%s %s, %zu workload%s changed, %zu unchanged, %zu "
 		       "failed%s\n",
 		       d->verb, d->n_ns, d->n_ns == 1 ? "" : "s", ds_namespace_mode_word(d->to),
-		       changed, changed == 1 ? "" : "s", unchanged, failed + pending_left,
-		       failed + pending_left ? " (see above)" : "");
+		       changed, changed == 1 ? "" : "s", unchanged, failed,
+		       failed ? " (see above)" : "");
 	}
 	rc = failed || pending_left ? 1 : 0;
 out:
