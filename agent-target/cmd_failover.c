@@ -700,7 +700,7 @@ static int set_modes(struct dr *d)
 
 static int run(struct dr *d)
 {
-	ds_object_state_scope scope = scope_of(d);
+	ds_object_state_scope scope;
 	ds_applier_config ac;
 	ds_applier *a = NULL;
 	json_t *before = NULL, *after = NULL;
@@ -712,6 +712,7 @@ static int run(struct dr *d)
 	if ((rc = open_ledger(d)) != 0 || (rc = pick_namespaces(d)) != 0 || (rc = guard(d)) != 0 ||
 	    (rc = connect_cluster(d)) != 0)
 		return rc;
+	scope = scope_of(d); /* the namespaces are known now */
 	d->problems = json_object();
 	if (!d->problems || snapshot(d, &before) < 0)
 		return 1;
