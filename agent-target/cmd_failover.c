@@ -330,7 +330,7 @@ static int snapshot(struct dr *d, json_t **out)
 			}
 			json_array_foreach (json_object_get(list, "items"), j, item) {
 				json_t *meta = json_object_get(item, "metadata");
-				json_t *spec = json_object_get(item, "spec"), *pod, *sel, *v;
+				json_t *spec = json_object_get(item, "spec"), *sel, *v;
 				char key[700];
 
 				if (json_object_get(meta, "deletionTimestamp") ||
@@ -357,8 +357,9 @@ static int snapshot(struct dr *d, json_t **out)
 				    json_boolean(ds_obj_annotation(item, DS_ANNOTATION_REPLICAS) ||
 						 ds_obj_annotation(item, DS_ANNOTATION_SUSPEND) ||
 						 ds_obj_annotation(item, DS_ANNOTATION_STANDBY)));
-				pod = ds_obj_pod_spec(item, NULL);
-				sel = pod ? json_object_get(pod, "nodeSelector") : NULL;
+				/* List items carry no kind: the DaemonSet's pod spec by its path.
+				 */
+				sel = ds_json_path(item, "spec.template.spec.nodeSelector");
 				if (strcmp(kinds[k].kind, "DaemonSet") == 0)
 					json_object_set_new(
 					    v, "parked",
@@ -403,14 +404,19 @@ static bool settled(const struct dr *d, json_t *after)
 	return true;
 }
 
+/* Equal values, or both absent (json_equal() says no to two NULLs). */
+static bool eq(json_t *a, json_t *b)
+{
+	return (!a && !b) || json_equal(a, b);
+}
+
 /* The snapshot values compared for the lines: what an operator sees change. */
 static bool same(json_t *a, json_t *b)
 {
 	static const char *const fields[] = {"replicas", "suspend", "parked"};
 
 	for (size_t i = 0; i < 3; i++)
-		if (!json_equal(json_object_get(a, fields[i]), json_object_get(b, fields[i])) &&
-		    (json_object_get(a, fields[i]) || json_object_get(b, fields[i])))
+		if (!eq(json_object_get(a, fields[i]), json_object_get(b, fields[i])))
 			return false;
 	return true;
 }
@@ -443,15 +449,15 @@ static size_t print_changes(json_t *before, json_t *after, size_t *unchanged)
 			(*unchanged)++;
 			continue;
 		}
-		if (!json_equal(json_object_get(b, "replicas"), json_object_get(a, "replicas")))
+		if (!eq(json_object_get(b, "replicas"), json_object_get(a, "replicas")))
 			printf("%s: replicas %s -> %s\n", key,
 			       int_text(json_object_get(b, "replicas"), x, sizeof(x)),
 			       int_text(json_object_get(a, "replicas"), y, sizeof(y)));
-		if (!json_equal(json_object_get(b, "suspend"), json_object_get(a, "suspend")))
+		if (!eq(json_object_get(b, "suspend"), json_object_get(a, "suspend")))
 			printf("%s: suspend %s -> %s\n", key,
 			       json_is_true(json_object_get(b, "suspend")) ? "true" : "false",
 			       json_is_true(json_object_get(a, "suspend")) ? "true" : "false");
-		if (!json_equal(json_object_get(b, "parked"), json_object_get(a, "parked")))
+		if (!eq(json_object_get(b, "parked"), json_object_get(a, "parked")))
 			printf("%s: %s\n", key,
 			       json_is_true(json_object_get(a, "parked")) ? "parked" : "unparked");
 		changed++;
