@@ -60,7 +60,6 @@ struct dr {
 	ds_object_state *st;
 	ds_namespace_modes *nm;
 	ds_inbox *ib;
-	json_t *problems; /* "Kind ns/name" -> the last failure or wait of the apply */
 };
 
 /* The workloads whose standby form differs from the active one. */
@@ -474,21 +473,46 @@ static size_t print_changes(json_t *before, json_t *after, size_t *unchanged)
 
 /* ---- applying ------------------------------------------------------------------- */
 
-static void on_event(void *ud, const ds_applier_event *ev)
+/*
+ * What did not go as the mode wants, from the ledger (whichever applier
+ * decided it, this command's or a running importer's): objects that failed,
+ * wait, are still retried, or are held but left on the target because they are
+ * not drasync's to delete. One line each. @return how many, or < 0
+ */
+static int report_problems(struct dr *d, const ds_object_state_scope *scope)
 {
-	struct dr *d = ud;
-	char key[800];
+	ds_object_state_row *rows = NULL;
+	size_t n = 0, bad = 0;
+	ds_err err = {0};
+	int rc = ds_object_state_list_in(d->st, scope, &rows, &n, &err);
 
-	snprintf(key, sizeof(key), "%s", ev->target ? ev->target : ev->key);
-	/* The last outcome counts: a transient failure retried and then applied is none. */
-	if (ev->state == DS_APPLY_FAILED || ev->state == DS_APPLY_WAITING ||
-	    ev->state == DS_APPLY_PENDING)
-		json_object_set_new(d->problems, key,
-				    json_pack("{s:s, s:s}", "state", ds_apply_state_name(ev->state),
-					      "reason",
-					      ev->reason ? ev->reason : "no reason given"));
-	else
-		json_object_del(d->problems, key);
+	if (rc < 0) {
+		fprintf(stderr, "drasync-target %s: %s: %s\n", d->verb, d->ledger, err.msg);
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const ds_object_state_row *r = &rows[i];
+		const char *what = NULL, *ns;
+
+		if (r->state == DS_APPLY_FAILED)
+			what = "FAILED";
+		else if (r->state == DS_APPLY_WAITING)
+			what = "NOT APPLIED (waits)";
+		else if (r->state == DS_APPLY_PENDING)
+			what = "NOT APPLIED (still retrying)";
+		else if (r->state == DS_APPLY_HELD && r->reason &&
+			 strstr(r->reason, "not deleted:"))
+			what = "KEPT on the target";
+		if (!what)
+			continue;
+		ns = r->target_name ? r->target_ns : map_ns(d->cfg, r->ns ? r->ns : "");
+		printf("%s %s/%s: %s: %s\n", r->kind ? r->kind : "?", ns ? ns : "",
+		       r->target_name ? r->target_name : r->name, what,
+		       r->reason ? r->reason : "no reason given");
+		bad++;
+	}
+	ds_object_state_rows_free(rows, n);
+	return (int)bad;
 }
 
 /*
@@ -719,8 +743,7 @@ static int run(struct dr *d)
 	    (rc = connect_cluster(d)) != 0)
 		return rc;
 	scope = scope_of(d); /* the namespaces are known now */
-	d->problems = json_object();
-	if (!d->problems || snapshot(d, &before) < 0)
+	if (snapshot(d, &before) < 0)
 		return 1;
 	modes = set_modes(d);
 	if (modes < 0) {
@@ -731,8 +754,6 @@ static int run(struct dr *d)
 	ac.ledger_path = d->ledger;
 	ac.kube = d->kube;
 	ac.cfg = d->cfg;
-	ac.on_event = on_event;
-	ac.event_ud = d;
 	ac.namespaces = d->ns;
 	ac.n_namespaces = d->n_ns;
 	rc = ds_applier_new(&a, &ac, &err);
@@ -757,25 +778,16 @@ static int run(struct dr *d)
 	} while (!settled(d, after) && ++rounds < MAX_ROUNDS);
 
 	changed = print_changes(before, after, &unchanged);
-	failed = json_object_size(d->problems);
-	{
-		const char *key;
-		json_t *p;
-		json_object_foreach (d->problems, key, p) {
-			const char *state = json_string_value(json_object_get(p, "state"));
-			printf("%s: %s: %s\n", key,
-			       strcmp(state, "failed") == 0    ? "FAILED"
-			       : strcmp(state, "waiting") == 0 ? "NOT APPLIED (waits)"
-							       : "NOT APPLIED (still retrying)",
-			       json_string_value(json_object_get(p, "reason")));
-		}
+	rc = report_problems(d, &scope);
+	if (rc < 0) {
+		rc = 1;
+		goto out;
 	}
+	failed = (size_t)rc;
 	if (pending_left)
 		printf("%zu object%s still to be retried after --timeout (a running importer "
 		       "goes on; see drasync-target status)\n",
 		       pending_left, pending_left == 1 ? "" : "s");
-	if (failed < pending_left)
-		failed = pending_left;
 	if (!changed && !modes && !failed && !pending_left) {
 		printf("%s: nothing to change: namespace%s", d->verb, d->n_ns == 1 ? "" : "s");
 		for (size_t i = 0; i < d->n_ns; i++)
@@ -784,7 +796,7 @@ static int run(struct dr *d)
 		       ds_namespace_mode_word(d->to), unchanged, unchanged == 1 ? "" : "s");
 	} else {
 		printf("%s: %zu namespace%s %s, %zu workload%s changed, %zu unchanged, %zu "
-		       "failed%s\n",
+		       "not done%s\n",
 		       d->verb, d->n_ns, d->n_ns == 1 ? "" : "s", ds_namespace_mode_word(d->to),
 		       changed, changed == 1 ? "" : "s", unchanged, failed,
 		       failed ? " (see above)" : "");
@@ -817,7 +829,6 @@ static int dr_main(int argc, char **argv, const char *verb, enum ds_mode to)
 		return 2;
 	}
 	rc = run(&d);
-	json_decref(d.problems);
 	ds_inbox_free(d.ib);
 	ds_namespace_modes_free(d.nm);
 	ds_object_state_free(d.st);

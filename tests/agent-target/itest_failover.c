@@ -116,7 +116,8 @@ static json_t *workload(const char *api, const char *kind, const char *name, int
 	return o;
 }
 
-static uint64_t push_all(int deployment_replicas)
+/* The claim template and every workload (pod_only: the template and the Pod). */
+static uint64_t push(int deployment_replicas, bool pod_only)
 {
 	json_t *docs =
 	    dt_load_file(tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"));
@@ -128,6 +129,10 @@ static uint64_t push_all(int deployment_replicas)
 	json_object_set_new(json_object_get(tmpl, "metadata"), "namespace", json_string(SRC_NS));
 	json_object_set_new(json_object_get(tmpl, "metadata"), "uid", json_string("uid-template"));
 	objs[n++] = tmpl;
+	if (pod_only) {
+		objs[n++] = workload("v1", "Pod", "p", -1);
+		return tu_site_push(&F.s, objs, n);
+	}
 	objs[n++] = workload("apps/v1", "Deployment", "trainer", deployment_replicas);
 	objs[n++] = workload("apps/v1", "StatefulSet", "db", 1);
 	objs[n++] = workload("apps/v1", "ReplicaSet", "rs", 1);
@@ -285,7 +290,7 @@ static void test_itest_failover__standby_failover_update_failback(void **state)
 	(void)state;
 	tu_site_agent_start(&F.s);
 	tu_site_sender_start(&F.s);
-	tu_site_wait_acked(&F.s, push_all(2), 30000);
+	tu_site_wait_acked(&F.s, push(2, false), 30000);
 
 	/* Standby: scaled to 0, suspended, parked; the Pod and the Job held. */
 	wait_standby(60000);
@@ -369,7 +374,7 @@ static void test_itest_failover__standby_failover_update_failback(void **state)
 	json_decref(st);
 
 	/* The running importer keeps it active: an update arrives in active form. */
-	tu_site_wait_acked(&F.s, push_all(3), 30000);
+	tu_site_wait_acked(&F.s, push(3, false), 30000);
 	end = tu_now_ms() + 30000;
 	while (int_at("apps/v1", "Deployment", "trainer", "/spec/replicas") != 3) {
 		if (tu_now_ms() > end) {
@@ -427,11 +432,73 @@ static void test_itest_failover__standby_failover_update_failback(void **state)
 	tu_run_dispose(&r);
 }
 
+static void wait_held(long long want)
+{
+	long long end = tu_now_ms() + 30000;
+
+	while (tu_site_ledger_int(&F.s, "SELECT count(*) FROM object_state WHERE state = 'held'") !=
+	       want) {
+		if (tu_now_ms() > end)
+			fail_msg("not %lld objects held in the ledger", want);
+		tu_msleep(200);
+	}
+}
+
+/*
+ * Once the source's session is gone, failover needs no --force; failback
+ * deletes only what drasync created for that source object: a Pod whose
+ * source uid on the target is another's is kept, and said so.
+ */
+static void test_itest_failover__source_gone_then_failback_keeps_what_is_not_ours(void **state)
+{
+	struct tu_run r;
+	json_t *o;
+	long long end;
+
+	(void)state;
+	tu_site_agent_start(&F.s);
+	tu_site_sender_start(&F.s);
+	tu_site_wait_acked(&F.s, push(0, true), 30000);
+	wait_held(1);
+	tu_site_sender_stop(&F.s);
+	end = tu_now_ms() + 15000;
+	while (tu_site_ledger_int(&F.s, "SELECT count(*) FROM presence WHERE ended_at IS NOT NULL"
+					" AND end_reason = 'connection closed'") != 1) {
+		if (tu_now_ms() > end)
+			fail_msg("the source's presence did not end after its sender stopped");
+		tu_msleep(100);
+	}
+
+	dr(&r, "failover", false);
+	if (r.status != 0 || strstr(r.err, "still connected"))
+		fail_run("failover once the source is gone", &r);
+	assert_line(&r, "Pod %s/p: created (was held)", F.dst);
+	tu_run_dispose(&r);
+
+	/* Someone on the target made the Pod another object's. */
+	tu_kube_merge(F.k, "v1", "Pod", F.dst, "p", NULL,
+		      "{\"metadata\":{\"annotations\":{\"drasync.io/source-uid\":\"not-ours\"}}}");
+	dr(&r, "failback", false);
+	if (r.status != 1)
+		fail_run("failback with a Pod that is not drasync's", &r);
+	assert_line(&r, "Pod %s/p: KEPT on the target: ", F.dst);
+	assert_non_null(strstr(r.out, "not deleted"));
+	assert_non_null(strstr(r.out, "not-ours"));
+	assert_null(strstr(r.out, "deleted (held in the ledger again)"));
+	tu_run_dispose(&r);
+	o = get("v1", "Pod", "p");
+	assert_non_null(o);
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_itest_failover__standby_failover_update_failback,
 					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_itest_failover__source_gone_then_failback_keeps_what_is_not_ours, setup,
+		teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

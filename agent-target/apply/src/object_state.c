@@ -883,6 +883,39 @@ int ds_object_state_sources_in(ds_object_state *st, const ds_object_state_scope 
 	return 0;
 }
 
+struct row_list {
+	ds_object_state_row *v;
+	size_t n, cap;
+};
+
+static int collect_row(void *ud, sqlite3_stmt *q)
+{
+	struct row_list *l = ud;
+	int rc;
+
+	if (ds_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)) < 0)
+		return -ENOMEM;
+	rc = read_row(q, &l->v[l->n]);
+	if (rc == 0)
+		l->n++;
+	return rc;
+}
+
+int ds_object_state_list_in(ds_object_state *st, const ds_object_state_scope *scope,
+			    ds_object_state_row **rows, size_t *n, ds_err *err)
+{
+	struct row_list l = {0};
+	int rc = each_in(st, "o.op = 1", scope, collect_row, &l, err);
+
+	if (rc < 0) {
+		ds_object_state_rows_free(l.v, l.n);
+		return ds_err_fallback(err, rc);
+	}
+	*rows = l.v;
+	*n = l.n;
+	return 0;
+}
+
 int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err)
 {
 	return ds_err_fallback(

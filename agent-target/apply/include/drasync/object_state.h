@@ -191,6 +191,14 @@ int ds_object_state_sources_in(ds_object_state *st, const ds_object_state_scope 
 void ds_object_state_strings_free(char **v, size_t n);
 
 /**
+ * The rows of live objects (upserts) in scope, without payload, oldest first:
+ * what failover and failback report once they are done. *rows is new
+ * (ds_object_state_rows_free).
+ */
+int ds_object_state_list_in(ds_object_state *st, const ds_object_state_scope *scope,
+			    ds_object_state_row **rows, size_t *n, ds_err *err);
+
+/**
  * Record several outcomes in one transaction: ds_object_state_set() calls
  * between begin and commit share it (one fsync for a group instead of one per
  * object). On an error, rollback.
