@@ -107,36 +107,40 @@ static void usage(FILE *out, const char *verb)
 		    "at failover deleted (only those labelled app.kubernetes.io/managed-by=\n"
 		    "drasync with the matching drasync.io/source-uid); they are held in the\n"
 		    "ledger again until the next failover.\n");
-	fprintf(out,
-		"\n"
-		"Without --namespace: every target namespace the ledger holds objects for.\n"
-		"It works on the ledger in stateDir whether `drasync-target run` is running\n"
-		"or not, and applies the objects itself. Running it again changes nothing.\n"
-		"\n"
-		"Options:\n"
-		"  -c, --config FILE       the TargetConfig file (required)\n"
-		"  -n, --namespace NS      a target namespace (after namespaceMappings); repeat\n"
-		"                          for several\n"
-		"%s"
-		"  -t, --timeout DUR       how long to retry objects the API refuses for now\n"
-		"                          (e.g. 90s, 5m; default 5m)\n"
-		"      --kubeconfig PATH   use this kubeconfig instead of the file's\n"
-		"      --context NAME      the kubeconfig context (default: current)\n"
-		"  -h, --help              show this help\n"
-		"\n"
-		"Prints one line per namespace whose mode changed and per object that\n"
-		"changed on the cluster, the objects that failed with the API's reason, and a\n"
-		"summary.\n"
-		"Exit codes: 0 done (or nothing to change); 1 something failed%s; 2 usage\n"
-		"or configuration error.\n"
-		"\n"
-		"Examples:\n"
-		"  drasync-target %s --config /etc/drasync/target.yaml\n"
-		"  drasync-target %s --config target.yaml --namespace ml-team-dr "
-		"--namespace web-dr\n",
-		over ? "  -f, --force             fail over although a source is still connected\n"
-		     : "",
-		over ? ", or a source is still connected (nothing changed)" : "", verb, verb);
+	fprintf(
+	    out,
+	    "\n"
+	    "Without --namespace: every target namespace the ledger holds objects for.\n"
+	    "It works on the ledger in stateDir whether `drasync-target run` is running\n"
+	    "or not, and applies the objects itself. Running it again changes nothing.\n"
+	    "\n"
+	    "Options:\n"
+	    "  -c, --config FILE       the TargetConfig file (required)\n"
+	    "  -n, --namespace NS      a target namespace (after namespaceMappings); repeat\n"
+	    "                          for several\n"
+	    "%s"
+	    "  -t, --timeout DUR       how long to retry objects the API refuses for now\n"
+	    "                          (e.g. 90s, 5m; default 5m)\n"
+	    "      --kubeconfig PATH   use this kubeconfig instead of the file's\n"
+	    "      --context NAME      the kubeconfig context (default: current)\n"
+	    "  -h, --help              show this help\n"
+	    "\n"
+	    "Prints one line per namespace whose mode changed and per object that\n"
+	    "changed on the cluster (e.g. \"Deployment ml-team-dr/trainer: replicas 0 -> 3\"),\n"
+	    "the objects that failed, wait or are still retried with the API's reason,\n"
+	    "those kept on the target because they are not drasync's to delete, and a\n"
+	    "summary.\n"
+	    "Exit codes: 0 done (or nothing to change); 1 something failed or was kept%s;\n"
+	    "2 usage or configuration error.\n"
+	    "\n"
+	    "Examples:\n"
+	    "  drasync-target %s --config /etc/drasync/target.yaml\n"
+	    "  drasync-target %s --config target.yaml --namespace ml-team-dr "
+	    "--namespace web-dr\n",
+	    over ? "  -f, --force             fail over although a source is still connected\n"
+		 : "",
+	    over ? ",\nor a source of the namespaces is still connected (nothing changed)" : "",
+	    verb, verb);
 	if (over)
 		fprintf(out,
 			"  drasync-target failover --config target.yaml --namespace ml-team-dr "
