@@ -679,33 +679,6 @@ static int guard(struct dr *d)
 	return 1;
 }
 
-static int connect_cluster(struct dr *d)
-{
-	struct ds_kube_transport_opts topts;
-	ds_kubeconfig *kc = NULL;
-	char msg[512];
-	ds_err err = {0};
-	int rc;
-
-	rc = ds_kubeconfig_for_agent(&kc, d->kubeconfig, d->context,
-				     ds_target_config_kubeconfig(d->cfg), &err);
-	if (rc < 0) {
-		fprintf(stderr,
-			"drasync-target %s: %s\n"
-			"  (outside a cluster, pass --kubeconfig PATH [--context NAME])\n",
-			d->verb, ds_err_format(&err, msg, sizeof(msg)));
-		return 2;
-	}
-	ds_kube_transport_opts_init(&topts);
-	rc = ds_kube_new(&d->kube, &kc, &topts, &err);
-	ds_kubeconfig_free(kc);
-	if (rc < 0) {
-		fprintf(stderr, "drasync-target %s: %s\n", d->verb, err.msg);
-		return 1;
-	}
-	return 0;
-}
-
 /* Record the mode of each namespace, saying which changed. @return how many, or < 0 */
 static int set_modes(struct dr *d)
 {
@@ -744,7 +717,8 @@ static int run(struct dr *d)
 	int rc, modes, rounds = 0;
 
 	if ((rc = open_ledger(d)) != 0 || (rc = pick_namespaces(d)) != 0 || (rc = guard(d)) != 0 ||
-	    (rc = connect_cluster(d)) != 0)
+	    (rc = ds_target_connect(d->verb, d->kubeconfig, d->context, d->cfg, NULL, &d->kube)) !=
+		0)
 		return rc;
 	scope = scope_of(d); /* the namespaces are known now */
 	if (snapshot(d, &before) < 0)

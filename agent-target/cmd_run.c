@@ -223,20 +223,8 @@ static int load(struct run *r)
 static int connect_cluster(struct run *r)
 {
 	struct ds_kube_transport_opts topts;
-	ds_kubeconfig *kc = NULL;
-	char msg[512];
-	ds_err err = {0};
 	int rc;
 
-	rc = ds_kubeconfig_for_agent(&kc, r->kubeconfig, r->context,
-				     ds_target_config_kubeconfig(r->cfg), &err);
-	if (rc < 0) {
-		fprintf(stderr,
-			"drasync-target run: %s\n"
-			"  (outside a cluster, pass --kubeconfig PATH [--context NAME])\n",
-			ds_err_format(&err, msg, sizeof(msg)));
-		return 2;
-	}
 	/* The importer writes in bulk after an outage or a snapshot: the client's
 	 * own limit sits well above what one API server takes, which answers 429
 	 * (with Retry-After, honoured) when it has had enough. The default of 200/s
@@ -244,12 +232,9 @@ static int connect_cluster(struct run *r)
 	ds_kube_transport_opts_init(&topts);
 	topts.qps = 2000;
 	topts.burst = 2000;
-	rc = ds_kube_new(&r->kube, &kc, &topts, &err);
-	ds_kubeconfig_free(kc);
-	if (rc < 0) {
-		fprintf(stderr, "drasync-target run: %s\n", err.msg);
-		return 1;
-	}
+	rc = ds_target_connect("run", r->kubeconfig, r->context, r->cfg, &topts, &r->kube);
+	if (rc)
+		return rc;
 	ds_log(DS_LOG_INFO, "target_cluster", "server=%s",
 	       ds_kubeconfig_server(ds_kube_get_config(r->kube)));
 	return 0;
@@ -271,7 +256,9 @@ static enum ds_verify_form verify_form(void *ud, const char *ns)
 {
 	struct run *r = ud;
 
-	return ds_verify_namespace_form(atomic_load(&r->verify_cfg), ns);
+	ds_verify_modes m = {atomic_load(&r->verify_cfg), r->ledger};
+
+	return ds_verify_namespace_form(&m, ns);
 }
 
 static void on_verified(void *ud, const ds_verify_item *it)

@@ -248,39 +248,15 @@ static int check_namespaces(const struct verify *v, const char *ledger)
 	return rc;
 }
 
-static int connect_cluster(const struct verify *v, ds_kube **out)
-{
-	ds_kubeconfig *kc = NULL;
-	char msg[512];
-	ds_err err = {0};
-	int rc;
-
-	rc = ds_kubeconfig_for_agent(&kc, v->kubeconfig, v->context,
-				     ds_target_config_kubeconfig(v->cfg), &err);
-	if (rc < 0) {
-		fprintf(stderr,
-			"drasync-target verify: %s\n"
-			"  (outside a cluster, pass --kubeconfig PATH [--context NAME])\n",
-			ds_err_format(&err, msg, sizeof(msg)));
-		return 2;
-	}
-	rc = ds_kube_new(out, &kc, NULL, &err);
-	ds_kubeconfig_free(kc);
-	if (rc < 0) {
-		fprintf(stderr, "drasync-target verify: %s\n", err.msg);
-		return 1;
-	}
-	return 0;
-}
-
 static int verify(struct verify *v)
 {
+	ds_verify_modes modes = {v->cfg, NULL};
 	ds_verify_select sel = {.namespaces = v->namespaces,
 				.n_namespaces = v->n_namespaces,
 				.map_ns = map_ns,
 				.map_ud = v->cfg,
 				.form_of = ds_verify_namespace_form,
-				.form_ud = v->cfg};
+				.form_ud = &modes};
 	ds_verify_opts o = {.timeout_ms = v->timeout_ms,
 			    .interval_ms = v->interval_ms,
 			    .progress = on_settled,
@@ -295,6 +271,7 @@ static int verify(struct verify *v)
 	int rc;
 
 	ds_target_config_ledger(v->cfg, ledger, sizeof(ledger));
+	modes.ledger_path = ledger;
 	rc = ds_verify_items_from_ledger(ledger, &sel, &items, &n, &err);
 	if (rc == -ENOENT) {
 		fprintf(stderr,
@@ -318,7 +295,7 @@ static int verify(struct verify *v)
 		rc = 0;
 		goto out;
 	}
-	rc = connect_cluster(v, &k);
+	rc = ds_target_connect("verify", v->kubeconfig, v->context, v->cfg, NULL, &k);
 	if (rc)
 		goto out;
 	rc = ds_verify_new(&ver, k, &err);

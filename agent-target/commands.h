@@ -3,12 +3,16 @@
 
 /* Each subcommand of drasync-target: argv[0] is the subcommand name. Returns the exit code. */
 
+#include "drasync/kube_client.h"
+#include "drasync/target_config.h"
+
 struct ds_command {
 	const char *name;
 	const char *summary;
 	int (*run)(int argc, char **argv);
 };
 
+int ds_cmd_drill(int argc, char **argv);
 int ds_cmd_failback(int argc, char **argv);
 int ds_cmd_failover(int argc, char **argv);
 int ds_cmd_inventory(int argc, char **argv);
@@ -18,5 +22,15 @@ int ds_cmd_retry(int argc, char **argv);
 int ds_cmd_run(int argc, char **argv);
 int ds_cmd_status(int argc, char **argv);
 int ds_cmd_verify(int argc, char **argv);
+
+/**
+ * The target cluster's client for `drasync-target cmd`: --kubeconfig and
+ * --context (NULL: not given), else the file's kubeconfig, else in-cluster;
+ * topts NULL: the client's defaults. Says on stderr what went wrong and what
+ * to pass. @return 0, 2 no credentials to be found, 1 the client cannot start
+ */
+int ds_target_connect(const char *cmd, const char *kubeconfig, const char *context,
+		      const ds_target_config *cfg, const struct ds_kube_transport_opts *topts,
+		      ds_kube **out);
 
 #endif

@@ -15,6 +15,8 @@ static const struct ds_command commands[] = {
      ds_cmd_failover},
     {"failback", "return namespaces to standby: scaled down, suspended, held (--config FILE)",
      ds_cmd_failback},
+    {"drill", "prove a failover into a scratch namespace, verified, standby untouched",
+     ds_cmd_drill},
     {"plan", "show offline what the target would receive from manifests", ds_cmd_plan},
     {"status", "what the ledger holds: sources, lag, objects waiting or failed", ds_cmd_status},
     {"inventory", "every claim reference the sources sent, its rule, its target here",

@@ -9,6 +9,7 @@
 #include "drasync/k8s_object.h"
 #include "drasync/wire.h"
 
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,4 +113,22 @@ ds_record tu_record_tombstone(const char *api_version, const char *kind, const c
 	r.name = name;
 	r.source_uid = source_uid;
 	return r;
+}
+
+long long tu_ledger_int(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	long long v = -1;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		fail_msg("ledger %s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
+	sqlite3_busy_timeout(db, 10000);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		fail_msg("ledger: %s: %s", sql, sqlite3_errmsg(db));
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
 }

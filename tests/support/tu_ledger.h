@@ -42,4 +42,7 @@ ds_record tu_record_upsert(const json_t *obj, const char *source_uid, char **pay
 ds_record tu_record_tombstone(const char *api_version, const char *kind, const char *ns,
 			      const char *name, const char *source_uid);
 
+/** One integer from the ledger at path (read-only); -1 when the query has no row. */
+long long tu_ledger_int(const char *path, const char *sql);
+
 #endif

@@ -8,10 +8,10 @@
 
 #include "testutil.h"
 #include "tu_kube.h"
+#include "tu_ledger.h"
 
 #include <netinet/in.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,18 +247,5 @@ uint64_t tu_site_push(tu_site *s, json_t **objs, size_t n)
 
 long long tu_site_ledger_int(const tu_site *s, const char *sql)
 {
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	long long v = -1;
-
-	if (sqlite3_open_v2(s->ledger, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-		fail_msg("ledger %s: %s", s->ledger, db ? sqlite3_errmsg(db) : "cannot open");
-	sqlite3_busy_timeout(db, 10000);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		fail_msg("ledger: %s: %s", sql, sqlite3_errmsg(db));
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return v;
+	return tu_ledger_int(s->ledger, sql);
 }

@@ -97,8 +97,7 @@ static void count(ds_applier *a, uint64_t *field, uint64_t n)
 	pthread_mutex_unlock(&a->mu);
 }
 
-/* The preferred resource.k8s.io version the target serves; v1 when it serves it. */
-static enum ds_dra_version pick_dra(ds_kube *k)
+enum ds_dra_version ds_applier_served_dra(ds_kube *k)
 {
 	char preferred[64] = "";
 	json_t *served = NULL, *v;
@@ -130,7 +129,7 @@ static bool follow_discovery(ds_applier *a)
 
 	if (ds_kube_discovery_generation(a->cfg.kube) == a->dra_gen)
 		return false;
-	v = pick_dra(a->cfg.kube);
+	v = ds_applier_served_dra(a->cfg.kube);
 	a->dra_gen = ds_kube_discovery_generation(a->cfg.kube);
 	if (v == a->dra)
 		return false;
@@ -184,7 +183,7 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 	a->scope = (ds_object_state_scope){
 	    .ns = cfg->namespaces, .n = cfg->n_namespaces, .map_ns = scope_map_ns, .map_ud = a};
 	ds_kube_discovery_set_refresh_interval(cfg->kube, a->cfg.discovery_refresh_ms);
-	a->dra = pick_dra(cfg->kube);
+	a->dra = ds_applier_served_dra(cfg->kube);
 	a->dra_gen = ds_kube_discovery_generation(cfg->kube);
 	*out = a;
 	return 0;

@@ -2,6 +2,7 @@
 
 #include "drasync/buf.h"
 #include "drasync/k8s_object.h"
+#include "drasync/namespace_mode.h"
 #include "drasync/standby.h"
 #include "drasync/target_config.h"
 
@@ -30,11 +31,17 @@ const char *ds_verify_form_name(enum ds_verify_form f)
 	return (int)f >= 0 && f < DS_VERIFY_FORM_MAX ? form_names[f] : "unknown";
 }
 
-enum ds_verify_form ds_verify_namespace_form(void *cfg, const char *target_ns)
+enum ds_verify_form ds_verify_namespace_form(void *modes, const char *target_ns)
 {
-	/* TODO(lead, after the failover branch): the ledger's mode of target_ns first. */
-	(void)target_ns;
-	return ds_target_config_mode(cfg) == DS_MODE_STANDBY ? DS_VERIFY_STANDBY : DS_VERIFY_ACTIVE;
+	const ds_verify_modes *m = modes;
+	enum ds_mode mode = ds_target_config_mode(m->cfg);
+	ds_namespace_modes *nm = NULL;
+
+	/* A ledger that cannot be read leaves the configuration's mode (status says why). */
+	if (m->ledger_path && target_ns && ds_namespace_modes_open(&nm, m->ledger_path, NULL) == 0)
+		ds_namespace_modes_get(nm, target_ns, &mode, NULL);
+	ds_namespace_modes_free(nm);
+	return mode == DS_MODE_STANDBY ? DS_VERIFY_STANDBY : DS_VERIFY_ACTIVE;
 }
 
 /* ---- items ---------------------------------------------------------------------------- */

@@ -164,6 +164,20 @@ const char *ds_obj_annotation(const json_t *obj, const char *key)
 	return ds_json_str(ds_json_path(obj, "metadata.annotations"), key);
 }
 
+const char *ds_obj_label(const json_t *obj, const char *key)
+{
+	return ds_json_str(ds_json_path(obj, "metadata.labels"), key);
+}
+
+int ds_obj_set_namespace(json_t *obj, const char *ns)
+{
+	json_t *meta = ds_json_object_ensure(obj, "metadata");
+
+	if (!meta)
+		return -EINVAL;
+	return json_object_set_new(meta, "namespace", json_string(ns)) < 0 ? -ENOMEM : 0;
+}
+
 static int set_meta_map(json_t *obj, const char *map, const char *key, const char *value)
 {
 	json_t *meta = ds_json_object_ensure(obj, "metadata");

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "drasync/keys.h"
+#include "drasync/namespace_mode.h"
 #include "drasync/verify.h"
 #include "dstest.h"
 #include "testutil.h"
@@ -78,10 +79,11 @@ static const char *map_ns(void *cfg, const char *ns)
 static ds_verify_item *verify_site(tu_apply *e, long long timeout_ms, size_t *n,
 				   ds_verify_summary *sum)
 {
+	ds_verify_modes modes = {e->cfg, e->path};
 	ds_verify_select sel = {.map_ns = map_ns,
 				.map_ud = e->cfg,
 				.form_of = ds_verify_namespace_form,
-				.form_ud = e->cfg};
+				.form_ud = &modes};
 	ds_verify_opts o = {.timeout_ms = timeout_ms, .interval_ms = 500};
 	ds_verify_item *items = NULL;
 	ds_verify *v = NULL;
@@ -286,6 +288,23 @@ static void test_itest_verify__standby_is_parked_and_held(void **state)
 	assert_true(items[1].verified);
 	assert_string_equal(items[1].reason, "held in the ledger, not on the cluster");
 	assert_int_equal(sum.verified, 2);
+	ds_verify_items_free(items, n);
+
+	/* The ledger says the namespace is active (as failover leaves it): the
+	 * parked Deployment is now what is wrong, whatever the file's mode. */
+	{
+		ds_namespace_modes *nm = NULL;
+		ds_err err = {0};
+		assert_int_equal(ds_namespace_modes_open(&nm, e->path, &err), 0);
+		assert_int_equal(ds_namespace_modes_set(nm, e->dst, DS_MODE_MIGRATE, "test", &err),
+				 1);
+		ds_namespace_modes_free(nm);
+	}
+	items = verify_site(e, 0, &n, &sum);
+	assert_int_equal(n, 2);
+	assert_int_equal(items[0].form, DS_VERIFY_ACTIVE);
+	assert_false(items[0].verified);
+	assert_non_null(strstr(items[0].reason, "still parked"));
 	ds_verify_items_free(items, n);
 	tu_apply_free(e);
 }

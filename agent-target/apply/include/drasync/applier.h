@@ -130,6 +130,12 @@ void ds_applier_set_config(ds_applier *a, const ds_target_config *cfg);
 /** A copy of the counters. Safe from any thread. */
 void ds_applier_stats_get(ds_applier *a, ds_applier_stats *out);
 
+/**
+ * The resource.k8s.io version to convert to for the cluster k: v1 when it
+ * serves it, else its preferred one (v1 when discovery cannot be read).
+ */
+enum ds_dra_version ds_applier_served_dra(ds_kube *k);
+
 /** The resource.k8s.io version the applier converts to. */
 const char *ds_applier_dra_api_version(const ds_applier *a);
 

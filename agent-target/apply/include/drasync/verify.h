@@ -37,6 +37,7 @@
 
 #include "drasync/err.h"
 #include "drasync/kube_client.h"
+#include "drasync/target_config.h"
 
 #include <jansson.h>
 #include <stdatomic.h>
@@ -76,13 +77,20 @@ typedef struct ds_verify_item {
  */
 typedef enum ds_verify_form (*ds_verify_form_fn)(void *ud, const char *target_ns);
 
+/* Where ds_verify_namespace_form() reads a namespace's mode. */
+typedef struct ds_verify_modes {
+	const ds_target_config *cfg; /* its `mode` for namespaces the ledger does not name */
+	const char *ledger_path; /* the ledger's namespace_modes (failover, failback); NULL: none */
+} ds_verify_modes;
+
 /**
- * The ds_verify_form_fn of a TargetConfig (ud: the const ds_target_config *):
- * mode standby is the standby form, migrate the active one, for every
- * namespace. When the ledger keeps a mode per namespace (failover, failback),
- * it is read here, for both `verify` and the running importer.
+ * The ds_verify_form_fn for `verify`, drill and the running importer (ud: a
+ * ds_verify_modes): the mode the ledger records for target_ns (failover made
+ * it active, failback standby), else the configuration's; standby is the
+ * standby form, migrate the active one. Read afresh on each call, so a
+ * failover made by another process counts at once.
  */
-enum ds_verify_form ds_verify_namespace_form(void *cfg, const char *target_ns);
+enum ds_verify_form ds_verify_namespace_form(void *modes, const char *target_ns);
 
 /* Which workloads of the ledger ds_verify_items_from_ledger() reads. */
 typedef struct ds_verify_select {

@@ -73,6 +73,12 @@ const char *ds_obj_describe(const json_t *obj, char *buf, size_t size);
 /** Annotation value, or NULL. */
 const char *ds_obj_annotation(const json_t *obj, const char *key);
 
+/** Label value, or NULL. */
+const char *ds_obj_label(const json_t *obj, const char *key);
+
+/** Set metadata.namespace. @return 0, -EINVAL (no object), -ENOMEM */
+int ds_obj_set_namespace(json_t *obj, const char *ns);
+
 /** Set an annotation (creating metadata.annotations). @return 0, -EINVAL, -ENOMEM */
 int ds_obj_set_annotation(json_t *obj, const char *key, const char *value);
 
