@@ -26,9 +26,10 @@ static void usage(FILE *out)
 		     "\n"
 		     "Shows the importer's ledger (stateDir/ledger.db), whether `run` runs or\n"
 		     "not: every source (cluster, epoch, committed seq, last contact, records\n"
-		     "not applied yet), every target namespace with its mode (active or\n"
-		     "standby), since when and what set it (failover, failback, or the\n"
-		     "configuration's mode), the objects per state, and the objects that wait\n"
+		     "not applied yet, and the lag: how long the oldest of them waits), every\n"
+		     "target namespace with its mode (active or standby), since when and what\n"
+		     "set it (failover, failback, or the configuration's mode), the objects\n"
+		     "per state, and the objects that wait\n"
 		     "(for what) or failed (why), and the last verification of the workloads\n"
 		     "(drasync-target verify): how many verified, and why the others did not.\n"
 		     "\n"
@@ -107,6 +108,16 @@ static json_t *verification_json(const ds_ledger_status *st)
 }
 
 /* A namespace's mode: the ledger's (failover, failback), else the configuration's. */
+/* How long the oldest record not applied yet has waited; 0 when none waits. */
+static int64_t lag_seconds(const ds_ledger_source *s)
+{
+	int64_t now = (int64_t)time(NULL);
+
+	return s->unapplied && s->oldest_unapplied && now > s->oldest_unapplied
+		   ? now - s->oldest_unapplied
+		   : 0;
+}
+
 static const char *ns_mode(const ds_ledger_namespace *n, enum ds_mode conf)
 {
 	return ds_namespace_mode_word(n->recorded ? n->mode : conf);
@@ -118,13 +129,15 @@ static void print_text(const ds_ledger_status *st, const char *ledger, const cha
 	char b[40];
 
 	printf("ledger:  %s\nmode:    %s\n", ledger, mode);
-	printf("\n%-20s %-20s %20s %12s %-21s %10s %9s\n", "SOURCE", "CLUSTER", "EPOCH",
-	       "COMMITTED", "LAST CONTACT", "UNAPPLIED", "OBJECTS");
+	printf("\n%-20s %-20s %20s %12s %-21s %10s %8s %9s\n", "SOURCE", "CLUSTER", "EPOCH",
+	       "COMMITTED", "LAST CONTACT", "UNAPPLIED", "LAG", "OBJECTS");
 	for (size_t i = 0; i < st->n_sources; i++) {
 		const ds_ledger_source *s = &st->sources[i];
-		printf("%-20s %-20s %20llu %12llu %-21s %10llu %9llu\n", s->name, s->cluster,
+		char lag[24];
+		snprintf(lag, sizeof(lag), "%llds", (long long)lag_seconds(s));
+		printf("%-20s %-20s %20llu %12llu %-21s %10llu %8s %9llu\n", s->name, s->cluster,
 		       (unsigned long long)s->epoch, (unsigned long long)s->committed_seq,
-		       when(s->last_contact, b, sizeof(b)), (unsigned long long)s->unapplied,
+		       when(s->last_contact, b, sizeof(b)), (unsigned long long)s->unapplied, lag,
 		       (unsigned long long)s->objects);
 	}
 	if (!st->n_sources)
@@ -170,11 +183,12 @@ static void print_json(const ds_ledger_status *st, const char *ledger, const cha
 	for (size_t i = 0; i < st->n_sources; i++) {
 		const ds_ledger_source *s = &st->sources[i];
 		json_array_append_new(
-		    srcs, json_pack("{ss ss sI sI sI sI sI}", "name", s->name, "cluster",
+		    srcs, json_pack("{ss ss sI sI sI sI sI sI}", "name", s->name, "cluster",
 				    s->cluster, "epoch", (json_int_t)s->epoch, "committedSeq",
 				    (json_int_t)s->committed_seq, "lastContact",
 				    (json_int_t)s->last_contact, "unapplied",
-				    (json_int_t)s->unapplied, "objects", (json_int_t)s->objects));
+				    (json_int_t)s->unapplied, "lagSeconds",
+				    (json_int_t)lag_seconds(s), "objects", (json_int_t)s->objects));
 	}
 	for (int s = 1; s < DS_APPLY_STATE_MAX; s++)
 		json_object_set_new(states, ds_apply_state_name((enum ds_apply_state)s),

@@ -23,6 +23,9 @@ int ds_cmd_run(int argc, char **argv);
 int ds_cmd_status(int argc, char **argv);
 int ds_cmd_verify(int argc, char **argv);
 
+/* Writes the importer keeps in flight to the target's API server. */
+#define DS_TARGET_MAX_PARALLEL 256
+
 /**
  * The target cluster's client for `drasync-target cmd`: --kubeconfig and
  * --context (NULL: not given), else the file's kubeconfig, else in-cluster;

@@ -46,9 +46,9 @@
 
 #define SOURCE "prod-east"
 /* The work a kill can lose (agent-target/apply/src/applier.c): the writes in
- * flight (the client's max_parallel, 64) and the outcomes decided but not yet
- * recorded (RECORD_EVERY, 64). */
-#define LOST_MAX 128
+ * flight (DS_TARGET_MAX_PARALLEL in agent-target/commands.h, 256) and the
+ * outcomes decided but not yet recorded (RECORD_EVERY, 64). */
+#define LOST_MAX (256 + 64)
 /* The guard resumes a stopped API server after this long in any case. */
 #define GUARD_MS 30000
 /* How long test 1 keeps it stopped at least. */

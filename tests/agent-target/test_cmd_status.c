@@ -16,6 +16,7 @@
 #include "tu_ledger.h"
 
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,9 @@ static void test_cmd_status__text_and_json_field_by_field(void **state)
 	assert_non_null(strstr(r.out, "waiting ConfigMap ml/c (source prod-east): waits for "
 				      "ResourceClaimTemplate ml/gpu"));
 	assert_non_null(strstr(r.out, "needs attention: objects failed to apply"));
+	/* committed a moment ago: no lag to speak of yet */
+	assert_non_null(strstr(r.out, "LAG"));
+	assert_true(strstr(r.out, " 0s ") || strstr(r.out, " 1s "));
 	/* per target namespace: the mode failback set, and the configuration's for ml,
 	 * where object d (never applied) goes */
 	assert_non_null(strstr(r.out, "NAMESPACE"));
@@ -145,6 +149,17 @@ static void test_cmd_status__text_and_json_field_by_field(void **state)
 	}
 	tu_run_dispose(&r);
 
+	/* The records were committed two minutes ago: the one not applied yet is
+	 * the lag, in seconds. */
+	{
+		sqlite3 *db = NULL;
+		assert_int_equal(sqlite3_open(s.ledger, &db), SQLITE_OK);
+		assert_int_equal(
+		    sqlite3_exec(db, "UPDATE records SET committed_at = committed_at - 120", NULL,
+				 NULL, NULL),
+		    SQLITE_OK);
+		sqlite3_close(db);
+	}
 	status(&s, "json", &r);
 	assert_int_equal(r.status, 1);
 	o = json_loads(r.out, 0, &jerr);
@@ -158,6 +173,8 @@ static void test_cmd_status__text_and_json_field_by_field(void **state)
 	assert_int_equal(json_integer_value(json_object_get(src, "unapplied")), 1);
 	assert_int_equal(json_integer_value(json_object_get(src, "objects")), 4);
 	assert_true(json_integer_value(json_object_get(src, "lastContact")) > 0);
+	assert_true(json_integer_value(json_object_get(src, "lagSeconds")) >= 120);
+	assert_true(json_integer_value(json_object_get(src, "lagSeconds")) < 180);
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_object_get(o, "objects"), "failed")), 1);
 	assert_int_equal(json_array_size(json_object_get(o, "needsLook")), 2);
@@ -285,6 +302,17 @@ static void test_cmd_status__last_verification_needs_attention_when_not_verified
 	assert_non_null(strstr(r.out, "needs attention: workloads failed their last verification"));
 	tu_run_dispose(&r);
 
+	/* The records were committed two minutes ago: the one not applied yet is
+	 * the lag, in seconds. */
+	{
+		sqlite3 *db = NULL;
+		assert_int_equal(sqlite3_open(s.ledger, &db), SQLITE_OK);
+		assert_int_equal(
+		    sqlite3_exec(db, "UPDATE records SET committed_at = committed_at - 120", NULL,
+				 NULL, NULL),
+		    SQLITE_OK);
+		sqlite3_close(db);
+	}
 	status(&s, "json", &r);
 	assert_int_equal(r.status, 1);
 	o = json_loads(r.out, 0, &jerr);

@@ -1193,7 +1193,8 @@ static int apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_repo
 	struct ds_kube_op_stream ks = {.next = stream_next,
 				       .done = stream_done,
 				       .ud = &s,
-				       .field_manager = a->cfg.field_manager};
+				       .field_manager = a->cfg.field_manager,
+				       .no_result = true};
 	int rc;
 
 	if (!s.ready || !s.again || !s.done || !s.later) {

@@ -36,7 +36,18 @@ static int read_sources(sqlite3 *db, ds_ledger_status *st, ds_err *err)
 	    "  r.id > coalesce((SELECT record_id FROM apply_cursor WHERE id = 1), 0))"
 	    " + (SELECT count(*) FROM object_state o WHERE o.source = s.name AND"
 	    "  o.state = 'pending'),"
-	    " (SELECT count(*) FROM object_state o WHERE o.source = s.name)"
+	    " (SELECT count(*) FROM object_state o WHERE o.source = s.name),"
+	    /* The oldest of them: when it was committed. */
+	    " coalesce(min((SELECT min(r.committed_at) FROM records r WHERE r.source = s.name"
+	    "  AND r.op IN (1, 2) AND"
+	    "  r.id > coalesce((SELECT record_id FROM apply_cursor WHERE id = 1), 0)),"
+	    " (SELECT min(r.committed_at) FROM object_state o JOIN records r ON r.id = o.record_id"
+	    "  WHERE o.source = s.name AND o.state = 'pending')),"
+	    " (SELECT min(r.committed_at) FROM records r WHERE r.source = s.name"
+	    "  AND r.op IN (1, 2) AND"
+	    "  r.id > coalesce((SELECT record_id FROM apply_cursor WHERE id = 1), 0)),"
+	    " (SELECT min(r.committed_at) FROM object_state o JOIN records r ON r.id = o.record_id"
+	    "  WHERE o.source = s.name AND o.state = 'pending'), 0)"
 	    " FROM sources s ORDER BY s.name",
 	    -1, &q, NULL);
 	if (rc != SQLITE_OK)
@@ -56,6 +67,7 @@ static int read_sources(sqlite3 *db, ds_ledger_status *st, ds_err *err)
 		s->last_contact = sqlite3_column_int64(q, 4);
 		s->unapplied = (uint64_t)sqlite3_column_int64(q, 5);
 		s->objects = (uint64_t)sqlite3_column_int64(q, 6);
+		s->oldest_unapplied = sqlite3_column_int64(q, 7);
 	}
 	sqlite3_finalize(q);
 	return rc == SQLITE_DONE ? 0 : fail(db, "sources", err);

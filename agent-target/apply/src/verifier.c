@@ -14,7 +14,8 @@
 struct entry {
 	char *kind, *ns, *name;
 	long long added_ms, deadline_ms, next_ms;
-	unsigned gen; /* bumped by each add: a check of an older version is not its outcome */
+	unsigned gen;	 /* bumped by each add: a check of an older version is not its outcome */
+	unsigned checks; /* of this version, not verified yet: the next waits twice as long */
 };
 
 struct ds_verifier {
@@ -25,6 +26,8 @@ struct ds_verifier {
 	struct entry *entries;
 	size_t n, cap;
 	bool stop;
+	long long next_check_ms; /* the rate cap: no check before */
+	unsigned long long checks;
 };
 
 static long long now_ms(void)
@@ -49,6 +52,10 @@ int ds_verifier_new(ds_verifier **out, const ds_verifier_config *cfg, ds_err *er
 		v->cfg.interval_ms = 2000;
 	if (!v->cfg.max_pending)
 		v->cfg.max_pending = 10000;
+	if (v->cfg.max_interval_ms <= 0)
+		v->cfg.max_interval_ms = 30000;
+	if (v->cfg.checks_per_s <= 0)
+		v->cfg.checks_per_s = 20;
 	rc = ds_verify_new(&v->verify, cfg->kube, err);
 	if (rc < 0) {
 		free(v);
@@ -148,11 +155,22 @@ int ds_verifier_add(ds_verifier *v, const char *kind, const char *ns, const char
 	e->deadline_ms = now + v->cfg.timeout_ms;
 	/* The API needs a moment to create the pods: the first look after one interval. */
 	e->next_ms = now + v->cfg.interval_ms;
+	e->checks = 0;
 	e->gen++;
 	pthread_cond_signal(&v->cond);
 out:
 	pthread_mutex_unlock(&v->mu);
 	return rc;
+}
+
+unsigned long long ds_verifier_checks(ds_verifier *v)
+{
+	unsigned long long n;
+
+	pthread_mutex_lock(&v->mu);
+	n = v->checks;
+	pthread_mutex_unlock(&v->mu);
+	return n;
 }
 
 size_t ds_verifier_pending(ds_verifier *v)
@@ -217,7 +235,7 @@ int ds_verifier_step(ds_verifier *v, ds_err *err)
 		/* The next due entry, copied out: the check does I/O without the lock.
 		 * Stopped: the rest waits (a round may be long while the API is down). */
 		pthread_mutex_lock(&v->mu);
-		for (size_t i = 0; i < v->n && !e && !v->stop; i++)
+		for (size_t i = 0; i < v->n && !e && !v->stop && now >= v->next_check_ms; i++)
 			if (v->entries[i].next_ms <= now)
 				e = &v->entries[i];
 		if (e) {
@@ -229,8 +247,24 @@ int ds_verifier_step(ds_verifier *v, ds_err *err)
 			added = e->added_ms;
 			gen = e->gen;
 			last = now >= e->deadline_ms;
-			/* Not due again this round, whatever the check says. */
-			e->next_ms = now + v->cfg.interval_ms;
+			/* Not due again this round, whatever the check says: later and later
+			 * (interval, twice that, ... at most max_interval), and at the
+			 * deadline for the last word. */
+			{
+				long long wait = v->cfg.interval_ms;
+				for (unsigned c = 0; c < e->checks && wait < v->cfg.max_interval_ms;
+				     c++)
+					wait *= 2;
+				if (wait > v->cfg.max_interval_ms)
+					wait = v->cfg.max_interval_ms;
+				e->next_ms = now + wait;
+				if (!last && e->next_ms > e->deadline_ms)
+					e->next_ms = e->deadline_ms;
+			}
+			e->checks++;
+			v->checks++;
+			/* However many wait: at most checks_per_s reads of the API server. */
+			v->next_check_ms = now + 1000 / v->cfg.checks_per_s;
 		}
 		pthread_mutex_unlock(&v->mu);
 		if (!e)
@@ -276,6 +310,8 @@ int ds_verifier_run(ds_verifier *v, ds_err *err)
 		for (size_t i = 0; i < v->n; i++)
 			if (next < 0 || v->entries[i].next_ms < next)
 				next = v->entries[i].next_ms;
+		if (next >= 0 && next < v->next_check_ms)
+			next = v->next_check_ms;
 		if (!v->stop) {
 			/* Until the next one is due (at most a second), an add, or stop. */
 			struct timespec ts;

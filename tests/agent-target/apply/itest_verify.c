@@ -448,6 +448,8 @@ static void test_itest_verify__run_verifies_what_it_applies(void **state)
 	wait_log(log, "event=verified", "reason=\"1/1 pods Running, 1 claim allocated\"", 1000);
 	wait_log(log, "event=not_verified kind=Deployment", "name=greedy", 60000);
 	wait_log(log, "name=greedy", "is not scheduled: 0/2 nodes are available", 1000);
+	/* none left to verify: the summary */
+	wait_log(log, "event=verification_summary", "verified=1 not_verified=1", 5000);
 	tu_run(&r, NULL,
 	       (const char *[]){tu_env("DS_TARGET_BIN"), "status", "--config", cfg, NULL});
 	assert_int_equal(r.status, 1);

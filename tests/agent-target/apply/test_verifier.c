@@ -207,10 +207,69 @@ static void test_verifier__run_thread_settles_and_stops(void **state)
 	free(dir);
 }
 
+/*
+ * Backoff and the rate cap: one workload not verifying is checked after
+ * 100 ms, then 200, 400, 800 ms later and at its deadline (2 s): 5 checks,
+ * not 20; fifty waiting at 10 checks a second get about ten checks a second
+ * between them, not fifty.
+ */
+static void test_verifier__checks_back_off_and_are_capped_per_second(void **state)
+{
+	char *dir;
+	ds_kube *k = dead_kube(&dir);
+	struct seen s;
+	ds_verifier_config c = {.kube = k,
+				.timeout_ms = 2000,
+				.interval_ms = 100,
+				.checks_per_s = 10,
+				.on_result = on_result,
+				.result_ud = &s};
+	ds_verifier *v = NULL;
+	ds_err err = {0};
+	long long t0;
+	char name[32];
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	pthread_mutex_init(&s.mu, NULL);
+	assert_int_equal(ds_verifier_new(&v, &c, &err), 0);
+	assert_int_equal(ds_verifier_add(v, "Deployment", "ml-dr", "web"), 0);
+	t0 = tu_now_ms();
+	while (s.n == 0 && tu_now_ms() - t0 < 5000) {
+		assert_true(ds_verifier_step(v, &err) >= 0);
+		tu_msleep(10);
+	}
+	assert_int_equal(s.n, 1);
+	print_message("one workload: %llu checks until its deadline\n", ds_verifier_checks(v));
+	assert_true(ds_verifier_checks(v) >= 4 && ds_verifier_checks(v) <= 6);
+
+	for (int i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "w%d", i);
+		assert_int_equal(ds_verifier_add(v, "Deployment", "ml-dr", name), 0);
+	}
+	{
+		unsigned long long before = ds_verifier_checks(v);
+		t0 = tu_now_ms();
+		while (tu_now_ms() - t0 < 1500) {
+			assert_true(ds_verifier_step(v, &err) >= 0);
+			tu_msleep(5);
+		}
+		/* due from 100 ms on: 1.4 s at 10 a second */
+		print_message("fifty workloads: %llu checks in 1.5 s\n",
+			      ds_verifier_checks(v) - before);
+		assert_true(ds_verifier_checks(v) - before <= 16);
+		assert_true(ds_verifier_checks(v) - before >= 10);
+	}
+	ds_verifier_free(v);
+	ds_kube_free(k);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_verifier__checked_after_an_interval_and_settled_at_the_deadline),
+	    cmocka_unit_test(test_verifier__checks_back_off_and_are_capped_per_second),
 	    cmocka_unit_test(test_verifier__added_again_starts_its_deadline_again),
 	    cmocka_unit_test(test_verifier__beyond_max_pending_the_oldest_settle_unchecked),
 	    cmocka_unit_test(test_verifier__run_thread_settles_and_stops),

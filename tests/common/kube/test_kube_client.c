@@ -535,6 +535,64 @@ static void test_kube_client__batch_forces_only_the_ops_that_ask(void **state)
 	json_decref(b);
 }
 
+/* A stream hands ops over one at a time; with no_result the answers are not parsed. */
+struct one_by_one {
+	struct ds_kube_op *ops;
+	size_t n, next, done;
+};
+
+static int obo_next(void *ud, struct ds_kube_op **out)
+{
+	struct one_by_one *o = ud;
+
+	if (o->next >= o->n)
+		return -1;
+	*out = &o->ops[o->next++];
+	return 1;
+}
+
+static void obo_done(void *ud, struct ds_kube_op *op)
+{
+	struct one_by_one *o = ud;
+
+	(void)op;
+	o->done++;
+}
+
+static void test_kube_client__stream_without_results(void **state)
+{
+	struct fx *f = *state;
+	json_t *a = json_pack("{s:{s:s}}", "metadata", "name", "a");
+	struct ds_kube_op ops[2] = {
+	    {.kind = DS_KUBE_OP_APPLY, .res = &CM, .ns = "n", .obj = a},
+	    {.kind = DS_KUBE_OP_APPLY, .res = &CM, .ns = "n", .obj = a},
+	};
+	struct one_by_one o = {ops, 2, 0, 0};
+	struct ds_kube_op_stream st = {.next = obo_next,
+				       .done = obo_done,
+				       .ud = &o,
+				       .field_manager = "drasync",
+				       .no_result = true};
+
+	f->h.steps[0] = (struct tu_httpd_step){.code = 200, .body = "{\"kind\":\"ConfigMap\"}"};
+	f->h.steps[1] = (struct tu_httpd_step){.code = 409,
+					       .body = "{\"kind\":\"Status\","
+						       "\"code\":409,\"message\":\"conflict\"}"};
+	f->h.nsteps = 2;
+	client(f);
+	assert_int_equal(ds_kube_stream(f->k, &st), 1);
+	assert_int_equal(o.done, 2);
+	assert_int_equal(f->h.hits, 2);
+	/* one succeeded, its answer not read; the other failed with the Status */
+	assert_true((ops[0].rc == 0) != (ops[1].rc == 0));
+	for (int i = 0; i < 2; i++) {
+		assert_null(ops[i].result);
+		if (ops[i].rc != 0)
+			assert_int_equal(ops[i].error.code, 409);
+	}
+	json_decref(a);
+}
+
 static void test_kube_client__delete_options_and_update(void **state)
 {
 	struct fx *f = *state;
@@ -583,6 +641,7 @@ int main(void)
 	    T(test_kube_client__watch_backoff_leaves_rand_alone),
 	    T(test_kube_client__batch_builds_each_kind_of_request),
 	    T(test_kube_client__batch_forces_only_the_ops_that_ask),
+	    T(test_kube_client__stream_without_results),
 	    T(test_kube_client__delete_options_and_update),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,9 +20,11 @@
 typedef struct ds_ledger_source {
 	char *name, *cluster;
 	uint64_t epoch, committed_seq;
-	int64_t last_contact; /* seconds since the epoch; 0: never */
-	uint64_t unapplied;   /* committed records not yet applied */
-	uint64_t objects;     /* objects it has in the ledger */
+	int64_t last_contact;	  /* seconds since the epoch; 0: never */
+	uint64_t unapplied;	  /* committed records not yet applied */
+	int64_t oldest_unapplied; /* when the oldest of them was committed (s since the epoch); 0:
+				     none */
+	uint64_t objects;	  /* objects it has in the ledger */
 } ds_ledger_source;
 
 /* One object that needs a look (waiting or failed), newest change first. */

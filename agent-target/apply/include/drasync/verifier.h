@@ -5,8 +5,12 @@
  * The running importer's verification (SPEC §5 "verify"): the applier hands
  * each workload it applied to ds_verifier_add() (no I/O, any thread); the
  * verifier's own thread (ds_verifier_run) checks each with ds_verify_check()
- * every interval until it verifies or its deadline passes (timeout from when it
- * was last added: a new version starts again), then calls on_result and stores
+ * after an interval, then twice as long after each check (at most
+ * max_interval, and at its deadline), until it verifies or its deadline passes
+ * (timeout from when it was last added: a new version starts again); however
+ * many wait, it makes at most checks_per_s checks a second, so a bulk apply
+ * of thousands of workloads is not followed by thousands of reads a second
+ * of the API server it is applying to. Then it calls on_result and stores
  * the outcome in the ledger's verifications table, where `status` reads it.
  * The agent logs in on_result (libraries log at debug at most).
  */
@@ -27,7 +31,9 @@ typedef struct ds_verifier_config {
 	ds_kube *kube;		   /* borrowed; the target cluster */
 	const char *ledger_path;   /* where outcomes are stored; NULL: not stored */
 	long long timeout_ms;	   /* per workload; 0: 300000 (5 min) */
-	long long interval_ms;	   /* between checks of one workload; 0: 2000 */
+	long long interval_ms;	   /* before the first check of a workload; 0: 2000 */
+	long long max_interval_ms; /* between two checks of one workload at most; 0: 30000 */
+	int checks_per_s;	   /* checks a second at most, all workloads; 0: 20 */
 	ds_verify_form_fn form_of; /* the form of a target namespace; NULL: active */
 	void *form_ud;
 	ds_verifier_result_fn on_result; /* may be NULL */
@@ -53,6 +59,9 @@ int ds_verifier_add(ds_verifier *v, const char *kind, const char *ns, const char
  * or -ENOMEM
  */
 int ds_verifier_step(ds_verifier *v, ds_err *err);
+
+/** Checks made (since ds_verifier_new). */
+unsigned long long ds_verifier_checks(ds_verifier *v);
 
 /** Workloads waiting to be verified. */
 size_t ds_verifier_pending(ds_verifier *v);

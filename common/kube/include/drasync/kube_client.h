@@ -246,6 +246,7 @@ struct ds_kube_op_stream {
 	void *ud;
 	const char *field_manager; /* APPLY */
 	bool force;		   /* APPLY: for every op (else the op's own force) */
+	bool no_result;		   /* the server's object is not wanted: op->result stays NULL */
 };
 
 /**
