@@ -73,6 +73,7 @@ struct item {
 	struct item **dependents; /* of the pass, waiting for it to be decided */
 	size_t n_dependents, cap_dependents;
 	size_t blockers; /* of the pass it waits for */
+	bool finished;	 /* decided (and on its way to the ledger) */
 };
 
 static int64_t now_ms(void)
@@ -981,6 +982,9 @@ static void takeover_text(const ds_kube_error *ke, char *buf, size_t size)
 struct stream {
 	ds_applier *a;
 	ds_report *rep;
+	struct item **v; /* the pass's upserts in the SPEC order, prepared as they come */
+	size_t n_items, next_prep;
+	json_t *by_key;	     /* "kind/ns/name" -> index in v, of those prepared */
 	struct item **ready; /* may start, in order: a ring of n */
 	size_t n, head, tail;
 	size_t in_flight;
@@ -1012,6 +1016,7 @@ static void ready(struct stream *s, struct item *it)
 /* It is decided: what waited for it may start; what it is goes to the ledger. */
 static void finish(struct stream *s, struct item *it)
 {
+	it->finished = true;
 	mark_applied(it);
 	if (it->obj && it->out.state == DS_APPLY_APPLIED) {
 		char key[800];
@@ -1034,6 +1039,87 @@ static void finish(struct stream *s, struct item *it)
 		flush(s);
 }
 
+/* What of the pass an object needs (see preflight), found in the stream's prepared items. */
+struct deps {
+	struct stream *s;
+	struct item *it;
+	int rc;
+};
+
+static void depend(struct deps *d, const char *kind, const char *ns, const char *name)
+{
+	char key[800];
+	struct item *on;
+	json_t *idx;
+
+	obj_key(kind, ns, name, key, sizeof(key));
+	idx = json_object_get(d->s->by_key, key);
+	if (!json_is_integer(idx))
+		return;
+	on = d->s->v[json_integer_value(idx)];
+	/* Only on what comes before it in the SPEC order (no cycle can form) and
+	 * is not decided yet. */
+	if (on == d->it || on->finished || on->rank >= d->it->rank)
+		return;
+	for (size_t i = 0; i < on->n_dependents; i++)
+		if (on->dependents[i] == d->it)
+			return;
+	if (ds_grow((void **)&on->dependents, &on->cap_dependents, on->n_dependents + 1,
+		    sizeof(*on->dependents)) < 0) {
+		d->rc = -ENOMEM;
+		return;
+	}
+	on->dependents[on->n_dependents++] = d->it;
+	d->it->blockers++;
+}
+
+static int depend_need(void *ud, const char *kind, const char *ns, const char *name)
+{
+	struct deps *d = ud;
+
+	depend(d, kind, ns, name);
+	return d->rc;
+}
+
+/*
+ * Prepare the next item of the pass (payload, pipeline, hash) while others
+ * are in flight. Decided at once (unchanged, held, skipped, failed): it is
+ * done. Else it is linked to the prepared items it waits for (everything
+ * before it in the SPEC order is prepared already) and ready when none.
+ * @return 0, or a negative errno (memory)
+ */
+static int prepare_next(struct stream *s)
+{
+	struct item *it = s->v[s->next_prep];
+	struct deps d = {.s = s, .it = it};
+	char key[800];
+	const char *ns;
+	int rc;
+
+	rc = prepare(s->a, it, s->rep);
+	if (rc < 0)
+		return rc;
+	s->next_prep++;
+	if (it->decided) {
+		finish(s, it);
+		return 0;
+	}
+	obj_key(ds_obj_kind(it->obj), ds_obj_namespace(it->obj), ds_obj_name(it->obj), key,
+		sizeof(key));
+	if (json_object_set_new(s->by_key, key, json_integer((json_int_t)(s->next_prep - 1))) < 0)
+		return -ENOMEM;
+	ns = ds_obj_namespace(it->obj);
+	if (ns)
+		depend(&d, "Namespace", NULL, ns);
+	if (d.rc == 0)
+		ds_preflight_needs(it->obj, depend_need, &d);
+	if (d.rc < 0)
+		return d.rc;
+	if (!it->blockers)
+		ready(s, it);
+	return 0;
+}
+
 static int stream_next(void *ud, struct ds_kube_op **out)
 {
 	struct stream *s = ud;
@@ -1048,9 +1134,21 @@ static int stream_next(void *ud, struct ds_kube_op **out)
 		*out = &it->op;
 		return 1;
 	}
-	while (s->head < s->tail && s->rc == 0) {
-		struct item *it = s->ready[s->head++ % s->n];
-		int rc = preflight(a, it, it->note, sizeof(it->note));
+	while (s->rc == 0 && (s->head < s->tail || s->next_prep < s->n_items)) {
+		struct item *it;
+		int rc;
+
+		if (s->head == s->tail) {
+			/* Nothing ready: prepare the next (it may be ready, or wait). */
+			rc = prepare_next(s);
+			if (rc < 0) {
+				s->rc = rc;
+				ds_err_set(s->err, "%s", strerror(-rc));
+			}
+			continue;
+		}
+		it = s->ready[s->head++ % s->n];
+		rc = preflight(a, it, it->note, sizeof(it->note));
 
 		if (rc == 0 && !it->decided)
 			rc = mark_created_namespace(a, it);
@@ -1107,76 +1205,8 @@ static void stream_done(void *ud, struct ds_kube_op *op)
 	finish(s, it);
 }
 
-/* What of the pass an object needs (see preflight): "kind/ns/name" -> its index in the pass. */
-struct deps {
-	json_t *by_key;
-	struct item **v;
-	struct item *it;
-	int rc;
-};
-
-static void depend(struct deps *d, const char *kind, const char *ns, const char *name)
-{
-	char key[800];
-	struct item *on;
-	json_t *idx;
-
-	obj_key(kind, ns, name, key, sizeof(key));
-	idx = json_object_get(d->by_key, key);
-	if (!json_is_integer(idx))
-		return;
-	on = d->v[json_integer_value(idx)];
-	/* Only on what comes before it in the SPEC order: no cycle can form. */
-	if (on == d->it || on->rank >= d->it->rank)
-		return;
-	for (size_t i = 0; i < on->n_dependents; i++)
-		if (on->dependents[i] == d->it)
-			return;
-	if (ds_grow((void **)&on->dependents, &on->cap_dependents, on->n_dependents + 1,
-		    sizeof(*on->dependents)) < 0) {
-		d->rc = -ENOMEM;
-		return;
-	}
-	on->dependents[on->n_dependents++] = d->it;
-	d->it->blockers++;
-}
-
-static int depend_need(void *ud, const char *kind, const char *ns, const char *name)
-{
-	struct deps *d = ud;
-
-	depend(d, kind, ns, name);
-	return d->rc;
-}
-
-/* Link each of v (prepared, in order) to what of the pass it needs. @return 0, -ENOMEM */
-static int link_deps(struct item **v, size_t n)
-{
-	struct deps d = {.by_key = json_object(), .v = v};
-	int rc = d.by_key ? 0 : -ENOMEM;
-
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		char key[800];
-		obj_key(ds_obj_kind(v[i]->obj), ds_obj_namespace(v[i]->obj), ds_obj_name(v[i]->obj),
-			key, sizeof(key));
-		if (json_object_set_new(d.by_key, key, json_integer((json_int_t)i)) < 0)
-			rc = -ENOMEM;
-	}
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		const char *ns = ds_obj_namespace(v[i]->obj);
-		d.it = v[i];
-		if (ns)
-			depend(&d, "Namespace", NULL, ns);
-		if (d.rc == 0)
-			ds_preflight_needs(v[i]->obj, depend_need, &d);
-		rc = d.rc;
-	}
-	json_decref(d.by_key);
-	return rc;
-}
-
 /*
- * Apply the pass's upserts (prepared, in the SPEC order).
+ * Prepare and apply the pass's upserts (in the SPEC order).
  * @return 0, or a negative errno (ledger, memory)
  */
 static int apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_report *rep,
@@ -1184,6 +1214,9 @@ static int apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_repo
 {
 	struct stream s = {.a = a,
 			   .rep = (ds_report *)rep,
+			   .v = v,
+			   .n_items = n,
+			   .by_key = json_object(),
 			   .ready = calloc(n + 1, sizeof(struct item *)),
 			   .n = n + 1,
 			   .again = calloc(n + 1, sizeof(struct item *)),
@@ -1197,16 +1230,10 @@ static int apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_repo
 				       .no_result = true};
 	int rc;
 
-	if (!s.ready || !s.again || !s.done || !s.later) {
+	if (!s.by_key || !s.ready || !s.again || !s.done || !s.later) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = link_deps(v, n);
-	if (rc < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++)
-		if (!v[i]->blockers)
-			ready(&s, v[i]);
 	rc = ds_kube_stream(a->cfg.kube, &ks);
 	/* Synchronous follow-ups, after the stream: re-create, discovery read again. */
 	for (size_t i = 0; i < s.n_later; i++) {
@@ -1230,6 +1257,7 @@ static int apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_repo
 out:
 	for (size_t i = 0; i < n; i++)
 		free(v[i]->dependents);
+	json_decref(s.by_key);
 	free(s.ready);
 	free(s.again);
 	free(s.done);
@@ -1355,8 +1383,8 @@ static int cmp_rank(const void *x, const void *y)
 int ds_applier_pass(ds_applier *a, ds_err *err)
 {
 	ds_object_state_row *rows = NULL;
-	struct item *items = NULL, **up = NULL, **del = NULL, **done = NULL;
-	size_t n = 0, n_up = 0, n_del = 0, n_done = 0;
+	struct item *items = NULL, **up = NULL, **del = NULL;
+	size_t n = 0, n_up = 0, n_del = 0;
 	ds_report *rep = NULL;
 	const ds_target_config *reload;
 	bool applied_any = false;
@@ -1392,31 +1420,20 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	items = calloc(n, sizeof(*items));
 	up = calloc(n, sizeof(*up));
 	del = calloc(n, sizeof(*del));
-	done = calloc(n, sizeof(*done));
 	a->present = json_object();
-	if (!items || !up || !del || !done || !a->present || !a->objs || ds_report_new(&rep) < 0) {
+	if (!items || !up || !del || !a->present || !a->objs || ds_report_new(&rep) < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct item *it = &items[i];
 		it->row = &rows[i];
-		if (it->row->op == DS_RECORD_DELETE) {
-			it->rank = ds_selection_kind_rank(it->row->kind);
+		it->rank = ds_selection_kind_rank(it->row->kind);
+		if (it->row->op == DS_RECORD_DELETE)
 			del[n_del++] = it;
-			continue;
-		}
-		rc = prepare(a, it, rep);
-		if (rc < 0)
-			goto out;
-		if (!it->decided)
-			up[n_up++] = it;
 		else
-			done[n_done++] = it;
+			up[n_up++] = it;
 	}
-	rc = record_all(a, done, n_done, rep, err);
-	if (rc < 0)
-		goto out;
 	/* SPEC §5 order: lower ranks start first, and what a later one needs is
 	 * applied before it is looked at. */
 	qsort(up, n_up, sizeof(*up), cmp_rank);
@@ -1444,7 +1461,6 @@ out:
 	free(items);
 	free(up);
 	free(del);
-	free(done);
 	ds_report_free(rep);
 	ds_object_state_rows_free(rows, n);
 	return ds_err_fallback(err, rc);
