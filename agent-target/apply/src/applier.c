@@ -1471,8 +1471,8 @@ out:
  * SETTLE_QUIET_MS (at most SETTLE_MAX_MS after the first), so the pass sees
  * the burst's last state and writes each object once, not once per batch.
  */
-#define SETTLE_QUIET_MS 50
-#define SETTLE_MAX_MS 500
+#define SETTLE_QUIET_MS 100
+#define SETTLE_MAX_MS 1000
 
 static void settle(ds_applier *a)
 {
