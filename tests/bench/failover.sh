@@ -203,7 +203,7 @@ t0=$(now)
 # shellcheck disable=SC2046
 "$target_bin" failover --config "$work/target.yaml" $(for ns in $namespaces; do echo --namespace "$ns"; done) \
   >"$work/failover.out" 2>"$work/failover.log" || {
-  tail -n 30 "$work/failover.log" >&2
+  tail -n 30 "$work/failover.out" "$work/failover.log" >&2
   echo "bench failover: drasync-target failover failed (log: $work/failover.log)" >&2
   exit 1
 }

@@ -79,6 +79,23 @@ static void sanitize_service(json_t *spec)
 	json_object_del(spec, "healthCheckNodePort");
 }
 
+/*
+ * A Job whose selector the job controller generated (manualSelector not
+ * true) carries the source Job's uid in it and in its pod template's labels;
+ * the target's API server generates its own and refuses another's (422
+ * "must be <uid>"). A selector the user chose stays.
+ */
+static void sanitize_job(json_t *spec)
+{
+	static const char *const generated[] = {"controller-uid",
+						"batch.kubernetes.io/controller-uid", NULL};
+
+	if (!json_is_object(spec) || json_is_true(json_object_get(spec, "manualSelector")))
+		return;
+	json_object_del(spec, "selector");
+	del_keys(ds_json_path(spec, "template.metadata.labels"), generated);
+}
+
 int ds_sanitize(json_t *obj)
 {
 	const char *kind = ds_obj_kind(obj);
@@ -99,6 +116,8 @@ int ds_sanitize(json_t *obj)
 	} else if (strcmp(kind, "PersistentVolumeClaim") == 0) {
 		json_object_del(spec, "volumeName");
 		del_keys(json_object_get(meta, "annotations"), pvc_bind_annotations);
+	} else if (strcmp(kind, "Job") == 0) {
+		sanitize_job(spec);
 	} else if (strcmp(kind, "ResourceClaim") == 0) {
 		drop_finalizer(meta, "resource.kubernetes.io/delete-protection");
 	}

@@ -69,6 +69,42 @@ static void test_sanitize__pvc_binding(void **state)
 	json_decref(p);
 }
 
+/* A Job as the source's API server returns it: its controller's selector and labels go. */
+static void test_sanitize__job_generated_selector_and_uid_labels(void **state)
+{
+	json_t *j = dt_object(
+	    "apiVersion: batch/v1\nkind: Job\nmetadata: {name: w07, namespace: ml}\n"
+	    "spec:\n  selector:\n    matchLabels: {batch.kubernetes.io/controller-uid: "
+	    "f98917ca-64f9-4a1e-8bd1-9ee53aa50dc5}\n"
+	    "  template:\n    metadata:\n      labels:\n"
+	    "        batch.kubernetes.io/controller-uid: f98917ca-64f9-4a1e-8bd1-9ee53aa50dc5\n"
+	    "        batch.kubernetes.io/job-name: w07\n"
+	    "        controller-uid: f98917ca-64f9-4a1e-8bd1-9ee53aa50dc5\n"
+	    "        job-name: w07\n        team: ml\n"
+	    "    spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}\n");
+	json_t *manual =
+	    dt_object("apiVersion: batch/v1\nkind: Job\nmetadata: {name: m}\n"
+		      "spec:\n  manualSelector: true\n"
+		      "  selector: {matchLabels: {app: m}}\n"
+		      "  template:\n    metadata: {labels: {app: m, controller-uid: x}}\n");
+
+	(void)state;
+	ds_sanitize(j);
+	assert_null(dt_get(j, "/spec/selector"));
+	assert_null(dt_get(j, "/spec/template/metadata/labels/controller-uid"));
+	assert_null(
+	    dt_get(j, "/spec/template/metadata/labels/batch.kubernetes.io~1controller-uid"));
+	/* the names are the Job's own, the same on the target; the user's label stays */
+	assert_string_equal(dt_str(j, "/spec/template/metadata/labels/job-name"), "w07");
+	assert_string_equal(dt_str(j, "/spec/template/metadata/labels/team"), "ml");
+	/* a selector the user chose is theirs */
+	ds_sanitize(manual);
+	assert_string_equal(dt_str(manual, "/spec/selector/matchLabels/app"), "m");
+	assert_string_equal(dt_str(manual, "/spec/template/metadata/labels/controller-uid"), "x");
+	json_decref(j);
+	json_decref(manual);
+}
+
 static void test_sanitize__resource_claim_allocation_and_finalizer(void **state)
 {
 	json_t *c = dt_object(
@@ -102,6 +138,7 @@ int main(void)
 	    cmocka_unit_test(test_sanitize__server_metadata_and_status),
 	    cmocka_unit_test(test_sanitize__service_ips_and_node_ports),
 	    cmocka_unit_test(test_sanitize__pvc_binding),
+	    cmocka_unit_test(test_sanitize__job_generated_selector_and_uid_labels),
 	    cmocka_unit_test(test_sanitize__resource_claim_allocation_and_finalizer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
