@@ -2,6 +2,7 @@
 
 #include "drasync/buf.h"
 #include "drasync/object_state.h"
+#include "drasync/sqlite_util.h"
 #include "drasync/wire.h"
 
 #include <errno.h>
@@ -30,20 +31,6 @@ static char *col_dup(sqlite3_stmt *q, int i)
 	const char *s = (const char *)sqlite3_column_text(q, i);
 
 	return s ? strdup(s) : NULL;
-}
-
-static int has_table(sqlite3 *db, const char *name)
-{
-	sqlite3_stmt *q = NULL;
-	int found = 0;
-
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-			       -1, &q, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-		found = sqlite3_step(q) == SQLITE_ROW;
-	}
-	sqlite3_finalize(q);
-	return found;
 }
 
 static void dispose(ds_ledger_object *o)
@@ -174,7 +161,7 @@ static int read_all(struct reader *rd, ds_err *err)
 	char in[1200], sql[2400];
 	int rc;
 
-	if (has_table(rd->db, "object_state")) {
+	if (ds_sqlite_has_table(rd->db, "object_state")) {
 		kinds_clause(rd->kinds, "o.kind", in, sizeof(in));
 		snprintf(sql, sizeof(sql),
 			 "SELECT o.source, o.key, o.op, o.state, o.namespace, o.kind, o.name,"
@@ -247,7 +234,7 @@ int ds_ledger_objects_read(const char *path, const char *const *kinds, ds_ledger
 	}
 	sqlite3_busy_timeout(rd.db, 5000);
 	rc = 0;
-	if (!has_table(rd.db, "records"))
+	if (!ds_sqlite_has_table(rd.db, "records"))
 		goto out; /* nothing received yet */
 	/* One read transaction: the applier's rows and the records after its cursor agree. */
 	if (sqlite3_exec(rd.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {

@@ -2,6 +2,8 @@
 
 #include "drasync/buf.h"
 
+#include "drasync/sqlite_util.h"
+
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -263,21 +265,6 @@ static int read_namespaces(sqlite3 *db, ds_ledger_status *st,
 	return rc == SQLITE_DONE ? 0 : fail(db, "namespace modes", err);
 }
 
-/* A ledger the applier has not opened yet has no object_state table: nothing to count. */
-static int has_table(sqlite3 *db, const char *name)
-{
-	sqlite3_stmt *q = NULL;
-	int found = 0;
-
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-			       -1, &q, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-		found = sqlite3_step(q) == SQLITE_ROW;
-	}
-	sqlite3_finalize(q);
-	return found;
-}
-
 int ds_ledger_status_read(const char *path, size_t max_items, ds_ledger_status **out, ds_err *err)
 {
 	return ds_ledger_status_read_mapped(path, max_items, NULL, NULL, out, err);
@@ -310,7 +297,7 @@ int ds_ledger_status_read_mapped(const char *path, size_t max_items,
 	}
 	sqlite3_busy_timeout(db, 5000);
 	rc = 0;
-	if (!has_table(db, "sources") || !has_table(db, "object_state"))
+	if (!ds_sqlite_has_table(db, "sources") || !ds_sqlite_has_table(db, "object_state"))
 		goto out; /* nothing received or applied yet */
 	rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : fail(db, "begin", err);
 	if (rc == 0)
@@ -320,8 +307,9 @@ int ds_ledger_status_read_mapped(const char *path, size_t max_items,
 	if (rc == 0)
 		rc = read_items(db, st, max_items, err);
 	if (rc == 0)
-		rc = read_namespaces(db, st, map_ns, map_ud, has_table(db, "namespace_modes"), err);
-	if (rc == 0 && has_table(db, "verifications"))
+		rc = read_namespaces(db, st, map_ns, map_ud,
+				     ds_sqlite_has_table(db, "namespace_modes"), err);
+	if (rc == 0 && ds_sqlite_has_table(db, "verifications"))
 		rc = read_verifications(db, st, max_items, err);
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 out:

@@ -2,6 +2,20 @@
 
 #include <errno.h>
 
+bool ds_sqlite_has_table(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *q = NULL;
+	bool found = false;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+			       -1, &q, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+		found = sqlite3_step(q) == SQLITE_ROW;
+	}
+	sqlite3_finalize(q);
+	return found;
+}
+
 int ds_sqlite_fail(sqlite3 *db, int rc, const char *what, ds_err *err)
 {
 	ds_err_set(err, "%s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));

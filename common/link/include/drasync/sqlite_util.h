@@ -9,12 +9,17 @@
 #include "drasync/err.h"
 
 #include <sqlite3.h>
+#include <stdbool.h>
 
 /** Open path (created when missing) in WAL mode with synchronous=FULL. */
 int ds_sqlite_open(sqlite3 **out, const char *path, ds_err *err);
 
 /** Run SQL without results. @return 0 or -EIO with err set. */
 int ds_sqlite_exec(sqlite3 *db, const char *sql, ds_err *err);
+
+/** Whether the database has a table of that name (a ledger some component has not opened yet may
+ * not). */
+bool ds_sqlite_has_table(sqlite3 *db, const char *name);
 
 /** Map an SQLite result code to a negative errno and fill err with the message. */
 int ds_sqlite_fail(sqlite3 *db, int rc, const char *what, ds_err *err);
