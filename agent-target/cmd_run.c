@@ -56,6 +56,7 @@ struct run {
 	bool verifier_started;
 	_Atomic(ds_target_config *) verify_cfg; /* r->cfg for the verifier's thread */
 	size_t verified, not_verified;		/* since the last summary (verifier's thread) */
+	ds_verify_modes verify_modes;		/* the verifier's thread's */
 	ds_stop_signals signals;
 	int applier_rc;
 };
@@ -262,9 +263,10 @@ static enum ds_verify_form verify_form(void *ud, const char *ns)
 {
 	struct run *r = ud;
 
-	ds_verify_modes m = {atomic_load(&r->verify_cfg), r->ledger};
-
-	return ds_verify_namespace_form(&m, ns);
+	/* The verifier's thread alone: the file's mode as reloaded, the ledger kept open. */
+	r->verify_modes.cfg = atomic_load(&r->verify_cfg);
+	r->verify_modes.ledger_path = r->ledger;
+	return ds_verify_namespace_form(&r->verify_modes, ns);
 }
 
 /* A line per workload; a summary each time none is left to verify. */
@@ -533,6 +535,7 @@ out:
 	ds_apply_feedback_free(r.feedback);
 	ds_applier_free(r.applier);
 	ds_verifier_free(r.verifier);
+	ds_verify_modes_dispose(&r.verify_modes);
 	ds_kube_free(r.kube);
 	ds_target_config_free(r.cfg);
 	for (size_t i = 0; i < r.n_old; i++)

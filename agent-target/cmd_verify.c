@@ -250,7 +250,7 @@ static int check_namespaces(const struct verify *v, const char *ledger)
 
 static int verify(struct verify *v)
 {
-	ds_verify_modes modes = {v->cfg, NULL};
+	ds_verify_modes modes = {v->cfg, NULL, NULL};
 	ds_verify_select sel = {.namespaces = v->namespaces,
 				.n_namespaces = v->n_namespaces,
 				.map_ns = map_ns,
@@ -279,10 +279,12 @@ static int verify(struct verify *v)
 			"  nothing to verify yet: start the importer with\n"
 			"  drasync-target run --config %s, or check stateDir in %s\n",
 			err.msg, v->config, v->config);
+		ds_verify_modes_dispose(&modes);
 		return 2;
 	}
 	if (rc < 0) {
 		fprintf(stderr, "drasync-target verify: %s\n", err.msg);
+		ds_verify_modes_dispose(&modes);
 		return 1;
 	}
 	if (v->n_namespaces && (rc = check_namespaces(v, ledger)) != 0)
@@ -320,6 +322,7 @@ static int verify(struct verify *v)
 	}
 	rc = sum.not_verified ? 1 : 0;
 out:
+	ds_verify_modes_dispose(&modes);
 	ds_verify_free(ver);
 	ds_kube_free(k);
 	ds_verify_items_free(items, n);

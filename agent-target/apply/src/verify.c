@@ -33,15 +33,22 @@ const char *ds_verify_form_name(enum ds_verify_form f)
 
 enum ds_verify_form ds_verify_namespace_form(void *modes, const char *target_ns)
 {
-	const ds_verify_modes *m = modes;
+	ds_verify_modes *m = modes;
 	enum ds_mode mode = ds_target_config_mode(m->cfg);
-	ds_namespace_modes *nm = NULL;
 
 	/* A ledger that cannot be read leaves the configuration's mode (status says why). */
-	if (m->ledger_path && target_ns && ds_namespace_modes_open(&nm, m->ledger_path, NULL) == 0)
-		ds_namespace_modes_get(nm, target_ns, &mode, NULL);
-	ds_namespace_modes_free(nm);
+	if (m->ledger_path && target_ns && !m->nm &&
+	    ds_namespace_modes_open(&m->nm, m->ledger_path, NULL) < 0)
+		m->nm = NULL;
+	if (m->nm && target_ns)
+		ds_namespace_modes_get(m->nm, target_ns, &mode, NULL);
 	return mode == DS_MODE_STANDBY ? DS_VERIFY_STANDBY : DS_VERIFY_ACTIVE;
+}
+
+void ds_verify_modes_dispose(ds_verify_modes *m)
+{
+	ds_namespace_modes_free(m->nm);
+	m->nm = NULL;
 }
 
 /* ---- items ---------------------------------------------------------------------------- */

@@ -79,7 +79,7 @@ static const char *map_ns(void *cfg, const char *ns)
 static ds_verify_item *verify_site(tu_apply *e, long long timeout_ms, size_t *n,
 				   ds_verify_summary *sum)
 {
-	ds_verify_modes modes = {e->cfg, e->path};
+	ds_verify_modes modes = {e->cfg, e->path, NULL};
 	ds_verify_select sel = {.map_ns = map_ns,
 				.map_ud = e->cfg,
 				.form_of = ds_verify_namespace_form,
@@ -95,6 +95,7 @@ static ds_verify_item *verify_site(tu_apply *e, long long timeout_ms, size_t *n,
 	if (ds_verify_run(v, items, *n, &o, sum, &err) < 0)
 		fail_msg("verify: %s", err.msg);
 	ds_verify_free(v);
+	ds_verify_modes_dispose(&modes);
 	for (size_t i = 0; i < *n; i++)
 		fprintf(stderr, "  %s %s/%s: %s in %.1f s: %s\n", items[i].kind, items[i].ns,
 			items[i].name, items[i].verified ? "verified" : "NOT verified",

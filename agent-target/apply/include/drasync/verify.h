@@ -77,20 +77,27 @@ typedef struct ds_verify_item {
  */
 typedef enum ds_verify_form (*ds_verify_form_fn)(void *ud, const char *target_ns);
 
+struct ds_namespace_modes;
+
 /* Where ds_verify_namespace_form() reads a namespace's mode. */
 typedef struct ds_verify_modes {
 	const ds_target_config *cfg; /* its `mode` for namespaces the ledger does not name */
 	const char *ledger_path; /* the ledger's namespace_modes (failover, failback); NULL: none */
+	struct ds_namespace_modes *nm; /* opened on first use, kept (ds_verify_modes_dispose) */
 } ds_verify_modes;
 
 /**
  * The ds_verify_form_fn for `verify`, drill and the running importer (ud: a
- * ds_verify_modes): the mode the ledger records for target_ns (failover made
- * it active, failback standby), else the configuration's; standby is the
- * standby form, migrate the active one. Read afresh on each call, so a
- * failover made by another process counts at once.
+ * ds_verify_modes, used from one thread): the mode the ledger records for
+ * target_ns (failover made it active, failback standby), else the
+ * configuration's; standby is the standby form, migrate the active one. The
+ * table is read on each call, so a failover made by another process counts at
+ * once; the ledger is opened once.
  */
 enum ds_verify_form ds_verify_namespace_form(void *modes, const char *target_ns);
+
+/** Close what ds_verify_namespace_form() opened. */
+void ds_verify_modes_dispose(ds_verify_modes *m);
 
 /* Which workloads of the ledger ds_verify_items_from_ledger() reads. */
 typedef struct ds_verify_select {
