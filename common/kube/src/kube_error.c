@@ -90,6 +90,48 @@ static void copy_excerpt(char *dst, size_t size, const char *body, size_t len)
 	dst[n] = '\0';
 }
 
+const char *ds_http_status_text(int http_code)
+{
+	switch (http_code) {
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 406:
+		return "Not Acceptable";
+	case 408:
+		return "Request Timeout";
+	case 409:
+		return "Conflict";
+	case 410:
+		return "Gone";
+	case 413:
+		return "Content Too Large";
+	case 415:
+		return "Unsupported Media Type";
+	case 422:
+		return "Unprocessable Content";
+	case 429:
+		return "Too Many Requests";
+	case 500:
+		return "Internal Server Error";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	default:
+		return "";
+	}
+}
+
 int ds_kube_error_from_response(ds_kube_error *ke, int http_code, const char *body, size_t len)
 {
 	json_t *st = NULL, *details;
@@ -148,7 +190,9 @@ int ds_kube_error_from_response(ds_kube_error *ke, int http_code, const char *bo
 		copy_excerpt(ke->message, sizeof(ke->message), body, len);
 	}
 	if (!ke->message[0])
-		snprintf(ke->message, sizeof(ke->message), "HTTP %d", http_code);
+		snprintf(ke->message, sizeof(ke->message), "HTTP %d%s%s", http_code,
+			 ds_http_status_text(http_code)[0] ? " " : "",
+			 ds_http_status_text(http_code));
 	rc = ds_kube_error_errno(http_code, ke->reason);
 	json_decref(st);
 	return rc;

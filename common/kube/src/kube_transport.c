@@ -4,6 +4,7 @@
 #include "drasync/version.h"
 
 #include <curl/curl.h>
+#include <jansson.h>
 #include <errno.h>
 #include <math.h>
 #include <openssl/x509_vfy.h>
@@ -339,6 +340,7 @@ struct xfer {
 	ds_str body; /* the answer, bounded by opts.max_body */
 	bool too_big;
 	int retry_after;
+	char phrase[64]; /* the status line's reason phrase (HTTP/1.1 only) */
 	char errbuf[CURL_ERROR_SIZE];
 	/* streams */
 	ds_kube_line_fn fn;
@@ -410,6 +412,23 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
 	struct xfer *x = user;
 	size_t n = size * nmemb;
 
+	if (n > 9 && strncmp(data, "HTTP/", 5) == 0) {
+		/* "HTTP/1.1 413 Request Entity Too Large\r\n": a new answer */
+		const char *sp = memchr(data, ' ', n), *p;
+		size_t l = 0;
+
+		x->phrase[0] = '\0';
+		p = sp ? memchr(sp + 1, ' ', n - (size_t)(sp + 1 - data)) : NULL;
+		if (p) {
+			p++;
+			while (p + l < data + n && p[l] != '\r' && p[l] != '\n' &&
+			       l + 1 < sizeof(x->phrase))
+				l++;
+			memcpy(x->phrase, p, l);
+			x->phrase[l] = '\0';
+		}
+		return n;
+	}
 	if (n > 12 && strncasecmp(data, "Retry-After:", 12) == 0) {
 		char v[64];
 		size_t l = n - 12;
@@ -658,6 +677,31 @@ static const char *tls_advice(enum ds_kube_tls_cause c)
 	}
 }
 
+/*
+ * Whether a transfer broken by cc still carries the server's final answer:
+ * its status line arrived with a definite refusal (a 4xx other than 408 and
+ * 429) before the connection closed. A server that refuses a large request
+ * body (413) answers before reading it and closes, and the rest of its answer
+ * can be lost; sending it again would only be refused again.
+ */
+static bool answer_arrived(struct xfer *x, CURLcode cc, long *code)
+{
+	*code = 0;
+	switch (cc) {
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		break;
+	default:
+		return false;
+	}
+	if (x->fn || curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, code) != CURLE_OK)
+		return false;
+	return *code >= 400 && *code < 500 && *code != 408 && *code != 429;
+}
+
 /* Turn the outcome of one attempt into rc/resp/ke and a retry decision. */
 static int xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLcode cc,
 		       struct ds_kube_response *resp, ds_kube_error *ke, enum retry_kind *retry)
@@ -670,6 +714,26 @@ static int xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLco
 	atomic_fetch_add(&t->requests, 1);
 	if (curl_easy_getinfo(x->h, CURLINFO_NUM_CONNECTS, &nconn) == CURLE_OK && nconn > 0)
 		atomic_fetch_add(&t->connections, (unsigned long)nconn);
+	if (cc != CURLE_OK && !x->too_big && answer_arrived(x, cc, &code)) {
+		const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
+		json_t *whole = json_loadb(ds_str_ptr(&x->body), ds_str_len(&x->body), 0, NULL);
+
+		if (ke)
+			ke->retry_after = x->retry_after;
+		/* the answer's Status if all of it came, else its status line */
+		rc = ds_kube_error_from_response(ke, (int)code, ds_str_ptr(&x->body),
+						 ds_str_len(&x->body));
+		if (ke && !json_is_object(whole)) {
+			const char *phrase =
+			    x->phrase[0] ? x->phrase : ds_http_status_text((int)code);
+
+			snprintf(ke->message, sizeof(ke->message),
+				 "HTTP %ld%s%s (the rest of the answer was lost: %s)", code,
+				 phrase[0] ? " " : "", phrase, detail);
+		}
+		json_decref(whole);
+		return rc;
+	}
 	if (cc != CURLE_OK && !(x->fn && x->stopped)) {
 		enum ds_kube_tls_cause tc = tls_cause(x->h, cc, x->errbuf);
 		const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);

@@ -90,7 +90,13 @@ static void test_kube_error__non_status_bodies(void **state)
 	assert_string_equal(ke.message, "<html> Bad gateway </html>");
 	ds_kube_error_clear(&ke);
 	assert_int_equal(ds_kube_error_from_response(&ke, 503, NULL, 0), -EAGAIN);
-	assert_string_equal(ke.message, "HTTP 503");
+	assert_string_equal(ke.message, "HTTP 503 Service Unavailable");
+	ds_kube_error_clear(&ke);
+	assert_int_equal(ds_kube_error_from_response(&ke, 413, "", 0), -E2BIG);
+	assert_string_equal(ke.message, "HTTP 413 Content Too Large");
+	ds_kube_error_clear(&ke);
+	ds_kube_error_from_response(&ke, 499, NULL, 0);
+	assert_string_equal(ke.message, "HTTP 499");
 	/* a JSON body that is not a Status is shown as text */
 	ds_kube_error_clear(&ke);
 	assert_int_equal(ds_kube_error_from_response(&ke, 404, "{\"kind\":\"Pod\"}", 14), -ENOENT);

@@ -70,6 +70,13 @@ void ds_kube_error_set(ds_kube_error *ke, int http_code, const char *fmt, ...)
 int ds_kube_error_errno(int http_code, const char *reason);
 
 /**
+ * The standard reason phrase of an HTTP status (RFC 9110: 413 is "Content Too
+ * Large"), for answers that carry none (HTTP/2) or lost theirs.
+ * @return a static string, "" for a status not listed
+ */
+const char *ds_http_status_text(int http_code);
+
+/**
  * Fill `ke` from an HTTP error response: its status and, when the body is a
  * metav1.Status, its reason, message and details; otherwise the start of the
  * body (bounded) as the message.
