@@ -3,7 +3,7 @@
 #
 #   kube_build          FIXTURES_SETUP kube_bin   builds or reuses the binary
 #   kube_v1_up          FIXTURES_SETUP kube_v1    resource.k8s.io/v1 cluster,
-#                                                 2 nodes x 4 gpu.example.com devices
+#                                                 2 nodes x 8 gpu.example.com devices
 #   kube_v1beta1_up     FIXTURES_SETUP kube_v1beta1  serves resource.k8s.io/v1beta1, not v1
 #   kube_*_down         FIXTURES_CLEANUP          stop them and remove their state
 #   kube_smoke          the smoke test of deliverable 5
@@ -48,13 +48,13 @@ set_tests_properties(kube_build PROPERTIES FIXTURES_SETUP kube_bin LABELS kube T
 
 # One retry: a port picked free can be taken before the component binds it.
 add_test(NAME kube_v1_up COMMAND bash -c
-  "\"$0\" down \"$1\" && { \"$0\" up \"$1\" --dra-api v1 || { \"$0\" down \"$1\" && \"$0\" up \"$1\" --dra-api v1; }; } && \"$0\" nodes \"$1\" --nodes 2 --devices 4 --driver gpu.example.com"
+  "\"$0\" down \"$1\" && { \"$0\" up \"$1\" --dra-api v1 || { \"$0\" down \"$1\" && \"$0\" up \"$1\" --dra-api v1; }; } && \"$0\" nodes \"$1\" --nodes 2 --devices 8 --driver gpu.example.com"
   ${DS_CLUSTER_SH} ${DS_KUBE_CLUSTER_V1})
 set_tests_properties(kube_v1_up PROPERTIES FIXTURES_SETUP kube_v1 FIXTURES_REQUIRED kube_bin
   LABELS kube TIMEOUT 600 ENVIRONMENT "${_ds_kube_test_env}")
 
 add_test(NAME kube_v1beta1_up COMMAND bash -c
-  "\"$0\" down \"$1\" && { \"$0\" up \"$1\" --dra-api v1beta1 || { \"$0\" down \"$1\" && \"$0\" up \"$1\" --dra-api v1beta1; }; } && \"$0\" nodes \"$1\" --nodes 2 --devices 4 --driver gpu.example.com"
+  "\"$0\" down \"$1\" && { \"$0\" up \"$1\" --dra-api v1beta1 || { \"$0\" down \"$1\" && \"$0\" up \"$1\" --dra-api v1beta1; }; } && \"$0\" nodes \"$1\" --nodes 2 --devices 8 --driver gpu.example.com"
   ${DS_CLUSTER_SH} ${DS_KUBE_CLUSTER_V1BETA1})
 set_tests_properties(kube_v1beta1_up PROPERTIES FIXTURES_SETUP kube_v1beta1 FIXTURES_REQUIRED kube_bin
   LABELS kube TIMEOUT 600 ENVIRONMENT "${_ds_kube_test_env}")

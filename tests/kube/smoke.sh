@@ -2,7 +2,7 @@
 # Smoke test of the test clusters (ctest kube_smoke, needs the kube_v1 and
 # kube_v1beta1 fixtures).
 #
-# v1 cluster (2 fake nodes x 4 gpu.example.com devices): the dra-example-driver
+# v1 cluster (2 fake nodes x 8 gpu.example.com devices): the dra-example-driver
 # claim-template and shared-claim examples and a 2-replica Deployment using a
 # claim template are applied; the generated claims must exist and be
 # allocated to devices published in the ResourceSlices, and every pod must be
@@ -140,7 +140,7 @@ for s in load("slices.json")["items"]:
     sp = s["spec"]
     for d in sp.get("devices", []):
         published.add((sp["driver"], sp["pool"]["name"], d["name"]))
-check(len(published) == 8, "8 devices published in ResourceSlices (got %d)" % len(published))
+check(len(published) == 16, "16 devices published in ResourceSlices (got %d)" % len(published))
 
 used = []
 def check_ns(ns, claims_expected, pods_expected, shared):
@@ -241,7 +241,7 @@ pods = load("b-pods.json")["items"]
 claim = load("b-claim.json")
 published = {(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
              for s in load("b-slices.json")["items"] for d in s["spec"].get("devices", [])}
-check(len(published) == 8, "v1beta1: 8 devices published (got %d)" % len(published))
+check(len(published) == 16, "v1beta1: 16 devices published (got %d)" % len(published))
 check(len(pods) == 2, "gpu-test4: 2 pods (got %d)" % len(pods))
 for p in pods:
     st = p.get("status", {})

@@ -136,6 +136,41 @@ void tu_kube_drop_namespace(ds_kube *k, char *name)
 	free(name);
 }
 
+void tu_kube_wait_devices_free(ds_kube *k, long timeout_ms)
+{
+	struct ds_kube_resource r = tu_kube_resource(k, "resource.k8s.io/v1", "ResourceClaim");
+	long long until = tu_now_ms() + timeout_ms;
+	char held[1024];
+
+	for (;;) {
+		json_t *list = NULL, *item;
+		size_t i, off = 0;
+		ds_kube_error ke;
+
+		held[0] = '\0';
+		TU_KUBE_CHECK(ds_kube_list(k, &r, NULL, NULL, &list, NULL, &ke), ke);
+		json_array_foreach (json_object_get(list, "items"), i, item) {
+			json_t *md = json_object_get(item, "metadata");
+			int w;
+
+			if (!json_object_get(json_object_get(item, "status"), "allocation") ||
+			    off >= sizeof(held))
+				continue;
+			w = snprintf(held + off, sizeof(held) - off, " %s/%s",
+				     json_string_value(json_object_get(md, "namespace")),
+				     json_string_value(json_object_get(md, "name")));
+			if (w > 0)
+				off += (size_t)w;
+		}
+		json_decref(list);
+		if (!held[0])
+			return;
+		if (tu_now_ms() > until)
+			fail_msg("devices still allocated after %ld ms:%s", timeout_ms, held);
+		tu_msleep(500);
+	}
+}
+
 char *tu_kube_token(ds_kube *k, const char *ns, const char *sa)
 {
 	struct ds_kube_resource sa_r = tu_kube_resource(k, "v1", "ServiceAccount");

@@ -49,6 +49,15 @@ char *tu_kube_new_namespace(ds_kube *k, const char *prefix, const char *labels);
 /** Delete a namespace in the background, and free `name`. */
 void tu_kube_drop_namespace(ds_kube *k, char *name);
 
+/**
+ * Wait until no ResourceClaim of the cluster (resource.k8s.io/v1) holds an
+ * allocation, so that a test needing most of the test cluster's devices does
+ * not race the pods of the tests before it (their namespaces are deleted in
+ * the background). Fails the test after timeout_ms, naming the claims still
+ * allocated.
+ */
+void tu_kube_wait_devices_free(ds_kube *k, long timeout_ms);
+
 /** A fresh token (600 s) of ServiceAccount `sa` in ns (a TokenRequest). Caller frees. */
 char *tu_kube_token(ds_kube *k, const char *ns, const char *sa);
 

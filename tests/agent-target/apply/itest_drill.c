@@ -203,9 +203,116 @@ static void test_itest_drill__copy_runs_verifies_and_leaves_the_standby(void **s
 	tu_apply_free(e);
 }
 
+/* Every workload kind with a DRA claim, in standby, drilled: each runs (a CronJob is
+ * unsuspended: it has no pods before its schedule), none of the standby moves. */
+static void test_itest_drill__every_workload_kind_with_claims(void **state)
+{
+	static const char *const kinds[] = {"Deployment", "StatefulSet", "ReplicaSet",
+					    "DaemonSet",  "CronJob",	 "Job"};
+	tu_apply_opts o = {.mode = "standby"};
+	tu_apply *e = tu_apply_new("drill-kinds", &o);
+	const char *pod =
+	    "      containers:\n      - name: ctr\n        image: busybox\n"
+	    "        resources: {claims: [{name: gpu}]}\n"
+	    "      resourceClaims:\n      - {name: gpu, resourceClaimTemplateName: gpu}\n";
+	char into[200], want[600];
+	struct tu_run r;
+	json_t *rep = NULL;
+	long long applied, held;
+
+	(void)state;
+	tu_apply_commit1(e,
+			 objf("apiVersion: v1\nkind: Namespace\nmetadata: {name: '%s'}\n", e->src));
+	tu_apply_commit1(
+	    e, objf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+		    "metadata: {name: gpu, namespace: '%s'}\n"
+		    "spec:\n  spec:\n    devices:\n      requests:\n"
+		    "      - name: gpu\n        exactly: {deviceClassName: gpu.example.com}\n",
+		    e->src));
+	tu_apply_commit1(
+	    e, objf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+		    "metadata: {name: solo-gpu, namespace: '%s'}\n"
+		    "spec:\n  devices:\n    requests:\n"
+		    "    - name: gpu\n      exactly: {deviceClassName: gpu.example.com}\n",
+		    e->src));
+	tu_apply_commit1(e, objf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: "
+				 "deploy, namespace: '%s'}\nspec:\n  replicas: 1\n"
+				 "  selector: {matchLabels: {app: deploy}}\n  template:\n"
+				 "    metadata: {labels: {app: deploy}}\n    spec:\n%s",
+				 e->src, pod));
+	tu_apply_commit1(e, objf("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: "
+				 "sts, namespace: '%s'}\nspec:\n  replicas: 1\n  serviceName: sts\n"
+				 "  selector: {matchLabels: {app: sts}}\n  template:\n"
+				 "    metadata: {labels: {app: sts}}\n    spec:\n%s",
+				 e->src, pod));
+	tu_apply_commit1(e, objf("apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: "
+				 "rs, namespace: '%s'}\nspec:\n  replicas: 1\n"
+				 "  selector: {matchLabels: {app: rs}}\n  template:\n"
+				 "    metadata: {labels: {app: rs}}\n    spec:\n%s",
+				 e->src, pod));
+	tu_apply_commit1(e, objf("apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: "
+				 "ds, namespace: '%s'}\nspec:\n"
+				 "  selector: {matchLabels: {app: ds}}\n  template:\n"
+				 "    metadata: {labels: {app: ds}}\n    spec:\n%s",
+				 e->src, pod));
+	tu_apply_commit1(
+	    e, objf("apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: "
+		    "nightly, namespace: '%s'}\nspec:\n  schedule: '0 3 * * *'\n"
+		    "  jobTemplate:\n    spec:\n      template:\n        spec:\n"
+		    "          restartPolicy: Never\n"
+		    "          containers:\n          - name: ctr\n            image: busybox\n"
+		    "            resources: {claims: [{name: gpu}]}\n"
+		    "          resourceClaims:\n"
+		    "          - {name: gpu, resourceClaimTemplateName: gpu}\n",
+		    e->src));
+	tu_apply_commit1(e, objf("apiVersion: batch/v1\nkind: Job\nmetadata: {name: once, "
+				 "namespace: '%s'}\nspec:\n  template:\n    spec:\n"
+				 "      restartPolicy: Never\n%s",
+				 e->src, pod));
+	tu_apply_commit1(e,
+			 objf("apiVersion: v1\nkind: Pod\nmetadata: {name: solo, namespace: "
+			      "'%s'}\nspec:\n  containers:\n  - name: ctr\n    image: busybox\n"
+			      "    resources: {claims: [{name: gpu}]}\n"
+			      "  resourceClaims:\n  - {name: gpu, resourceClaimName: solo-gpu}\n",
+			      e->src));
+	tu_apply_settle(e);
+	applied =
+	    tu_ledger_int(e->path, "SELECT count(*) FROM object_state WHERE state = 'applied'");
+	held = tu_ledger_int(e->path, "SELECT count(*) FROM object_state WHERE state = 'held'");
+	/* the Namespace, the template, the claim and five parked workloads; the Job and the Pod */
+	assert_int_equal(applied, 8);
+	assert_int_equal(held, 2);
+
+	/* the copy's seven pods (one a node for the DaemonSet) need 7 of the 16 devices */
+	tu_kube_wait_devices_free(e->k, 180000);
+	drill_cmd(e, &r,
+		  (const char *[]){"--namespace", e->dst, "--timeout", "120s", "--cleanup", NULL});
+	assert_int_equal(r.status, 0);
+	snprintf(into, sizeof(into), "%s-drill", e->dst);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		snprintf(want, sizeof(want), "%s %s/", kinds[i], into);
+		if (!strstr(r.out, want) || !strstr(strstr(r.out, want), ": verified in "))
+			fail_msg("%s not verified in the drill:\n%s", kinds[i], r.out);
+	}
+	snprintf(want, sizeof(want), "Pod %s/solo: verified in ", into);
+	assert_non_null(strstr(r.out, want));
+	assert_non_null(strstr(r.out, "workloads: 7 of 7 verified"));
+	tu_run_dispose(&r);
+	/* the standby as it was */
+	assert_int_equal(
+	    tu_ledger_int(e->path, "SELECT count(*) FROM object_state WHERE state = 'applied'"),
+	    applied);
+	assert_int_equal(
+	    tu_ledger_int(e->path, "SELECT count(*) FROM object_state WHERE state = 'held'"), held);
+	assert_int_equal(reports(e, &rep), 1);
+	assert_int_equal(json_array_size(json_object_get(rep, "workloads")), 7);
+	json_decref(rep);
+	tu_apply_free(e);
+}
+
 static void test_itest_drill__unschedulable_copy_is_not_verified_and_says_why(void **state)
 {
-	tu_apply *e = standby_site("drill-greedy", 5); /* 5 devices a pod: nodes have 4 */
+	tu_apply *e = standby_site("drill-greedy", 9); /* 9 devices a pod: nodes have 8 */
 	struct tu_run r;
 	char into[200];
 
@@ -263,6 +370,7 @@ static void test_itest_drill__refuses_what_it_must_not_touch(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_itest_drill__every_workload_kind_with_claims),
 	    cmocka_unit_test(test_itest_drill__copy_runs_verifies_and_leaves_the_standby),
 	    cmocka_unit_test(test_itest_drill__unschedulable_copy_is_not_verified_and_says_why),
 	    cmocka_unit_test(test_itest_drill__refuses_what_it_must_not_touch),

@@ -184,9 +184,9 @@ static void test_itest_verify__more_devices_than_the_target_has_says_the_schedul
 
 	(void)state;
 	commit_namespace(e);
-	/* 5 devices in one claim: every node publishes 4 */
-	commit_template(e, "five-gpus", "gpu.example.com", 5);
-	commit_deployment(e, "greedy", 1, "five-gpus");
+	/* 9 devices in one claim: every node publishes 8 */
+	commit_template(e, "nine-gpus", "gpu.example.com", 9);
+	commit_deployment(e, "greedy", 1, "nine-gpus");
 	tu_apply_settle(e);
 
 	items = verify_site(e, 15000, &n, &sum);
@@ -419,9 +419,9 @@ static void test_itest_verify__run_verifies_what_it_applies(void **state)
 	(void)state;
 	commit_namespace(e);
 	commit_template(e, "single-gpu", "gpu.nvidia.com", 1);
-	commit_template(e, "five-gpus", "gpu.example.com", 5);
+	commit_template(e, "nine-gpus", "gpu.example.com", 9);
 	commit_deployment(e, "fine", 1, "single-gpu");
-	commit_deployment(e, "greedy", 1, "five-gpus");
+	commit_deployment(e, "greedy", 1, "nine-gpus");
 	/* The agent's file: the site's, with keys and a port of its own choosing. */
 	assert_int_equal(ds_keys_generate(&server, &err), 0);
 	assert_int_equal(ds_keys_generate(&source, &err), 0);
