@@ -2,8 +2,8 @@
  * Disaster recovery as an operator runs it (SPEC §5) on the real v1 cluster:
  * drasync-target run in standby mode, fed over a real link (tu_site: outbox +
  * ds_sender) with every kind of workload, each using the GPU claim template
- * of a dra-example-driver fixture; then drasync-target failover and failback
- * as processes, with run still running.
+ * of a dra-example-driver fixture; then drasync-target failover, failback
+ * and drill as processes, with run still running.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -430,6 +430,28 @@ static void test_itest_failover__standby_failover_update_failback(void **state)
 	if (r.status != 0 || !strstr(r.out, "failback: nothing to change"))
 		fail_run("a second failback", &r);
 	tu_run_dispose(&r);
+
+	/*
+	 * Drill the standby, run still running: a copy of all seven in a scratch
+	 * namespace, each verified, removed after; the standby untouched.
+	 */
+	tu_kube_wait_devices_free(F.k, 180000);
+	tu_run(&r, NULL,
+	       (const char *[]){tu_env("DS_TARGET_BIN"), "drill", "--config", F.s.cfg,
+				"--kubeconfig", F.s.kubeconfig, "--namespace", F.dst, "--timeout",
+				"120s", "--cleanup", NULL});
+	if (r.status != 0)
+		fail_run("drill", &r);
+	assert_line(&r, "drill of %s into %s-drill: VERIFIED", F.dst, F.dst);
+	assert_line(&r, "workloads: 7 of 7 verified");
+	assert_line(&r, "Deployment %s-drill/trainer: verified in ", F.dst);
+	assert_line(&r, "DaemonSet %s-drill/agent: verified in ", F.dst);
+	assert_line(&r, "Pod %s-drill/p: verified in ", F.dst);
+	assert_line(&r, "Job %s-drill/batch: verified in ", F.dst);
+	tu_run_dispose(&r);
+	wait_standby(10000);
+	assert_int_equal(
+	    tu_site_ledger_int(&F.s, "SELECT count(*) FROM object_state WHERE state = 'held'"), 2);
 }
 
 static void wait_held(long long want)
