@@ -292,6 +292,14 @@ static void on_verified(void *ud, const ds_verify_item *it)
 	}
 }
 
+/* Verification waits while a pass applies: its reads would slow a bulk apply down. */
+static bool applier_busy(void *ud)
+{
+	struct run *r = ud;
+
+	return ds_applier_busy(r->applier);
+}
+
 static void *verifier_main(void *arg)
 {
 	struct run *r = arg;
@@ -424,6 +432,8 @@ static int start(struct run *r)
 				 .timeout_ms = r->verify_timeout_ms > 0 ? r->verify_timeout_ms : 0,
 				 .form_of = verify_form,
 				 .form_ud = r,
+				 .hold = applier_busy,
+				 .hold_ud = r,
 				 .on_result = on_verified,
 				 .result_ud = r};
 	ds_err err = {0};

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -31,6 +32,7 @@ struct ds_applier {
 	pthread_mutex_t mu;	/* guards stats, notified, stopping, next_cfg */
 	pthread_cond_t cond;
 	bool notified, stopping;
+	atomic_bool applying;		  /* a pass is applying objects it picked */
 	const ds_target_config *next_cfg; /* taken at the start of the next pass */
 	ds_applier_stats stats;
 	json_t *present; /* per pass: "kind/ns/name" -> whether it exists on the target */
@@ -158,6 +160,7 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 	if (!a)
 		return ds_err_fallback(err, -ENOMEM);
 	a->cfg = *cfg;
+	atomic_init(&a->applying, false);
 	if (!a->cfg.field_manager)
 		a->cfg.field_manager = "drasync";
 	if (!a->cfg.pass_max)
@@ -232,6 +235,11 @@ void ds_applier_set_config(ds_applier *a, const ds_target_config *cfg)
 	a->notified = true;
 	pthread_cond_signal(&a->cond);
 	pthread_mutex_unlock(&a->mu);
+}
+
+bool ds_applier_busy(ds_applier *a)
+{
+	return atomic_load(&a->applying);
 }
 
 void ds_applier_stats_get(ds_applier *a, ds_applier_stats *out)
@@ -1414,6 +1422,7 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 				     a->cfg.n_namespaces ? &a->scope : NULL, &rows, &n, err);
 	if (rc < 0 || n == 0)
 		goto out;
+	atomic_store(&a->applying, true);
 	json_decref(a->present);
 	json_decref(a->objs);
 	a->objs = json_object();
@@ -1456,6 +1465,7 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 		goto out;
 	rc = (int)n;
 out:
+	atomic_store(&a->applying, false);
 	for (size_t i = 0; items && i < n; i++)
 		json_decref(items[i].obj);
 	free(items);

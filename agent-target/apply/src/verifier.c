@@ -10,6 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+/* While held, how often hold() is asked again. */
+#define HOLD_POLL_MS 50
+
 /* One workload waiting to verify. */
 struct entry {
 	char *kind, *ns, *name;
@@ -26,6 +29,7 @@ struct ds_verifier {
 	struct entry *entries;
 	size_t n, cap;
 	bool stop;
+	bool held;		 /* the last step found hold() true (the verifier's thread's) */
 	long long next_check_ms; /* the rate cap: no check before */
 	unsigned long long checks;
 };
@@ -232,6 +236,12 @@ int ds_verifier_step(ds_verifier *v, ds_err *err)
 		unsigned gen = 0;
 		bool last = false;
 
+		/* Held: what is due waits (for the end of the applier's pass). */
+		if (v->cfg.hold && v->cfg.hold(v->cfg.hold_ud)) {
+			v->held = true;
+			return settled;
+		}
+		v->held = false;
 		/* The next due entry, copied out: the check does I/O without the lock.
 		 * Stopped: the rest waits (a round may be long while the API is down). */
 		pthread_mutex_lock(&v->mu);
@@ -318,6 +328,8 @@ int ds_verifier_run(ds_verifier *v, ds_err *err)
 			long long wait = next < 0 ? 1000 : next - now_ms();
 			if (wait > 1000)
 				wait = 1000;
+			if (v->held) /* looked at again soon: the pass may be over */
+				wait = HOLD_POLL_MS;
 			if (wait > 0) {
 				clock_gettime(CLOCK_REALTIME, &ts);
 				ts.tv_sec += (time_t)(wait / 1000);

@@ -265,6 +265,57 @@ static void test_verifier__checks_back_off_and_are_capped_per_second(void **stat
 	free(dir);
 }
 
+static bool held(void *ud)
+{
+	return *(bool *)ud;
+}
+
+/* While hold() is true nothing is checked, not even past a deadline; then all that is due. */
+static void test_verifier__held_checks_nothing_then_catches_up(void **state)
+{
+	char *dir;
+	ds_kube *k = dead_kube(&dir);
+	struct seen s;
+	bool busy = true;
+	ds_verifier_config c = {.kube = k,
+				.timeout_ms = 300,
+				.interval_ms = 50,
+				.hold = held,
+				.hold_ud = &busy,
+				.on_result = on_result,
+				.result_ud = &s};
+	ds_verifier *v = NULL;
+	ds_err err = {0};
+	long long t0 = tu_now_ms();
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	pthread_mutex_init(&s.mu, NULL);
+	assert_int_equal(ds_verifier_new(&v, &c, &err), 0);
+	assert_int_equal(ds_verifier_add(v, "Deployment", "ml-dr", "web"), 0);
+	assert_int_equal(ds_verifier_add(v, "StatefulSet", "ml-dr", "db"), 0);
+	while (tu_now_ms() - t0 < 600) {
+		assert_int_equal(ds_verifier_step(v, &err), 0);
+		tu_msleep(20);
+	}
+	assert_int_equal(ds_verifier_checks(v), 0);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(ds_verifier_pending(v), 2);
+	busy = false;
+	t0 = tu_now_ms();
+	while (s.n < 2 && tu_now_ms() - t0 < 3000) {
+		assert_true(ds_verifier_step(v, &err) >= 0);
+		tu_msleep(20);
+	}
+	/* both past their deadline: one last check each, then settled */
+	assert_int_equal(s.n, 2);
+	assert_int_equal(ds_verifier_checks(v), 2);
+	assert_true(s.seconds >= 0.6);
+	ds_verifier_free(v);
+	ds_kube_free(k);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +324,7 @@ int main(void)
 	    cmocka_unit_test(test_verifier__added_again_starts_its_deadline_again),
 	    cmocka_unit_test(test_verifier__beyond_max_pending_the_oldest_settle_unchecked),
 	    cmocka_unit_test(test_verifier__run_thread_settles_and_stops),
+	    cmocka_unit_test(test_verifier__held_checks_nothing_then_catches_up),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,7 @@
 #include "drasync/report.h"
 #include "drasync/target_config.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -126,6 +127,12 @@ void ds_applier_stop(ds_applier *a);
  * both). Safe from any thread.
  */
 void ds_applier_set_config(ds_applier *a, const ds_target_config *cfg);
+
+/**
+ * Whether a pass is applying the objects it picked now (not between passes,
+ * nor when idle). Safe from any thread.
+ */
+bool ds_applier_busy(ds_applier *a);
 
 /** A copy of the counters. Safe from any thread. */
 void ds_applier_stats_get(ds_applier *a, ds_applier_stats *out);

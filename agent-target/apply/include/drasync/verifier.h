@@ -10,7 +10,8 @@
  * (timeout from when it was last added: a new version starts again); however
  * many wait, it makes at most checks_per_s checks a second, so a bulk apply
  * of thousands of workloads is not followed by thousands of reads a second
- * of the API server it is applying to. Then it calls on_result and stores
+ * of the API server it is applying to, and none starts while the caller's
+ * hold() says the applier is busy. Then it calls on_result and stores
  * the outcome in the ledger's verifications table, where `status` reads it.
  * The agent logs in on_result (libraries log at debug at most).
  */
@@ -36,6 +37,11 @@ typedef struct ds_verifier_config {
 	int checks_per_s;	   /* checks a second at most, all workloads; 0: 20 */
 	ds_verify_form_fn form_of; /* the form of a target namespace; NULL: active */
 	void *form_ud;
+	/* While hold(hold_ud) is true no check starts; those due are made when it
+	 * is false again (cmd_run: while the applier applies a pass, so that a bulk
+	 * apply is not slowed by verification reads). NULL: never held. */
+	bool (*hold)(void *ud);
+	void *hold_ud;
 	ds_verifier_result_fn on_result; /* may be NULL */
 	void *result_ud;
 	size_t max_pending; /* workloads waiting at most; beyond, the oldest settle as
