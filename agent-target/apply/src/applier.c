@@ -32,7 +32,8 @@ struct ds_applier {
 	pthread_mutex_t mu;	/* guards stats, notified, stopping, next_cfg */
 	pthread_cond_t cond;
 	bool notified, stopping;
-	atomic_bool applying;		  /* a pass is applying objects it picked */
+	atomic_bool applying; /* a pass is applying objects it picked */
+	bool ingested;	      /* settle() folded records in: the pass wakes the waiting */
 	const ds_target_config *next_cfg; /* taken at the start of the next pass */
 	ds_applier_stats stats;
 	json_t *present; /* per pass: "kind/ns/name" -> whether it exists on the target */
@@ -1415,9 +1416,10 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	rc = ds_object_state_ingest(a->st, err);
 	if (rc < 0)
 		goto out;
-	/* New records may be what a waiting workload needs. */
-	if (rc > 0 && (rc = ds_object_state_wake_waiting(a->st, err)) < 0)
+	/* New records (here or while it settled) may be what a waiting workload needs. */
+	if ((rc > 0 || a->ingested) && (rc = ds_object_state_wake_waiting(a->st, err)) < 0)
 		goto out;
+	a->ingested = false;
 	rc = ds_object_state_pick_in(a->st, now_ms(), a->cfg.pass_max,
 				     a->cfg.n_namespaces ? &a->scope : NULL, &rows, &n, err);
 	if (rc < 0 || n == 0)
@@ -1483,24 +1485,46 @@ out:
  */
 #define SETTLE_QUIET_MS 100
 #define SETTLE_MAX_MS 1000
+#define SETTLE_LOOK_MS 50 /* how often it looks whether a full pass is due */
 
 static void settle(ds_applier *a)
 {
 	int64_t start = now_ms();
 
-	pthread_mutex_lock(&a->mu);
-	while (a->notified && !a->stopping && now_ms() - start < SETTLE_MAX_MS) {
-		struct timespec until;
-		a->notified = false;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += SETTLE_QUIET_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
+	int64_t looked = start;
+
+	for (;;) {
+		bool more;
+
+		pthread_mutex_lock(&a->mu);
+		more = a->notified && !a->stopping && now_ms() - start < SETTLE_MAX_MS;
+		if (more) {
+			struct timespec until;
+			a->notified = false;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += SETTLE_QUIET_MS * 1000000L;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&a->cond, &a->mu, &until);
 		}
-		pthread_cond_timedwait(&a->cond, &a->mu, &until);
+		pthread_mutex_unlock(&a->mu);
+		if (!more)
+			return;
+		/* A bulk load, not a burst: a full pass of distinct objects is due
+		 * already, and waiting would only idle the API server. */
+		if (now_ms() - looked >= SETTLE_LOOK_MS) {
+			int n = ds_object_state_ingest(a->st, NULL);
+
+			looked = now_ms();
+			if (n > 0)
+				a->ingested = true;
+			if (n >= 0 && ds_object_state_count_due(a->st, now_ms(), NULL) >=
+					  (int)a->cfg.pass_max)
+				return;
+		}
 	}
-	pthread_mutex_unlock(&a->mu);
 }
 
 int ds_applier_run(ds_applier *a, ds_err *err)

@@ -1094,6 +1094,24 @@ int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *er
 	return ds_err_fallback(err, rc);
 }
 
+int ds_object_state_count_due(ds_object_state *st, int64_t now_ms, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = prepare(st->db,
+			 "SELECT count(*) FROM object_state"
+			 " WHERE state IN ('pending', 'waiting') AND next_try_at <= ?",
+			 &q, err);
+
+	if (rc == 0) {
+		sqlite3_bind_int64(q, 1, now_ms);
+		rc = sqlite3_step(q);
+		rc = rc == SQLITE_ROW ? sqlite3_column_int(q, 0)
+				      : fail(st->db, rc, "object_state count due", err);
+	}
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}
+
 void ds_object_state_row_dispose(ds_object_state_row *r)
 {
 	if (!r)

@@ -533,13 +533,17 @@ static void test_object_state__retry_marks_failed_and_backed_off_rows_by_target_
 	ingest(e);
 	n = pick(e, &rows);
 	assert_int_equal(n, 4);
-	set(e, &rows[0], DS_APPLY_FAILED, NULL, 0);	      /* broken */
-	set(e, &rows[1], DS_APPLY_PENDING, NULL, FAR_FUTURE); /* later: in backoff */
-	set(e, &rows[2], DS_APPLY_APPLIED, h, 0);	      /* fine */
-	set(e, &rows[3], DS_APPLY_FAILED, NULL, 0);	      /* the DeviceClass */
+	set(e, &rows[0], DS_APPLY_FAILED, NULL, 0);			/* broken */
+	set(e, &rows[1], DS_APPLY_PENDING, NULL, FAR_FUTURE);		/* later: in backoff */
+	assert_int_equal(ds_object_state_count_due(e->st, 1, NULL), 2); /* fine, the DeviceClass */
+	set(e, &rows[2], DS_APPLY_APPLIED, h, 0);			/* fine */
+	set(e, &rows[3], DS_APPLY_FAILED, NULL, 0);			/* the DeviceClass */
 	ds_object_state_rows_free(rows, n);
 	assert_int_equal(pick(e, &rows), 0);
 	ds_object_state_rows_free(rows, 0);
+	/* what a pick would take: neither the failed nor the one in backoff */
+	assert_int_equal(ds_object_state_count_due(e->st, 1, NULL), 0);
+	assert_int_equal(ds_object_state_count_due(e->st, FAR_FUTURE, NULL), 1);
 
 	/* by target names: the source namespace does not match, the mapped one does */
 	assert_int_equal(retry(e, "ConfigMap", "ml-team", "broken", false, &mk), 0);

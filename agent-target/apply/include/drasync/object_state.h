@@ -259,6 +259,9 @@ int ds_object_state_retry(ds_object_state *st, const ds_object_state_match *m,
 int ds_object_state_get(ds_object_state *st, const char *source, const char *key,
 			ds_object_state_row *out, ds_err *err);
 
+/** Rows a pick at now_ms would take, in any scope. @return >= 0, or a negative errno */
+int ds_object_state_count_due(ds_object_state *st, int64_t now_ms, ds_err *err);
+
 /** Number of rows in state s. @return >= 0, or a negative errno */
 int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *err);
 
