@@ -103,23 +103,13 @@ static void count(ds_applier *a, uint64_t *field, uint64_t n)
 
 enum ds_dra_version ds_applier_served_dra(ds_kube *k)
 {
-	char preferred[64] = "";
-	json_t *served = NULL, *v;
+	char version[64] = "";
 	enum ds_dra_version out = DS_DRA_V1;
-	size_t i;
 
-	if (ds_kube_group_versions(k, "resource.k8s.io", preferred, sizeof(preferred), &served,
-				   NULL) < 0)
+	if (ds_kube_version_to_use(k, "resource.k8s.io", "v1", version, sizeof(version), NULL) <
+		0 ||
+	    ds_dra_version_parse(version, &out) < 0)
 		return DS_DRA_V1;
-	json_array_foreach (served, i, v) {
-		if (json_is_string(v) && strcmp(json_string_value(v), "v1") == 0) {
-			json_decref(served);
-			return DS_DRA_V1;
-		}
-	}
-	json_decref(served);
-	if (ds_dra_version_parse(preferred, &out) < 0)
-		out = DS_DRA_V1;
 	return out;
 }
 

@@ -262,21 +262,19 @@ static int add_rows(struct reader *rd, const ds_ledger_object *o)
 
 /* ---- the target cluster ---------------------------------------------------------- */
 
-/* Which resource.k8s.io version to ask in, once: v1 when served, else the preferred one. */
+/* Which resource.k8s.io version to ask in, once (ds_kube_version_to_use). */
 static void look_dra(struct reader *rd)
 {
-	char preferred[64] = "";
-	json_t *served = NULL, *v;
+	char version[64] = "";
 	ds_kube_error ke;
 	char b[600];
-	size_t i;
 	int rc;
 
 	if (rd->dra_state)
 		return;
 	ds_kube_error_clear(&ke);
-	rc = ds_kube_group_versions(rd->o->kube, "resource.k8s.io", preferred, sizeof(preferred),
-				    &served, &ke);
+	rc = ds_kube_version_to_use(rd->o->kube, "resource.k8s.io", "v1", version, sizeof(version),
+				    &ke);
 	if (rc == -ENOENT) {
 		rd->dra_state = -1;
 		snprintf(rd->dra_why, sizeof(rd->dra_why),
@@ -289,11 +287,7 @@ static void look_dra(struct reader *rd)
 			 ds_kube_error_format(&ke, b, sizeof(b)));
 		return;
 	}
-	json_array_foreach (served, i, v)
-		if (json_is_string(v) && strcmp(json_string_value(v), "v1") == 0)
-			snprintf(preferred, sizeof(preferred), "v1");
-	json_decref(served);
-	snprintf(rd->dra_api, sizeof(rd->dra_api), "resource.k8s.io/%s", preferred);
+	snprintf(rd->dra_api, sizeof(rd->dra_api), "resource.k8s.io/%s", version);
 	rd->dra_state = 1;
 }
 

@@ -842,20 +842,14 @@ static const char *api_of(int w)
 /* The resource.k8s.io version the target serves, v1 preferred. @return 0 or -ENOENT */
 static int dra_api(ds_verify *v)
 {
-	char preferred[64] = "";
-	json_t *served = NULL, *s;
-	size_t i;
+	char version[64] = "";
 
 	if (v->dra_api[0])
 		return 0;
-	if (ds_kube_group_versions(v->k, "resource.k8s.io", preferred, sizeof(preferred), &served,
-				   NULL) < 0)
+	if (ds_kube_version_to_use(v->k, "resource.k8s.io", "v1", version, sizeof(version), NULL) <
+	    0)
 		return -ENOENT;
-	json_array_foreach (served, i, s)
-		if (strcmp(json_string_value(s), "v1") == 0)
-			snprintf(preferred, sizeof(preferred), "v1");
-	json_decref(served);
-	snprintf(v->dra_api, sizeof(v->dra_api), "resource.k8s.io/%s", preferred);
+	snprintf(v->dra_api, sizeof(v->dra_api), "resource.k8s.io/%s", version);
 	return 0;
 }
 

@@ -454,6 +454,22 @@ out:
 	return rc;
 }
 
+int ds_kube_version_to_use(ds_kube *k, const char *group, const char *want, char *out, size_t size,
+			   ds_kube_error *ke)
+{
+	json_t *served = NULL, *v;
+	size_t i;
+	int rc = ds_kube_group_versions(k, group, out, size, &served, ke);
+
+	if (rc < 0)
+		return rc;
+	json_array_foreach (served, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), want) == 0)
+			snprintf(out, size, "%s", want);
+	json_decref(served);
+	return 0;
+}
+
 /* ---- paths ----------------------------------------------------------------------- */
 
 static void sb_path(ds_str *b, const struct ds_kube_resource *res, const char *ns, const char *name,

@@ -69,6 +69,12 @@ static void test_itest_kube_client__discovery(void **state)
 	for (size_t i = 0; i < json_array_size(served); i++)
 		assert_string_not_equal(json_string_value(json_array_get(served, i)), "v1");
 	json_decref(served);
+	TU_KUBE_CHECK(ds_kube_version_to_use(kb, "resource.k8s.io", "v1", pref, sizeof(pref), &ke),
+		      ke);
+	assert_string_equal(pref, "v1beta1");
+	TU_KUBE_CHECK(ds_kube_version_to_use(k, "resource.k8s.io", "v1", pref, sizeof(pref), &ke),
+		      ke);
+	assert_string_equal(pref, "v1");
 	assert_int_equal(ds_kube_resource_find(kb, "resource.k8s.io/v1", "ResourceClaim", &r, &ke),
 			 -ENOENT);
 	assert_non_null(strstr(ke.message, "ResourceClaim"));

@@ -171,6 +171,15 @@ static void test_kube_client__discovery_is_cached_and_refreshed_on_a_miss(void *
 	assert_int_equal(json_array_size(served), 2);
 	assert_string_equal(json_string_value(json_array_get(served, 1)), "v1beta1");
 	json_decref(served);
+	/* the version to use: the one wanted when served, else the preferred one */
+	assert_int_equal(
+	    ds_kube_version_to_use(f->k, "resource.k8s.io", "v1beta1", pref, sizeof(pref), &ke), 0);
+	assert_string_equal(pref, "v1beta1");
+	assert_int_equal(
+	    ds_kube_version_to_use(f->k, "resource.k8s.io", "v9", pref, sizeof(pref), &ke), 0);
+	assert_string_equal(pref, "v1");
+	assert_int_equal(
+	    ds_kube_version_to_use(f->k, "no.such.group", "v1", pref, sizeof(pref), &ke), -ENOENT);
 	/* a kind nobody serves: discovery is read again once, then -ENOENT */
 	assert_int_equal(ds_kube_resource_find(f->k, "resource.k8s.io/v1beta1", "Nope", &r, &ke),
 			 -ENOENT);

@@ -89,6 +89,15 @@ int ds_kube_resource_of(ds_kube *k, const json_t *obj, struct ds_kube_resource *
 int ds_kube_group_versions(ds_kube *k, const char *group, char *preferred, size_t size,
 			   json_t **served, ds_kube_error *ke);
 
+/**
+ * The version of group to use on this cluster: `want` when it is served, else
+ * the group's preferred one (resource.k8s.io: "v1" when served, else what an
+ * older cluster prefers), into out. @return 0, -ENOENT when the group is not
+ * served, or discovery's error
+ */
+int ds_kube_version_to_use(ds_kube *k, const char *group, const char *want, char *out, size_t size,
+			   ds_kube_error *ke);
+
 /** Build "/api/v1/namespaces/ns/pods/name/status" style paths (ns, name, sub may be NULL). */
 int ds_kube_path(const struct ds_kube_resource *res, const char *ns, const char *name,
 		 const char *subresource, char **out);
