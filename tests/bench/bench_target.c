@@ -656,6 +656,28 @@ static double configmap_writes(const struct opts *o, char *detail, size_t size)
 	return total;
 }
 
+/* Requests the API server has answered 429 (APF or max-inflight throttling), all resources. */
+static double throttled(const struct opts *o)
+{
+	const char *argv[] = {o->kube_bin, "kubectl", "--kubeconfig", o->admin_kubeconfig,
+			      "get",	   "--raw",   "/metrics",     NULL};
+	char *text = run(argv, o->work, "metrics");
+	double total = 0;
+
+	for (char *p = text; p && *p;) {
+		char *nl = strchr(p, '\n');
+		if (nl)
+			*nl = '\0';
+		if (strncmp(p, "apiserver_request_total{", 24) == 0 && strstr(p, "code=\"429\"")) {
+			const char *sp = strrchr(p, ' ');
+			total += sp ? strtod(sp + 1, NULL) : 0;
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	free(text);
+	return total;
+}
+
 /* ---- the benchmark -------------------------------------------------------- */
 
 /*
@@ -696,7 +718,7 @@ static double ceiling(const struct opts *o, const char *ceiling_path, char *summ
 		const char *line;
 		double rate, secs;
 
-		double cpu0 = rusage_cpu_s(RUSAGE_CHILDREN);
+		double cpu0 = rusage_cpu_s(RUSAGE_CHILDREN), t429 = throttled(o);
 
 		snprintf(prefix, sizeof(prefix), "ceil-w%s", w);
 		snprintf(tag, sizeof(tag), "ceiling-w%s", w);
@@ -706,9 +728,9 @@ static double ceiling(const struct opts *o, const char *ceiling_path, char *summ
 		secs = field(line, "seconds=");
 		printf("ceiling: client-go, %s workers: %.0f objects in %.2f s: %.0f objects/s "
 		       "(server-side apply, the importer's objects, its ServiceAccount; the "
-		       "generator used %.1f CPU s)\n",
-		       w, field(line, "applied="), secs, rate,
-		       rusage_cpu_s(RUSAGE_CHILDREN) - cpu0);
+		       "generator used %.1f CPU s; %.0f answers 429)\n",
+		       w, field(line, "applied="), secs, rate, rusage_cpu_s(RUSAGE_CHILDREN) - cpu0,
+		       throttled(o) - t429);
 		if (used < size)
 			used += (size_t)snprintf(summary + used, size - used, "%sW=%s:%.0f",
 						 used ? " " : "", w, rate);
@@ -739,7 +761,7 @@ static int bench(const struct opts *o)
 	sqlite3 *db;
 	struct states s;
 	double t0, t_acked = 0, t_applied = 0, apply_rate, ceil_rate, last_progress;
-	double agent_cpu0, self_cpu0;
+	double agent_cpu0, self_cpu0, t429;
 	long last_applied = -1;
 	double writes_before, writes_after;
 
@@ -814,6 +836,7 @@ static int bench(const struct opts *o)
 		die("sender: %s", err.msg);
 	db = ledger_open(t.ledger);
 	agent_cpu0 = proc_cpu_s(t.pid);
+	t429 = throttled(o);
 	self_cpu0 = rusage_cpu_s(RUSAGE_SELF);
 	t0 = now_s();
 	if (pthread_create(&feed.thread, NULL, feed_run, &feed) != 0)
@@ -850,8 +873,9 @@ static int bench(const struct opts *o)
 	       "%.0f objects/s (every record committed in the ledger after %.2f s)\n",
 	       n, t_applied - t0, apply_rate, t_acked ? t_acked - t0 : -1);
 	printf("apply: CPU used meanwhile: the importer %.1f s, this program's sender and "
-	       "ledger polling %.1f s\n",
-	       proc_cpu_s(t.pid) - agent_cpu0, rusage_cpu_s(RUSAGE_SELF) - self_cpu0);
+	       "ledger polling %.1f s; %.0f answers 429\n",
+	       proc_cpu_s(t.pid) - agent_cpu0, rusage_cpu_s(RUSAGE_SELF) - self_cpu0,
+	       throttled(o) - t429);
 
 	/* (d) burst */
 	{
