@@ -21,6 +21,7 @@
 #include "drasync/schedule.h"
 #include "drasync/sender.h"
 #include "drasync/source_config.h"
+#include "drasync/source_monitor.h"
 #include "drasync/stop_signals.h"
 
 #include <errno.h>
@@ -52,6 +53,7 @@ struct run {
 	ds_kube *kube;
 	ds_exporter *ex;
 	ds_sender *sender;
+	ds_source_monitor *monitor; /* metrics and health (metrics.listen) */
 
 	pthread_t sender_thread;
 	bool sender_started;
@@ -204,6 +206,7 @@ static void on_link_event(void *ud, const ds_transport_event *ev)
 		    strcmp(ev->name, "handshake_failed") == 0;
 
 	ds_transport_event_log(NULL, ev);
+	ds_source_monitor_on_link_event(r->monitor, ev);
 	if (!up && !down)
 		return;
 	pthread_mutex_lock(&r->state_lock);
@@ -287,7 +290,7 @@ static void on_pushed(void *ud, uint64_t last_seq)
 {
 	struct run *r = ud;
 
-	(void)last_seq;
+	ds_source_monitor_on_pushed(r->monitor, last_seq);
 	if (r->sender)
 		ds_sender_wake(r->sender);
 }
@@ -337,6 +340,7 @@ static int run_pass(struct run *r, const char *why)
 	progress_end(r);
 	if (rc == -ECANCELED)
 		return rc;
+	ds_source_monitor_on_pass(r->monitor, &c, rc, (double)(now_ms() - t0) / 1000.0);
 	ds_log(rc < 0 ? DS_LOG_WARN : DS_LOG_INFO, "pass_done",
 	       "listed=%llu pushed=%llu unchanged=%llu skipped=%llu tombstoned=%llu ms=%lld%s%s",
 	       (unsigned long long)c.listed, (unsigned long long)c.pushed,
@@ -642,6 +646,32 @@ static int connect_cluster(struct run *r)
 	return 0;
 }
 
+/* The monitor counts in any case; it serves only when metrics.listen is set. */
+static int start_monitor(struct run *r)
+{
+	ds_source_monitor_config mc = {.state_dir = r->state_dir, .kube = r->kube};
+	const char *listen = ds_source_config_metrics_listen(r->cfg);
+	ds_err err = {0};
+
+	if (ds_source_monitor_new(&r->monitor, &mc, &err) < 0) {
+		fprintf(stderr, "drasync-source run: %s\n", err.msg);
+		return 1;
+	}
+	if (!listen) {
+		ds_log(
+		    DS_LOG_INFO, "metrics_off",
+		    "detail=\"no metrics.listen in the file: no /metrics, /healthz or /readyz\"");
+		return 0;
+	}
+	if (ds_source_monitor_serve(r->monitor, listen, &err) < 0) {
+		fprintf(stderr, "drasync-source run: %s: %s\n", r->opts.config, err.msg);
+		return 1;
+	}
+	ds_log(DS_LOG_INFO, "metrics_listening", "listen=%s paths=\"/metrics /healthz /readyz\"",
+	       listen);
+	return 0;
+}
+
 static int start(struct run *r)
 {
 	ds_exporter_config ec;
@@ -652,6 +682,9 @@ static int start(struct run *r)
 	const char *const *ns = ds_source_config_namespaces(r->cfg, &n_ns);
 	int rc;
 
+	rc = start_monitor(r);
+	if (rc)
+		return rc;
 	ds_exporter_config_default(&ec);
 	ec.kube = r->kube;
 	ec.state_dir = r->state_dir;
@@ -695,6 +728,7 @@ static int start(struct run *r)
 		fprintf(stderr, "drasync-source run: %s\n", err.msg);
 		return 1;
 	}
+	ds_source_monitor_attach(r->monitor, r->sender);
 	r->state.pid = (int64_t)getpid();
 	r->state.started_ms = now_ms();
 	snprintf(r->state.endpoint, sizeof(r->state.endpoint), "%s", sc.endpoint);
@@ -761,6 +795,8 @@ out:
 		state_save(&r);
 		ds_log(DS_LOG_INFO, "stopped", "exit=%d", rc);
 	}
+	/* The HTTP server reads the sender: it stops first. */
+	ds_source_monitor_free(r.monitor);
 	ds_sender_free(r.sender);
 	ds_exporter_free(r.ex);
 	ds_kube_free(r.kube);

@@ -24,6 +24,7 @@
 #include "drasync/receiver.h"
 #include "drasync/stop_signals.h"
 #include "drasync/target_config.h"
+#include "drasync/target_monitor.h"
 #include "drasync/verifier.h"
 
 #include <errno.h>
@@ -52,6 +53,7 @@ struct run {
 	pthread_t applier_thread;
 	bool applier_started;
 	ds_verifier *verifier;
+	ds_target_monitor *monitor; /* metrics, health, the status page (metrics.listen) */
 	pthread_t verifier_thread;
 	bool verifier_started;
 	_Atomic(ds_target_config *) verify_cfg; /* r->cfg for the verifier's thread */
@@ -275,6 +277,7 @@ static void on_verified(void *ud, const ds_verify_item *it)
 	struct run *r = ud;
 	char q[DS_VERIFY_REASON_MAX + 64];
 
+	ds_target_monitor_on_verified(r->monitor, it);
 	ds_log(it->verified ? DS_LOG_INFO : DS_LOG_WARN, it->verified ? "verified" : "not_verified",
 	       "kind=%s namespace=%s name=%s form=%s seconds=%.1f reason=%s", it->kind, it->ns,
 	       it->name, ds_verify_form_name(it->form), it->seconds,
@@ -313,10 +316,12 @@ static void *verifier_main(void *arg)
 /* Every outcome of the apply stage as one log line, with its reason. */
 static void on_apply(void *ud, const ds_applier_event *ev)
 {
+	struct run *r = ud;
 	char reason[600];
 	enum ds_log_level level = DS_LOG_INFO;
 
-	verify_later(ud, ev);
+	ds_target_monitor_on_apply(r->monitor, ev);
+	verify_later(r, ev);
 	if (ev->unchanged)
 		level = DS_LOG_DEBUG;
 	else if (ev->state == DS_APPLY_FAILED || ev->takeover)
@@ -414,6 +419,7 @@ static void on_reload(void *ud)
 	r->cfg = cfg;
 	atomic_store(&r->verify_cfg, cfg);
 	ds_applier_set_config(r->applier, cfg);
+	ds_target_monitor_set_config(r->monitor, cfg);
 	ds_target_config_namespaces(cfg, &n_nsm);
 	ds_log(DS_LOG_INFO, "reloaded",
 	       "config=%s mode=%s mapping_rules=%zu device_class_mappings=%zu "
@@ -421,6 +427,33 @@ static void on_reload(void *ud)
 	       r->config, ds_mode_name(ds_target_config_mode(cfg)),
 	       ds_target_config_dra(cfg)->n_rules, ds_target_config_dra(cfg)->n_device_classes,
 	       n_nsm);
+}
+
+/* The monitor counts in any case; it serves only when metrics.listen is set. */
+static int start_monitor(struct run *r)
+{
+	ds_target_monitor_config mc = {
+	    .ledger_path = r->ledger, .config_path = r->config, .kube = r->kube, .cfg = r->cfg};
+	const char *listen = ds_target_config_metrics_listen(r->cfg);
+	ds_err err = {0};
+
+	if (ds_target_monitor_new(&r->monitor, &mc, &err) < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", err.msg);
+		return 1;
+	}
+	if (!listen) {
+		ds_log(DS_LOG_INFO, "metrics_off",
+		       "detail=\"no metrics.listen in the file: no /metrics, /healthz, /readyz or "
+		       "status page\"");
+		return 0;
+	}
+	if (ds_target_monitor_serve(r->monitor, listen, &err) < 0) {
+		fprintf(stderr, "drasync-target run: %s: %s\n", r->config, err.msg);
+		return 1;
+	}
+	ds_log(DS_LOG_INFO, "metrics_listening",
+	       "listen=%s paths=\"/metrics /healthz /readyz / (status page)\"", listen);
+	return 0;
 }
 
 static int start(struct run *r)
@@ -439,6 +472,9 @@ static int start(struct run *r)
 	ds_err err = {0};
 	int rc;
 
+	rc = start_monitor(r);
+	if (rc)
+		return rc;
 	/* The verifier before the applier, whose events feed it. */
 	atomic_store(&r->verify_cfg, r->cfg);
 	rc = r->verify_timeout_ms ? ds_verifier_new(&r->verifier, &vc, &err) : 0;
@@ -465,7 +501,8 @@ static int start(struct run *r)
 	rc_cfg.inbox_path = r->ledger;
 	rc_cfg.handler = ds_applier_record_handler;
 	rc_cfg.handler_ud = r->applier;
-	rc_cfg.on_event = ds_transport_event_log;
+	rc_cfg.on_event = ds_target_monitor_on_link_event; /* logs and counts */
+	rc_cfg.event_ud = r->monitor;
 	rc_cfg.max_unapplied = ds_target_config_max_unapplied(r->cfg);
 	rc = ds_apply_feedback_open(&r->feedback, r->ledger, &err);
 	if (rc < 0) {
@@ -478,6 +515,8 @@ static int start(struct run *r)
 		fprintf(stderr, "drasync-target run: %s\n", err.msg);
 		return 2;
 	}
+	ds_target_monitor_attach(r->monitor, r->applier, r->verifier);
+	ds_target_monitor_set_listening(r->monitor, ds_receiver_endpoint(r->receiver));
 	ds_log(DS_LOG_INFO, "started",
 	       "listen=%s mode=%s ledger=%s dra_api=%s authorized_sources=%s "
 	       "max_unapplied=%llu",
@@ -539,6 +578,8 @@ out:
 		pthread_join(r.verifier_thread, NULL);
 	}
 	ds_stop_signals_end(&r.signals);
+	/* The HTTP server reads the applier and verifier: it stops first. */
+	ds_target_monitor_free(r.monitor);
 	if (r.receiver)
 		ds_log(DS_LOG_INFO, "stopped", "exit=%d", rc);
 	ds_receiver_free(r.receiver);

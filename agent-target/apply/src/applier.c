@@ -29,6 +29,7 @@ struct ds_applier {
 	enum ds_dra_version dra;
 	unsigned long dra_gen;	/* the discovery generation dra was picked from */
 	unsigned long pass_gen; /* the discovery generation when the pass began */
+	struct timespec picked; /* when the pass took its objects (monotonic) */
 	pthread_mutex_t mu;	/* guards stats, notified, stopping, next_cfg */
 	pthread_cond_t cond;
 	bool notified, stopping;
@@ -334,23 +335,29 @@ static int record(ds_applier *a, struct item *it, ds_err *err)
 static void tell(ds_applier *a, const struct item *it, const ds_report *rep)
 {
 	char target[700];
+	struct timespec now;
 
 	if (!a->cfg.on_event)
 		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (it->obj)
 		ds_obj_describe(it->obj, target, sizeof(target));
-	a->cfg.on_event(a->cfg.event_ud, &(ds_applier_event){.source = it->row->source,
-							     .key = it->row->key,
-							     .target = it->obj ? target : NULL,
-							     .seq = it->row->seq,
-							     .op = it->row->op,
-							     .state = it->out.state,
-							     .reason = it->out.reason,
-							     .unchanged = it->unchanged,
-							     .takeover = it->takeover,
-							     .report = rep,
-							     .report_first = it->rep_first,
-							     .report_n = it->rep_n});
+	a->cfg.on_event(
+	    a->cfg.event_ud,
+	    &(ds_applier_event){.source = it->row->source,
+				.key = it->row->key,
+				.target = it->obj ? target : NULL,
+				.seq = it->row->seq,
+				.op = it->row->op,
+				.state = it->out.state,
+				.reason = it->out.reason,
+				.unchanged = it->unchanged,
+				.takeover = it->takeover,
+				.report = rep,
+				.report_first = it->rep_first,
+				.report_n = it->rep_n,
+				.seconds = (double)(now.tv_sec - a->picked.tv_sec) +
+					   (double)(now.tv_nsec - a->picked.tv_nsec) / 1e9});
 }
 
 /*
@@ -1410,6 +1417,7 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	if ((rc > 0 || a->ingested) && (rc = ds_object_state_wake_waiting(a->st, err)) < 0)
 		goto out;
 	a->ingested = false;
+	clock_gettime(CLOCK_MONOTONIC, &a->picked);
 	rc = ds_object_state_pick_in(a->st, now_ms(), a->cfg.pass_max,
 				     a->cfg.n_namespaces ? &a->scope : NULL, &rows, &n, err);
 	if (rc < 0 || n == 0)

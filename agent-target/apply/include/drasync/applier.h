@@ -67,6 +67,7 @@ typedef struct ds_applier_event {
 	bool takeover;	    /* applied by taking over fields other field managers owned */
 	const ds_report *report;
 	size_t report_first, report_n; /* the pipeline's entries for this object */
+	double seconds; /* from the pass taking the object to its outcome being in the ledger */
 } ds_applier_event;
 
 /* Called on the applier's thread after the outcome is in the ledger. */

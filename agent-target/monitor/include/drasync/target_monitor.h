@@ -1,0 +1,63 @@
+#ifndef DRASYNC_TARGET_MONITOR_H
+#define DRASYNC_TARGET_MONITOR_H
+
+/*
+ * What `drasync-target run` serves on metrics.listen: /metrics (Prometheus
+ * text), /healthz, /readyz and the status page at /. The counters of events
+ * (objects applied, rewrites, verifications, link events) are fed by the run
+ * command's callbacks; the rest is read at each scrape from the thread-safe
+ * getters of the applier and verifier and from the ledger (ledger_status.h,
+ * on its own read-only connection). Every function is safe from any thread.
+ */
+
+#include "drasync/applier.h"
+#include "drasync/err.h"
+#include "drasync/kube_client.h"
+#include "drasync/metrics.h"
+#include "drasync/target_config.h"
+#include "drasync/transport.h"
+#include "drasync/verifier.h"
+
+typedef struct ds_target_monitor ds_target_monitor;
+
+typedef struct ds_target_monitor_config {
+	const char *ledger_path;     /* copied */
+	const char *config_path;     /* copied; shown on the status page */
+	ds_kube *kube;		     /* borrowed: /readyz probes its API server */
+	const ds_target_config *cfg; /* borrowed; see ds_target_monitor_set_config */
+} ds_target_monitor_config;
+
+/** Define the target's metrics in m (for tests: the list the agent exposes). */
+int ds_target_metrics_define(ds_metrics *m, ds_err *err);
+
+/** A monitor; it serves nothing until ds_target_monitor_serve(). */
+int ds_target_monitor_new(ds_target_monitor **out, const ds_target_monitor_config *cfg,
+			  ds_err *err);
+/** Stops the server first. NULL-safe. */
+void ds_target_monitor_free(ds_target_monitor *m);
+
+/** The applier and verifier whose counters a scrape reads (borrowed; either may be NULL). */
+void ds_target_monitor_attach(ds_target_monitor *m, ds_applier *a, ds_verifier *v);
+
+/** The configuration in force (SIGHUP); cfg must stay valid as long as the monitor. */
+void ds_target_monitor_set_config(ds_target_monitor *m, const ds_target_config *cfg);
+
+/** The receiver is bound on endpoint (copied): one condition of /readyz. */
+void ds_target_monitor_set_listening(ds_target_monitor *m, const char *endpoint);
+
+/** Count one outcome of the applier (its event callback). */
+void ds_target_monitor_on_apply(ds_target_monitor *m, const ds_applier_event *ev);
+
+/** Count one verification result. */
+void ds_target_monitor_on_verified(ds_target_monitor *m, const ds_verify_item *it);
+
+/** Count one link event (a ds_transport_event_fn; ud: the monitor). */
+void ds_target_monitor_on_link_event(void *ud, const ds_transport_event *ev);
+
+/** Serve on listen ("127.0.0.1:9450"). @return 0, or as ds_http_server_start() */
+int ds_target_monitor_serve(ds_target_monitor *m, const char *listen, ds_err *err);
+
+/** The registry (borrowed). */
+ds_metrics *ds_target_monitor_metrics(ds_target_monitor *m);
+
+#endif

@@ -1,0 +1,465 @@
+#include "drasync/target_monitor.h"
+
+#include "drasync/html.h"
+#include "drasync/http_server.h"
+#include "drasync/inventory.h"
+#include "drasync/kube_probe.h"
+#include "drasync/ledger_status.h"
+#include "drasync/namespace_mode.h"
+#include "drasync/status_page.h"
+#include "drasync/version.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Seconds: an object's apply from the pass taking it to its outcome. */
+static const double apply_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+				       1,     2.5,  5,	   10,	 30,  60,   300};
+
+static const ds_metric_def defs[] = {
+    {"drasync_build_info", DS_METRIC_GAUGE, "The agent and its version (always 1).",
+     "agent,version", NULL, 0},
+    {"drasync_target_objects_applied_total", DS_METRIC_COUNTER,
+     "Objects the applier decided, by kind and result (applied, unchanged: already "
+     "applied, no API call; waiting, failed, held, skipped, deleted, kept).",
+     "kind,result", NULL, 0},
+    {"drasync_target_apply_duration_seconds", DS_METRIC_HISTOGRAM,
+     "Seconds from the applier's pass taking an object to its outcome being in the ledger "
+     "(objects that needed an API call).",
+     "", apply_buckets, sizeof(apply_buckets) / sizeof(apply_buckets[0])},
+    {"drasync_target_apply_passes_total", DS_METRIC_COUNTER, "Applier passes.", "", NULL, 0},
+    {"drasync_target_apply_api_writes_total", DS_METRIC_COUNTER,
+     "Writes (apply, delete) the applier sent to the API server.", "", NULL, 0},
+    {"drasync_target_apply_api_reads_total", DS_METRIC_COUNTER,
+     "Reads (get) the applier sent to the API server.", "", NULL, 0},
+    {"drasync_target_objects", DS_METRIC_GAUGE,
+     "Objects in the ledger by apply state (pending, applied, waiting, failed, held, skipped, "
+     "deleted, kept).",
+     "state", NULL, 0},
+    {"drasync_target_ledger_unapplied_records", DS_METRIC_GAUGE,
+     "Records committed in the ledger and not applied yet, all sources.", "", NULL, 0},
+    {"drasync_target_source_unapplied_records", DS_METRIC_GAUGE,
+     "Replication lag in records: committed from this source and not applied yet.", "source", NULL,
+     0},
+    {"drasync_target_source_lag_seconds", DS_METRIC_GAUGE,
+     "Replication lag in seconds: how long the oldest record of this source not applied yet "
+     "has waited (0: none waits).",
+     "source", NULL, 0},
+    {"drasync_target_source_committed_seq", DS_METRIC_GAUGE,
+     "The highest record sequence number of this source committed in the ledger.", "source", NULL,
+     0},
+    {"drasync_target_source_last_contact_timestamp_seconds", DS_METRIC_GAUGE,
+     "When this source last committed records or opened a session (Unix time).", "source", NULL, 0},
+    {"drasync_target_namespaces", DS_METRIC_GAUGE,
+     "Target namespaces of the ledger by mode (active, standby).", "mode", NULL, 0},
+    {"drasync_target_mapping_rewrites_total", DS_METRIC_COUNTER,
+     "Changes the DRA mapping made to objects applied, by type (rewrite, split, attach, "
+     "device_class, resource) and the rule that made them.",
+     "type,rule", NULL, 0},
+    {"drasync_target_verifications_total", DS_METRIC_COUNTER,
+     "Workload verifications finished by the verifier, by result (verified, not_verified).",
+     "result", NULL, 0},
+    {"drasync_target_verifier_checks_total", DS_METRIC_COUNTER,
+     "Checks the verifier made on the cluster.", "", NULL, 0},
+    {"drasync_target_verifier_pending_workloads", DS_METRIC_GAUGE,
+     "Workloads applied and not verified yet.", "", NULL, 0},
+    {"drasync_target_workloads_last_verification", DS_METRIC_GAUGE,
+     "Workloads by the result of their last verification (verified, not_verified).", "result", NULL,
+     0},
+    {"drasync_target_last_verification_timestamp_seconds", DS_METRIC_GAUGE,
+     "When a workload was last verified or found not verified (Unix time; 0: never).", "", NULL, 0},
+    {"drasync_target_link_sessions_total", DS_METRIC_COUNTER,
+     "Sessions sources opened on the link (a source's reconnect opens one).", "", NULL, 0},
+    {"drasync_target_link_refused_total", DS_METRIC_COUNTER,
+     "Peers refused on the link, by reason (zap_refused: key not authorized, "
+     "session_refused, handshake_failed, source_revoked, protocol_error).",
+     "reason", NULL, 0},
+    {"drasync_target_link_events_total", DS_METRIC_COUNTER,
+     "Every event of the link (what the log calls event=...), by event.", "event", NULL, 0},
+    {"drasync_target_ready", DS_METRIC_GAUGE,
+     "1 when /readyz answers 200: bound, ledger readable, API server reachable.", "", NULL, 0},
+};
+
+struct ds_target_monitor {
+	char *ledger_path, *config_path;
+	ds_kube *kube;
+	_Atomic(const ds_target_config *) cfg;
+	ds_metrics *mx;
+	ds_kube_probe *probe;
+	ds_http_server *http;
+	pthread_mutex_t lock; /* guards applier, verifier, listening */
+	ds_applier *applier;
+	ds_verifier *verifier;
+	char listening[256];
+};
+
+int ds_target_metrics_define(ds_metrics *m, ds_err *err)
+{
+	return ds_metrics_define_all(m, defs, sizeof(defs) / sizeof(defs[0]), err);
+}
+
+static const char *map_ns(void *ud, const char *source_ns)
+{
+	return ds_target_config_map_namespace(ud, source_ns);
+}
+
+static int read_status(ds_target_monitor *m, size_t max_items, ds_ledger_status **st, ds_err *err)
+{
+	const ds_target_config *cfg = atomic_load(&m->cfg);
+
+	return ds_ledger_status_read_mapped(m->ledger_path, max_items, cfg ? map_ns : NULL,
+					    (void *)(uintptr_t)cfg, st, err);
+}
+
+/* /readyz's conditions, in order; why says the first that fails. */
+static bool ready(ds_target_monitor *m, char *why, size_t size)
+{
+	ds_ledger_status *st = NULL;
+	char listening[256], probe[300];
+	ds_err err = {0};
+	int rc;
+
+	pthread_mutex_lock(&m->lock);
+	snprintf(listening, sizeof(listening), "%s", m->listening);
+	pthread_mutex_unlock(&m->lock);
+	if (!listening[0]) {
+		snprintf(why, size, "the link is not bound yet");
+		return false;
+	}
+	rc = read_status(m, 0, &st, &err);
+	ds_ledger_status_free(st);
+	if (rc < 0) {
+		snprintf(why, size, "ledger %s: %s", m->ledger_path, err.msg);
+		return false;
+	}
+	if (!ds_kube_probe_reachable(m->probe, probe, sizeof(probe))) {
+		snprintf(why, size, "%s", probe);
+		return false;
+	}
+	snprintf(why, size, "ready: listening on %s, ledger open, API server reachable", listening);
+	return true;
+}
+
+static void collect(void *ud, ds_metrics *mx)
+{
+	ds_target_monitor *m = ud;
+	ds_applier_stats as;
+	ds_ledger_status *st = NULL;
+	ds_applier *a;
+	ds_verifier *v;
+	uint64_t unapplied = 0, modes[DS_MODE_MAX] = {0};
+	const ds_target_config *cfg = atomic_load(&m->cfg);
+	int64_t now = (int64_t)time(NULL);
+	char why[400];
+
+	pthread_mutex_lock(&m->lock);
+	a = m->applier;
+	v = m->verifier;
+	pthread_mutex_unlock(&m->lock);
+	if (a) {
+		ds_applier_stats_get(a, &as);
+		ds_metrics_set(mx, "drasync_target_apply_passes_total", NULL, (double)as.passes);
+		ds_metrics_set(mx, "drasync_target_apply_api_writes_total", NULL,
+			       (double)as.api_writes);
+		ds_metrics_set(mx, "drasync_target_apply_api_reads_total", NULL,
+			       (double)as.api_reads);
+	}
+	if (v) {
+		ds_metrics_set(mx, "drasync_target_verifier_checks_total", NULL,
+			       (double)ds_verifier_checks(v));
+		ds_metrics_set(mx, "drasync_target_verifier_pending_workloads", NULL,
+			       (double)ds_verifier_pending(v));
+	}
+	if (read_status(m, 0, &st, NULL) == 0) {
+		/* Recomputed from the ledger: a source or state gone is gone. */
+		ds_metrics_clear(mx, "drasync_target_source_unapplied_records");
+		ds_metrics_clear(mx, "drasync_target_source_lag_seconds");
+		ds_metrics_clear(mx, "drasync_target_source_committed_seq");
+		ds_metrics_clear(mx, "drasync_target_source_last_contact_timestamp_seconds");
+		for (size_t i = 0; i < st->n_sources; i++) {
+			const ds_ledger_source *s = &st->sources[i];
+			const char *lv[] = {s->name};
+			int64_t lag =
+			    s->unapplied && s->oldest_unapplied && now > s->oldest_unapplied
+				? now - s->oldest_unapplied
+				: 0;
+
+			unapplied += s->unapplied;
+			ds_metrics_set(mx, "drasync_target_source_unapplied_records", lv,
+				       (double)s->unapplied);
+			ds_metrics_set(mx, "drasync_target_source_lag_seconds", lv, (double)lag);
+			ds_metrics_set(mx, "drasync_target_source_committed_seq", lv,
+				       (double)s->committed_seq);
+			ds_metrics_set(mx, "drasync_target_source_last_contact_timestamp_seconds",
+				       lv, (double)s->last_contact);
+		}
+		ds_metrics_set(mx, "drasync_target_ledger_unapplied_records", NULL,
+			       (double)unapplied);
+		for (int s = 1; s < DS_APPLY_STATE_MAX; s++)
+			ds_metrics_set(
+			    mx, "drasync_target_objects",
+			    (const char *[]){ds_apply_state_name((enum ds_apply_state)s)},
+			    (double)st->states[s]);
+		for (size_t i = 0; i < st->n_namespaces; i++) {
+			const ds_ledger_namespace *n = &st->namespaces[i];
+			enum ds_mode mode = n->recorded ? n->mode
+					    : cfg	? ds_target_config_mode(cfg)
+							: DS_MODE_STANDBY;
+			if (mode < DS_MODE_MAX)
+				modes[mode]++;
+		}
+		for (int i = 0; i < DS_MODE_MAX; i++)
+			ds_metrics_set(mx, "drasync_target_namespaces",
+				       (const char *[]){ds_namespace_mode_word((enum ds_mode)i)},
+				       (double)modes[i]);
+		ds_metrics_set(mx, "drasync_target_workloads_last_verification",
+			       (const char *[]){"verified"}, (double)st->verified);
+		ds_metrics_set(mx, "drasync_target_workloads_last_verification",
+			       (const char *[]){"not_verified"}, (double)st->not_verified);
+		ds_metrics_set(mx, "drasync_target_last_verification_timestamp_seconds", NULL,
+			       (double)st->last_checked);
+	}
+	ds_ledger_status_free(st);
+	ds_metrics_set(mx, "drasync_target_ready", NULL, ready(m, why, sizeof(why)) ? 1 : 0);
+}
+
+int ds_target_monitor_new(ds_target_monitor **out, const ds_target_monitor_config *cfg, ds_err *err)
+{
+	ds_target_monitor *m = calloc(1, sizeof(*m));
+	int rc = -ENOMEM;
+
+	if (!m)
+		return ds_err_fallback(err, rc);
+	pthread_mutex_init(&m->lock, NULL);
+	m->kube = cfg->kube;
+	atomic_store(&m->cfg, cfg->cfg);
+	m->ledger_path = strdup(cfg->ledger_path);
+	m->config_path = strdup(cfg->config_path ? cfg->config_path : "");
+	if (!m->ledger_path || !m->config_path || ds_metrics_new(&m->mx) < 0)
+		goto out;
+	rc = ds_target_metrics_define(m->mx, err);
+	if (rc < 0)
+		goto out;
+	ds_metrics_set(m->mx, "drasync_build_info", (const char *[]){"target", DS_VERSION}, 1);
+	/* A probe answers within 2 s; a scrape and a readyz reuse it for 2 s. */
+	rc = ds_kube_probe_new(&m->probe, cfg->kube, 2000, 2000, err);
+	if (rc < 0)
+		goto out;
+	ds_metrics_set_collector(m->mx, collect, m);
+	*out = m;
+	m = NULL;
+out:
+	ds_target_monitor_free(m);
+	return ds_err_fallback(err, rc);
+}
+
+void ds_target_monitor_free(ds_target_monitor *m)
+{
+	if (!m)
+		return;
+	ds_http_server_free(m->http);
+	ds_kube_probe_free(m->probe);
+	ds_metrics_free(m->mx);
+	free(m->ledger_path);
+	free(m->config_path);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+void ds_target_monitor_attach(ds_target_monitor *m, ds_applier *a, ds_verifier *v)
+{
+	pthread_mutex_lock(&m->lock);
+	m->applier = a;
+	m->verifier = v;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void ds_target_monitor_set_config(ds_target_monitor *m, const ds_target_config *cfg)
+{
+	atomic_store(&m->cfg, cfg);
+}
+
+void ds_target_monitor_set_listening(ds_target_monitor *m, const char *endpoint)
+{
+	pthread_mutex_lock(&m->lock);
+	snprintf(m->listening, sizeof(m->listening), "%s", endpoint ? endpoint : "");
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* "group/Kind/namespace/name" -> Kind; "" when the key has no kind. */
+static void key_kind(const char *key, char *kind, size_t size)
+{
+	const char *a = key ? strchr(key, '/') : NULL, *b = a ? strchr(a + 1, '/') : NULL;
+	size_t n = b ? (size_t)(b - a - 1) : 0;
+
+	if (n >= size)
+		n = size - 1;
+	memcpy(kind, a ? a + 1 : "", n);
+	kind[n] = '\0';
+}
+
+/* The rule a report entry names: "dra.resourceClaimMappings[0]"; "" when none. */
+static void entry_rule(const ds_report_entry *e, char *rule, size_t size)
+{
+	const char *p = e->message ? strstr(e->message, "dra.") : NULL;
+	size_t n = 0;
+
+	if (e->type == DS_REPORT_DEVICE_CLASS) {
+		snprintf(rule, size, "dra.deviceClassMappings");
+		return;
+	}
+	while (p && p[n] &&
+	       (p[n] == '.' || p[n] == '[' || p[n] == ']' || (p[n] >= '0' && p[n] <= '9') ||
+		(p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z')))
+		n++;
+	if (n >= size)
+		n = size - 1;
+	memcpy(rule, p ? p : "", n);
+	rule[n] = '\0';
+}
+
+void ds_target_monitor_on_apply(ds_target_monitor *m, const ds_applier_event *ev)
+{
+	char kind[64];
+
+	if (!m)
+		return;
+
+	key_kind(ev->key, kind, sizeof(kind));
+	ds_metrics_add(
+	    m->mx, "drasync_target_objects_applied_total",
+	    (const char *[]){kind[0] ? kind : "unknown",
+			     ev->unchanged ? "unchanged" : ds_apply_state_name(ev->state)},
+	    1);
+	if (ev->unchanged)
+		return;
+	ds_metrics_observe(m->mx, "drasync_target_apply_duration_seconds", NULL,
+			   ev->seconds > 0 ? ev->seconds : 0);
+	for (size_t i = 0; ev->report && i < ev->report_n; i++) {
+		const ds_report_entry *e = ds_report_get(ev->report, ev->report_first + i);
+		char rule[96];
+
+		if (!e)
+			break;
+		if (e->type != DS_REPORT_REWRITE && e->type != DS_REPORT_SPLIT &&
+		    e->type != DS_REPORT_ATTACH && e->type != DS_REPORT_DEVICE_CLASS &&
+		    e->type != DS_REPORT_RESOURCE)
+			continue;
+		entry_rule(e, rule, sizeof(rule));
+		ds_metrics_add(m->mx, "drasync_target_mapping_rewrites_total",
+			       (const char *[]){ds_report_type_name(e->type), rule}, 1);
+	}
+}
+
+void ds_target_monitor_on_verified(ds_target_monitor *m, const ds_verify_item *it)
+{
+	if (!m)
+		return;
+	ds_metrics_add(m->mx, "drasync_target_verifications_total",
+		       (const char *[]){it->verified ? "verified" : "not_verified"}, 1);
+}
+
+void ds_target_monitor_on_link_event(void *ud, const ds_transport_event *ev)
+{
+	ds_target_monitor *m = ud;
+	static const char *const refused[] = {"zap_refused", "session_refused", "handshake_failed",
+					      "source_revoked", "protocol_error"};
+	char name[48];
+
+	ds_transport_event_log(NULL, ev);
+	if (!m)
+		return;
+	/* Event names are the link's own, a fixed set; bounded anyway. */
+	snprintf(name, sizeof(name), "%s", ev->name);
+	ds_metrics_add(m->mx, "drasync_target_link_events_total", (const char *[]){name}, 1);
+	if (strcmp(ev->name, "session_open") == 0)
+		ds_metrics_add(m->mx, "drasync_target_link_sessions_total", NULL, 1);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (strcmp(ev->name, refused[i]) == 0)
+			ds_metrics_add(m->mx, "drasync_target_link_refused_total",
+				       (const char *[]){name}, 1);
+}
+
+/* ---- HTTP --------------------------------------------------------------------- */
+
+static void get_metrics(void *ud, ds_http_reply *r)
+{
+	ds_target_monitor *m = ud;
+
+	r->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	ds_metrics_render(m->mx, &r->body);
+}
+
+static void get_healthz(void *ud, ds_http_reply *r)
+{
+	(void)ud;
+	ds_str_adds(&r->body, "ok\n");
+}
+
+static void get_readyz(void *ud, ds_http_reply *r)
+{
+	char why[400];
+
+	r->status = ready(ud, why, sizeof(why)) ? 200 : 503;
+	ds_str_addf(&r->body, "%s\n", why);
+}
+
+static void get_page(void *ud, ds_http_reply *r)
+{
+	ds_target_monitor *m = ud;
+	const ds_target_config *cfg = atomic_load(&m->cfg);
+	ds_status_page p = {.config_path = m->config_path,
+			    .ledger_path = m->ledger_path,
+			    .cfg = cfg,
+			    .now = (int64_t)time(NULL)};
+	ds_inventory_opts io = {.ledger_path = m->ledger_path,
+				.cfg = cfg,
+				.kube = NULL,
+				.no_kube_reason = "not checked by the status page "
+						  "(drasync-target inventory checks)"};
+	ds_ledger_status *st = NULL;
+	ds_inventory *inv = NULL;
+	ds_err lerr = {0}, ierr = {0};
+	char why[400], listening[256];
+
+	pthread_mutex_lock(&m->lock);
+	snprintf(listening, sizeof(listening), "%s", m->listening);
+	pthread_mutex_unlock(&m->lock);
+	p.listen = listening;
+	p.ready = ready(m, why, sizeof(why));
+	p.not_ready = why;
+	if (read_status(m, 100, &st, &lerr) == 0)
+		p.st = st;
+	p.ledger_error = lerr.msg;
+	if (cfg && ds_inventory_read(&io, &inv, &ierr) == 0)
+		p.inv = inv;
+	p.inventory_error = cfg ? ierr.msg : "no configuration";
+	r->content_type = "text/html; charset=utf-8";
+	ds_status_page_render(&r->body, &p);
+	ds_inventory_free(inv);
+	ds_ledger_status_free(st);
+}
+
+int ds_target_monitor_serve(ds_target_monitor *m, const char *listen, ds_err *err)
+{
+	const ds_http_route routes[] = {
+	    {"/metrics", get_metrics, m},
+	    {"/healthz", get_healthz, m},
+	    {"/readyz", get_readyz, m},
+	    {"/", get_page, m},
+	};
+
+	return ds_http_server_start(&m->http, listen, routes, sizeof(routes) / sizeof(routes[0]),
+				    err);
+}
+
+ds_metrics *ds_target_monitor_metrics(ds_target_monitor *m)
+{
+	return m->mx;
+}
