@@ -19,19 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int tu_free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
+/* tu_free_port() is tu_httpd.c's (declared in both headers): one definition. */
 
 void tu_site_init(tu_site *s, const char *prefix, const char *kubeconfig, const char *source)
 {
