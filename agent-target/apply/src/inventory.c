@@ -387,7 +387,8 @@ int ds_inventory_read(const ds_inventory_opts *o, ds_inventory **out, ds_err *er
 	rc = ds_ledger_objects_read(o->ledger_path, kinds, &rd.objs, &rd.n_objs, err);
 	if (rc < 0)
 		goto out;
-	qsort(rd.objs, rd.n_objs, sizeof(*rd.objs), cmp_obj);
+	if (rd.n_objs) /* qsort of NULL is undefined, even for none */
+		qsort(rd.objs, rd.n_objs, sizeof(*rd.objs), cmp_obj);
 	if ((rc = note_replicated(&rd)) < 0)
 		goto out;
 	for (size_t i = 0; i < rd.n_objs && rc == 0; i++) {

@@ -60,7 +60,7 @@ static const ds_metric_def defs[] = {
      "Target namespaces of the ledger by mode (active, standby).", "mode", NULL, 0},
     {"drasync_target_mapping_rewrites_total", DS_METRIC_COUNTER,
      "Changes the DRA mapping made to objects applied, by type (rewrite, split, attach, "
-     "device_class, resource) and the rule that made them.",
+     "deviceclass, resource) and the rule that made them.",
      "type,rule", NULL, 0},
     {"drasync_target_verifications_total", DS_METRIC_COUNTER,
      "Workload verifications finished by the verifier, by result (verified, not_verified).",

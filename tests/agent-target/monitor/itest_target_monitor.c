@@ -30,13 +30,17 @@
 static tu_site site;
 static bool site_up;
 static tu_forward *fwd;
-static int api_port; /* the real API server's, behind fwd */
+static int api_port;	  /* the real API server's, behind fwd */
+static char *kc_dir, *kc; /* the kubeconfig through fwd */
 
 static int teardown(void **state)
 {
 	(void)state;
 	tu_forward_stop(fwd);
 	fwd = NULL;
+	free(kc);
+	free(kc_dir);
+	kc = kc_dir = NULL;
 	if (site_up)
 		tu_site_dispose(&site);
 	site_up = false;
@@ -105,14 +109,15 @@ static void wait_ready(const char *base, long want, int timeout_ms)
 /* The site's agent with metrics on a free port, through the forwarder to the API server. */
 static void start_site(const char *prefix, char *base, size_t size, const char *extra)
 {
-	char cfg[600], *kc;
+	char cfg[600];
 	int port = tu_free_port();
 	tu_forward *probe;
 
 	/* The forwarder's port first, then the kubeconfig that points at it. */
 	probe = tu_forward_start(0, 1);
-	kc = tu_forward_kubeconfig(tu_env("DS_KUBECONFIG_V1BETA1"), tu_mkdtemp("kc"),
-				   "fwd.kubeconfig", tu_forward_port(probe), &api_port);
+	kc_dir = tu_mkdtemp("kc");
+	kc = tu_forward_kubeconfig(tu_env("DS_KUBECONFIG_V1BETA1"), kc_dir, "fwd.kubeconfig",
+				   tu_forward_port(probe), &api_port);
 	{
 		int p = tu_forward_port(probe);
 
@@ -162,12 +167,13 @@ static void test_itest_target_monitor__metrics_health_and_status_page(void **sta
 	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1BETA1"));
 	char *ns = tu_kube_new_namespace(k, "mon", ""), *text, *body, *dom;
 	char applied[200], failed[200];
-	json_t *objs[4];
+	json_t *objs[5];
 	tu_http_reply r;
 	struct stat st;
 
 	(void)state;
-	start_site("target-monitor", base, sizeof(base), NULL);
+	start_site("target-monitor", base, sizeof(base),
+		   "dra:\n  deviceClassMappings: [{from: gpu.nvidia.com, to: gpu.example.com}]\n");
 	/* Health: the process works; ready: bound, ledger open, API reachable. */
 	snprintf(url, sizeof(url), "%s/healthz", base);
 	body = tu_http_get(url, 200);
@@ -204,7 +210,22 @@ static void test_itest_target_monitor__metrics_health_and_status_page(void **sta
 	objs[0] = configmap(ns, "settings");
 	objs[1] = configmap(ns, "more-settings");
 	objs[2] = configmap(ns, "<script>alert(1)</script>");
-	tu_site_wait_acked(&site, tu_site_push(&site, objs, 3), 30000);
+	/* DRA: a template whose device class the rules rename, and a workload
+	 * (no replicas: it takes no device) that uses it. */
+	objs[3] = tu_kube_doc("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+			      "metadata: {name: gpu, namespace: %s, uid: gpu}\n"
+			      "spec: {spec: {devices: {requests: [{name: gpu, exactly: "
+			      "{deviceClassName: gpu.nvidia.com}}]}}}\n",
+			      ns);
+	objs[4] = tu_kube_doc(
+	    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: trainer, namespace: %s, uid: "
+	    "trainer}\nspec:\n  replicas: 0\n  selector: {matchLabels: {app: trainer}}\n"
+	    "  template:\n    metadata: {labels: {app: trainer}}\n    spec:\n"
+	    "      resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu}]\n"
+	    "      containers: [{name: main, image: registry.example/trainer:1, resources: "
+	    "{claims: [{name: gpu}]}}]\n",
+	    ns);
+	tu_site_wait_acked(&site, tu_site_push(&site, objs, 5), 30000);
 	text = wait_series(base, applied, 2, 60000);
 	free(text);
 	snprintf(failed, sizeof(failed), "drasync_target_objects{state=\"failed\"}");
@@ -224,9 +245,22 @@ static void test_itest_target_monitor__metrics_health_and_status_page(void **sta
 	assert_true(series(text, "drasync_target_link_sessions_total") >= 1);
 	assert_true(series(text, "drasync_target_link_events_total{event=\"session_open\"}") >= 1);
 	assert_true(series(text, "drasync_target_namespaces{mode=\"active\"}") >= 1);
+	free(text);
+	text = wait_series(
+	    base, "drasync_target_objects_applied_total{kind=\"Deployment\",result=\"applied\"}", 1,
+	    60000);
+	tu_promtool_check_metrics(text);
+	assert_true(series(text, "drasync_target_objects_applied_total{kind="
+				 "\"ResourceClaimTemplate\",result=\"applied\"}") >= 1);
+	assert_true(series(text, "drasync_target_mapping_rewrites_total{type=\"deviceclass\",rule="
+				 "\"dra.deviceClassMappings\"}") >= 1);
+	free(text);
+	/* The verifier looks at the workload applied. */
+	text = wait_series(base, "drasync_target_verifier_checks_total", 1, 60000);
 	/* Label values are bounded: no object name in any series. */
 	assert_null(strstr(text, "settings"));
 	assert_null(strstr(text, "script"));
+	assert_null(strstr(text, "trainer"));
 	free(text);
 	/* An update moves the counter again. */
 	objs[0] = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
@@ -260,6 +294,8 @@ static void test_itest_target_monitor__metrics_health_and_status_page(void **sta
 	assert_non_null(strstr(dom, "<td>prod-east</td>"));
 	assert_non_null(strstr(dom, ns));
 	assert_non_null(strstr(dom, "Mapping inventory"));
+	assert_non_null(strstr(dom, "<td>trainer</td>"));
+	assert_non_null(strstr(dom, "resourceClaimTemplate gpu"));
 	assert_non_null(strstr(dom, "Ready: <span class=\"ok\">yes</span>"));
 	free(dom);
 	snprintf(shot, sizeof(shot), "%s/status-page.png", artefacts);
