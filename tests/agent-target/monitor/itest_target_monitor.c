@@ -19,6 +19,10 @@
 #include "tu_kube.h"
 #include "tu_site.h"
 
+#include "drasync/keys.h"
+#include "drasync/outbox.h"
+#include "drasync/sender.h"
+
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -268,6 +272,35 @@ static void test_itest_target_monitor__metrics_health_and_status_page(void **sta
 			    "settings", "data", "k", "changed");
 	tu_site_wait_acked(&site, tu_site_push(&site, objs, 1), 30000);
 	free(wait_series(base, applied, 3, 60000));
+
+	/* A peer whose key is not authorized: refused, and counted. */
+	{
+		ds_keypair bad;
+		ds_sender_config sc;
+		ds_sender *tx = NULL;
+		ds_outbox *ob = NULL;
+		char path[1200];
+		ds_err err = {0};
+
+		assert_int_equal(ds_keys_generate(&bad, &err), 0);
+		snprintf(path, sizeof(path), "%s/intruder.db", site.dir);
+		assert_int_equal(ds_outbox_open(&ob, path, NULL, &err), 0);
+		ds_sender_config_default(&sc);
+		sc.endpoint = site.endpoint;
+		sc.server_public_key = site.tkeys.public_z85;
+		sc.keys = &bad;
+		sc.outbox_path = path;
+		sc.cluster_name = "intruder";
+		sc.hello_timeout_ms = 500;
+		assert_int_equal(ds_sender_new(&tx, &sc, &err), 0);
+		ds_sender_run(tx, 0, 1500, &err);
+		ds_sender_free(tx);
+		ds_outbox_free(ob);
+		text = wait_series(
+		    base, "drasync_target_link_refused_total{reason=\"zap_refused\"}", 1, 30000);
+		tu_promtool_check_metrics(text);
+		free(text);
+	}
 
 	/* The status page, as served. */
 	body = tu_http_get(base, 200);
