@@ -191,6 +191,25 @@ static void test_target_monitor__an_unknown_name_is_caught(void **state)
 	ds_metrics_free(m);
 }
 
+/* README's Monitoring section has a row for every metric either agent defines. */
+static void test_target_monitor__readme_lists_every_metric(void **state)
+{
+	ds_metrics *m = both_registries();
+	char path[1100], row[200], *readme;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/README.md", tu_env("DS_SOURCE_DIR"));
+	readme = tu_read_file(path, NULL);
+	for (size_t i = 0; i < ds_metrics_count(m); i++) {
+		snprintf(row, sizeof(row), "| `%s` | %s |", ds_metrics_name(m, i),
+			 ds_metric_type_name(ds_metrics_type(m, i)));
+		if (!strstr(readme, row))
+			fail_msg("README.md has no row \"%s\"", row);
+	}
+	free(readme);
+	ds_metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +217,7 @@ int main(void)
 	    cmocka_unit_test(test_target_monitor__prometheusrule_holds_the_plain_rules),
 	    cmocka_unit_test(test_target_monitor__dashboard_names_only_exposed_metrics),
 	    cmocka_unit_test(test_target_monitor__an_unknown_name_is_caught),
+	    cmocka_unit_test(test_target_monitor__readme_lists_every_metric),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
