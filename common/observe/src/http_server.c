@@ -1,9 +1,13 @@
 #include "drasync/http_server.h"
 
+#include "drasync/log.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -63,6 +67,21 @@ int ds_http_listen_parse(const char *listen, void *ss, ds_err *err)
 	}
 	ds_err_set(err, "'%s': the host is not an IP address (or localhost)", listen);
 	return -EINVAL;
+}
+
+/* libmicrohttpd's complaints (a malformed request, a client gone) as one
+ * logfmt line at debug: the agent's log stays one line per event. */
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512], q[600];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	ds_log(DS_LOG_DEBUG, "http_error", "detail=%s", ds_log_quote(msg, q, sizeof(q)));
 }
 
 static enum MHD_Result send_reply(struct MHD_Connection *c, int status, const char *ctype,
@@ -158,11 +177,11 @@ int ds_http_server_start(ds_http_server **out, const char *listen, const ds_http
 	/* Two threads: a slow status page does not hold a scrape; connections
 	 * bounded, idle ones closed, so a client cannot pin the server. */
 	errno = 0;
-	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &ss,
-				MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_CONNECTION_LIMIT, 64u,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, 16u,
-				MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
+	s->d = MHD_start_daemon(
+	    flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_THREAD_POOL_SIZE,
+	    2u, MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_PER_IP_CONNECTION_LIMIT, 16u,
+	    MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 	if (!s->d) {
 		rc = errno ? -errno : -EADDRINUSE;
 		ds_err_set(err, "metrics.listen %s: cannot listen: %s", listen, strerror(-rc));
