@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -399,6 +400,15 @@ int ds_metrics_format_value(ds_str *out, double v)
 	/* Counts are integers: print them exactly, without an exponent. */
 	if (v == floor(v) && fabs(v) < 9007199254740992.0)
 		return ds_str_addf(out, "%.0f", v);
+	/* The shortest form that reads back as the same double (0.1, not
+	 * 0.10000000000000001): what a person reads and what Prometheus parses. */
+	for (int prec = 15; prec < 17; prec++) {
+		char b[40];
+
+		snprintf(b, sizeof(b), "%.*g", prec, v);
+		if (strtod(b, NULL) == v)
+			return ds_str_adds(out, b);
+	}
 	return ds_str_addf(out, "%.17g", v);
 }
 

@@ -10,8 +10,12 @@
 #include "drasync/metrics.h"
 #include "drasync/source_monitor.h"
 #include "drasync/target_monitor.h"
+#include "drasync/inbox.h"
+#include "drasync/report.h"
 #include "drasync/yaml.h"
 #include "testutil.h"
+#include "tu_http.h"
+#include "tu_site.h"
 
 #include <ctype.h>
 #include <jansson.h>
@@ -210,6 +214,178 @@ static void test_target_monitor__readme_lists_every_metric(void **state)
 	ds_metrics_free(m);
 }
 
+/* A monitor on a real port, its API server a closed one (nothing answers). */
+static ds_target_monitor *monitor(const char *dir, const char *ledger, ds_kube **k, char *base,
+				  size_t size)
+{
+	char kcpath[1100];
+	ds_kubeconfig *kc = NULL;
+	ds_target_monitor *m = NULL;
+	ds_target_monitor_config mc = {0};
+	ds_err err = {0};
+	int port = tu_free_port();
+	char listen[64];
+
+	snprintf(kcpath, sizeof(kcpath), "%s/kubeconfig", dir);
+	tu_write_file(kcpath, "apiVersion: v1\nkind: Config\n"
+			      "clusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n"
+			      "users: [{name: u, user: {token: t}}]\n"
+			      "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+			      "current-context: x\n");
+	assert_int_equal(ds_kubeconfig_load(&kc, kcpath, NULL, &err), 0);
+	assert_int_equal(ds_kube_new(k, &kc, NULL, &err), 0);
+	mc.ledger_path = ledger;
+	mc.config_path = "target.yaml";
+	mc.kube = *k;
+	assert_int_equal(ds_target_monitor_new(&m, &mc, &err), 0);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	assert_int_equal(ds_target_monitor_serve(m, listen, &err), 0);
+	snprintf(base, size, "http://127.0.0.1:%d", port);
+	return m;
+}
+
+static void expect_readyz(const char *base, long code, const char *why)
+{
+	char url[128];
+	tu_http_reply r;
+
+	snprintf(url, sizeof(url), "%s/readyz", base);
+	tu_http(&r, "GET", url);
+	if (r.code != code || !strstr(r.body, why))
+		fail_msg("/readyz: %ld %s, expected %ld with '%s'", r.code, r.body, code, why);
+	tu_http_dispose(&r);
+}
+
+/* /readyz names the first condition that fails, in order: bound, ledger, API server. */
+static void test_target_monitor__readyz_says_what_is_missing(void **state)
+{
+	char *dir = tu_mkdtemp("monitor"), ledger[1100], base[64], url[128], *body;
+	ds_kube *k = NULL;
+	ds_target_monitor *m;
+	ds_inbox *ib = NULL;
+	ds_err err = {0};
+
+	(void)state;
+	snprintf(ledger, sizeof(ledger), "%s/ledger.db", dir);
+	m = monitor(dir, ledger, &k, base, sizeof(base));
+	snprintf(url, sizeof(url), "%s/healthz", base);
+	body = tu_http_get(url, 200);
+	assert_string_equal(body, "ok\n");
+	free(body);
+	expect_readyz(base, 503, "the link is not bound yet");
+	ds_target_monitor_set_listening(m, "tcp://0.0.0.0:7450");
+	expect_readyz(base, 503, "ledger");
+	assert_int_equal(ds_inbox_open(&ib, ledger, &err), 0);
+	expect_readyz(base, 503, "API server https://127.0.0.1:1");
+	/* The scrape says so too, and stays valid. */
+	body = tu_http_get(strcat(strcpy(url, base), "/metrics"), 200);
+	assert_non_null(strstr(body, "\ndrasync_target_ready 0\n"));
+	tu_promtool_check_metrics(body);
+	free(body);
+	ds_target_monitor_free(m);
+	ds_inbox_free(ib);
+	ds_kube_free(k);
+	free(dir);
+}
+
+static void apply(ds_target_monitor *m, const char *key, enum ds_apply_state st, bool unchanged,
+		  const ds_report *rep, size_t first, size_t n)
+{
+	ds_applier_event ev = {.source = "prod-east",
+			       .key = key,
+			       .state = st,
+			       .unchanged = unchanged,
+			       .report = rep,
+			       .report_first = first,
+			       .report_n = n,
+			       .seconds = 0.2};
+
+	ds_target_monitor_on_apply(m, &ev);
+}
+
+static double value(ds_target_monitor *m, const char *name, const char *const *labels)
+{
+	double v = -1;
+
+	if (ds_metrics_value(ds_target_monitor_metrics(m), name, labels, &v) < 0)
+		return -1;
+	return v;
+}
+
+/* What the run command's callbacks feed: outcomes by kind and result, the
+ * rewrites by the rule the report names, verifications, link events. */
+static void test_target_monitor__callbacks_count_by_bounded_labels(void **state)
+{
+	char *dir = tu_mkdtemp("monitor"), ledger[1100], base[64];
+	ds_kube *k = NULL;
+	ds_target_monitor *m;
+	ds_report *rep = NULL;
+	ds_verify_item vi = {.verified = false};
+	char *text;
+
+	(void)state;
+	snprintf(ledger, sizeof(ledger), "%s/ledger.db", dir);
+	m = monitor(dir, ledger, &k, base, sizeof(base));
+	assert_int_equal(ds_report_new(&rep), 0);
+	ds_report_add(rep, DS_REPORT_REWRITE, "Deployment ns/app", "main", "gpu", "claim a",
+		      "claim b", "(rule dra.resourceClaimMappings[2])");
+	ds_report_add(rep, DS_REPORT_ATTACH, "Deployment ns/app", "side", "gpu", NULL, "claim b",
+		      "(attach, rule dra.resourceClaimMappings[3])");
+	ds_report_add(rep, DS_REPORT_DEVICE_CLASS, "ResourceClaim ns/c", NULL, "gpu", "a", "b",
+		      "(deviceClassMappings)");
+	ds_report_add(rep, DS_REPORT_CONVERT, "ResourceClaim ns/c", NULL, NULL, "v1", "v1beta1",
+		      NULL);
+	apply(m, "apps/Deployment/ns/app", DS_APPLY_APPLIED, false, rep, 0, 2);
+	apply(m, "resource.k8s.io/ResourceClaim/ns/c", DS_APPLY_APPLIED, false, rep, 2, 2);
+	apply(m, "apps/Deployment/ns/app", DS_APPLY_APPLIED, true, rep, 0, 2); /* no API call */
+	apply(m, "/ConfigMap/ns/x", DS_APPLY_FAILED, false, NULL, 0, 0);
+	assert_true(value(m, "drasync_target_objects_applied_total",
+			  (const char *[]){"Deployment", "applied"}) == 1);
+	assert_true(value(m, "drasync_target_objects_applied_total",
+			  (const char *[]){"Deployment", "unchanged"}) == 1);
+	assert_true(value(m, "drasync_target_objects_applied_total",
+			  (const char *[]){"ConfigMap", "failed"}) == 1);
+	assert_true(value(m, "drasync_target_mapping_rewrites_total",
+			  (const char *[]){"rewrite", "dra.resourceClaimMappings[2]"}) == 1);
+	assert_true(value(m, "drasync_target_mapping_rewrites_total",
+			  (const char *[]){"attach", "dra.resourceClaimMappings[3]"}) == 1);
+	assert_true(value(m, "drasync_target_mapping_rewrites_total",
+			  (const char *[]){"deviceclass", "dra.deviceClassMappings"}) == 1);
+	/* A conversion is not a mapping rewrite; an unchanged object adds none. */
+	assert_true(
+	    value(m, "drasync_target_mapping_rewrites_total", (const char *[]){"convert", ""}) < 0);
+	ds_target_monitor_on_verified(m, &vi);
+	vi.verified = true;
+	ds_target_monitor_on_verified(m, &vi);
+	ds_target_monitor_on_verified(m, &vi);
+	assert_true(value(m, "drasync_target_verifications_total", (const char *[]){"verified"}) ==
+		    2);
+	assert_true(
+	    value(m, "drasync_target_verifications_total", (const char *[]){"not_verified"}) == 1);
+	ds_target_monitor_on_link_event(
+	    m, &(ds_transport_event){DS_LOG_DEBUG, "session_open", "", ""});
+	ds_target_monitor_on_link_event(
+	    m, &(ds_transport_event){DS_LOG_DEBUG, "zap_refused", "1.2.3.4", "key"});
+	assert_true(value(m, "drasync_target_link_sessions_total", NULL) == 1);
+	assert_true(
+	    value(m, "drasync_target_link_refused_total", (const char *[]){"zap_refused"}) == 1);
+	assert_true(value(m, "drasync_target_link_events_total", (const char *[]){"zap_refused"}) ==
+		    1);
+	/* Three outcomes needed an API call: three observations of 0.2 s. */
+	text = tu_http_get(strcat(strcpy((char[128]){0}, base), "/metrics"), 200);
+	assert_non_null(strstr(text, "\ndrasync_target_apply_duration_seconds_count 3\n"));
+	assert_non_null(
+	    strstr(text, "\ndrasync_target_apply_duration_seconds_bucket{le=\"0.25\"} 3\n"));
+	assert_non_null(
+	    strstr(text, "\ndrasync_target_apply_duration_seconds_bucket{le=\"0.1\"} 0\n"));
+	tu_promtool_check_metrics(text);
+	free(text);
+	ds_report_free(rep);
+	ds_target_monitor_free(m);
+	ds_kube_free(k);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +394,8 @@ int main(void)
 	    cmocka_unit_test(test_target_monitor__dashboard_names_only_exposed_metrics),
 	    cmocka_unit_test(test_target_monitor__an_unknown_name_is_caught),
 	    cmocka_unit_test(test_target_monitor__readme_lists_every_metric),
+	    cmocka_unit_test(test_target_monitor__readyz_says_what_is_missing),
+	    cmocka_unit_test(test_target_monitor__callbacks_count_by_bounded_labels),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,7 +135,7 @@ static void test_metrics__exposition_text_is_exact(void **state)
 			    "app_apply_seconds_bucket{le=\"1\"} 2\n"
 			    "app_apply_seconds_bucket{le=\"2.5\"} 2\n"
 			    "app_apply_seconds_bucket{le=\"+Inf\"} 3\n"
-			    "app_apply_seconds_sum 10.199999999999999\n"
+			    "app_apply_seconds_sum 10.2\n"
 			    "app_apply_seconds_count 3\n"
 			    "# HELP app_lag_seconds Lag.\n"
 			    "# TYPE app_lag_seconds gauge\n");
@@ -143,6 +143,31 @@ static void test_metrics__exposition_text_is_exact(void **state)
 	tu_promtool_check_metrics(text = render(m));
 	free(text);
 	ds_metrics_free(m);
+}
+
+static void test_metrics__values_read_back_exactly(void **state)
+{
+	static const double vs[] = {0,	  3,	  -2,		0.1, 0.005, 0.6000000000000001,
+				    1e21, 1.5e-7, 123456789.125};
+	static const char *const want[] = {"0",	    "3",       "-2",
+					   "0.1",   "0.005",   "0.6000000000000001",
+					   "1e+21", "1.5e-07", "123456789.125"};
+	ds_str s;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+		ds_str_init(&s, 64);
+		assert_int_equal(ds_metrics_format_value(&s, vs[i]), 0);
+		assert_string_equal(ds_str_ptr(&s), want[i]);
+		assert_true(strtod(ds_str_ptr(&s), NULL) == vs[i]);
+		ds_str_dispose(&s);
+	}
+	ds_str_init(&s, 64);
+	ds_metrics_format_value(&s, INFINITY);
+	ds_metrics_format_value(&s, -INFINITY);
+	ds_metrics_format_value(&s, NAN);
+	assert_string_equal(ds_str_ptr(&s), "+Inf-InfNaN");
+	ds_str_dispose(&s);
 }
 
 static void test_metrics__updates_are_checked(void **state)
@@ -288,6 +313,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_metrics__definitions_follow_prometheus_naming),
 	    cmocka_unit_test(test_metrics__exposition_text_is_exact),
+	    cmocka_unit_test(test_metrics__values_read_back_exactly),
 	    cmocka_unit_test(test_metrics__updates_are_checked),
 	    cmocka_unit_test(test_metrics__label_values_are_escaped),
 	    cmocka_unit_test(test_metrics__a_family_holds_a_bounded_number_of_series),

@@ -107,7 +107,8 @@ const char *ds_metric_type_name(enum ds_metric_type t);
 
 /**
  * Append value as the exposition writes it: integers without a fraction,
- * others with 17 significant digits, NaN, +Inf, -Inf. @return as ds_str_addf
+ * others in the shortest form (up to 17 digits) that reads back as the same
+ * double, NaN, +Inf, -Inf. @return as ds_str_addf
  */
 int ds_metrics_format_value(ds_str *out, double v);
 
