@@ -12,8 +12,8 @@
 #   DS_HELM_BIN     a prebuilt helm to use instead (nothing is built)
 #   DS_HELM_CACHE   cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/drasync/helm)
 #   DS_KUBE_GO_P    go build -p (default 2)
-# The cache key is a hash of go.mod and go.sum: a change to either builds a
-# new binary beside the old one.
+# The cache key is a hash of go.mod, go.sum and this script: a change to any
+# builds a new binary beside the old one.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -27,7 +27,7 @@ if [ -n "${DS_HELM_BIN:-}" ]; then
   exit 0
 fi
 
-key=$(cd "$here" && cat go.mod go.sum | sha256sum | cut -c1-16)
+key=$(cd "$here" && cat go.mod go.sum build.sh | sha256sum | cut -c1-16)
 root=${DS_HELM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/drasync/helm}
 dir=$root/$key
 bin=$dir/helm
@@ -56,11 +56,17 @@ if [ -x "$bin" ]; then # another build finished while we waited
 fi
 export GOFLAGS="-mod=readonly -buildvcs=false"
 ver=$(cd "$here" && "$GO" list -m -f '{{.Version}}' helm.sh/helm/v3)
+kver=$(cd "$here" && "$GO" list -m -f '{{.Version}}' k8s.io/client-go) # v0.37.0: Kubernetes 1.37
 echo "helm: building helm $ver into $bin (-p ${DS_KUBE_GO_P:-2})" >&2
 start=$(date +%s)
-# helm stamps its own version from these (helm version, and the
-# kubeVersion its templates see).
+# As helm's Makefile stamps them: its version, and the Kubernetes version
+# `helm template` and `helm lint` assume (.Capabilities.KubeVersion, a
+# chart's kubeVersion) from the client-go it is built with.
+kminor=$(echo "$kver" | cut -d. -f2)
 ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$ver"
+for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+  ldflags="$ldflags -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$kminor"
+done
 (cd "$here" && "$GO" build -p "${DS_KUBE_GO_P:-2}" -trimpath -ldflags "$ldflags" \
   -o "$bin.tmp" helm.sh/helm/v3/cmd/helm) >&2
 mv "$bin.tmp" "$bin"
