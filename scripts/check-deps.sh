@@ -57,7 +57,8 @@ check_file() { # what file
 # Tools the build, the scripts and the tests run (Go is the exception: the
 # control plane needs Go >= 1.21, newer than Debian 12's, see README).
 for tool in cmake ninja pkg-config cc gcc clang clang-format protoc-c git sqlite3 openssl \
-  curl flock script timeout setsid sha256sum base64 awk sed promtool chromium; do
+  curl flock script timeout setsid sha256sum base64 awk sed promtool chromium ldd dpkg-query \
+  systemd-analyze; do
   check_file "tool $tool" "$(command -v "$tool" || true)"
 done
 

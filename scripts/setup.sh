@@ -24,4 +24,8 @@ fi
 if [ -x tests/kube/build.sh ]; then
   tests/kube/build.sh
 fi
+# helm, from its Go module, for the tests of deploy/helm (cached likewise).
+if [ -x tests/kube/helm/build.sh ]; then
+  tests/kube/helm/build.sh
+fi
 echo "setup: ok"

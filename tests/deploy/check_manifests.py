@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Checks a rendering of drasync's manifests (a kubectl List in JSON, from
+kubectl kustomize or helm template through kubectl create --dry-run=client
+-o json) against what SPEC §10-11 and the packaging promise:
+
+  check_manifests.py source|target LIST.json OUTDIR [--deviceclasses]
+
+source: a ServiceAccount whose only grants are reads; target: one whose
+cluster-wide grants are reads, DeviceClass writes only with --deviceclasses,
+Namespace access only by name and only to the namespaces it has a
+RoleBinding in, those being the targets of its namespaceMappings (and their
+-drill scratch namespaces). Both: one Deployment, one replica, Recreate,
+/healthz and /readyz probes on the metrics port 9090, the restricted
+security context with no fixed UID (OpenShift restricted-v2), the stateDir
+on a PersistentVolumeClaim of the same rendering, the configuration from a
+ConfigMap of the same rendering (written to OUTDIR/<agent>.yaml for the
+agents themselves to parse). Exits 1 with every problem found."""
+import json
+import os
+import re
+import sys
+
+READ = {"get", "list", "watch"}
+problems = []
+
+
+def bad(msg):
+    problems.append(msg)
+
+
+def by_kind(items, kind):
+    return [o for o in items if o.get("kind") == kind]
+
+
+def name(o):
+    return o["metadata"]["name"]
+
+
+def check_container(c, where, main):
+    sc = c.get("securityContext") or {}
+    if sc.get("allowPrivilegeEscalation") is not False:
+        bad(f"{where}: allowPrivilegeEscalation is not false")
+    if sc.get("readOnlyRootFilesystem") is not True:
+        bad(f"{where}: readOnlyRootFilesystem is not true")
+    if sc.get("runAsNonRoot") is not True:
+        bad(f"{where}: runAsNonRoot is not true")
+    if (sc.get("capabilities") or {}).get("drop") != ["ALL"]:
+        bad(f"{where}: capabilities.drop is not [ALL]")
+    if (sc.get("seccompProfile") or {}).get("type") != "RuntimeDefault":
+        bad(f"{where}: seccompProfile is not RuntimeDefault")
+    for k in ("runAsUser", "runAsGroup", "privileged"):
+        if k in sc:
+            bad(f"{where}: securityContext.{k} is set (OpenShift assigns the UID)")
+    res = c.get("resources") or {}
+    if not (res.get("requests") or {}).get("memory") or not (res.get("limits") or {}).get("memory"):
+        bad(f"{where}: no memory request and limit")
+    if not main:
+        return
+    ports = {p.get("name"): p.get("containerPort") for p in c.get("ports", [])}
+    if ports.get("metrics") != 9090:
+        bad(f"{where}: no port 'metrics' 9090 (ports {ports})")
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        g = (c.get(probe) or {}).get("httpGet") or {}
+        if g.get("path") != path or g.get("port") not in ("metrics", 9090):
+            bad(f"{where}: {probe} is not GET {path} on the metrics port ({g})")
+
+
+def main():
+    agent, path, outdir = sys.argv[1], sys.argv[2], sys.argv[3]
+    deviceclasses = "--deviceclasses" in sys.argv[4:]
+    items = json.load(open(path))["items"]
+    sas = by_kind(items, "ServiceAccount")
+    if len(sas) != 1:
+        bad(f"{len(sas)} ServiceAccounts, not 1")
+        return
+    sa = sas[0]
+    sa_ns = sa["metadata"]["namespace"]
+    subject = {"kind": "ServiceAccount", "name": name(sa), "namespace": sa_ns}
+
+    def bound(kind):
+        return [b for b in by_kind(items, kind) if subject in b.get("subjects", [])]
+
+    roles = {name(r): r for r in by_kind(items, "ClusterRole")}
+    cluster_rules = []
+    for b in bound("ClusterRoleBinding"):
+        r = roles.get(b["roleRef"]["name"])
+        if not r:
+            bad(f"ClusterRoleBinding {name(b)}: ClusterRole {b['roleRef']['name']} is not in the rendering")
+            continue
+        cluster_rules += r.get("rules", [])
+    ns_bindings = {}
+    for b in bound("RoleBinding"):
+        r = roles.get(b["roleRef"]["name"]) if b["roleRef"]["kind"] == "ClusterRole" else None
+        if not r:
+            bad(f"RoleBinding {b['metadata'].get('namespace')}/{name(b)}: role not in the rendering")
+            continue
+        ns_bindings[b["metadata"]["namespace"]] = r.get("rules", [])
+    if by_kind(items, "Role"):
+        bad("Roles in the rendering: the shipped RBAC binds ClusterRoles")
+
+    # The configuration.
+    deps = by_kind(items, "Deployment")
+    if len(deps) != 1:
+        bad(f"{len(deps)} Deployments, not 1")
+        return
+    d = deps[0]
+    spec, pod = d["spec"], d["spec"]["template"]["spec"]
+    cms = {name(c): c for c in by_kind(items, "ConfigMap")}
+    cfg_vol = [v for v in pod.get("volumes", []) if "configMap" in v]
+    cfg_text = None
+    if len(cfg_vol) != 1 or cfg_vol[0]["configMap"]["name"] not in cms:
+        bad("the Deployment's configuration volume is not a ConfigMap of the rendering")
+    else:
+        data = cms[cfg_vol[0]["configMap"]["name"]].get("data", {})
+        key = f"{agent}.yaml"
+        cfg_text = data.get(key)
+        if cfg_text is None:
+            bad(f"the configuration ConfigMap has no {key}")
+        else:
+            with open(os.path.join(outdir, key), "w") as f:
+                f.write(cfg_text)
+
+    if agent == "source":
+        for r in cluster_rules + [r for rs in ns_bindings.values() for r in rs]:
+            if set(r.get("verbs", [])) - READ:
+                bad(f"the source may {sorted(set(r['verbs']) - READ)} {r.get('resources')}: it only reads")
+        if not any("secrets" in r.get("resources", []) for r in cluster_rules):
+            bad("the source cannot read Secrets")
+    else:
+        managed = None
+        for r in cluster_rules:
+            writes = set(r.get("verbs", [])) - READ
+            res = r.get("resources", [])
+            if not writes:
+                continue
+            if res == ["namespaces"] and r.get("apiGroups") == [""]:
+                if not r.get("resourceNames"):
+                    bad("the target may write every Namespace: resourceNames is empty")
+                if writes - {"patch", "update"}:
+                    bad(f"the target may {sorted(writes - {'patch', 'update'})} namespaces")
+                managed = set(r.get("resourceNames", []))
+            elif res == ["deviceclasses"] and r.get("apiGroups") == ["resource.k8s.io"] and deviceclasses:
+                continue
+            else:
+                bad(f"the target has a cluster-wide {sorted(writes)} on {res}")
+        if managed is None:
+            bad("the target may not apply any Namespace")
+            managed = set()
+        if set(ns_bindings) != managed:
+            bad(f"RoleBindings in {sorted(ns_bindings)} but Namespace access to {sorted(managed)}")
+        # Every mapped target namespace (and its drill scratch) is managed.
+        mapped = set(re.findall(r"^\s+([a-z0-9-]+):\s*([a-z0-9-]+)\s*$",
+                                (cfg_text or "").split("namespaceMappings:", 1)[-1].split("\ndra:", 1)[0], re.M))
+        mapped |= set(re.findall(r"([a-z0-9-]+):\s*([a-z0-9-]+)",
+                                 (re.search(r"namespaceMappings:\s*\{([^}]*)\}", cfg_text or "") or [None, ""])[1]))
+        want = {dst for _, dst in mapped} | {dst + "-drill" for _, dst in mapped}
+        if not want:
+            bad("no namespaceMappings in the target's configuration")
+        if want != managed:
+            bad(f"namespaceMappings need {sorted(want)}, the RBAC manages {sorted(managed)}")
+        nss = {name(n): n for n in by_kind(items, "Namespace")}
+        for ns in sorted(managed):
+            if ns not in nss:
+                bad(f"managed namespace {ns} is not created by the rendering")
+            elif ns.endswith("-drill") and ns[:-6] in managed and \
+                    nss[ns]["metadata"].get("labels", {}).get("drasync.io/drill") != ns[:-6]:
+                bad(f"drill namespace {ns} lacks the label drasync.io/drill={ns[:-6]}")
+        if any(set(r.get("verbs", [])) >= {"create", "delete"} and "namespaces" in r.get("resources", [])
+               for rs in ns_bindings.values() for r in rs):
+            bad("a namespaced role grants namespaces")
+        svcs = by_kind(items, "Service")
+        sel = d["spec"]["template"]["metadata"].get("labels", {})
+        if len(svcs) != 1:
+            bad(f"{len(svcs)} Services, not 1")
+        else:
+            s = svcs[0]["spec"]
+            if not s.get("selector") or any(sel.get(k) != v for k, v in s["selector"].items()):
+                bad(f"the Service's selector {s.get('selector')} does not select the pod {sel}")
+            if [(p.get("port"), p.get("targetPort")) for p in s.get("ports", [])] != [(7450, "link")]:
+                bad(f"the Service's ports are {s.get('ports')}, not 7450 -> link")
+
+    # The Deployment.
+    if spec.get("replicas") != 1:
+        bad(f"replicas {spec.get('replicas')}, not 1")
+    if (spec.get("strategy") or {}).get("type") != "Recreate":
+        bad("strategy is not Recreate")
+    if pod.get("serviceAccountName") != name(sa):
+        bad(f"the pod runs as {pod.get('serviceAccountName')}, not {name(sa)}")
+    psc = pod.get("securityContext") or {}
+    if psc.get("runAsNonRoot") is not True:
+        bad("pod: runAsNonRoot is not true")
+    if (psc.get("seccompProfile") or {}).get("type") != "RuntimeDefault":
+        bad("pod: seccompProfile is not RuntimeDefault")
+    for k in ("runAsUser", "runAsGroup", "fsGroup"):
+        if k in psc:
+            bad(f"pod: securityContext.{k} is set (OpenShift restricted-v2 assigns it)")
+    if pod.get("hostNetwork") or pod.get("hostPID") or pod.get("hostIPC"):
+        bad("pod: host namespaces")
+    mains = [c for c in pod["containers"] if c["name"] == f"drasync-{agent}"]
+    if len(mains) != 1 or mains[0].get("command", [None])[0] != f"drasync-{agent}":
+        bad(f"no container drasync-{agent} running drasync-{agent}")
+    for c in pod.get("initContainers", []):
+        check_container(c, f"initContainer {c['name']}", False)
+    for c in pod["containers"]:
+        check_container(c, f"container {c['name']}", c in mains)
+    pvcs = {name(p) for p in by_kind(items, "PersistentVolumeClaim")}
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    if mains:
+        m = {vm["mountPath"]: vm["name"] for vm in mains[0].get("volumeMounts", [])}
+        state = vols.get(m.get("/var/lib/drasync"), {})
+        if (state.get("persistentVolumeClaim") or {}).get("claimName") not in pvcs:
+            bad("/var/lib/drasync (stateDir) is not a PersistentVolumeClaim of the rendering")
+        if cfg_text is not None and "stateDir: /var/lib/drasync" not in cfg_text:
+            bad("the configuration's stateDir is not /var/lib/drasync")
+        conf = [a for a in mains[0].get("command", []) if a.endswith(f"/{agent}.yaml")]
+        mount = next((p for p, n in m.items() if cfg_vol and n == cfg_vol[0]["name"]), None)
+        if not conf or not mount or conf[0] != f"{mount}/{agent}.yaml":
+            bad(f"--config {conf} is not the ConfigMap's file under {mount}")
+
+
+main()
+for p in problems:
+    print(f"check_manifests: {sys.argv[1]} {sys.argv[2]}: {p}", file=sys.stderr)
+sys.exit(1 if problems else 0)

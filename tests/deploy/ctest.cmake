@@ -1,0 +1,49 @@
+# The packaging's tests (deploy/: image, Kubernetes manifests, RBAC, systemd
+# units), included from tests/CMakeLists.txt after tests/kube/ctest.cmake.
+#
+#   helm_build             FIXTURES_SETUP helm_bin   builds or reuses helm
+#   deploy_image_packages  unit: the Containerfile's runtime packages are
+#                          those owning what ldd reports for the agents
+#   deploy_systemd_units   unit: systemd-analyze verify/security of the units
+#                          (skipped only without systemd-analyze)
+#   deploy_manifests       kube_v1: kustomize/helm renderings, dry-run=server
+#   deploy_rbac            kube_v1: the shipped RBAC with real tokens, the
+#                          agents running on them
+
+set(DS_HELM_BUILD ${CMAKE_CURRENT_LIST_DIR}/../kube/helm/build.sh)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+  ${CMAKE_CURRENT_LIST_DIR}/../kube/helm/go.mod ${CMAKE_CURRENT_LIST_DIR}/../kube/helm/go.sum
+  ${DS_HELM_BUILD})
+execute_process(COMMAND ${DS_HELM_BUILD} --path
+  OUTPUT_VARIABLE DS_HELM_BIN_PATH OUTPUT_STRIP_TRAILING_WHITESPACE
+  RESULT_VARIABLE _ds_helm_rc)
+if(NOT _ds_helm_rc EQUAL 0 OR DS_HELM_BIN_PATH STREQUAL "")
+  message(FATAL_ERROR "tests/kube/helm/build.sh --path failed (${_ds_helm_rc})")
+endif()
+
+add_test(NAME helm_build COMMAND ${DS_HELM_BUILD})
+set_tests_properties(helm_build PROPERTIES FIXTURES_SETUP helm_bin LABELS kube TIMEOUT 3600
+  ENVIRONMENT "DS_HELM_BIN=$ENV{DS_HELM_BIN}")
+
+set(_ds_deploy_dir ${CMAKE_CURRENT_LIST_DIR})
+add_test(NAME deploy_image_packages COMMAND ${_ds_deploy_dir}/image_packages.sh)
+set_tests_properties(deploy_image_packages PROPERTIES LABELS "unit;deploy"
+  ENVIRONMENT "${DS_TEST_ENV}")
+
+add_test(NAME deploy_systemd_units COMMAND ${_ds_deploy_dir}/systemd_units.sh)
+set_tests_properties(deploy_systemd_units PROPERTIES LABELS "unit;deploy" SKIP_RETURN_CODE 77
+  ENVIRONMENT "${DS_TEST_ENV}")
+
+# Both create the namespaces drasync, ml-team-dr and ml-team-dr-drill on the
+# v1 cluster: never at the same time.
+add_test(NAME deploy_manifests COMMAND ${_ds_deploy_dir}/manifests.sh)
+set_tests_properties(deploy_manifests PROPERTIES LABELS "integration;deploy" TIMEOUT 600
+  FIXTURES_REQUIRED "kube_v1;helm_bin" RESOURCE_LOCK ds_deploy_namespaces
+  ENVIRONMENT "${DS_TEST_ENV};${DS_KUBE_ENV};DS_HELM_BIN=${DS_HELM_BIN_PATH}")
+
+if(EXISTS ${_ds_deploy_dir}/rbac.sh)
+  add_test(NAME deploy_rbac COMMAND ${_ds_deploy_dir}/rbac.sh)
+  set_tests_properties(deploy_rbac PROPERTIES LABELS "integration;deploy" TIMEOUT 600
+    FIXTURES_REQUIRED "kube_v1" RESOURCE_LOCK ds_deploy_namespaces
+    ENVIRONMENT "${DS_TEST_ENV};${DS_KUBE_ENV}")
+endif()

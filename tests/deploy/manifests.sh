@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# The shipped manifests, rendered as an operator renders them and checked by
+# the real API server of the test cluster (ctest deploy_manifests, fixture
+# kube_v1):
+#   - kubectl kustomize of deploy/kustomize/source, .../target, and .../target
+#     with the target-deviceclasses component; helm lint --strict and helm
+#     template of deploy/helm/drasync (source, target, target copying
+#     DeviceClasses);
+#   - each rendering applied with --dry-run=server: the API server validates
+#     every object, and the Pod Security admission (the namespace enforces
+#     "restricted") warns about no Deployment; each pod template is also
+#     created as a Pod with --dry-run=server in that namespace, where
+#     "restricted" is enforced;
+#   - check_manifests.py: RBAC, probes, security context, Recreate, stateDir;
+#   - the configuration each ConfigMap holds is read by the agent itself
+#     (drasync-target plan, drasync-source status), so an unknown key fails.
+#
+# Environment: DS_KUBECONFIG_V1, DS_KUBE_BIN, DS_HELM_BIN, DS_SOURCE_BIN,
+# DS_TARGET_BIN.
+set -euo pipefail
+for v in DS_KUBECONFIG_V1 DS_KUBE_BIN DS_HELM_BIN DS_SOURCE_BIN DS_TARGET_BIN; do
+  [ -n "${!v:-}" ] || { echo "manifests: $v is not set" >&2; exit 1; }
+done
+here=$(cd "$(dirname "$0")" && pwd)
+deploy=$here/../../deploy
+k() { "$DS_KUBE_BIN" kubectl --kubeconfig "$DS_KUBECONFIG_V1" "$@"; }
+helm() { "$DS_HELM_BIN" "$@"; }
+
+tmp=$(mktemp -d)
+# Namespaces the renderings need to exist for a server-side dry run of what
+# they hold (a dry run creates nothing, a Namespace included).
+namespaces="drasync ml-team-dr ml-team-dr-drill"
+cleanup() {
+  local ns
+  for ns in $namespaces; do k delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true; done
+  for ns in $namespaces; do k wait --for=delete "namespace/$ns" --timeout=120s >/dev/null 2>&1 || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail=0
+ok() { echo "ok - $*"; }
+notok() {
+  echo "not ok - $*"
+  fail=1
+}
+
+for ns in $namespaces; do
+  k wait --for=delete "namespace/$ns" --timeout=120s >/dev/null 2>&1 || true
+done
+k create namespace drasync >/dev/null
+k label namespace drasync pod-security.kubernetes.io/enforce=restricted >/dev/null
+k create namespace ml-team-dr >/dev/null
+k create namespace ml-team-dr-drill >/dev/null
+
+# server_check NAME AGENT FILE [--deviceclasses]: FILE (YAML) through the API
+# server's dry run, its pod templates as Pods under "restricted", then the
+# static checks and the agent's own reading of the configuration.
+server_check() {
+  local name=$1 agent=$2 file=$3 flag=${4:-} out=$tmp/$1
+  mkdir -p "$out"
+  if ! k apply --dry-run=server -o json -f "$file" >"$out/list.json" 2>"$out/err"; then
+    notok "$name: kubectl apply --dry-run=server: $(cat "$out/err")"
+    return
+  fi
+  if grep -i 'warning' "$out/err" >/dev/null; then
+    notok "$name: the API server warned: $(cat "$out/err")"
+  else
+    ok "$name: the API server accepts every object (dry run), without a warning"
+  fi
+  # Each pod template as a Pod, in the namespace enforcing "restricted".
+  python3 - "$out/list.json" "$out" <<'PY'
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+for d in (o for o in items if o["kind"] == "Deployment"):
+    t = d["spec"]["template"]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": d["metadata"]["name"], "namespace": "drasync",
+                        "labels": t["metadata"].get("labels", {})},
+           "spec": t["spec"]}
+    json.dump(pod, open(f"{sys.argv[2]}/pod-{d['metadata']['name']}.json", "w"))
+PY
+  local pod
+  for pod in "$out"/pod-*.json; do
+    # The pod's ServiceAccount must exist for the dry run; the rendering's is
+    # not created, so it runs as "default" (what is checked is its security).
+    python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["spec"]["serviceAccountName"]="default"; json.dump(p,open(sys.argv[1],"w"))' "$pod"
+    if k create --dry-run=server -f "$pod" >/dev/null 2>"$out/pod.err"; then
+      ok "$name: $(basename "$pod" .json) admitted under the restricted Pod Security Standard"
+    else
+      notok "$name: $(basename "$pod" .json) refused in a restricted namespace: $(cat "$out/pod.err")"
+    fi
+  done
+  if python3 "$here/check_manifests.py" "$agent" "$out/list.json" "$out" $flag; then
+    ok "$name: RBAC, Deployment, probes, security context, stateDir as promised"
+  else
+    notok "$name: check_manifests.py"
+  fi
+  if [ ! -f "$out/$agent.yaml" ]; then
+    notok "$name: no $agent.yaml configuration"
+    return
+  fi
+  # The agents read the configuration as shipped (stateDir moved to a
+  # scratch directory).
+  sed -i "s|^stateDir: .*|stateDir: $out/state|" "$out/$agent.yaml"
+  mkdir -p "$out/state"
+  if [ "$agent" = target ]; then
+    printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: ml-team}\n' >"$out/in.yaml"
+    if "$DS_TARGET_BIN" plan --config "$out/$agent.yaml" -f "$out/in.yaml" >"$out/plan.out" 2>"$out/plan.err"; then
+      ok "$name: drasync-target plan reads the shipped target.yaml"
+    else
+      notok "$name: drasync-target plan refuses the shipped target.yaml: $(cat "$out/plan.err")"
+    fi
+  else
+    # status reads the file, then finds no state: a configuration error
+    # would be reported with the file's line and column instead.
+    "$DS_SOURCE_BIN" status --config "$out/$agent.yaml" >"$out/status.out" 2>&1 || true
+    if grep -q 'nothing in stateDir' "$out/status.out"; then
+      ok "$name: drasync-source reads the shipped source.yaml"
+    else
+      notok "$name: drasync-source refuses the shipped source.yaml: $(cat "$out/status.out")"
+    fi
+  fi
+}
+
+echo "# kustomize"
+for agent in source target; do
+  if k kustomize "$deploy/kustomize/$agent" >"$tmp/kustomize-$agent.yaml" 2>"$tmp/err"; then
+    ok "kubectl kustomize deploy/kustomize/$agent"
+    server_check "kustomize-$agent" "$agent" "$tmp/kustomize-$agent.yaml"
+  else
+    notok "kubectl kustomize deploy/kustomize/$agent: $(cat "$tmp/err")"
+  fi
+done
+# An overlay as the component's comment shows it.
+mkdir -p "$tmp/overlay"
+cp -r "$deploy/kustomize/target" "$deploy/kustomize/target-deviceclasses" "$tmp/"
+printf 'resources: [../target]\ncomponents: [../target-deviceclasses]\n' >"$tmp/overlay/kustomization.yaml"
+if k kustomize "$tmp/overlay" >"$tmp/kustomize-dc.yaml" 2>"$tmp/err"; then
+  ok "kubectl kustomize of an overlay with the target-deviceclasses component"
+  server_check "kustomize-target-deviceclasses" target "$tmp/kustomize-dc.yaml" --deviceclasses
+else
+  notok "kubectl kustomize with target-deviceclasses: $(cat "$tmp/err")"
+fi
+# Without the component, check_manifests refuses DeviceClass writes: the
+# check can fail.
+if python3 "$here/check_manifests.py" target "$tmp/kustomize-target-deviceclasses/list.json" "$tmp" 2>/dev/null; then
+  notok "check_manifests.py accepts DeviceClass writes it was not told of"
+else
+  ok "check_manifests.py refuses DeviceClass writes it was not told of"
+fi
+
+echo "# helm"
+chart=$deploy/helm/drasync
+if helm lint --strict "$chart" --set source.enabled=true --set target.enabled=true >"$tmp/lint" 2>&1; then
+  ok "helm lint --strict deploy/helm/drasync"
+else
+  notok "helm lint --strict: $(cat "$tmp/lint")"
+fi
+for agent in source target; do
+  if helm template drasync "$chart" -n drasync --set "$agent.enabled=true" >"$tmp/helm-$agent.yaml" 2>"$tmp/err"; then
+    ok "helm template ($agent.enabled)"
+    server_check "helm-$agent" "$agent" "$tmp/helm-$agent.yaml"
+  else
+    notok "helm template ($agent.enabled): $(cat "$tmp/err")"
+  fi
+done
+if helm template drasync "$chart" -n drasync --set target.enabled=true \
+  --set target.config.dra.replicateDeviceClasses=true >"$tmp/helm-dc.yaml" 2>"$tmp/err"; then
+  server_check "helm-target-deviceclasses" target "$tmp/helm-dc.yaml" --deviceclasses
+else
+  notok "helm template (replicateDeviceClasses): $(cat "$tmp/err")"
+fi
+# A target with nowhere to write is refused at render time.
+if helm template drasync "$chart" -n drasync --set target.enabled=true \
+  --set-json 'target.config.namespaceMappings={}' >/dev/null 2>"$tmp/err"; then
+  notok "helm template renders a target with no managed namespace"
+else
+  ok "helm template refuses a target with no managed namespace"
+fi
+
+# Both ways render the same objects (kind, namespace, name; kustomize's
+# ConfigMap names carry a hash of the content; the chart leaves the release
+# namespace to helm install --create-namespace).
+objects() { # LIST.json strip-hash
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+for o in sorted(json.load(open(sys.argv[1]))["items"], key=lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])):
+    n = o["metadata"]["name"]
+    if o["kind"] == "ConfigMap" and sys.argv[2] == "1":
+        n = n.rsplit("-", 1)[0]
+    if o["kind"] == "Namespace" and n == "drasync":
+        continue
+    print(o["kind"], o["metadata"].get("namespace", "-"), n)
+PY
+}
+for agent in source target; do
+  a=$(objects "$tmp/kustomize-$agent/list.json" 1)
+  b=$(objects "$tmp/helm-$agent/list.json" 0)
+  if [ -n "$a" ] && [ "$a" = "$b" ]; then
+    ok "kustomize and helm render the same $agent objects ($(echo "$a" | wc -l))"
+  else
+    notok "kustomize and helm render different $agent objects: $(diff <(echo "$a") <(echo "$b") | tr '\n' ' ')"
+  fi
+done
+
+if [ "$fail" -ne 0 ]; then
+  echo "manifests: FAILED" >&2
+  exit 1
+fi
+echo "manifests: every rendering passed"
