@@ -48,10 +48,42 @@ notok() {
 for ns in $namespaces; do
   k wait --for=delete "namespace/$ns" --timeout=120s >/dev/null 2>&1 || true
 done
-k create namespace drasync >/dev/null
-k label namespace drasync pod-security.kubernetes.io/enforce=restricted >/dev/null
-k create namespace ml-team-dr >/dev/null
-k create namespace ml-team-dr-drill >/dev/null
+# --save-config: the renderings' Namespaces are applied over these.
+k create namespace drasync --save-config >/dev/null
+k label namespace drasync pod-security.kubernetes.io/enforce=restricted \
+  pod-security.kubernetes.io/warn=restricted >/dev/null
+k create namespace ml-team-dr --save-config >/dev/null
+k create namespace ml-team-dr-drill --save-config >/dev/null
+# The namespace does refuse a pod that is not "restricted", and warns about a
+# Deployment whose pods would not be: the checks below can fail.
+cat >"$tmp/loose.yaml" <<'YAML'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: loose, namespace: drasync}
+spec:
+  selector: {matchLabels: {app: loose}}
+  template:
+    metadata: {labels: {app: loose}}
+    spec: {containers: [{name: c, image: drasync:dev}]}
+YAML
+if k apply --dry-run=server -f "$tmp/loose.yaml" 2>&1 | grep -q 'would violate PodSecurity'; then
+  ok "a Deployment whose pods are not restricted draws a PodSecurity warning"
+else
+  notok "no PodSecurity warning for a Deployment whose pods are not restricted"
+fi
+if k run loose --image=drasync:dev -n drasync --dry-run=server >/dev/null 2>&1; then
+  notok "a pod that is not restricted is admitted in the drasync namespace"
+else
+  ok "a pod that is not restricted is refused in the drasync namespace"
+fi
+
+# Keys for the chart (it refuses to render without them).
+"$DS_SOURCE_BIN" keygen --out "$tmp/keys" >/dev/null
+"$DS_TARGET_BIN" keygen --out "$tmp/keys" >/dev/null
+grep -v '^#' "$tmp/keys/source.pub" | sed 's/^/prod-east /' >"$tmp/keys/authorized_sources"
+target_pub=$(grep -v '^#' "$tmp/keys/target.pub")
+keys_source=(--set "source.config.target.serverPublicKey=$target_pub" --set-file "source.keys.secretKey=$tmp/keys/source.key")
+keys_target=(--set-file "target.keys.secretKey=$tmp/keys/target.key" --set-file "target.keys.authorizedSources=$tmp/keys/authorized_sources")
 
 # server_check NAME AGENT FILE [--deviceclasses]: FILE (YAML) through the API
 # server's dry run, its pod templates as Pods under "restricted", then the
@@ -152,31 +184,40 @@ fi
 
 echo "# helm"
 chart=$deploy/helm/drasync
-if helm lint --strict "$chart" --set source.enabled=true --set target.enabled=true >"$tmp/lint" 2>&1; then
+if helm lint --strict "$chart" --set source.enabled=true --set target.enabled=true \
+  "${keys_source[@]}" "${keys_target[@]}" >"$tmp/lint" 2>&1; then
   ok "helm lint --strict deploy/helm/drasync"
 else
   notok "helm lint --strict: $(cat "$tmp/lint")"
 fi
 for agent in source target; do
-  if helm template drasync "$chart" -n drasync --set "$agent.enabled=true" >"$tmp/helm-$agent.yaml" 2>"$tmp/err"; then
+  keys=("${keys_source[@]}")
+  [ "$agent" = source ] || keys=("${keys_target[@]}")
+  if helm template drasync "$chart" -n drasync --set "$agent.enabled=true" "${keys[@]}" >"$tmp/helm-$agent.yaml" 2>"$tmp/err"; then
     ok "helm template ($agent.enabled)"
     server_check "helm-$agent" "$agent" "$tmp/helm-$agent.yaml"
   else
     notok "helm template ($agent.enabled): $(cat "$tmp/err")"
   fi
 done
-if helm template drasync "$chart" -n drasync --set target.enabled=true \
+if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" \
   --set target.config.dra.replicateDeviceClasses=true >"$tmp/helm-dc.yaml" 2>"$tmp/err"; then
   server_check "helm-target-deviceclasses" target "$tmp/helm-dc.yaml" --deviceclasses
 else
   notok "helm template (replicateDeviceClasses): $(cat "$tmp/err")"
 fi
-# A target with nowhere to write is refused at render time.
-if helm template drasync "$chart" -n drasync --set target.enabled=true \
-  --set-json 'target.config.namespaceMappings={}' >/dev/null 2>"$tmp/err"; then
+# What cannot work is refused at render time: a target with nowhere to
+# write, an agent without keys.
+if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" \
+  --set target.config.namespaceMappings=null >/dev/null 2>"$tmp/err"; then
   notok "helm template renders a target with no managed namespace"
 else
-  ok "helm template refuses a target with no managed namespace"
+  ok "helm template refuses a target with no managed namespace: $(grep -o 'nowhere to write' "$tmp/err")"
+fi
+if helm template drasync "$chart" -n drasync --set source.enabled=true >/dev/null 2>"$tmp/err"; then
+  notok "helm template renders a source without keys"
+else
+  ok "helm template refuses a source without keys: $(grep -o 'serverPublicKey[^:]*' "$tmp/err" | head -n1)"
 fi
 
 # Both ways render the same objects (kind, namespace, name; kustomize's
