@@ -82,8 +82,10 @@ fi
 "$DS_TARGET_BIN" keygen --out "$tmp/keys" >/dev/null
 grep -v '^#' "$tmp/keys/source.pub" | sed 's/^/prod-east /' >"$tmp/keys/authorized_sources"
 target_pub=$(grep -v '^#' "$tmp/keys/target.pub")
-keys_source=(--set "source.config.target.serverPublicKey=$target_pub" --set-file "source.keys.secretKey=$tmp/keys/source.key")
-keys_target=(--set-file "target.keys.secretKey=$tmp/keys/target.key" --set-file "target.keys.authorizedSources=$tmp/keys/authorized_sources")
+# (a Z85 key holds characters --set parses: a values file)
+printf 'source:\n  config:\n    target:\n      serverPublicKey: "%s"\n' "$target_pub" >"$tmp/keys/source-values.yaml"
+keys_source=(-f "$tmp/keys/source-values.yaml" --set-file "source.keys.secretKey=$tmp/keys/source.key")
+keys_target=(--set-json 'target.config.namespaceMappings={"ml-team":"ml-team-dr"}' --set-file "target.keys.secretKey=$tmp/keys/target.key" --set-file "target.keys.authorizedSources=$tmp/keys/authorized_sources")
 
 # server_check NAME AGENT FILE [--deviceclasses]: FILE (YAML) through the API
 # server's dry run, its pod templates as Pods under "restricted", then the
@@ -209,7 +211,7 @@ fi
 # What cannot work is refused at render time: a target with nowhere to
 # write, an agent without keys.
 if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" \
-  --set target.config.namespaceMappings=null >/dev/null 2>"$tmp/err"; then
+  --set-json 'target.config.namespaceMappings={}' >/dev/null 2>"$tmp/err"; then
   notok "helm template renders a target with no managed namespace"
 else
   ok "helm template refuses a target with no managed namespace: $(grep -o 'nowhere to write' "$tmp/err")"

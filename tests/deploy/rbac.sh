@@ -14,13 +14,15 @@
 #   - the target writes only in the namespaces it manages: in another
 #     namespace, on that namespace, on a new namespace, cluster-wide, it is
 #     refused 403; in a managed one it may create;
-#   - the real agents run on those tokens: drasync-target run and
+#   - the real agents run on those tokens: drasync-target run (standby) and
 #     drasync-source run (once) replicate a namespace (ConfigMap, Secret,
 #     Deployment, ResourceClaimTemplate) into the managed namespace, the
 #     Namespace object itself applied by name; a second source namespace
 #     mapped to an unmanaged namespace is refused by the API server (403,
 #     reported per object in drasync-target status) and that namespace is
-#     left as it was.
+#     left as it was; drill (into the managed scratch namespace), failover,
+#     verify, failback and inventory work on the same token, and drill
+#     --cleanup cannot delete the scratch namespace.
 #
 # Environment: DS_KUBECONFIG_V1, DS_KUBE_BIN, DS_SOURCE_BIN, DS_TARGET_BIN.
 set -euo pipefail
@@ -295,7 +297,7 @@ listen: "tcp://127.0.0.1:*"
 keys: {secretKeyFile: $tmp/keys/target.key, authorizedSources: $tmp/authorized_sources}
 kubeconfig: $tmp/target.kubeconfig
 stateDir: $tmp/target-state
-mode: migrate
+mode: standby
 namespaceMappings: {ml-team: ml-team-dr, ml-team-2: other-team}
 YAML
 "$DS_TARGET_BIN" run --config "$tmp/target-run.yaml" >"$tmp/target.log" 2>&1 &
@@ -386,6 +388,52 @@ if [ "$(k get namespace other-team -o jsonpath='{.metadata.managedFields[*].mana
   ok "the unmanaged Namespace other-team was not modified"
 else
   notok "drasync modified the unmanaged Namespace other-team"
+fi
+
+# The DR commands on the same token, with run still running: a drill into the
+# managed scratch namespace, failover, verify, failback, inventory.
+replicas() { k -n "$1" get deployment web -o jsonpath='{.spec.replicas}' 2>/dev/null; }
+if [ "$(replicas ml-team-dr)" = 0 ]; then
+  ok "standby: web is in ml-team-dr with replicas 0"
+else
+  notok "standby: web has replicas '$(replicas ml-team-dr)' in ml-team-dr, not 0"
+fi
+# target_cmd DESCRIPTION ARGS...: a drasync-target command on the target's token exits 0.
+target_cmd() {
+  local what=$1
+  shift
+  if "$DS_TARGET_BIN" "$@" --config "$tmp/target-run.yaml" >"$tmp/cmd.out" 2>&1; then
+    ok "drasync-target $what on its token"
+  else
+    notok "drasync-target $what on its token failed: $(tail -n 15 "$tmp/cmd.out")"
+  fi
+}
+target_cmd "drill into the managed ml-team-dr-drill" drill --namespace ml-team-dr --timeout 120s
+if [ "$(replicas ml-team-dr-drill)" = 1 ] && [ "$(replicas ml-team-dr)" = 0 ]; then
+  ok "the drill's copy runs in ml-team-dr-drill (replicas 1), the standby untouched"
+else
+  notok "after the drill: replicas '$(replicas ml-team-dr-drill)' in the drill, '$(replicas ml-team-dr)' in the standby"
+fi
+target_cmd "failover" failover --namespace ml-team-dr
+if [ "$(replicas ml-team-dr)" = 1 ]; then
+  ok "failover activated web in ml-team-dr (replicas 1)"
+else
+  notok "failover: web has replicas '$(replicas ml-team-dr)'"
+fi
+target_cmd "verify" verify --namespace ml-team-dr
+target_cmd "failback" failback --namespace ml-team-dr
+if [ "$(replicas ml-team-dr)" = 0 ]; then
+  ok "failback returned web to replicas 0"
+else
+  notok "failback: web has replicas '$(replicas ml-team-dr)'"
+fi
+target_cmd "inventory" inventory
+# --cleanup would delete the scratch namespace: the target may not.
+"$DS_TARGET_BIN" drill --namespace ml-team-dr --timeout 120s --cleanup --config "$tmp/target-run.yaml" >"$tmp/cleanup.out" 2>&1 || true
+if k get namespace ml-team-dr-drill >/dev/null 2>&1 && grep -qi 'forbidden' "$tmp/cleanup.out"; then
+  ok "drill --cleanup: deleting the scratch namespace is refused (403), as the README says"
+else
+  notok "drill --cleanup on the target's token: $(tail -n 10 "$tmp/cleanup.out")"
 fi
 
 if [ "$fail" -ne 0 ]; then
