@@ -22,20 +22,6 @@ fail() {
 [ -x "${DS_SOURCE_BIN:-}" ] || fail "DS_SOURCE_BIN is not an executable (${DS_SOURCE_BIN:-unset})"
 [ -x "${DS_TARGET_BIN:-}" ] || fail "DS_TARGET_BIN is not an executable (${DS_TARGET_BIN:-unset})"
 
-# owner PATH: the package dpkg records for a library (merged /usr: dpkg may
-# know /usr/lib/x/libz.so.1 as /lib/x/libz.so.1, or only the unresolved link).
-owner() {
-  local p=$1 real out
-  real=$(realpath "$p")
-  for cand in "$real" "${real#/usr}" "$p" "${p#/usr}" "/usr$p"; do
-    if out=$(dpkg-query -S "$cand" 2>/dev/null); then
-      printf '%s\n' "$out" | head -n1 | sed 's/: .*//; s/, .*//; s/:[a-z0-9]*$//'
-      return 0
-    fi
-  done
-  return 1
-}
-
 libs=$(mktemp)
 trap 'rm -f "$libs"' EXIT
 for bin in "$DS_SOURCE_BIN" "$DS_TARGET_BIN"; do
@@ -48,13 +34,27 @@ for bin in "$DS_SOURCE_BIN" "$DS_TARGET_BIN"; do
 done | sort -u >"$libs"
 [ -s "$libs" ] || fail "ldd reported no library for the agents"
 
+# The package dpkg records for each library, in one dpkg-query: merged /usr
+# means dpkg may know /usr/lib/x/libz.so.1 as /lib/x/libz.so.1, or only the
+# path before symlinks are resolved.
+cands=$(mktemp)
+trap 'rm -f "$libs" "$cands"' EXIT
+while read -r lib; do
+  case $(basename "$lib") in
+  libasan.so* | libubsan.so* | liblsan.so*) continue ;; # DS_SANITIZE builds only
+  esac
+  real=$(realpath "$lib")
+  printf '%s\t%s\n' "$lib" "$real" "$lib" "${real#/usr}" "$lib" "$lib" "$lib" "${lib#/usr}" "$lib" "/usr$lib"
+done <"$libs" >"$cands"
+owners=$(cut -f2 "$cands" | sort -u | xargs dpkg-query -S 2>/dev/null || true)
 need=$(
-  while read -r lib; do
-    case $(basename "$lib") in
-    libasan.so* | libubsan.so* | liblsan.so*) continue ;; # DS_SANITIZE builds only
-    esac
-    owner "$lib" || fail "$lib (loaded by an agent) belongs to no Debian package"
-  done <"$libs" | sort -u
+  cut -f1 "$cands" | sort -u | while read -r lib; do
+    pkg=$(awk -F'\t' -v l="$lib" '$1 == l { print $2 }' "$cands" | while read -r cand; do
+      printf '%s\n' "$owners" | awk -v c="$cand" '{ p = $0; sub(/: .*/, "", p); f = $0; sub(/^.*: /, "", f) } f == c { print p; exit }'
+    done | head -n1 | sed 's/, .*//; s/:[a-z0-9]*$//')
+    [ -n "$pkg" ] || fail "$lib (loaded by an agent) belongs to no Debian package"
+    echo "$pkg"
+  done | sort -u
 )
 
 if [ "${1:-}" = --print ]; then
