@@ -212,6 +212,26 @@ def main():
             bad("/var/lib/drasync (stateDir) is not a PersistentVolumeClaim of the rendering")
         if cfg_text is not None and "stateDir: /var/lib/drasync" not in cfg_text:
             bad("the configuration's stateDir is not /var/lib/drasync")
+        # Every file the configuration names is mounted in the agent's
+        # container; the secret key on a volume an init container fills
+        # (a Secret volume's files are root's: the agent would refuse them).
+        inits = pod.get("initContainers", [])
+        for field in ("secretKeyFile", "authorizedSources"):
+            f = re.search(rf"^\s*{field}:\s*(\S+)", cfg_text or "", re.M)
+            if not f:
+                if field == "secretKeyFile" or agent == "target":
+                    bad(f"the configuration has no keys.{field}")
+                continue
+            path = f.group(1)
+            mp = [p for p in m if path.startswith(p.rstrip("/") + "/")]
+            if not mp:
+                bad(f"keys.{field} {path} is on no volume of the agent's container")
+            elif field == "secretKeyFile":
+                vol = vols.get(m[mp[0]], {})
+                filled = any(vm["name"] == m[mp[0]] and path in c.get("command", [])
+                             for c in inits for vm in c.get("volumeMounts", []))
+                if "emptyDir" not in vol or not filled:
+                    bad(f"keys.secretKeyFile {path} is not copied into an emptyDir by an init container")
         conf = [a for a in mains[0].get("command", []) if a.endswith(f"/{agent}.yaml")]
         mount = next((p for p, n in m.items() if cfg_vol and n == cfg_vol[0]["name"]), None)
         if not conf or not mount or conf[0] != f"{mount}/{agent}.yaml":
