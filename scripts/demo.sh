@@ -65,21 +65,30 @@ work=$(mktemp -d "$DS_KUBE_STATE/$name-work-XXXXXX")
 target_pid=""
 source_pid=""
 
-stop_agents() {
-  local p i
-  for p in $source_pid $target_pid; do
-    kill -TERM "$p" 2>/dev/null || continue
-    for i in $(seq 1 100); do
-      kill -0 "$p" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$p" 2>/dev/null || true
-  done
-  source_pid="" target_pid=""
+# stop_agent PID NAME: SIGTERM (SIGKILL after 15 s); says how it exited, returns 1 unless 0.
+stop_agent() {
+  local p=$1 code wd
+  [ -n "$p" ] || return 0
+  kill -TERM "$p" 2>/dev/null
+  (sleep 15 && kill -KILL "$p" 2>/dev/null) &
+  wd=$!
+  code=0
+  wait "$p" 2>/dev/null || code=$?
+  kill "$wd" 2>/dev/null
+  wait "$wd" 2>/dev/null
+  echo "demo: $2 stopped (exit $code)"
+  [ "$code" = 0 ]
 }
 finish() {
-  local rc=$1
+  local rc=$1 stopped=0
   set +e
+  trap - INT TERM
+  if [ "$keep" = 0 ] || [ "$rc" != 0 ]; then
+    stop_agent "$source_pid" "drasync-source run" || stopped=1
+    stop_agent "$target_pid" "drasync-target run" || stopped=1
+    # A run that succeeded fails when an agent did not stop cleanly on SIGTERM.
+    [ "$rc" != 0 ] || rc=$stopped
+  fi
   if [ "$rc" != 0 ]; then
     echo >&2
     echo "demo: FAILED (exit $rc); the agents' last lines:" >&2
@@ -89,13 +98,13 @@ finish() {
       tail -n 25 "$l" >&2
     done
   fi
-  if [ "$keep" = 1 ] && [ "$rc" = 0 ]; then
-    return
+  if [ "$keep" = 0 ] || [ "$rc" != 0 ]; then
+    $cluster down "$src" >/dev/null 2>&1
+    $cluster down "$dst" >/dev/null 2>&1
+    if [ "$rc" = 0 ]; then rm -rf "$work"; else echo "demo: logs and configurations kept in $work" >&2; fi
   fi
-  stop_agents
-  $cluster down "$src" >/dev/null 2>&1
-  $cluster down "$dst" >/dev/null 2>&1
-  if [ "$rc" = 0 ]; then rm -rf "$work"; else echo "demo: logs and configurations kept in $work" >&2; fi
+  [ "$rc" != 0 ] || say "OK"
+  exit "$rc"
 }
 trap 'finish $?' EXIT
 trap 'exit 130' INT TERM
@@ -402,7 +411,7 @@ echo "  \$ drasync-target failback --config target.yaml --namespace ml-serving-d
   sed 's/^/  /'
 
 step "drasync-target status"
-"$target_bin" status --config "$work/target.yaml" | sed 's/^/  /' || true
+"$target_bin" status --config "$work/target.yaml" | sed "s/^/  /"
 
 after_s=$(since "$t0")
 echo
@@ -426,4 +435,3 @@ EOF
   echo "  status:          $target_bin status --config $work/target.yaml"
   echo "  stop everything: $work/stop.sh"
 fi
-say "OK"
