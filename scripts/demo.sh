@@ -410,8 +410,10 @@ echo "  \$ drasync-target failback --config target.yaml --namespace ml-serving-d
 "$target_bin" verify --config "$work/target.yaml" --namespace ml-serving-dr --timeout 60s --interval 500ms |
   sed 's/^/  /'
 
-step "drasync-target status"
+step "drasync-target status (the target's ledger) and drasync-source status (the link, the target's results)"
 "$target_bin" status --config "$work/target.yaml" | sed "s/^/  /"
+echo
+"$source_bin" status --config "$work/source.yaml" | sed "s/^/  /"
 
 after_s=$(since "$t0")
 echo
