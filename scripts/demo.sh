@@ -61,6 +61,11 @@ cluster=$repo/tests/kube/cluster.sh
 src=$name-source
 dst=$name-target
 mkdir -p "$DS_KUBE_STATE"
+for f in "$DS_KUBE_STATE/$name"-work-*/stop.sh; do
+  [ -x "$f" ] || continue
+  say "stopping what a previous --keep left running ($f)"
+  "$f" >/dev/null 2>&1 || true
+done
 work=$(mktemp -d "$DS_KUBE_STATE/$name-work-XXXXXX")
 target_pid=""
 source_pid=""
@@ -421,8 +426,11 @@ say "setup ${setup_s} s (packages, builds, two clusters); the demo ${after_s} s 
 if [ "$keep" = 1 ]; then
   cat >"$work/stop.sh" <<EOF
 #!/usr/bin/env bash
-# Stops what scripts/demo.sh --keep left running.
-kill $source_pid $target_pid 2>/dev/null
+# Stops what scripts/demo.sh --keep left running (an agent only while its
+# command line still names this work directory: a pid can be reused).
+for p in $source_pid $target_pid; do
+  tr '\\0' ' ' </proc/\$p/cmdline 2>/dev/null | grep -qF "$work/" && kill -TERM \$p
+done
 export DS_KUBE_STATE=$DS_KUBE_STATE
 $cluster down $src
 $cluster down $dst
