@@ -35,6 +35,8 @@ name=demo
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
+# What a failed run kept (its logs) would read as left over by this one.
+rm -rf "$DS_DEMO_STATE/$name-work-"*
 rc=0
 DS_KUBE_STATE=$DS_DEMO_STATE DS_DEMO_NAME=$name "$repo/scripts/demo.sh" --no-setup >"$out" 2>&1 || rc=$?
 cat "$out"
