@@ -17,6 +17,24 @@ static const char *const ref_field[DS_TARGET_KIND_MAX] = {
     "resourceClaimTemplateName",
 };
 
+/*
+ * An entry of a group's resourceClaims (PodGroup spec.resourceClaims, a
+ * Workload's podGroupTemplates[].resourceClaims, Job spec.scheduling
+ * .resourceClaims) and what the rules make of it. A pod's entry shares the
+ * group's claim only when name, resourceClaimName and
+ * resourceClaimTemplateName are all equal.
+ */
+struct gentry {
+	json_t *json;
+	const char *name;
+	enum ds_target_kind kind;
+	const char *source;
+	const ds_dra_rule *rule; /* NULL: kept */
+	enum ds_target_kind tkind;
+	const char *target;
+	const char *by; /* what decided it, for messages: "container c" or the group */
+};
+
 /* A pod-level spec.resourceClaims entry. */
 struct entry {
 	json_t *json;
@@ -24,7 +42,8 @@ struct entry {
 	enum ds_target_kind kind; /* what it references now */
 	const char *source;	  /* the claim or template it references now */
 	size_t index;
-	int listed; /* some container lists it */
+	int listed;	       /* some container lists it */
+	struct gentry *shared; /* the group entry whose claim it shares, or NULL */
 };
 
 /* One claim reference: container (NULL = ALL) x entry, and what it resolves to. */
@@ -303,6 +322,15 @@ struct ctx {
 	struct names names;
 	size_t changed;
 	char why[512]; /* the failure, reported once the attempt is abandoned */
+	/* The group whose claims the pods may share: a PodGroup (another object,
+	 * firm: its decision stands) or the Job's own spec.scheduling (its entries
+	 * are rewritten with the pod spec's). */
+	struct gentry *g;
+	size_t n_g;
+	bool g_firm;
+	char g_what[340];
+	const char *g_name;
+	json_t *g_rcs; /* the Job's copy of spec.scheduling.resourceClaims */
 };
 
 static int fail(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -438,6 +466,178 @@ static bool is_init(const json_t *spec, const json_t *container)
 	return false;
 }
 
+static void rule_text(const ds_dra_rule *r, char *buf, size_t size)
+{
+	if (r)
+		snprintf(buf, size, "rule dra.%s[%zu] (line %d)", r->list, r->index, r->line);
+	else
+		snprintf(buf, size, "no rule");
+}
+
+/*
+ * Read a group's resourceClaims list (NULL or absent: none). `path` names it
+ * in messages. *out is a new array (free()) of *n.
+ * @return 0, -EINVAL (why says which entry), -ENOMEM
+ */
+static int read_group(json_t *rcs, const char *path, struct gentry **out, size_t *n, char *why,
+		      size_t why_size)
+{
+	struct gentry *v;
+	size_t i, k = 0;
+	json_t *e;
+
+	*out = NULL;
+	*n = 0;
+	if (!rcs || json_is_null(rcs))
+		return 0;
+	if (!json_is_array(rcs)) {
+		snprintf(why, why_size, "%s is not a list", path);
+		return -EINVAL;
+	}
+	v = calloc(json_array_size(rcs) + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	json_array_foreach (rcs, i, e) {
+		const char *claim = ds_json_str(e, "resourceClaimName");
+		const char *tmpl = ds_json_str(e, "resourceClaimTemplateName");
+		struct gentry *g = &v[k];
+
+		g->json = e;
+		g->name = ds_json_str(e, "name");
+		if (!g->name || (claim && tmpl) || (!claim && !tmpl)) {
+			snprintf(why, why_size,
+				 "%s[%zu] needs a name and exactly one of resourceClaimName and "
+				 "resourceClaimTemplateName",
+				 path, i);
+			free(v);
+			return -EINVAL;
+		}
+		for (size_t j = 0; j < k; j++)
+			if (strcmp(v[j].name, g->name) == 0) {
+				snprintf(why, why_size, "%s has two entries named %s", path,
+					 g->name);
+				free(v);
+				return -EINVAL;
+			}
+		g->kind = g->tkind = claim ? DS_TARGET_CLAIM : DS_TARGET_TEMPLATE;
+		g->source = g->target = claim ? claim : tmpl;
+		k++;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+/*
+ * What the rules that name the group (objectType PodGroup, Workload, or the
+ * Job; container ALL) make of each of its entries.
+ * @return 0, -EINVAL (a tie: why names the two rules)
+ */
+static int decide_group(const ds_dra_config *dra, int type, const char *instance, struct gentry *g,
+			size_t n, const char *what, char *why, size_t why_size)
+{
+	for (size_t i = 0; i < n; i++) {
+		const ds_dra_rule *w = NULL;
+		ds_err e = {0};
+
+		if (pick(dra, type, instance, NULL, g[i].name, g[i].source, 1, g[i].kind, 0, &w,
+			 &e) < 0) {
+			snprintf(why, why_size, "%s, claim %s: %s", what, g[i].name, e.msg);
+			return -EINVAL;
+		}
+		g[i].rule = w;
+		g[i].tkind = w ? w->target_kind : g[i].kind;
+		g[i].target = w ? w->target : g[i].source;
+		g[i].by = what;
+	}
+	return 0;
+}
+
+static struct gentry *shared_entry(struct ctx *c, const struct entry *e)
+{
+	for (size_t i = 0; i < c->n_g; i++)
+		if (strcmp(c->g[i].name, e->name) == 0 && c->g[i].kind == e->kind &&
+		    strcmp(c->g[i].source, e->source) == 0)
+			return &c->g[i];
+	return NULL;
+}
+
+/*
+ * Group and members agree: every reference to an entry that shares the
+ * group's claim resolves to one target. For a PodGroup (firm) that is the
+ * group's own decision, and a member rule that would map the entry elsewhere
+ * is an error naming both rules. For a Job's spec.scheduling claims a rule
+ * on any of the Job's references is done to the scheduling entry too, and
+ * two that differ (a split of the shared claim) are an error.
+ */
+static int share(struct ctx *c)
+{
+	for (size_t i = 0; i < c->n_entries; i++) {
+		struct entry *e = &c->entries[i];
+		struct gentry *g = shared_entry(c, e);
+		const ds_dra_rule *rule;
+		enum ds_target_kind kind;
+		const char *target, *by;
+		bool decided;
+
+		e->shared = g;
+		if (!g)
+			continue;
+		decided = c->g_firm || g->rule;
+		rule = g->rule;
+		kind = g->tkind;
+		target = g->target;
+		by = g->by;
+		for (size_t k = 0; k < c->n_refs; k++) {
+			struct ref *rf = &c->refs[k];
+			char a[120], b[120];
+
+			if (rf->e != e || !rf->winner)
+				continue;
+			if (!decided) {
+				decided = true;
+				rule = rf->winner;
+				kind = rf->kind;
+				target = rf->target;
+				by = rf->cname ? rf->cname : "ALL";
+				continue;
+			}
+			if (rf->kind == kind && strcmp(rf->target, target) == 0)
+				continue;
+			rule_text(rf->winner, a, sizeof(a));
+			rule_text(rule, b, sizeof(b));
+			if (c->g_firm)
+				return fail(c,
+					    "claim %s shares %s's claim (%s=%s): %s maps it for "
+					    "container %s to %s=%s, but %s gives the group %s=%s; "
+					    "group and members must agree (name the group in the "
+					    "rule: objectType: PodGroup, objectInstance: %s)",
+					    e->name, c->g_what, ref_field[e->kind], e->source, a,
+					    rf->cname ? rf->cname : "ALL", ref_field[rf->kind],
+					    rf->target, b, ref_field[kind], target, c->g_name);
+			return fail(c,
+				    "claim %s is shared with spec.scheduling.resourceClaims: %s "
+				    "maps it for container %s to %s=%s, %s for %s to %s=%s; a "
+				    "shared claim cannot be split",
+				    e->name, a, rf->cname ? rf->cname : "ALL", ref_field[rf->kind],
+				    rf->target, b, by, ref_field[kind], target);
+		}
+		for (size_t k = 0; k < c->n_refs; k++) {
+			struct ref *rf = &c->refs[k];
+
+			if (rf->e != e)
+				continue;
+			rf->winner = rule;
+			rf->kind = kind;
+			rf->target = target;
+		}
+		g->rule = rule;
+		g->tkind = kind;
+		g->target = target;
+	}
+	return 0;
+}
+
 static int resolve_refs(struct ctx *c)
 {
 	ds_err why = {0};
@@ -462,7 +662,7 @@ static int resolve_refs(struct ctx *c)
 			 1, &a->rule, &why) < 0)
 			return fail(c, "container %s (attach): %s", a->cname, why.msg);
 	}
-	return 0;
+	return c->n_g ? share(c) : 0;
 }
 
 int ds_dra_workload_refs(const ds_dra_config *dra, const json_t *obj, ds_dra_ref **out, size_t *n,
@@ -557,13 +757,14 @@ static int same_ref_target(const struct ref *a, const struct ref *b)
 
 static void report_rewrite(struct ctx *c, const struct ref *rf, const char *entry_after)
 {
-	char from[300], to[300], msg[200];
+	char from[300], to[300], msg[600];
 
 	ref_text(rf->e->kind, rf->e->source, from, sizeof(from));
 	ref_text(rf->kind, rf->target, to, sizeof(to));
-	snprintf(msg, sizeof(msg), "(rule dra.%s[%zu]%s%s)", rf->winner->list, rf->winner->index,
-		 strcmp(entry_after, rf->e->name) ? ", entry now " : "",
-		 strcmp(entry_after, rf->e->name) ? entry_after : "");
+	snprintf(msg, sizeof(msg), "(rule dra.%s[%zu]%s%s%s%s)", rf->winner->list,
+		 rf->winner->index, strcmp(entry_after, rf->e->name) ? ", entry now " : "",
+		 strcmp(entry_after, rf->e->name) ? entry_after : "",
+		 rf->e->shared ? ", shared with " : "", rf->e->shared ? c->g_what : "");
 	ds_report_add(c->rep, DS_REPORT_REWRITE, c->what, rf->cname ? rf->cname : "ALL",
 		      rf->e->name, from, to, msg);
 }
@@ -760,7 +961,33 @@ static json_t *pod_spec_holder(json_t *obj, enum ds_workload w)
 	}
 }
 
-int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep)
+/* Rewrite the entries of a group list as decided; report each change. */
+static size_t apply_group(struct gentry *g, size_t n, const char *what, const char *path,
+			  ds_report *rep, int *rc)
+{
+	size_t changed = 0;
+
+	for (size_t i = 0; i < n && *rc == 0; i++) {
+		char from[300], to[300], msg[200];
+
+		if (!g[i].rule ||
+		    (g[i].tkind == g[i].kind && strcmp(g[i].target, g[i].source) == 0))
+			continue;
+		ref_text(g[i].kind, g[i].source, from, sizeof(from));
+		ref_text(g[i].tkind, g[i].target, to, sizeof(to));
+		snprintf(msg, sizeof(msg), "(rule dra.%s[%zu], %s)", g[i].rule->list,
+			 g[i].rule->index, path);
+		if (ds_report_add(rep, DS_REPORT_REWRITE, what, "ALL", g[i].name, from, to, msg) <
+			0 ||
+		    retarget(g[i].json, g[i].tkind, g[i].target) < 0)
+			*rc = -ENOMEM;
+		changed++;
+	}
+	return changed;
+}
+
+int ds_dra_map_workload_in(const ds_dra_config *dra, json_t *obj, const json_t *group,
+			   ds_report *rep)
 {
 	struct ctx c = {.dra = dra, .rep = rep};
 	size_t rep_start = ds_report_count(rep), inserted = 0;
@@ -785,6 +1012,34 @@ int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep)
 		r = -ENOMEM;
 		goto out;
 	}
+	if (w == DS_WORKLOAD_JOB && ds_json_path(obj, "spec.scheduling.resourceClaims")) {
+		/* The Job is its own group: its pods share spec.scheduling's claims. */
+		c.g_rcs = json_deep_copy(ds_json_path(obj, "spec.scheduling.resourceClaims"));
+		snprintf(c.g_what, sizeof(c.g_what), "%s spec.scheduling", c.what);
+		c.g_name = c.instance;
+		if (!c.g_rcs) {
+			r = -ENOMEM;
+			goto out;
+		}
+		if ((r = read_group(c.g_rcs, "spec.scheduling.resourceClaims", &c.g, &c.n_g, c.why,
+				    sizeof(c.why))) < 0 ||
+		    (r = decide_group(dra, c.workload, c.instance, c.g, c.n_g, "the Job's own",
+				      c.why, sizeof(c.why))) < 0)
+			goto out;
+	} else if (group && ds_json_path(group, "spec.resourceClaims")) {
+		char gwhat[340];
+
+		c.g_firm = true;
+		c.g_name = ds_obj_name(group);
+		ds_obj_describe(group, c.g_what, sizeof(c.g_what));
+		snprintf(gwhat, sizeof(gwhat), "%s", c.g_what);
+		if ((r = read_group(ds_json_path(group, "spec.resourceClaims"),
+				    "the group's spec.resourceClaims", &c.g, &c.n_g, c.why,
+				    sizeof(c.why))) < 0 ||
+		    (r = decide_group(dra, DS_RULE_PODGROUP, c.g_name, c.g, c.n_g, gwhat, c.why,
+				      sizeof(c.why))) < 0)
+			goto out;
+	}
 	if ((r = collect_entries(&c)) < 0 || (r = collect_refs(&c)) < 0 ||
 	    (r = resolve_refs(&c)) < 0)
 		goto out;
@@ -795,6 +1050,18 @@ int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep)
 	for (size_t i = 0; i < c.n_attaches; i++)
 		if (c.attaches[i].rule && (r = apply_attach(&c, &c.attaches[i])) < 0)
 			goto out;
+	if (c.g_rcs) {
+		size_t n =
+		    apply_group(c.g, c.n_g, c.what, "spec.scheduling.resourceClaims", rep, &r);
+		if (r < 0)
+			goto out;
+		if (n && json_object_set(ds_json_path(obj, "spec.scheduling"), "resourceClaims",
+					 c.g_rcs) < 0) {
+			r = -ENOMEM;
+			goto out;
+		}
+		c.changed += n;
+	}
 	/* "spec" exists in its holder: replacing the value allocates nothing */
 	if (c.changed > 0 && json_object_set(pod_spec_holder(obj, w), "spec", c.spec) < 0) {
 		r = -ENOMEM;
@@ -811,11 +1078,86 @@ out:
 					   : strerror(-r));
 	}
 	json_decref(c.spec);
+	json_decref(c.g_rcs);
+	free(c.g);
 	names_dispose(&c.names);
 	free(c.entries);
 	free(c.refs);
 	free(c.attaches);
 	return r;
+}
+
+int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep)
+{
+	return ds_dra_map_workload_in(dra, obj, NULL, rep);
+}
+
+const char *ds_dra_group_of(const json_t *obj)
+{
+	return ds_json_str(ds_json_path(ds_obj_pod_spec(obj, NULL), "schedulingGroup"),
+			   "podGroupName");
+}
+
+int ds_dra_map_group(const ds_dra_config *dra, json_t *obj, ds_report *rep)
+{
+	const char *kind = ds_obj_kind(obj);
+	size_t rep_start = ds_report_count(rep), changed = 0;
+	bool podgroup;
+	json_t *copy = NULL, *tpls, *t;
+	struct gentry *g = NULL;
+	char what[300], why[512] = "", path[80];
+	size_t n = 0, i;
+	int r = 0;
+
+	if (!kind || !ds_obj_in_group(obj, "scheduling.k8s.io") ||
+	    (strcmp(kind, "PodGroup") != 0 && strcmp(kind, "Workload") != 0))
+		return 0;
+	podgroup = strcmp(kind, "PodGroup") == 0;
+	ds_obj_describe(obj, what, sizeof(what));
+	/* On a copy of the spec: it replaces the original only when all of it succeeded. */
+	copy = json_deep_copy(json_object_get(obj, "spec"));
+	if (!copy)
+		return json_object_get(obj, "spec") ? -ENOMEM : 0;
+	if (podgroup) {
+		if ((r = read_group(json_object_get(copy, "resourceClaims"), "spec.resourceClaims",
+				    &g, &n, why, sizeof(why))) < 0 ||
+		    (r = decide_group(dra, DS_RULE_PODGROUP, ds_obj_name(obj), g, n, what, why,
+				      sizeof(why))) < 0)
+			goto out;
+		changed += apply_group(g, n, what, "spec.resourceClaims", rep, &r);
+		goto out;
+	}
+	/* A Workload: the claims of each PodGroup template; PodGroups made from one share them. */
+	tpls = json_object_get(copy, "podGroupTemplates");
+	json_array_foreach (tpls, i, t) {
+		const char *tn = ds_json_str(t, "name");
+
+		snprintf(path, sizeof(path), "spec.podGroupTemplates[%zu].resourceClaims", i);
+		free(g);
+		g = NULL;
+		if ((r = read_group(json_object_get(t, "resourceClaims"), path, &g, &n, why,
+				    sizeof(why))) < 0 ||
+		    (r = decide_group(dra, DS_RULE_WORKLOAD, ds_obj_name(obj), g, n, what, why,
+				      sizeof(why))) < 0)
+			goto out;
+		snprintf(path, sizeof(path), "podGroupTemplates %s", tn ? tn : "?");
+		changed += apply_group(g, n, what, path, rep, &r);
+		if (r < 0)
+			goto out;
+	}
+out:
+	if (r == 0 && changed && json_object_set(obj, "spec", copy) < 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		ds_report_truncate(rep, rep_start);
+		ds_report_add(rep, DS_REPORT_ERROR, what, NULL, NULL, NULL, NULL,
+			      r == -ENOMEM ? "out of memory"
+			      : why[0]	   ? why
+					   : strerror(-r));
+	}
+	json_decref(copy);
+	free(g);
+	return r < 0 ? r : (int)changed;
 }
 
 static const char *map_class(const ds_dra_config *dra, const char *name)

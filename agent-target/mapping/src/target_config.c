@@ -14,7 +14,8 @@ struct ds_target_config {
 	enum ds_mode mode;
 	ds_dra_rule *rules;
 	size_t n_rules;
-	const char **ext; /* NULL-terminated runs, one per rule with extendedResources */
+	const char **ext;	 /* NULL-terminated runs, one per rule with extendedResources */
+	const char **field_loss; /* dra.allowFieldLoss */
 	ds_device_class_mapping *dcm;
 	size_t n_dcm;
 	ds_namespace_mapping *nsm;
@@ -28,6 +29,26 @@ struct ds_target_config {
 static int is_all(const char *s)
 {
 	return s && (strcmp(s, "ALL") == 0 || strcmp(s, "All") == 0);
+}
+
+int ds_rule_object_type(const char *kind)
+{
+	if (kind && strcmp(kind, "PodGroup") == 0)
+		return DS_RULE_PODGROUP;
+	if (kind && strcmp(kind, "Workload") == 0)
+		return DS_RULE_WORKLOAD;
+	return ds_workload_from_kind(kind);
+}
+
+const char *ds_rule_object_type_name(int type)
+{
+	if (type == DS_RULE_PODGROUP)
+		return "PodGroup";
+	if (type == DS_RULE_WORKLOAD)
+		return "Workload";
+	if (type < 0)
+		return "All";
+	return ds_workload_name((enum ds_workload)type);
 }
 
 static const char *const rule_keys[] = {
@@ -112,17 +133,19 @@ static int load_rule(ds_config_walk *w, ds_target_config *cfg, const json_t *rul
 	if (!type)
 		return ds_config_fail(w, false,
 				      "missing 'objectType' (one of Pod, Deployment, ReplicaSet, "
-				      "StatefulSet, DaemonSet, Job, CronJob, All)");
+				      "StatefulSet, DaemonSet, Job, CronJob, PodGroup, Workload, "
+				      "All)");
 	if (is_all(type)) {
 		out->object_type = -1;
 	} else {
-		out->object_type = ds_workload_from_kind(type);
+		out->object_type = ds_rule_object_type(type);
 		if (out->object_type < 0) {
 			ds_config_mark m = ds_config_push_key(w, "objectType");
 			r = ds_config_fail(
 			    w, false,
 			    "unknown objectType '%s' (expected one of Pod, Deployment, "
-			    "ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, All)",
+			    "ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, PodGroup, "
+			    "Workload, All)",
 			    type);
 			ds_config_pop(w, m);
 			return r;
@@ -135,6 +158,16 @@ static int load_rule(ds_config_walk *w, ds_target_config *cfg, const json_t *rul
 	    (r = selector(w, rule, "source", 0, ds_dns_subdomain_valid,
 			  "claim, template or entry name", &out->source)) < 0)
 		return r;
+	if (out->container &&
+	    (out->object_type == DS_RULE_PODGROUP || out->object_type == DS_RULE_WORKLOAD)) {
+		ds_config_mark m = ds_config_push_key(w, "container");
+		r = ds_config_fail(w, false,
+				   "a %s has no containers: a rule for one says container: ALL "
+				   "(its member pods follow the group's claims)",
+				   ds_rule_object_type_name(out->object_type));
+		ds_config_pop(w, m);
+		return r;
+	}
 	if ((r = ds_config_member_str(w, rule, "resourceClaim", &claim)) < 0 ||
 	    (r = ds_config_member_str(w, rule, "resourceClaimTemplate", &tmpl)) < 0)
 		return r;
@@ -226,11 +259,67 @@ static int check_conflicts(ds_config_walk *w, const ds_target_config *cfg)
 	return 0;
 }
 
+/* A field path as the dropped-field check names it: dotted members, [] for every list item. */
+static bool field_path_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 512 || s[0] == '.' || s[n - 1] == '.' || strstr(s, ".."))
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '[' || *p == ']' ||
+		      *p == '-' || *p == '_' || *p == '/'))
+			return false;
+	return true;
+}
+
+/* dra.allowFieldLoss: [paths] the target may drop without failing the object. */
+static int load_field_loss(ds_config_walk *w, ds_target_config *cfg, const json_t *dra)
+{
+	json_t *arr, *v;
+	ds_config_mark m;
+	size_t i;
+	int r;
+
+	if ((r = ds_config_member(w, dra, "allowFieldLoss", JSON_ARRAY, &arr)) < 0 || !arr)
+		return r;
+	cfg->field_loss = calloc(json_array_size(arr) + 1, sizeof(*cfg->field_loss));
+	if (!cfg->field_loss)
+		return -ENOMEM;
+	m = ds_config_push_key(w, "allowFieldLoss");
+	json_array_foreach (arr, i, v) {
+		ds_config_mark mi = ds_config_push_index(w, i);
+
+		if (!json_is_string(v))
+			return ds_config_fail(w, false,
+					      "expected a field path such as "
+					      "spec.resourceClaims, found %s",
+					      ds_config_type_name(v));
+		if (!field_path_valid(json_string_value(v)))
+			return ds_config_fail(
+			    w, false,
+			    "'%s' is not a field path (dotted field names, [] for "
+			    "the items of a list: spec.template.spec.resourceClaims)",
+			    json_string_value(v));
+		cfg->field_loss[cfg->dra.n_allow_field_loss++] = json_string_value(v);
+		ds_config_pop(w, mi);
+	}
+	ds_config_pop(w, m);
+	cfg->dra.allow_field_loss = cfg->field_loss;
+	return 0;
+}
+
 static int load_dra(ds_config_walk *w, ds_target_config *cfg, const json_t *dra)
 {
 	static const char *const keys[] = {
-	    "resourceClaimMappings", "resourceClaimTemplateMappings", "deviceClassMappings",
-	    "requireTargetObjects",  "replicateDeviceClasses",	      NULL,
+	    "resourceClaimMappings",
+	    "resourceClaimTemplateMappings",
+	    "deviceClassMappings",
+	    "requireTargetObjects",
+	    "replicateDeviceClasses",
+	    "allowFieldLoss",
+	    NULL,
 	};
 	static const char *const lists[] = {"resourceClaimMappings",
 					    "resourceClaimTemplateMappings"};
@@ -321,6 +410,8 @@ static int load_dra(ds_config_walk *w, ds_target_config *cfg, const json_t *dra)
 		}
 		ds_config_pop(w, m);
 	}
+	if ((r = load_field_loss(w, cfg, dra)) < 0)
+		return r;
 	if ((r = ds_config_member_bool(w, dra, "requireTargetObjects", true,
 				       &cfg->dra.require_target_objects)) < 0 ||
 	    (r = ds_config_member_bool(w, dra, "replicateDeviceClasses", false,
@@ -509,6 +600,7 @@ void ds_target_config_free(ds_target_config *cfg)
 		return;
 	free(cfg->rules);
 	free(cfg->ext);
+	free(cfg->field_loss);
 	free(cfg->dcm);
 	free(cfg->nsm);
 	json_decref(cfg->docs);

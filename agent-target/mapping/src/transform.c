@@ -3,6 +3,7 @@
 #include "drasync/dra_mapping.h"
 #include "drasync/k8s_object.h"
 #include "drasync/sanitize.h"
+#include "drasync/sched_convert.h"
 #include "drasync/selection.h"
 #include "drasync/standby.h"
 
@@ -50,6 +51,7 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 	const ds_dra_config *dra = ds_target_config_dra(o->cfg);
 	char what[300], from_api[128];
 	char *uid = NULL;
+	const json_t *group = NULL;
 	ds_err err = {0};
 	enum ds_mode mode;
 	int r;
@@ -71,11 +73,18 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 		if (!uid)
 			return -ENOMEM;
 	}
-	if ((r = ds_sanitize(obj)) < 0 || (r = map_namespace(o, obj, what, rep)) < 0)
+	if ((r = ds_sanitize(obj)) < 0)
+		goto out;
+	/* The group a workload's pods join, looked up where the source has it. */
+	if (o->group_of && ds_dra_group_of(obj))
+		group = o->group_of(o->group_ud, ds_obj_namespace(obj), ds_dra_group_of(obj));
+	if ((r = map_namespace(o, obj, what, rep)) < 0)
 		goto out;
 	ds_obj_describe(obj, what, sizeof(what));
 
-	r = ds_dra_map_workload(dra, obj, rep);
+	r = ds_dra_map_workload_in(dra, obj, group, rep);
+	if (r >= 0)
+		r = ds_dra_map_group(dra, obj, rep);
 	if (r == -EINVAL) {
 		r = DS_TRANSFORM_ERROR;
 		goto out;
@@ -93,6 +102,16 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 	if (r == 1)
 		ds_report_add(rep, DS_REPORT_CONVERT, what, NULL, NULL, from_api,
 			      ds_dra_api_version(o->dra_version), NULL);
+	r = ds_sched_convert(obj, o->sched_version, &err);
+	if (r == -EINVAL) {
+		r = error(rep, what, err.msg);
+		goto out;
+	}
+	if (r < 0)
+		goto out;
+	if (r == 1)
+		ds_report_add(rep, DS_REPORT_CONVERT, what, NULL, NULL, from_api,
+			      ds_sched_api_version(o->sched_version), NULL);
 
 	if (ds_obj_set_label(obj, DS_LABEL_MANAGED_BY, "drasync") < 0 ||
 	    (o->source_cluster &&

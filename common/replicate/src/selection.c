@@ -95,6 +95,14 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, ds_err 
 				   group[0] ? group : "core");
 		return 0;
 	}
+	if (strcmp(kind, "ResourceClaim") == 0 &&
+	    ds_obj_annotation(obj, "resource.kubernetes.io/extended-resource-claim")) {
+		/* KEP-5004: the scheduler made it for a pod's extended-resource limits. */
+		ds_err_set(err, "made by the scheduler for a pod's extended resources (annotation "
+				"resource.kubernetes.io/extended-resource-claim); the target's "
+				"scheduler makes its own");
+		return 0;
+	}
 	if ((ctl = controller_of(obj))) {
 		ds_err_set(err, "controlled by %s %s, which recreates it on the target",
 			   ds_json_str(ctl, "kind") ? ds_json_str(ctl, "kind") : "?",

@@ -28,6 +28,34 @@
 int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep);
 
 /**
+ * As ds_dra_map_workload(), keeping a workload consistent with the group its
+ * pods join. `group` is the PodGroup of spec.schedulingGroup.podGroupName as
+ * the source has it (NULL: none known; the pod spec is mapped on its own).
+ * A pod entry equal to one of the group's resourceClaims (name,
+ * resourceClaimName, resourceClaimTemplateName) shares the group's claim and
+ * takes what the rules naming the group (objectType PodGroup) make of it; a
+ * member rule that maps it elsewhere is an error naming both rules. A Job's
+ * spec.scheduling.resourceClaims are its own group: a rule on any of the
+ * Job's references to such a claim rewrites the scheduling entry too, and two
+ * references of it that would map differently are an error.
+ * @return as ds_dra_map_workload()
+ */
+int ds_dra_map_workload_in(const ds_dra_config *dra, json_t *obj, const json_t *group,
+			   ds_report *rep);
+
+/** spec.schedulingGroup.podGroupName of a workload's pod spec (borrowed), or NULL. */
+const char *ds_dra_group_of(const json_t *obj);
+
+/**
+ * Map the resourceClaims of a scheduling.k8s.io PodGroup (rules with objectType
+ * PodGroup or All, objectInstance the group's name, container ALL) or of each
+ * podGroupTemplate of a Workload (objectType Workload). Anything else is left
+ * alone. On error obj is unchanged and one DS_REPORT_ERROR says why.
+ * @return number of entries changed, -EINVAL (a tie), -ENOMEM
+ */
+int ds_dra_map_group(const ds_dra_config *dra, json_t *obj, ds_report *rep);
+
+/**
  * Apply deviceClassMappings to a ResourceClaim or ResourceClaimTemplate of any
  * resource.k8s.io version: every request's deviceClassName (v1beta1 flat,
  * v1/v1beta2 `exactly`) and every firstAvailable subrequest's.

@@ -25,9 +25,20 @@ enum ds_target_kind {
 	DS_TARGET_KIND_MAX
 };
 
+/* objectType values beyond enum ds_workload: the workload-level DRA objects
+ * of scheduling.k8s.io, whose resourceClaims their member pods share. */
+#define DS_RULE_PODGROUP ((int)DS_WORKLOAD_MAX)
+#define DS_RULE_WORKLOAD ((int)DS_WORKLOAD_MAX + 1)
+
+/** objectType of a kind name: a workload, DS_RULE_PODGROUP, DS_RULE_WORKLOAD; -1 otherwise. */
+int ds_rule_object_type(const char *kind);
+
+/** "Deployment", "PodGroup", "All" (for -1). */
+const char *ds_rule_object_type_name(int type);
+
 /* One rule of dra.resourceClaimMappings or dra.resourceClaimTemplateMappings. */
 typedef struct ds_dra_rule {
-	int object_type;       /* enum ds_workload, or -1 for All */
+	int object_type;       /* enum ds_workload, DS_RULE_PODGROUP/WORKLOAD, or -1 for All */
 	const char *instance;  /* NULL = ALL */
 	const char *container; /* NULL = ALL */
 	const char *source;    /* NULL = ALL: source claim/template name or pod entry name */
@@ -56,6 +67,9 @@ typedef struct ds_dra_config {
 	size_t n_device_classes;
 	bool require_target_objects;   /* default true */
 	bool replicate_device_classes; /* default false */
+	/* dra.allowFieldLoss: field paths the target may drop (see field_loss.h) */
+	const char *const *allow_field_loss;
+	size_t n_allow_field_loss;
 } ds_dra_config;
 
 typedef struct ds_target_config ds_target_config;

@@ -4,12 +4,14 @@
 /*
  * The importer's per-object pipeline, one library call shared by `plan` and
  * the running importer: selection -> sanitizing -> namespace mapping -> DRA
- * mapping -> DRA version conversion -> standby -> drasync's own labels and
+ * mapping (pod specs, PodGroups, Workloads) -> resource.k8s.io and
+ * scheduling.k8s.io version conversion -> standby -> drasync's own labels and
  * source-identity annotations. Object in, object + report entries out.
  */
 
 #include "drasync/dra_convert.h"
 #include "drasync/report.h"
+#include "drasync/sched_convert.h"
 #include "drasync/target_config.h"
 
 #include <jansson.h>
@@ -30,6 +32,13 @@ typedef struct ds_transform_opts {
 	 * The importer answers from the ledger, where failover and failback set it. */
 	enum ds_mode (*mode_of)(void *ud, const char *ns, enum ds_mode configured);
 	void *mode_ud;
+	/* scheduling.k8s.io version the target serves (Workload, PodGroup); AS_IS: none known. */
+	enum ds_sched_version sched_version;
+	/* The PodGroup `name` of source namespace `ns` as the source has it, for a
+	 * workload whose pods join it (spec.schedulingGroup.podGroupName), so that
+	 * the claims they share stay shared; NULL: none known. Borrowed for the call. */
+	const json_t *(*group_of)(void *ud, const char *ns, const char *name);
+	void *group_ud;
 } ds_transform_opts;
 
 enum ds_transform_result {
