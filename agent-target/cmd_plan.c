@@ -10,6 +10,7 @@
 #include "drasync/manifest.h"
 #include "drasync/preflight.h"
 #include "drasync/report.h"
+#include "drasync/sched_convert.h"
 #include "drasync/selection.h"
 #include "drasync/target_config.h"
 #include "drasync/transform.h"
@@ -43,6 +44,10 @@ static void usage(FILE *out)
 		"                            json: one List, as kubectl get -o json prints\n"
 		"      --target-api VERSION  resource.k8s.io version the target serves:\n"
 		"                            resource.k8s.io/v1 (default), v1beta2 or v1beta1\n"
+		"      --target-scheduling-api VERSION\n"
+		"                            scheduling.k8s.io version of Workload and PodGroup\n"
+		"                            the target serves: scheduling.k8s.io/v1beta1\n"
+		"                            (default, Kubernetes 1.37) or v1alpha2 (1.36)\n"
 		"      --source-cluster NAME record NAME in annotation drasync.io/source-cluster\n"
 		"  -q, --quiet               print only errors and the summary on stderr\n"
 		"  -h, --help                show this help\n"
@@ -62,6 +67,7 @@ struct args {
 	size_t n_files;
 	int json_out, quiet;
 	enum ds_dra_version api;
+	enum ds_sched_version sched;
 };
 
 struct key {
@@ -74,6 +80,7 @@ struct plan {
 	struct key *keys; /* identity of each, for the preflight */
 	size_t n_keys;
 	json_t *required; /* set of the (needer, kind, namespace, name) already reported */
+	json_t *groups;	  /* the manifests' PodGroups, untransformed */
 	ds_report *rep;
 	const char *obj_desc; /* the object the preflight is at */
 	size_t n_required;
@@ -88,6 +95,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	    {"filename", required_argument, NULL, 'f'},
 	    {"output", required_argument, NULL, 'o'},
 	    {"target-api", required_argument, NULL, 'A'},
+	    {"target-scheduling-api", required_argument, NULL, 'G'},
 	    {"source-cluster", required_argument, NULL, 'S'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
@@ -118,6 +126,15 @@ static int parse_args(int argc, char **argv, struct args *a)
 				fprintf(stderr,
 					"plan: --target-api %s: expected resource.k8s.io/v1, "
 					"resource.k8s.io/v1beta2 or resource.k8s.io/v1beta1\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'G':
+			if (ds_sched_version_parse(optarg, &a->sched) < 0) {
+				fprintf(stderr,
+					"plan: --target-scheduling-api %s: expected "
+					"scheduling.k8s.io/v1beta1 or scheduling.k8s.io/v1alpha2\n",
 					optarg);
 				return EXIT_USAGE;
 			}
@@ -231,16 +248,46 @@ static void print_entries(const struct plan *p, const ds_manifest *man, size_t i
 	}
 }
 
+/* A PodGroup of the manifests as the source has it (groups: copies taken before any transform). */
+static const json_t *group_of(void *ud, const char *ns, const char *name)
+{
+	const json_t *groups = ud;
+	size_t i;
+	json_t *g;
+
+	json_array_foreach (groups, i, g) {
+		const char *gns = ds_obj_namespace(g);
+		if (strcmp(ds_obj_name(g), name) == 0 &&
+		    ((!gns && !ns) || (gns && ns && strcmp(gns, ns) == 0)))
+			return g;
+	}
+	return NULL;
+}
+
 /* The importer's pipeline on every object read. @return 0, -ENOMEM */
 static int transform_all(struct plan *p, ds_manifest *man, const struct args *a,
 			 const ds_target_config *cfg)
 {
-	ds_transform_opts topts = {
-	    .cfg = cfg, .dra_version = a->api, .source_cluster = a->source_cluster};
+	ds_transform_opts topts = {.cfg = cfg,
+				   .dra_version = a->api,
+				   .source_cluster = a->source_cluster,
+				   .sched_version = a->sched,
+				   .group_of = group_of,
+				   .group_ud = p->groups};
 
 	p->keys = calloc(ds_manifest_count(man) + 1, sizeof(*p->keys));
 	if (!p->keys)
 		return -ENOMEM;
+	/* Members are mapped against their group as the source has it, in any input order. */
+	for (size_t i = 0; i < ds_manifest_count(man); i++) {
+		json_t *obj = ds_manifest_object(man, i);
+		const char *kind = ds_obj_kind(obj);
+
+		if (kind && strcmp(kind, "PodGroup") == 0 && ds_obj_name(obj) &&
+		    ds_obj_in_group(obj, "scheduling.k8s.io") &&
+		    json_array_append_new(p->groups, json_deep_copy(obj)) < 0)
+			return -ENOMEM;
+	}
 	for (size_t i = 0; i < ds_manifest_count(man); i++) {
 		json_t *obj = ds_manifest_object(man, i);
 		size_t first = ds_report_count(p->rep);
@@ -455,7 +502,7 @@ static void print_summary(const struct plan *p, const ds_target_config *cfg,
 
 int ds_cmd_plan(int argc, char **argv)
 {
-	struct args a = {.api = DS_DRA_V1};
+	struct args a = {.api = DS_DRA_V1, .sched = DS_SCHED_V1BETA1};
 	ds_target_config *cfg = NULL;
 	ds_manifest *man = NULL;
 	struct plan p = {0};
@@ -471,7 +518,7 @@ int ds_cmd_plan(int argc, char **argv)
 	if (load_config(&a, &cfg) < 0)
 		goto out;
 	if (ds_manifest_new(&man) < 0 || ds_report_new(&p.rep) < 0 || !(p.out = json_array()) ||
-	    !(p.held = json_array()) || !(p.required = json_object()))
+	    !(p.held = json_array()) || !(p.required = json_object()) || !(p.groups = json_array()))
 		goto oom;
 	if (load_manifests(&a, man, &p) < 0 || transform_all(&p, man, &a, cfg) < 0 ||
 	    preflight_all(&p, a.quiet) < 0 || order_output(p.out) < 0)
@@ -495,6 +542,7 @@ out:
 	json_decref(p.out);
 	json_decref(p.held);
 	json_decref(p.required);
+	json_decref(p.groups);
 	free(p.keys);
 	ds_report_free(p.rep);
 	ds_manifest_free(man);

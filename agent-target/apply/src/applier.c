@@ -7,6 +7,7 @@
 #include "drasync/namespace_mode.h"
 #include "drasync/preflight.h"
 #include "drasync/report.h"
+#include "drasync/sched_convert.h"
 #include "drasync/selection.h"
 #include "drasync/transform.h"
 
@@ -39,6 +40,9 @@ struct ds_applier {
 	ds_applier_stats stats;
 	json_t *present; /* per pass: "kind/ns/name" -> whether it exists on the target */
 	json_t *objs;	 /* per pass: "kind/ns/name" -> a claim or template as on the target */
+	/* scheduling.k8s.io version the target serves (Workload, PodGroup) */
+	enum ds_sched_version sched;
+	json_t *groups; /* per pass: "source\nkey" -> a PodGroup as its source has it, or null */
 	ds_object_state_scope scope; /* cfg.namespaces, when set */
 	ds_namespace_modes *nm;
 	ds_namespace_mode *modes; /* the ledger's namespace modes, read once per pass */
@@ -114,6 +118,24 @@ enum ds_dra_version ds_applier_served_dra(ds_kube *k)
 	return out;
 }
 
+/* The scheduling.k8s.io version of Workload and PodGroup the target serves (v1beta1 first). */
+static enum ds_sched_version served_sched(ds_kube *k)
+{
+	enum ds_sched_version out = DS_SCHED_AS_IS, v;
+	char preferred[64] = "";
+	json_t *served = NULL, *e;
+	size_t i;
+
+	if (ds_kube_group_versions(k, "scheduling.k8s.io", preferred, sizeof(preferred), &served,
+				   NULL) < 0)
+		return DS_SCHED_AS_IS;
+	json_array_foreach (served, i, e)
+		if (ds_sched_version_parse(json_string_value(e), &v) == 0 && v > out)
+			out = v;
+	json_decref(served);
+	return out;
+}
+
 /*
  * After discovery was read again: the target may serve another resource.k8s.io
  * version now (an upgrade). @return whether the version to convert to changed
@@ -125,6 +147,7 @@ static bool follow_discovery(ds_applier *a)
 	if (ds_kube_discovery_generation(a->cfg.kube) == a->dra_gen)
 		return false;
 	v = ds_applier_served_dra(a->cfg.kube);
+	a->sched = served_sched(a->cfg.kube);
 	a->dra_gen = ds_kube_discovery_generation(a->cfg.kube);
 	if (v == a->dra)
 		return false;
@@ -180,6 +203,7 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 	    .ns = cfg->namespaces, .n = cfg->n_namespaces, .map_ns = scope_map_ns, .map_ud = a};
 	ds_kube_discovery_set_refresh_interval(cfg->kube, a->cfg.discovery_refresh_ms);
 	a->dra = ds_applier_served_dra(cfg->kube);
+	a->sched = served_sched(cfg->kube);
 	a->dra_gen = ds_kube_discovery_generation(cfg->kube);
 	*out = a;
 	return 0;
@@ -194,6 +218,7 @@ void ds_applier_free(ds_applier *a)
 	ds_namespace_mode_list_free(a->modes, a->n_modes);
 	json_decref(a->present);
 	json_decref(a->objs);
+	json_decref(a->groups);
 	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
@@ -471,6 +496,38 @@ static void hold(ds_applier *a, struct item *it, const char *why)
 	}
 }
 
+struct group_lookup {
+	ds_applier *a;
+	const char *source;
+};
+
+/* The PodGroup a workload's pods join, as the same source sent it (the ledger's
+ * desired record), read once per pass. @return borrowed, or NULL */
+static const json_t *group_of(void *ud, const char *ns, const char *name)
+{
+	struct group_lookup *g = ud;
+	char key[800];
+	uint8_t *payload = NULL;
+	size_t len = 0;
+	int zstd = 0;
+	json_t *obj = NULL, *seen;
+	char why[200];
+
+	snprintf(key, sizeof(key), "%s\nscheduling.k8s.io/PodGroup/%s/%s", g->source, ns ? ns : "",
+		 name);
+	seen = json_object_get(g->a->groups, key);
+	if (seen)
+		return json_is_object(seen) ? seen : NULL;
+	if (ds_object_state_payload(g->a->st, g->source, strchr(key, '\n') + 1, &payload, &len,
+				    &zstd, NULL) == 0 &&
+	    ds_ledger_payload_json(payload, len, zstd, &obj, why, sizeof(why)) < 0)
+		obj = NULL;
+	free(payload);
+	if (json_object_set_new(g->a->groups, key, obj ? obj : json_null()) < 0)
+		return NULL;
+	return obj;
+}
+
 /*
  * Decode the payload and run the pipeline. Decides the item unless it is to be
  * applied. *again (when not NULL) is set instead when discovery, read again
@@ -480,12 +537,16 @@ static void hold(ds_applier *a, struct item *it, const char *why)
 static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *again)
 {
 	ds_object_state_row *r = it->row;
+	struct group_lookup gl = {.a = a, .source = r->source};
 	ds_transform_opts topts = {.cfg = a->cfg.cfg,
 				   .dra_version = a->dra,
 				   .source_cluster = r->source_cluster,
 				   .source_uid = r->source_uid,
 				   .mode_of = mode_of,
-				   .mode_ud = a};
+				   .mode_ud = a,
+				   .sched_version = a->sched,
+				   .group_of = group_of,
+				   .group_ud = &gl};
 	size_t first = ds_report_count(rep);
 	ds_kube_error ke;
 	char text[REASON_MAX];
@@ -597,6 +658,8 @@ static const char *need_api(const ds_applier *a, const char *kind)
 	if (strcmp(kind, "ResourceClaim") == 0 || strcmp(kind, "ResourceClaimTemplate") == 0 ||
 	    strcmp(kind, "DeviceClass") == 0)
 		return ds_dra_api_version(a->dra);
+	if (strcmp(kind, "PodGroup") == 0 || strcmp(kind, "Workload") == 0)
+		return ds_sched_api_version(a->sched);
 	return NULL;
 }
 
@@ -1425,12 +1488,15 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	atomic_store(&a->applying, true);
 	json_decref(a->present);
 	json_decref(a->objs);
+	json_decref(a->groups);
 	a->objs = json_object();
+	a->groups = json_object();
 	items = calloc(n, sizeof(*items));
 	up = calloc(n, sizeof(*up));
 	del = calloc(n, sizeof(*del));
 	a->present = json_object();
-	if (!items || !up || !del || !a->present || !a->objs || ds_report_new(&rep) < 0) {
+	if (!items || !up || !del || !a->present || !a->objs || !a->groups ||
+	    ds_report_new(&rep) < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}

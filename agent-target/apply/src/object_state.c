@@ -1079,6 +1079,46 @@ out:
 	return ds_err_fallback(err, rc);
 }
 
+int ds_object_state_payload(ds_object_state *st, const char *source, const char *key,
+			    uint8_t **payload, size_t *len, int *zstd, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = prepare(st->db,
+			 "SELECT r.payload, r.compression FROM object_state o JOIN records r ON "
+			 "r.id = o.record_id WHERE o.source = ? AND o.key = ? AND r.op != ?",
+			 &q, err);
+
+	if (rc < 0)
+		goto out;
+	bind_text(q, 1, source);
+	bind_text(q, 2, key);
+	sqlite3_bind_int(q, 3, DS_RECORD_DELETE);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		int plen = sqlite3_column_bytes(q, 0);
+		uint8_t *p = malloc(plen > 0 ? (size_t)plen : 1);
+
+		if (!p) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (plen > 0)
+			memcpy(p, sqlite3_column_blob(q, 0), (size_t)plen);
+		*payload = p;
+		*len = (size_t)(plen > 0 ? plen : 0);
+		*zstd = sqlite3_column_int(q, 1);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		ds_err_set(err, "no live record for %s of source %s", key, source);
+		rc = -ENOENT;
+	} else {
+		rc = fail(st->db, rc, "object_state payload", err);
+	}
+out:
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}
+
 int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;

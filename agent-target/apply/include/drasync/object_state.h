@@ -262,6 +262,14 @@ int ds_object_state_get(ds_object_state *st, const char *source, const char *key
 /** Rows a pick at now_ms would take, in any scope. @return >= 0, or a negative errno */
 int ds_object_state_count_due(ds_object_state *st, int64_t now_ms, ds_err *err);
 
+/**
+ * The payload of the desired record of (source, key) as stored (zstd when
+ * *zstd), not a tombstone; *payload is the caller's (free()).
+ * @return 0, -ENOENT, or a negative errno
+ */
+int ds_object_state_payload(ds_object_state *st, const char *source, const char *key,
+			    uint8_t **payload, size_t *len, int *zstd, ds_err *err);
+
 /** Number of rows in state s. @return >= 0, or a negative errno */
 int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *err);
 

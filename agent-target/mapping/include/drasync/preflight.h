@@ -3,8 +3,11 @@
 
 /*
  * What an object needs on the target before it can work (SPEC §5): the
- * ResourceClaims and ResourceClaimTemplates a workload's pod spec references
- * (after mapping), and the DeviceClasses claims and templates request.
+ * ResourceClaims and ResourceClaimTemplates a workload's pod spec and a Job's
+ * spec.scheduling reference (after mapping), the PodGroup its pods join
+ * (spec.schedulingGroup.podGroupName); a PodGroup's claims, templates and its
+ * Workload, a Workload's templates' claims; and the DeviceClasses claims and
+ * templates request.
  */
 
 #include <jansson.h>
