@@ -2,6 +2,7 @@
 
 #include "drasync/buf.h"
 #include "drasync/dra_convert.h"
+#include "drasync/field_loss.h"
 #include "drasync/k8s_object.h"
 #include "drasync/ledger_objects.h"
 #include "drasync/namespace_mode.h"
@@ -873,6 +874,34 @@ static void not_served(ds_applier *a, struct item *it, const ds_kube_error *ke)
 }
 
 /* Delete the object, wait until it is gone, apply it again. */
+/*
+ * What the server kept of what was sent: a field it dropped (a gate off, an
+ * older version) fails the object, naming the paths and the likely cause,
+ * unless dra.allowFieldLoss allows them. @return whether it was decided so
+ */
+static bool dropped(ds_applier *a, struct item *it, const json_t *kept)
+{
+	char paths[REASON_MAX / 2], first[256];
+	size_t n;
+
+	if (!kept || !it->obj)
+		return false;
+	n = ds_field_loss_find(it->obj, kept, ds_target_config_dra(a->cfg.cfg), paths,
+			       sizeof(paths));
+	if (n == 0)
+		return false;
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(paths, ","), paths);
+	decide(it, DS_APPLY_FAILED,
+	       "the target dropped %s (likely cause: %s); the object is on the target without "
+	       "%s: enable it there, or list the path%s in dra.allowFieldLoss",
+	       paths, ds_field_loss_cause(first), n > 1 ? "them" : "it", n > 1 ? "s" : "");
+	/* It is there: a tombstone must find it. No applied hash: tried again on a new version. */
+	it->out.target_api_version = ds_obj_api_version(it->obj);
+	it->out.target_ns = ds_obj_namespace(it->obj);
+	it->out.target_name = ds_obj_name(it->obj);
+	return true;
+}
+
 static void recreate(ds_applier *a, struct item *it, const ds_kube_error *why)
 {
 	struct ds_kube_delete_opts dopts = {.propagation = "Background", .grace_seconds = -1};
@@ -910,14 +939,16 @@ static void recreate(ds_applier *a, struct item *it, const ds_kube_error *why)
 	count(a, &a->stats.api_writes, 1);
 	rc = ds_kube_apply(a->cfg.kube, &it->res, ns, it->obj, a->cfg.field_manager, true, NULL,
 			   &got, &ke);
-	json_decref(got);
 	if (rc < 0) {
+		json_decref(got);
 		decide_kube_failure(a, it, "re-create: apply", rc, &ke);
 		return;
 	}
-	decide(it, DS_APPLY_APPLIED, "deleted and re-created: %s",
-	       ds_kube_error_format(why, buf, sizeof(buf)));
 	count(a, &a->stats.recreated, 1);
+	if (!dropped(a, it, got))
+		decide(it, DS_APPLY_APPLIED, "deleted and re-created: %s",
+		       ds_kube_error_format(why, buf, sizeof(buf)));
+	json_decref(got);
 }
 
 static void decide_applied(struct item *it, const char *note)
@@ -1234,7 +1265,9 @@ static int stream_next(void *ud, struct ds_kube_op **out)
 		it->op = (struct ds_kube_op){.kind = DS_KUBE_OP_APPLY,
 					     .res = &it->res,
 					     .ns = ds_obj_namespace(it->obj),
-					     .obj = it->obj};
+					     .obj = it->obj,
+					     /* to see what the server dropped */
+					     .want_result = ds_field_loss_relevant(it->obj)};
 		s->in_flight++;
 		count(a, &a->stats.api_writes, 1);
 		*out = &it->op;
@@ -1250,6 +1283,12 @@ static void stream_done(void *ud, struct ds_kube_op *op)
 	ds_applier *a = s->a;
 
 	s->in_flight--;
+	if (op->rc == 0 && dropped(a, it, op->result)) {
+		json_decref(op->result);
+		op->result = NULL;
+		finish(s, it);
+		return;
+	}
 	json_decref(op->result);
 	op->result = NULL;
 	if (op->rc == 0 && it->forced) {

@@ -581,6 +581,24 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 		q = NULL;
 		if (rc < 0)
 			goto out;
+	} else if (res->target_name) {
+		/* On the target but not as desired (it dropped fields): where, without a hash. */
+		rc = prepare(st->db,
+			     "UPDATE object_state SET target_api_version = ?, target_namespace = ?,"
+			     " target_name = ? WHERE id = ?",
+			     &q, err);
+		if (rc < 0)
+			goto out;
+		bind_text(q, 1, res->target_api_version);
+		bind_text(q, 2, res->target_ns);
+		bind_text(q, 3, res->target_name);
+		sqlite3_bind_int64(q, 4, id);
+		rc = sqlite3_step(q);
+		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state target", err);
+		sqlite3_finalize(q);
+		q = NULL;
+		if (rc < 0)
+			goto out;
 	} else if (res->forget_applied) {
 		rc = prepare(st->db,
 			     "UPDATE object_state SET applied_hash = NULL,"

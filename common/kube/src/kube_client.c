@@ -911,7 +911,7 @@ static void op_call_done(void *ud, struct ds_kube_call *call)
 	op->rc = call->rc;
 	op->error = call->error;
 	/* Parsing an answer nobody reads costs the client more than the request. */
-	if (op->rc == 0 && call->resp.len > 0 && !os->s->no_result)
+	if (op->rc == 0 && call->resp.len > 0 && (!os->s->no_result || op->want_result))
 		op->rc = parse_body(&call->resp, call->req.path, &op->result, &op->error);
 	ds_kube_response_dispose(&call->resp);
 	write_req_dispose(&p->w);

@@ -102,6 +102,15 @@ static const struct tu_bad_config bad[] = {
      "dra:\n  resourceClaimMappings:\n  - {objectType: Deploymnet, objectInstance: a, container: "
      "ALL, resourceClaim: x}\n",
      3, 18, "unknown objectType 'Deploymnet'"},
+    {"a PodGroup rule naming a container",
+     "dra:\n  resourceClaimTemplateMappings:\n  - {objectType: PodGroup, objectInstance: g, "
+     "container: ctr, resourceClaimTemplate: x}\n",
+     3, 58, "a PodGroup has no containers: a rule for one says container: ALL"},
+    {"allowFieldLoss not a list", "dra:\n  allowFieldLoss: spec.x\n", 2, 19, "allowFieldLoss"},
+    {"allowFieldLoss entry not a path", "dra:\n  allowFieldLoss:\n  - spec.x\n  - 'spec..y'\n", 4,
+     5, "'spec..y' is not a field path"},
+    {"allowFieldLoss entry not a string", "dra:\n  allowFieldLoss:\n  - {a: b}\n", 3, 5,
+     "expected a field path"},
     {"both targets",
      "dra:\n  resourceClaimMappings:\n  - {objectType: Pod, objectInstance: a, container: ALL, "
      "resourceClaim: x, resourceClaimTemplate: tmpl}\n",

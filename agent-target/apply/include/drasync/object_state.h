@@ -81,7 +81,8 @@ typedef struct ds_object_state_row {
 typedef struct ds_object_state_result {
 	enum ds_apply_state state;
 	const char *reason; /* NULL: none */
-	/* When the object was applied: its hash and where (else all NULL). */
+	/* When the object was applied: its hash and where (else all NULL). Where
+	 * without a hash: it is on the target, not as desired (fields dropped). */
 	const uint8_t *applied_hash;
 	const char *target_api_version, *target_ns, *target_name;
 	int attempts;

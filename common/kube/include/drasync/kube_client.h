@@ -226,9 +226,10 @@ struct ds_kube_op {
 	const char *ns;
 	const char *name;  /* GET, DELETE, MERGE_PATCH; else metadata.name */
 	const json_t *obj; /* the object (CREATE, APPLY, UPDATE) or patch */
-	bool force;	/* APPLY: take over fields other managers own, whatever the batch's force */
-	int rc;		/* out */
-	json_t *result; /* out: the server's object on success (caller decrefs), may stay NULL */
+	bool force; /* APPLY: take over fields other managers own, whatever the batch's force */
+	int rc;	    /* out */
+	bool want_result; /* the server's object is wanted, even in a no_result stream */
+	json_t *result;	  /* out: the server's object on success (caller decrefs), may stay NULL */
 	ds_kube_error error; /* out */
 };
 
