@@ -899,6 +899,7 @@ static bool dropped(ds_applier *a, struct item *it, const json_t *kept)
 	it->out.target_api_version = ds_obj_api_version(it->obj);
 	it->out.target_ns = ds_obj_namespace(it->obj);
 	it->out.target_name = ds_obj_name(it->obj);
+	it->out.on_target = true;
 	return true;
 }
 

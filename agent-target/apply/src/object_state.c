@@ -581,7 +581,7 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 		q = NULL;
 		if (rc < 0)
 			goto out;
-	} else if (res->target_name) {
+	} else if (res->on_target && res->target_name) {
 		/* On the target but not as desired (it dropped fields): where, without a hash. */
 		rc = prepare(st->db,
 			     "UPDATE object_state SET target_api_version = ?, target_namespace = ?,"

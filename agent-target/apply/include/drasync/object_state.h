@@ -81,8 +81,7 @@ typedef struct ds_object_state_row {
 typedef struct ds_object_state_result {
 	enum ds_apply_state state;
 	const char *reason; /* NULL: none */
-	/* When the object was applied: its hash and where (else all NULL). Where
-	 * without a hash: it is on the target, not as desired (fields dropped). */
+	/* When the object was applied: its hash and where (else all NULL). */
 	const uint8_t *applied_hash;
 	const char *target_api_version, *target_ns, *target_name;
 	int attempts;
@@ -90,6 +89,9 @@ typedef struct ds_object_state_result {
 	/* The object was taken off the target (a held object deleted at failback): the
 	 * applied hash and target identity are forgotten, so it is created again when due. */
 	bool forget_applied;
+	/* Without an applied hash: the object is on the target at target_*, but not
+	 * as desired (the server dropped fields); recorded so that a tombstone finds it. */
+	bool on_target;
 } ds_object_state_result;
 
 /*
