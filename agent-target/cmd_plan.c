@@ -362,6 +362,43 @@ static int need(void *ud, const char *kind, const char *ns, const char *name)
 	return ds_report_add(p->rep, DS_REPORT_REQUIRE, p->obj_desc, NULL, NULL, NULL, NULL, msg);
 }
 
+/*
+ * KEP-5004: a container that keeps an extended resource (nvidia.com/gpu) in its
+ * limits is served on the target by a DeviceClass whose extendedResourceName
+ * it is (the target's scheduler makes the claim), or by a device plugin; the
+ * other path is an attach rule with extendedResources. Say which applies.
+ */
+static int extended_need(void *ud, const char *container, const char *resource)
+{
+	struct plan *p = ud;
+	const char *by = NULL;
+	char msg[600];
+	size_t i;
+	json_t *o;
+
+	json_array_foreach (p->out, i, o) {
+		const char *kind = ds_obj_kind(o);
+		if (kind && strcmp(kind, "DeviceClass") == 0 &&
+		    ds_preflight_class_serves(o, resource))
+			by = ds_obj_name(o);
+	}
+	if (by)
+		snprintf(msg, sizeof(msg),
+			 "keeps %s: DeviceClass %s of this plan serves it as a DRA extended "
+			 "resource (the target's scheduler makes the claim; Kubernetes 1.34+, "
+			 "gate DRAExtendedResource)",
+			 resource, by);
+	else
+		snprintf(msg, sizeof(msg),
+			 "keeps %s: the target needs a DeviceClass with extendedResourceName %s "
+			 "(Kubernetes 1.34+, gate DRAExtendedResource, GA in 1.37) or a device "
+			 "plugin that advertises it; a rule with attach: true and "
+			 "extendedResources: [%s] moves it to a claim instead",
+			 resource, resource, resource);
+	return ds_report_add(p->rep, DS_REPORT_EXTENDED, p->obj_desc, container, NULL, NULL, NULL,
+			     msg);
+}
+
 /* Preflight: what the planned objects reference but the plan does not contain. @return 0, -ENOMEM
  */
 static int preflight_all(struct plan *p, int quiet)
@@ -375,7 +412,8 @@ static int preflight_all(struct plan *p, int quiet)
 		char desc[300];
 
 		p->obj_desc = ds_obj_describe(obj, desc, sizeof(desc));
-		if (ds_preflight_needs(obj, need, p) < 0)
+		if (ds_preflight_needs(obj, need, p) < 0 ||
+		    ds_preflight_extended(obj, extended_need, p) < 0)
 			return -ENOMEM;
 		for (size_t k = first; !quiet && k < ds_report_count(p->rep); k++)
 			ds_report_entry_print(stderr, ds_report_get(p->rep, k));

@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Local Kubernetes control planes for the drasync tests and the demo.
 #
-#   cluster.sh up NAME [--dra-api v1|v1beta1]   start etcd, kube-apiserver,
-#                                               kube-scheduler, kube-controller-manager
+#   cluster.sh up NAME [--dra-api v1|v1beta1] [--features LIST]
+#                                               start etcd, kube-apiserver,
+#                                               kube-scheduler, kube-controller-manager;
+#                                               LIST (comma-separated):
+#                                                 workload: scheduling.k8s.io/v1beta1
+#                                                   Workload/PodGroup, pod schedulingGroup
+#                                                   (gate GenericWorkload)
+#                                                 workload-claims: workload, plus their
+#                                                   resourceClaims and Job spec.scheduling
+#                                                   (DRAWorkloadResourceClaims, WorkloadWithJob)
+#                                               without it those gates stay off, as on a
+#                                               default 1.37 cluster
 #   cluster.sh nodes NAME [--nodes N] [--devices N] [--driver NAME]
 #                                               fake Ready nodes + DeviceClass +
 #                                               ResourceSlices + pod "kubelet"
@@ -202,7 +212,7 @@ wait_https() {
 # ---------------------------------------------------------------- commands
 
 cmd_up() {
-  local name=${1:-} api=v1
+  local name=${1:-} api=v1 features=""
   [ -n "$name" ] || usage
   shift
   check_name "$name"
@@ -210,10 +220,25 @@ cmd_up() {
     case $1 in
     --dra-api) api=${2:-}; shift 2 ;;
     --dra-api=*) api=${1#*=}; shift ;;
+    --features) features=${2:-}; shift 2 ;;
+    --features=*) features=${1#*=}; shift ;;
     *) die "up: unknown option $1" ;;
     esac
   done
   case $api in v1 | v1beta1) ;; *) die "up: --dra-api must be v1 or v1beta1, not '$api'" ;; esac
+  # Feature gates (the same on every component) and API versions for --features.
+  local gates="" sched_rc=""
+  local f
+  for f in ${features//,/ }; do
+    case $f in
+    workload) gates=${gates:+$gates,}GenericWorkload=true ;;
+    workload-claims)
+      gates=${gates:+$gates,}GenericWorkload=true,DRAWorkloadResourceClaims=true,WorkloadWithJob=true ;;
+    *) die "up: --features: unknown feature '$f' (workload, workload-claims)" ;;
+    esac
+  done
+  [ -z "$gates" ] || sched_rc=scheduling.k8s.io/v1beta1=true
+  [ -z "$gates" ] || [ "$api" = v1 ] || die "up: --features needs --dra-api v1"
 
   local dir=$root/$name
   if pid_alive "$dir" kube-apiserver; then
@@ -226,6 +251,7 @@ cmd_up() {
   # A failed start stops what it started (the logs stay for a look).
   trap "stop_all '$dir'" EXIT
   echo "$api" >"$dir/dra-api"
+  echo "$features" >"$dir/features"
   ln -sf "$bin" "$dir/kube"
 
   local t0
@@ -281,6 +307,14 @@ EOF
     fi
   fi
 
+  local gate_flag=()
+  if [ -n "$gates" ]; then
+    runtime_config=${runtime_config:+$runtime_config,}$sched_rc
+    gate_flag=(--feature-gates="$gates")
+    sched_extra+=("${gate_flag[@]}")
+    cm_extra+=("${gate_flag[@]}")
+  fi
+
   local t_api
   t_api=$(now_ms)
   # --watch-cache-sizes: PodTemplates and ResourceClaimTemplates have no watch
@@ -312,7 +346,7 @@ EOF
     --allow-privileged=true \
     --profiling=false \
     --watch-cache-sizes podtemplates#0,resourceclaimtemplates.resource.k8s.io#0 \
-    ${runtime_config:+--runtime-config "$runtime_config"}
+    ${runtime_config:+--runtime-config "$runtime_config"} ${gate_flag[@]+"${gate_flag[@]}"}
 
   wait_https "$server/readyz" "$pki" "kube-apiserver /readyz" "$dir"
   local t_ready
@@ -365,7 +399,7 @@ EOF
   done
   local t_done
   t_done=$(now_ms)
-  log "$name up (resource.k8s.io/$api) at $server: /readyz $((t_ready - t_api))ms after kube-apiserver start" \
+  log "$name up (resource.k8s.io/$api${features:+, features $features}) at $server: /readyz $((t_ready - t_api))ms after kube-apiserver start" \
     "($((t_ready - t0))ms with PKI and etcd), all components ready after $((t_done - t0))ms"
   trap - EXIT
   echo "KUBECONFIG=$dir/admin.kubeconfig"

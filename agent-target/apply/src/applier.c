@@ -43,7 +43,8 @@ struct ds_applier {
 	json_t *objs;	 /* per pass: "kind/ns/name" -> a claim or template as on the target */
 	/* scheduling.k8s.io version the target serves (Workload, PodGroup) */
 	enum ds_sched_version sched;
-	json_t *groups; /* per pass: "source\nkey" -> a PodGroup as its source has it, or null */
+	json_t *groups;	 /* per pass: "source\nkey" -> a PodGroup as its source has it, or null */
+	json_t *classes; /* per pass, when asked: the target's DeviceClasses */
 	ds_object_state_scope scope; /* cfg.namespaces, when set */
 	ds_namespace_modes *nm;
 	ds_namespace_mode *modes; /* the ledger's namespace modes, read once per pass */
@@ -220,6 +221,7 @@ void ds_applier_free(ds_applier *a)
 	json_decref(a->present);
 	json_decref(a->objs);
 	json_decref(a->groups);
+	json_decref(a->classes);
 	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
@@ -775,6 +777,64 @@ static int need(void *ud, const char *kind, const char *ns, const char *name)
 	return 0;
 }
 
+/* The target's DeviceClasses, listed once per pass (for extended resources). @return borrowed */
+static const json_t *device_classes(ds_applier *a)
+{
+	struct ds_kube_resource res;
+	ds_kube_error ke;
+	json_t *list = NULL;
+
+	if (a->classes)
+		return a->classes;
+	ds_kube_error_clear(&ke);
+	if (ds_kube_resource_find(a->cfg.kube, ds_dra_api_version(a->dra), "DeviceClass", &res,
+				  &ke) == 0) {
+		count(a, &a->stats.api_reads, 1);
+		if (ds_kube_list(a->cfg.kube, &res, NULL, NULL, &list, NULL, &ke) < 0)
+			list = NULL;
+	}
+	a->classes = list ? json_incref(json_object_get(list, "items")) : json_array();
+	json_decref(list);
+	return a->classes;
+}
+
+struct ext_note {
+	ds_applier *a;
+	char *note;
+	size_t size, used;
+};
+
+/* KEP-5004: what on the target serves an extended resource a container keeps. */
+static int ext_note(void *ud, const char *container, const char *resource)
+{
+	struct ext_note *x = ud;
+	const json_t *classes = device_classes(x->a);
+	const char *by = NULL;
+	size_t i;
+	json_t *dc;
+	int w;
+
+	json_array_foreach (classes, i, dc)
+		if (ds_preflight_class_serves(dc, resource))
+			by = ds_obj_name(dc);
+	if (x->used + 1 >= x->size)
+		return 0;
+	if (by)
+		w = snprintf(x->note + x->used, x->size - x->used,
+			     "%scontainer %s keeps %s: DeviceClass %s serves it (DRA extended "
+			     "resource)",
+			     x->used ? "; " : "", container, resource, by);
+	else
+		w = snprintf(
+		    x->note + x->used, x->size - x->used,
+		    "%scontainer %s keeps %s: no DeviceClass of the target serves it, only "
+		    "a device plugin can",
+		    x->used ? "; " : "", container, resource);
+	if (w > 0)
+		x->used = (size_t)w < x->size - x->used ? x->used + (size_t)w : x->size - 1;
+	return 0;
+}
+
 /*
  * SPEC §5: a workload waits for the claims and templates it references and
  * the DeviceClasses they request; a claim or template is applied even when
@@ -796,8 +856,10 @@ static int preflight(ds_applier *a, struct item *it, char *note, size_t note_siz
 	rc = ds_preflight_needs(it->obj, need, &m);
 	if (rc < 0)
 		return rc;
-	if (!m.n)
-		return 0;
+	if (!m.n) {
+		struct ext_note x = {.a = a, .note = note, .size = note_size};
+		return workload ? ds_preflight_extended(it->obj, ext_note, &x) : 0;
+	}
 	if (workload) {
 		decide(it, DS_APPLY_WAITING,
 		       "waits for %s (neither applied by drasync nor on the "
@@ -1529,8 +1591,10 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	json_decref(a->present);
 	json_decref(a->objs);
 	json_decref(a->groups);
+	json_decref(a->classes);
 	a->objs = json_object();
 	a->groups = json_object();
+	a->classes = NULL;
 	items = calloc(n, sizeof(*items));
 	up = calloc(n, sizeof(*up));
 	del = calloc(n, sizeof(*del));

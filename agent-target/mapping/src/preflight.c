@@ -101,3 +101,66 @@ int ds_preflight_needs(const json_t *obj, ds_preflight_need_fn fn, void *ud)
 		return device_classes(ds_json_path(obj, "spec.spec.devices.requests"), fn, ud);
 	return 0;
 }
+
+#define IMPLICIT_PREFIX "deviceclass.resource.kubernetes.io/"
+
+/* An extended resource: a prefixed name outside kubernetes.io, or KEP-5004's implicit one. */
+static int extended(const char *name)
+{
+	const char *slash = strchr(name, '/');
+	size_t n;
+
+	if (!slash)
+		return 0; /* cpu, memory, hugepages-2Mi, ephemeral-storage */
+	if (strncmp(name, IMPLICIT_PREFIX, sizeof(IMPLICIT_PREFIX) - 1) == 0)
+		return 1;
+	n = (size_t)(slash - name);
+	if (n == strlen("kubernetes.io") && strncmp(name, "kubernetes.io", n) == 0)
+		return 0;
+	return !(n > strlen(".kubernetes.io") &&
+		 strncmp(slash - strlen(".kubernetes.io"), ".kubernetes.io",
+			 strlen(".kubernetes.io")) == 0);
+}
+
+int ds_preflight_extended(const json_t *obj, ds_preflight_ext_fn fn, void *ud)
+{
+	static const char *const lists[] = {"initContainers", "containers"};
+	static const char *const maps[] = {"limits", "requests"};
+	json_t *spec = ds_obj_pod_spec(obj, NULL);
+	int r;
+
+	for (size_t l = 0; spec && l < 2; l++) {
+		size_t i;
+		json_t *ctr;
+
+		json_array_foreach (json_object_get(spec, lists[l]), i, ctr) {
+			const char *cname = ds_json_str(ctr, "name");
+			json_t *res = json_object_get(ctr, "resources");
+			const char *key;
+			json_t *v;
+
+			for (size_t m = 0; cname && m < 2; m++)
+				json_object_foreach (json_object_get(res, maps[m]), key, v) {
+					/* requests repeat limits for extended resources: once */
+					if (!extended(key) ||
+					    (m == 1 &&
+					     json_object_get(json_object_get(res, "limits"), key)))
+						continue;
+					if ((r = fn(ud, cname, key)) < 0)
+						return r;
+				}
+		}
+	}
+	return 0;
+}
+
+int ds_preflight_class_serves(const json_t *dc, const char *resource)
+{
+	const char *name = ds_obj_name(dc);
+	const char *ern = ds_json_str(json_object_get(dc, "spec"), "extendedResourceName");
+
+	if (ern && strcmp(ern, resource) == 0)
+		return 1;
+	return name && strncmp(resource, IMPLICIT_PREFIX, sizeof(IMPLICIT_PREFIX) - 1) == 0 &&
+	       strcmp(resource + sizeof(IMPLICIT_PREFIX) - 1, name) == 0;
+}

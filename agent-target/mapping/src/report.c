@@ -13,8 +13,8 @@ struct ds_report {
 };
 
 static const char *const type_names[DS_REPORT_TYPE_MAX] = {
-    "rewrite", "split",	  "attach", "resource", "deviceclass", "namespace",
-    "convert", "standby", "hold",   "require",	"skip",	       "error",
+    "rewrite", "split", "attach",  "resource", "deviceclass", "namespace", "convert",
+    "standby", "hold",	"require", "skip",     "error",	      "extended",
 };
 
 const char *ds_report_type_name(enum ds_report_type type)

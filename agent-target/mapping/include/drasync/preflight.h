@@ -22,4 +22,21 @@ typedef int (*ds_preflight_need_fn)(void *userdata, const char *kind, const char
  */
 int ds_preflight_needs(const json_t *obj, ds_preflight_need_fn fn, void *userdata);
 
+/** Called once per (container, extended resource); return < 0 to stop. */
+typedef int (*ds_preflight_ext_fn)(void *userdata, const char *container, const char *resource);
+
+/**
+ * Enumerate the extended resources (nvidia.com/gpu, and KEP-5004's implicit
+ * deviceclass.resource.kubernetes.io/<class>) that obj's containers and init
+ * containers keep in their limits or requests, each once per container.
+ * @return 0, or the callback's negative value
+ */
+int ds_preflight_extended(const json_t *obj, ds_preflight_ext_fn fn, void *userdata);
+
+/**
+ * Whether DeviceClass dc serves extended resource `resource` (KEP-5004): its
+ * spec.extendedResourceName, or the implicit deviceclass.resource.kubernetes.io/<name>.
+ */
+int ds_preflight_class_serves(const json_t *dc, const char *resource);
+
 #endif

@@ -24,6 +24,7 @@ enum ds_report_type {
 	DS_REPORT_REQUIRE,	/* the object needs another object to exist on the target */
 	DS_REPORT_SKIP,		/* the object is not replicated, and why */
 	DS_REPORT_ERROR,	/* the object cannot be imported, and why */
+	DS_REPORT_EXTENDED,	/* an extended resource is kept in limits, and what serves it */
 	DS_REPORT_TYPE_MAX
 };
 
