@@ -51,7 +51,8 @@ tu_apply *tu_apply_new(const char *src, const tu_apply_opts *o)
 	snprintf(file, sizeof(file), "%sstateDir: '%s'\n", yaml, e->dir);
 	tu_write_file(e->config, file);
 	tu_ledger_open(&e->l, e->path, SOURCE);
-	e->k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	e->k = tu_kube_connect(
+	    tu_env(o && o->kubeconfig_env ? o->kubeconfig_env : "DS_KUBECONFIG_V1"));
 	ac.ledger_path = e->path;
 	ac.kube = e->k;
 	ac.cfg = e->cfg;

@@ -32,9 +32,10 @@ typedef struct tu_apply {
 } tu_apply;
 
 typedef struct tu_apply_opts {
-	const char *mode;	  /* "migrate" (NULL) or "standby" */
-	int discovery_refresh_ms; /* the applier's (0: its default) */
-	const char *dra_yaml;	  /* more lines under dra: ("  requireTargetObjects: false\n") */
+	const char *mode;	    /* "migrate" (NULL) or "standby" */
+	int discovery_refresh_ms;   /* the applier's (0: its default) */
+	const char *dra_yaml;	    /* more lines under dra: ("  requireTargetObjects: false\n") */
+	const char *kubeconfig_env; /* the target's kubeconfig variable (NULL: DS_KUBECONFIG_V1) */
 } tu_apply_opts;
 
 /** The site of source namespace src (o may be NULL); the target namespace is itest-ap-<n>. */
