@@ -561,6 +561,120 @@ static int teardown(void **state)
 	return 0;
 }
 
+static const char *resource_path(const char *name)
+{
+	static char path[1024];
+
+	snprintf(path, sizeof(path), "%s/workload-claims/%s", tu_env("DS_RESOURCES"), name);
+	return path;
+}
+
+/* plan maps a PodGroup and its members together, in any input order, and converts the group. */
+static void test_plan__podgroup_and_members_mapped_together(void **state)
+{
+	const char *cfg = write_tmp(
+	    "group.yaml", "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\nmode: migrate\n"
+			  "dra:\n  resourceClaimTemplateMappings:\n"
+			  "  - {objectType: PodGroup, objectInstance: trainers, container: ALL, "
+			  "resourceClaimTemplate: dr-gpu}\n");
+	struct tu_run r;
+	json_t *out, *o;
+	size_t i, seen = 0;
+
+	(void)state;
+	plan(&r, NULL,
+	     (const char *[]){"--config", cfg, "-f", resource_path("podgroup-deployments.yaml"),
+			      "-o", "json", "--target-scheduling-api", "scheduling.k8s.io/v1alpha2",
+			      NULL});
+	if (r.status != 0)
+		fail_msg("exit %d\n%s", r.status, r.err);
+	out = items(&r);
+	json_array_foreach (out, i, o) {
+		const char *kind = ds_obj_kind(o);
+		if (strcmp(kind, "PodGroup") == 0) {
+			assert_string_equal(ds_obj_api_version(o), "scheduling.k8s.io/v1alpha2");
+			assert_string_equal(
+			    dt_str(o, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "dr-gpu");
+			/* Before the members it is shared with. */
+			assert_int_equal(seen, 0);
+		} else if (strcmp(kind, "Deployment") == 0) {
+			assert_string_equal(
+			    dt_str(
+				o,
+				"/spec/template/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "dr-gpu");
+			seen++;
+		}
+	}
+	assert_int_equal(seen, 2);
+	assert_non_null(strstr(r.err, "shared with PodGroup wl/trainers"));
+	assert_non_null(strstr(r.err, "convert     PodGroup wl/trainers: scheduling.k8s.io/v1beta1 "
+				      "-> scheduling.k8s.io/v1alpha2"));
+	assert_non_null(strstr(r.err, "needs ResourceClaimTemplate wl/dr-gpu"));
+	json_decref(out);
+	tu_run_dispose(&r);
+}
+
+/* A member rule that disagrees with the group fails that member: exit 1, both rules named. */
+static void test_plan__member_disagreeing_with_group_fails(void **state)
+{
+	const char *cfg = write_tmp(
+	    "clash.yaml", "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\nmode: migrate\n"
+			  "dra:\n  resourceClaimTemplateMappings:\n"
+			  "  - {objectType: Deployment, objectInstance: trainer-b, container: ALL, "
+			  "resourceClaimTemplate: big-gpu}\n");
+	struct tu_run r;
+
+	(void)state;
+	plan(&r, NULL,
+	     (const char *[]){"--config", cfg, "-f", resource_path("podgroup-deployments.yaml"),
+			      NULL});
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "Deployment wl/trainer-b: claim shared-gpu shares PodGroup "
+				      "wl/trainers's claim"));
+	assert_non_null(strstr(r.err, "rule dra.resourceClaimTemplateMappings[0]"));
+	assert_non_null(strstr(r.err, "1 failed"));
+	tu_run_dispose(&r);
+}
+
+/* KEP-5004: which path a kept extended resource takes on this target. */
+static void test_plan__extended_resource_paths(void **state)
+{
+	const char *cfg = write_tmp("ext.yaml", "apiVersion: drasync.io/v1alpha1\nkind: "
+						"TargetConfig\nmode: migrate\n"
+						"dra: {replicateDeviceClasses: true}\n");
+	const char *in = write_tmp(
+	    "ext-in.yaml",
+	    "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.example.com}\n"
+	    "spec: {extendedResourceName: example.com/gpu}\n---\n"
+	    "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ml}\nspec:\n"
+	    "  containers:\n  - name: c\n    image: x\n    resources: {limits: {example.com/gpu: "
+	    "1, "
+	    "cpu: 1}}\n"
+	    "  - name: d\n    image: x\n    resources: {limits: {nvidia.com/gpu: 1}, requests: "
+	    "{nvidia.com/gpu: 1}}\n"
+	    "  - name: e\n    image: x\n    resources: {limits: "
+	    "{deviceclass.resource.kubernetes.io/gpu.example.com: 1, kubernetes.io/x: 1}}\n");
+	struct tu_run r;
+
+	(void)state;
+	plan(&r, NULL, (const char *[]){"--config", cfg, "-f", in, NULL});
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "extended    Pod ml/p container=c: keeps example.com/gpu: "
+				      "DeviceClass gpu.example.com of this plan serves it"));
+	assert_non_null(strstr(r.err, "container=d: keeps nvidia.com/gpu: the target needs a "
+				      "DeviceClass with extendedResourceName nvidia.com/gpu"));
+	assert_non_null(strstr(r.err, "container=e: keeps "
+				      "deviceclass.resource.kubernetes.io/gpu.example.com: "
+				      "DeviceClass gpu.example.com"));
+	/* once per container; cpu and kubernetes.io names are not extended resources */
+	assert_null(strstr(strstr(r.err, "container=d") + 1, "container=d"));
+	assert_null(strstr(r.err, "keeps cpu"));
+	assert_null(strstr(r.err, "keeps kubernetes.io/x"));
+	tu_run_dispose(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -575,6 +689,9 @@ int main(void)
 	    cmocka_unit_test(test_plan__truncated_and_garbage_input),
 	    cmocka_unit_test(test_plan__each_missing_object_required_once),
 	    cmocka_unit_test(test_plan__write_error_on_stdout_is_reported),
+	    cmocka_unit_test(test_plan__podgroup_and_members_mapped_together),
+	    cmocka_unit_test(test_plan__member_disagreeing_with_group_fails),
+	    cmocka_unit_test(test_plan__extended_resource_paths),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

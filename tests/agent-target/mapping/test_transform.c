@@ -105,10 +105,70 @@ static void test_transform__the_mode_of_the_target_namespace_wins_over_the_confi
 	json_decref(o);
 }
 
+/* The PodGroup the importer knows, as its source sent it. */
+static const json_t *the_group(void *ud, const char *ns, const char *name)
+{
+	json_t *g = ud;
+
+	assert_string_equal(ns, "wl"); /* the source namespace, before namespaceMappings */
+	return strcmp(name, ds_obj_name(g)) == 0 ? g : NULL;
+}
+
+/* Members are mapped with their group, Workload/PodGroup converted to what the target serves. */
+static void test_transform__group_members_and_scheduling_versions(void **state)
+{
+	ds_target_config *cfg =
+	    dt_config("mode: migrate\nnamespaceMappings: {wl: wl-dr}\n"
+		      "dra:\n  resourceClaimTemplateMappings:\n"
+		      "  - {objectType: All, objectInstance: trainers, container: ALL, "
+		      "resourceClaimTemplate: dr-gpu}\n");
+	json_t *group = dt_object("apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\n"
+				  "metadata: {name: trainers, namespace: wl}\n"
+				  "spec:\n  schedulingPolicy: {basic: {}}\n"
+				  "  disruptionMode: {all: {}}\n"
+				  "  resourceClaims: [{name: g, resourceClaimTemplateName: t}]\n");
+	json_t *pg = json_deep_copy(group);
+	json_t *pod =
+	    dt_object("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: wl}\n"
+		      "spec:\n  schedulingGroup: {podGroupName: trainers}\n"
+		      "  containers: [{name: c, image: x, resources: {claims: [{name: g}]}}]\n"
+		      "  resourceClaims: [{name: g, resourceClaimTemplateName: t}]\n");
+	ds_transform_opts o = {.cfg = cfg,
+			       .dra_version = DS_DRA_V1,
+			       .sched_version = DS_SCHED_V1ALPHA2,
+			       .group_of = the_group,
+			       .group_ud = group};
+	ds_report *rep;
+
+	(void)state;
+	assert_int_equal(ds_report_new(&rep), 0);
+	assert_int_equal(ds_transform_object(&o, pg, rep), DS_TRANSFORM_APPLY);
+	assert_string_equal(ds_obj_api_version(pg), "scheduling.k8s.io/v1alpha2");
+	assert_string_equal(dt_str(pg, "/spec/disruptionMode"), "PodGroup");
+	assert_string_equal(dt_str(pg, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "dr-gpu");
+	assert_string_equal(ds_obj_namespace(pg), "wl-dr");
+	assert_int_equal(ds_transform_object(&o, pod, rep), DS_TRANSFORM_APPLY);
+	assert_string_equal(dt_str(pod, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "dr-gpu");
+	/* A field the target's version cannot hold fails the object. */
+	json_decref(pg);
+	pg = json_deep_copy(group);
+	json_object_set_new(json_object_get(pg, "spec"), "preemptionPolicy", json_string("Never"));
+	assert_int_equal(ds_transform_object(&o, pg, rep), DS_TRANSFORM_ERROR);
+	assert_int_equal(dt_count(rep, DS_REPORT_ERROR, "PodGroup", NULL, NULL, NULL, NULL), 1);
+	json_decref(pg);
+	json_decref(pod);
+	json_decref(group);
+	ds_report_free(rep);
+	ds_target_config_free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_transform__the_mode_of_the_target_namespace_wins_over_the_config),
+	    cmocka_unit_test(test_transform__group_members_and_scheduling_versions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

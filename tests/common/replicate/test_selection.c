@@ -73,6 +73,23 @@ static void test_selection__skips_say_why(void **state)
 	     "pod0-gpu-x7\n  ownerReferences:\n"
 	     "  - {apiVersion: v1, kind: Pod, name: pod0, uid: u}\n",
 	     "generated from a template for a pod (pod0)", 0},
+	    {"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: "
+	     "ext-extended-resources-5dkzq\n"
+	     "  annotations: {resource.kubernetes.io/extended-resource-claim: 'true'}\n"
+	     "  ownerReferences:\n  - {apiVersion: v1, kind: Pod, name: ext, uid: u, controller: "
+	     "true}\n",
+	     "made by the scheduler for a pod's extended resources", 0},
+	    {"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata:\n  name: "
+	     "trainers-shared-gpu-ntgjb\n"
+	     "  annotations: {resource.kubernetes.io/pod-claim-name: shared-gpu}\n"
+	     "  ownerReferences:\n  - {apiVersion: scheduling.k8s.io/v1beta1, kind: PodGroup, "
+	     "name: "
+	     "trainers, uid: u, controller: true}\n",
+	     "controlled by PodGroup trainers", 0},
+	    {"apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata:\n  name: job-0\n"
+	     "  ownerReferences:\n  - {apiVersion: batch/v1, kind: Job, name: job, uid: u, "
+	     "controller: true}\n",
+	     "controlled by Job job", 0},
 	    {"apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: node-1-gpu}\n",
 	     "ResourceSlices describe the source's devices", 0},
 	    {"apiVersion: v1\nkind: Event\nmetadata: {name: e}\n", "Events are made by the target",
