@@ -6,6 +6,7 @@
 
 #include "drasync/buf.h"
 #include "drasync/dra_convert.h"
+#include "drasync/dra_mapping.h"
 #include "drasync/k8s_object.h"
 #include "drasync/manifest.h"
 #include "drasync/preflight.h"
@@ -79,8 +80,10 @@ struct plan {
 	json_t *held;	  /* standby: kept in the ledger, still checked */
 	struct key *keys; /* identity of each, for the preflight */
 	size_t n_keys;
-	json_t *required; /* set of the (needer, kind, namespace, name) already reported */
-	json_t *groups;	  /* the manifests' PodGroups, untransformed */
+	json_t *required;     /* set of the (needer, kind, namespace, name) already reported */
+	json_t *groups;	      /* the manifests' PodGroups, untransformed */
+	json_t *members;      /* the manifests' workloads that join a PodGroup, untransformed */
+	json_t *member_lists; /* what members_of() handed out */
 	ds_report *rep;
 	const char *obj_desc; /* the object the preflight is at */
 	size_t n_required;
@@ -248,20 +251,40 @@ static void print_entries(const struct plan *p, const ds_manifest *man, size_t i
 	}
 }
 
-/* A PodGroup of the manifests as the source has it (groups: copies taken before any transform). */
+static bool same_ns(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* A PodGroup of the manifests as the source has it (copies taken before any transform). */
 static const json_t *group_of(void *ud, const char *ns, const char *name)
 {
-	const json_t *groups = ud;
+	const struct plan *p = ud;
 	size_t i;
 	json_t *g;
 
-	json_array_foreach (groups, i, g) {
+	json_array_foreach (p->groups, i, g) {
 		const char *gns = ds_obj_namespace(g);
-		if (strcmp(ds_obj_name(g), name) == 0 &&
-		    ((!gns && !ns) || (gns && ns && strcmp(gns, ns) == 0)))
+		if (strcmp(ds_obj_name(g), name) == 0 && same_ns(gns, ns))
 			return g;
 	}
 	return NULL;
+}
+
+/* The workloads of the manifests whose pods join PodGroup ns/group, as the source has them. */
+static const json_t *members_of(void *ud, const char *ns, const char *group)
+{
+	struct plan *p = ud;
+	json_t *list = json_array(), *w;
+	size_t i;
+
+	if (!list || json_array_append_new(p->member_lists, list) < 0)
+		return NULL;
+	json_array_foreach (p->members, i, w)
+		if (same_ns(ds_obj_namespace(w), ns) && strcmp(ds_dra_group_of(w), group) == 0 &&
+		    json_array_append(list, w) < 0)
+			return NULL;
+	return list;
 }
 
 /* The importer's pipeline on every object read. @return 0, -ENOMEM */
@@ -273,7 +296,8 @@ static int transform_all(struct plan *p, ds_manifest *man, const struct args *a,
 				   .source_cluster = a->source_cluster,
 				   .sched_version = a->sched,
 				   .group_of = group_of,
-				   .group_ud = p->groups};
+				   .members_of = members_of,
+				   .group_ud = p};
 
 	p->keys = calloc(ds_manifest_count(man) + 1, sizeof(*p->keys));
 	if (!p->keys)
@@ -286,6 +310,9 @@ static int transform_all(struct plan *p, ds_manifest *man, const struct args *a,
 		if (kind && strcmp(kind, "PodGroup") == 0 && ds_obj_name(obj) &&
 		    ds_obj_in_group(obj, "scheduling.k8s.io") &&
 		    json_array_append_new(p->groups, json_deep_copy(obj)) < 0)
+			return -ENOMEM;
+		if (ds_dra_group_of(obj) &&
+		    json_array_append_new(p->members, json_deep_copy(obj)) < 0)
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < ds_manifest_count(man); i++) {
@@ -556,7 +583,9 @@ int ds_cmd_plan(int argc, char **argv)
 	if (load_config(&a, &cfg) < 0)
 		goto out;
 	if (ds_manifest_new(&man) < 0 || ds_report_new(&p.rep) < 0 || !(p.out = json_array()) ||
-	    !(p.held = json_array()) || !(p.required = json_object()) || !(p.groups = json_array()))
+	    !(p.held = json_array()) || !(p.required = json_object()) ||
+	    !(p.groups = json_array()) || !(p.members = json_array()) ||
+	    !(p.member_lists = json_array()))
 		goto oom;
 	if (load_manifests(&a, man, &p) < 0 || transform_all(&p, man, &a, cfg) < 0 ||
 	    preflight_all(&p, a.quiet) < 0 || order_output(p.out) < 0)
@@ -581,6 +610,8 @@ out:
 	json_decref(p.held);
 	json_decref(p.required);
 	json_decref(p.groups);
+	json_decref(p.members);
+	json_decref(p.member_lists);
 	free(p.keys);
 	ds_report_free(p.rep);
 	ds_manifest_free(man);

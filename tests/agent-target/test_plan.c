@@ -634,7 +634,12 @@ static void test_plan__member_disagreeing_with_group_fails(void **state)
 	assert_non_null(strstr(r.err, "Deployment wl/trainer-b: claim shared-gpu shares PodGroup "
 				      "wl/trainers's claim"));
 	assert_non_null(strstr(r.err, "rule dra.resourceClaimTemplateMappings[0]"));
-	assert_non_null(strstr(r.err, "1 failed"));
+	/* Nothing of the group: the PodGroup and the member that agrees fail with it. */
+	assert_non_null(strstr(r.err,
+			       "PodGroup wl/trainers: nothing of PodGroup wl/trainers and its "
+			       "members is applied: Deployment wl/trainer-b: claim"));
+	assert_non_null(strstr(r.err, "Deployment wl/trainer-a: nothing of PodGroup wl/trainers"));
+	assert_non_null(strstr(r.err, "1 to apply, 0 skipped, 0 held (standby), 3 failed"));
 	tu_run_dispose(&r);
 }
 

@@ -2,6 +2,7 @@
 
 #include "drasync/buf.h"
 #include "drasync/dra_convert.h"
+#include "drasync/dra_mapping.h"
 #include "drasync/field_loss.h"
 #include "drasync/k8s_object.h"
 #include "drasync/ledger_objects.h"
@@ -45,6 +46,7 @@ struct ds_applier {
 	enum ds_sched_version sched;
 	json_t *groups;	 /* per pass: "source\nkey" -> a PodGroup as its source has it, or null */
 	json_t *classes; /* per pass, when asked: the target's DeviceClasses */
+	json_t *members; /* per pass: "source\nns\ngroup" -> the workloads that join it */
 	ds_object_state_scope scope; /* cfg.namespaces, when set */
 	ds_namespace_modes *nm;
 	ds_namespace_mode *modes; /* the ledger's namespace modes, read once per pass */
@@ -222,6 +224,7 @@ void ds_applier_free(ds_applier *a)
 	json_decref(a->objs);
 	json_decref(a->groups);
 	json_decref(a->classes);
+	json_decref(a->members);
 	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
@@ -531,6 +534,54 @@ static const json_t *group_of(void *ud, const char *ns, const char *name)
 	return obj;
 }
 
+struct member_scan {
+	const char *group;
+	json_t *list;
+};
+
+static int member_row(void *ud, const char *kind, const void *payload, size_t len, int zstd)
+{
+	struct member_scan *m = ud;
+	json_t *obj = NULL;
+	const char *g;
+	char why[200];
+
+	if (ds_workload_from_kind(kind) < 0 ||
+	    ds_ledger_payload_json(payload, len, zstd, &obj, why, sizeof(why)) < 0)
+		return 0;
+	g = ds_dra_group_of(obj);
+	if (g && strcmp(g, m->group) == 0 && json_array_append(m->list, obj) < 0) {
+		json_decref(obj);
+		return -ENOMEM;
+	}
+	json_decref(obj);
+	return 0;
+}
+
+/* The workloads of the same source and source namespace whose pods join the
+ * PodGroup, as the ledger holds them, read once per pass. @return borrowed, or NULL */
+static const json_t *members_of(void *ud, const char *ns, const char *group)
+{
+	struct group_lookup *g = ud;
+	struct member_scan m = {.group = group, .list = NULL};
+	char key[800];
+	json_t *seen;
+
+	if (!ns)
+		return NULL;
+	snprintf(key, sizeof(key), "%s\n%s\n%s", g->source, ns, group);
+	seen = json_object_get(g->a->members, key);
+	if (seen)
+		return seen;
+	m.list = json_array();
+	if (!m.list || ds_object_state_each_in(g->a->st, g->source, ns, member_row, &m, NULL) < 0 ||
+	    json_object_set_new(g->a->members, key, m.list) < 0) {
+		/* Unknown: the member is still checked against its group alone. */
+		return NULL;
+	}
+	return m.list;
+}
+
 /*
  * Decode the payload and run the pipeline. Decides the item unless it is to be
  * applied. *again (when not NULL) is set instead when discovery, read again
@@ -549,6 +600,7 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 				   .mode_ud = a,
 				   .sched_version = a->sched,
 				   .group_of = group_of,
+				   .members_of = members_of,
 				   .group_ud = &gl};
 	size_t first = ds_report_count(rep);
 	ds_kube_error ke;
@@ -1592,14 +1644,16 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	json_decref(a->objs);
 	json_decref(a->groups);
 	json_decref(a->classes);
+	json_decref(a->members);
 	a->objs = json_object();
 	a->groups = json_object();
+	a->members = json_object();
 	a->classes = NULL;
 	items = calloc(n, sizeof(*items));
 	up = calloc(n, sizeof(*up));
 	del = calloc(n, sizeof(*del));
 	a->present = json_object();
-	if (!items || !up || !del || !a->present || !a->objs || !a->groups ||
+	if (!items || !up || !del || !a->present || !a->objs || !a->groups || !a->members ||
 	    ds_report_new(&rep) < 0) {
 		rc = -ENOMEM;
 		goto out;

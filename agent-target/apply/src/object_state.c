@@ -1137,6 +1137,38 @@ out:
 	return ds_err_fallback(err, rc);
 }
 
+int ds_object_state_each_in(ds_object_state *st, const char *source, const char *ns,
+			    ds_object_state_payload_fn fn, void *ud, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc =
+	    prepare(st->db,
+		    "SELECT o.kind, r.payload, r.compression FROM object_state o JOIN records r"
+		    " ON r.id = o.record_id WHERE o.source = ? AND o.namespace = ? AND r.op != ?"
+		    " ORDER BY o.id",
+		    &q, err);
+
+	if (rc < 0)
+		goto out;
+	bind_text(q, 1, source);
+	bind_text(q, 2, ns);
+	sqlite3_bind_int(q, 3, DS_RECORD_DELETE);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		int plen = sqlite3_column_bytes(q, 1);
+		int r = fn(ud, (const char *)sqlite3_column_text(q, 0), sqlite3_column_blob(q, 1),
+			   plen > 0 ? (size_t)plen : 0, sqlite3_column_int(q, 2));
+
+		if (r < 0) {
+			rc = r;
+			goto out;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state each", err);
+out:
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}
+
 int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;

@@ -330,7 +330,8 @@ struct ctx {
 	bool g_firm;
 	char g_what[340];
 	const char *g_name;
-	json_t *g_rcs; /* the Job's copy of spec.scheduling.resourceClaims */
+	json_t *g_rcs;	 /* the Job's copy of spec.scheduling.resourceClaims */
+	bool g_conflict; /* the failure is a group and a member that disagree */
 };
 
 static int fail(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -606,6 +607,7 @@ static int share(struct ctx *c)
 				continue;
 			rule_text(rf->winner, a, sizeof(a));
 			rule_text(rule, b, sizeof(b));
+			c->g_conflict = true;
 			if (c->g_firm)
 				return fail(c,
 					    "claim %s shares %s's claim (%s=%s): %s maps it for "
@@ -986,8 +988,8 @@ static size_t apply_group(struct gentry *g, size_t n, const char *what, const ch
 	return changed;
 }
 
-int ds_dra_map_workload_in(const ds_dra_config *dra, json_t *obj, const json_t *group,
-			   ds_report *rep)
+static int map_workload(const ds_dra_config *dra, json_t *obj, const json_t *group, ds_report *rep,
+			bool *conflict)
 {
 	struct ctx c = {.dra = dra, .rep = rep};
 	size_t rep_start = ds_report_count(rep), inserted = 0;
@@ -1077,6 +1079,8 @@ out:
 			      : c.why[0]   ? c.why
 					   : strerror(-r));
 	}
+	if (conflict)
+		*conflict = c.g_conflict;
 	json_decref(c.spec);
 	json_decref(c.g_rcs);
 	free(c.g);
@@ -1087,9 +1091,48 @@ out:
 	return r;
 }
 
+int ds_dra_map_workload_in(const ds_dra_config *dra, json_t *obj, const json_t *group,
+			   ds_report *rep)
+{
+	return map_workload(dra, obj, group, rep, NULL);
+}
+
 int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep)
 {
-	return ds_dra_map_workload_in(dra, obj, NULL, rep);
+	return map_workload(dra, obj, NULL, rep, NULL);
+}
+
+int ds_dra_check_group(const ds_dra_config *dra, const json_t *group, const json_t *members,
+		       char *why, size_t size)
+{
+	ds_report *rep = NULL;
+	size_t i;
+	json_t *m;
+	int r = ds_report_new(&rep);
+
+	if (r < 0)
+		return r;
+	json_array_foreach (members, i, m) {
+		json_t *copy = json_deep_copy(m);
+		bool conflict = false;
+
+		if (!copy) {
+			r = -ENOMEM;
+			break;
+		}
+		r = map_workload(dra, copy, group, rep, &conflict);
+		json_decref(copy);
+		if (r == -ENOMEM)
+			break;
+		if (r == -EINVAL && conflict) {
+			const ds_report_entry *e = ds_report_get(rep, ds_report_count(rep) - 1);
+			snprintf(why, size, "%s: %s", e->object, e->message);
+			break;
+		}
+		r = 0;
+	}
+	ds_report_free(rep);
+	return r;
 }
 
 const char *ds_dra_group_of(const json_t *obj)

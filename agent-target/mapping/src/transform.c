@@ -78,6 +78,31 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 	/* The group a workload's pods join, looked up where the source has it. */
 	if (o->group_of && ds_dra_group_of(obj))
 		group = o->group_of(o->group_ud, ds_obj_namespace(obj), ds_dra_group_of(obj));
+	/* A group and its members are applied only when all of them agree. */
+	if (o->members_of) {
+		const json_t *g = group;
+		const char *kind = ds_obj_kind(obj);
+
+		if (ds_sched_is_group(obj) && strcmp(kind, "PodGroup") == 0)
+			g = obj;
+		if (g) {
+			const json_t *members =
+			    o->members_of(o->group_ud, ds_obj_namespace(obj), ds_obj_name(g));
+			char why[600], msg[1000], gwhat[300];
+
+			r = ds_dra_check_group(dra, g, members, why, sizeof(why));
+			if (r == -EINVAL) {
+				ds_obj_describe(g, gwhat, sizeof(gwhat));
+				snprintf(msg, sizeof(msg),
+					 "nothing of %s and its members is applied: %s", gwhat,
+					 why);
+				r = error(rep, what, msg);
+				goto out;
+			}
+			if (r < 0)
+				goto out;
+		}
+	}
 	if ((r = map_namespace(o, obj, what, rep)) < 0)
 		goto out;
 	ds_obj_describe(obj, what, sizeof(what));

@@ -226,6 +226,39 @@ static void test_itest_group_claims__podgroup_claim_shared_on_gated_cluster(void
 }
 
 /*
+ * A rule set that maps one member of the group elsewhere: nothing of the group
+ * is applied (the members are found in the ledger), each says why with both rules.
+ */
+static void test_itest_group_claims__disagreeing_member_holds_the_whole_group(void **state)
+{
+	tu_apply_opts o = {
+	    .kubeconfig_env = "DS_KUBECONFIG_WORKLOAD",
+	    .dra_yaml = "  resourceClaimTemplateMappings:\n"
+			"  - {objectType: Deployment, objectInstance: trainer-b, container: ALL,\n"
+			"     resourceClaimTemplate: big-gpu}\n"};
+	tu_apply *e = tu_apply_new("group-claims", &o);
+	json_t *docs = resource("podgroup-deployments.yaml", e->src);
+
+	(void)state;
+	commit_namespace(e);
+	commit_all(e, docs);
+	tu_apply_settle(e);
+	assert_state(e, "scheduling.k8s.io/v1beta1", "PodGroup", "trainers", DS_APPLY_FAILED,
+		     "nothing of PodGroup");
+	assert_state(e, "apps/v1", "Deployment", "trainer-a", DS_APPLY_FAILED,
+		     "nothing of PodGroup");
+	assert_state(e, "apps/v1", "Deployment", "trainer-b", DS_APPLY_FAILED,
+		     "rule dra.resourceClaimTemplateMappings[0]");
+	assert_null(get(e, "scheduling.k8s.io/v1beta1", "PodGroup", "trainers"));
+	assert_null(get(e, "apps/v1", "Deployment", "trainer-a"));
+	/* What the group does not share is applied. */
+	assert_state(e, "resource.k8s.io/v1", "ResourceClaimTemplate", "shared-gpu",
+		     DS_APPLY_APPLIED, NULL);
+	json_decref(docs);
+	tu_apply_free(e);
+}
+
+/*
  * Default target (gates off, no scheduling.k8s.io Workload API): the PodGroup
  * is refused as not served, and each Deployment, applied because the rule set
  * does not require its objects, fails naming the field the server dropped and
@@ -344,6 +377,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_itest_group_claims__podgroup_claim_shared_on_gated_cluster),
+	    cmocka_unit_test(test_itest_group_claims__disagreeing_member_holds_the_whole_group),
 	    cmocka_unit_test(test_itest_group_claims__ungated_target_names_dropped_fields),
 	    cmocka_unit_test(test_itest_group_claims__extended_resource_served_by_device_class),
 	};

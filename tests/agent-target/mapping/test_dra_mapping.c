@@ -875,6 +875,21 @@ static void test_dra_mapping__member_rule_disagreeing_with_group_is_an_error(voi
 	assert_non_null(strstr(e->message, "rule dra.resourceClaimTemplateMappings[0]"));
 	assert_non_null(strstr(e->message, "big-gpu"));
 	assert_non_null(strstr(e->message, "dr-gpu"));
+	/* The group as a whole does not agree: the first member that does not is named. */
+	{
+		json_t *members = json_pack("[O,O]", dt_find(docs, "Deployment", "trainer-b"), a);
+		char why[600];
+
+		assert_int_equal(
+		    ds_dra_check_group(ds_target_config_dra(cfg), pg, members, why, sizeof(why)),
+		    -EINVAL);
+		assert_non_null(strstr(why, "Deployment wl/trainer-a: claim shared-gpu shares"));
+		json_array_remove(members, 1);
+		assert_int_equal(
+		    ds_dra_check_group(ds_target_config_dra(cfg), pg, members, why, sizeof(why)),
+		    0);
+		json_decref(members);
+	}
 	/* The other member agrees with the group. */
 	assert_int_equal(ds_dra_map_workload_in(ds_target_config_dra(cfg),
 						dt_find(docs, "Deployment", "trainer-b"), pg, r),

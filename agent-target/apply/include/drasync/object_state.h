@@ -273,6 +273,18 @@ int ds_object_state_count_due(ds_object_state *st, int64_t now_ms, ds_err *err);
 int ds_object_state_payload(ds_object_state *st, const char *source, const char *key,
 			    uint8_t **payload, size_t *len, int *zstd, ds_err *err);
 
+/** One desired record's payload as stored (borrowed for the call); return < 0 to stop. */
+typedef int (*ds_object_state_payload_fn)(void *ud, const char *kind, const void *payload,
+					  size_t len, int zstd);
+
+/**
+ * Call fn for the desired record of every live object (not a tombstone) of
+ * source in source namespace ns, in ledger order.
+ * @return 0, fn's negative value, or a negative errno
+ */
+int ds_object_state_each_in(ds_object_state *st, const char *source, const char *ns,
+			    ds_object_state_payload_fn fn, void *ud, ds_err *err);
+
 /** Number of rows in state s. @return >= 0, or a negative errno */
 int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *err);
 

@@ -43,6 +43,16 @@ int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep);
 int ds_dra_map_workload_in(const ds_dra_config *dra, json_t *obj, const json_t *group,
 			   ds_report *rep);
 
+/**
+ * Whether a PodGroup and its members (a JSON array of workloads as the source
+ * has them) agree: every member mapped against the group, on a copy. The
+ * first member whose rules would map a shared claim elsewhere than the group
+ * is described in why ("Deployment ns/x: claim ... rule ...").
+ * @return 0, -EINVAL (they disagree), -ENOMEM
+ */
+int ds_dra_check_group(const ds_dra_config *dra, const json_t *group, const json_t *members,
+		       char *why, size_t size);
+
 /** spec.schedulingGroup.podGroupName of a workload's pod spec (borrowed), or NULL. */
 const char *ds_dra_group_of(const json_t *obj);
 

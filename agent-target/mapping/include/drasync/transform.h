@@ -38,6 +38,10 @@ typedef struct ds_transform_opts {
 	 * workload whose pods join it (spec.schedulingGroup.podGroupName), so that
 	 * the claims they share stay shared; NULL: none known. Borrowed for the call. */
 	const json_t *(*group_of)(void *ud, const char *ns, const char *name);
+	/* The workloads of source namespace ns whose pods join PodGroup `group`, as a
+	 * JSON array of the objects as the source has them (borrowed); NULL: none
+	 * known. A PodGroup and its members are applied only when all agree. */
+	const json_t *(*members_of)(void *ud, const char *ns, const char *group);
 	void *group_ud;
 } ds_transform_opts;
 
