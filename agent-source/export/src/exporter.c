@@ -575,10 +575,19 @@ static int discover(ds_exporter *ex, ds_err *err)
 		    strcmp(k->def->group, "batch") == 0) {
 			rc = find_kind(ex, k, "v1", &ke);
 		} else {
-			/* resource.k8s.io: v1, else v1beta2, else v1beta1; others:
-			 * the versions in the server's order, preferred first */
-			static const char *const dra[] = {"v1", "v1beta2", "v1beta1", NULL};
-			bool is_dra = strcmp(k->def->group, "resource.k8s.io") == 0;
+			/* resource.k8s.io: v1, else v1beta2, else v1beta1; scheduling.k8s.io
+			 * (Workload, PodGroup): v1beta1 (1.37), else v1alpha2 (1.36), the
+			 * versions the target converts between; others: the versions in
+			 * the server's order, preferred first */
+			static const char *const dra_versions[] = {"v1", "v1beta2", "v1beta1",
+								   NULL};
+			static const char *const sched_versions[] = {"v1", "v1beta1", "v1alpha2",
+								     NULL};
+			const char *const *dra = strcmp(k->def->group, "scheduling.k8s.io") == 0
+						     ? sched_versions
+						     : dra_versions;
+			bool is_dra = strcmp(k->def->group, "resource.k8s.io") == 0 ||
+				      strcmp(k->def->group, "scheduling.k8s.io") == 0;
 
 			rc = ds_kube_group_versions(ex->cfg.kube, k->def->group, NULL, 0, &served,
 						    &ke);
