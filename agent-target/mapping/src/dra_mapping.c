@@ -1025,7 +1025,7 @@ static int map_workload(const ds_dra_config *dra, json_t *obj, const json_t *gro
 		}
 		if ((r = read_group(c.g_rcs, "spec.scheduling.resourceClaims", &c.g, &c.n_g, c.why,
 				    sizeof(c.why))) < 0 ||
-		    (r = decide_group(dra, c.workload, c.instance, c.g, c.n_g, "the Job's own",
+		    (r = decide_group(dra, c.workload, c.instance, c.g, c.n_g, "spec.scheduling",
 				      c.why, sizeof(c.why))) < 0)
 			goto out;
 	} else if (group && ds_json_path(group, "spec.resourceClaims")) {
