@@ -226,6 +226,94 @@ static void test_itest_group_claims__podgroup_claim_shared_on_gated_cluster(void
 }
 
 /*
+ * Job.spec.scheduling (gate WorkloadWithJob): the Job's rule moves the
+ * scheduling claim and both containers' entry together; the target's Job
+ * controller makes the Workload and PodGroup (owned by the Job, never
+ * replicated) and the two pods share the group's claim, made from the new
+ * template.
+ */
+static void test_itest_group_claims__job_scheduling_claim_shared(void **state)
+{
+	tu_apply_opts o = {.kubeconfig_env = "DS_KUBECONFIG_WORKLOAD",
+			   .dra_yaml =
+			       "  resourceClaimTemplateMappings:\n"
+			       "  - {objectType: Job, objectInstance: trainer, container: ALL,\n"
+			       "     resourceClaimTemplate: dr-gpu}\n"};
+	tu_apply *e = tu_apply_new("group-claims", &o);
+	json_t *docs = resource("job-scheduling.yaml", e->src);
+	json_t *job, *pods = NULL, *p;
+	const char *claim = NULL;
+	long long deadline;
+	size_t i, sharing = 0;
+
+	(void)state;
+	commit_namespace(e);
+	tu_apply_commit1(e, tu_kube_doc("apiVersion: resource.k8s.io/v1\n"
+					"kind: ResourceClaimTemplate\n"
+					"metadata: {name: dr-gpu, namespace: '%s'}\n"
+					"spec:\n  spec:\n    devices:\n      requests:\n"
+					"      - name: dr\n        exactly: {deviceClassName: "
+					"gpu.example.com}\n",
+					e->src));
+	commit_all(e, docs);
+	tu_apply_settle(e);
+	assert_state(e, "batch/v1", "Job", "trainer", DS_APPLY_APPLIED, NULL);
+	job = get(e, "batch/v1", "Job", "trainer");
+	assert_non_null(job);
+	assert_string_equal(
+	    dt_str(job, "/spec/scheduling/resourceClaims/0/resourceClaimTemplateName"), "dr-gpu");
+	assert_string_equal(
+	    dt_str(job, "/spec/template/spec/resourceClaims/0/resourceClaimTemplateName"),
+	    "dr-gpu");
+	json_decref(job);
+	deadline = now_ms() + WAIT_MS;
+	for (;;) {
+		json_decref(pods);
+		pods = list(e, "v1", "Pod");
+		sharing = 0;
+		claim = NULL;
+		json_array_foreach (json_object_get(pods, "items"), i, p) {
+			const char *rc =
+			    dt_str(p, "/status/resourceClaimStatuses/0/resourceClaimName");
+			if (!rc || !dt_str(p, "/spec/nodeName") ||
+			    !dt_str(p, "/spec/schedulingGroup/podGroupName"))
+				continue;
+			if (!claim)
+				claim = rc;
+			if (strcmp(claim, rc) == 0)
+				sharing++;
+		}
+		if (sharing == 2)
+			break;
+		if (now_ms() > deadline)
+			fail_msg("the Job's two pods do not share one group claim after %d ms",
+				 WAIT_MS);
+		tu_msleep(300);
+	}
+	{
+		json_t *c = get(e, "resource.k8s.io/v1", "ResourceClaim", claim);
+		json_t *groups = list(e, "scheduling.k8s.io/v1beta1", "PodGroup");
+		json_t *g = json_array_get(json_object_get(groups, "items"), 0);
+		ds_err why = {0};
+
+		assert_non_null(c);
+		assert_string_equal(dt_str(c, "/spec/devices/requests/0/name"), "dr");
+		assert_string_equal(dt_str(c, "/metadata/ownerReferences/0/kind"), "PodGroup");
+		/* The Job's own PodGroup is the target's: never replicated. */
+		assert_non_null(g);
+		json_object_set_new(g, "apiVersion", json_string("scheduling.k8s.io/v1beta1"));
+		json_object_set_new(g, "kind", json_string("PodGroup"));
+		assert_int_equal(ds_selection_check(g, false, &why), 0);
+		assert_non_null(strstr(why.msg, "controlled by Job trainer"));
+		json_decref(groups);
+		json_decref(c);
+	}
+	json_decref(pods);
+	json_decref(docs);
+	tu_apply_free(e);
+}
+
+/*
  * A rule set that maps one member of the group elsewhere: nothing of the group
  * is applied (the members are found in the ledger), each says why with both rules.
  */
@@ -377,6 +465,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_itest_group_claims__podgroup_claim_shared_on_gated_cluster),
+	    cmocka_unit_test(test_itest_group_claims__job_scheduling_claim_shared),
 	    cmocka_unit_test(test_itest_group_claims__disagreeing_member_holds_the_whole_group),
 	    cmocka_unit_test(test_itest_group_claims__ungated_target_names_dropped_fields),
 	    cmocka_unit_test(test_itest_group_claims__extended_resource_served_by_device_class),
