@@ -120,6 +120,9 @@ int ds_sanitize(json_t *obj)
 		sanitize_job(spec);
 	} else if (strcmp(kind, "ResourceClaim") == 0) {
 		drop_finalizer(meta, "resource.kubernetes.io/delete-protection");
+	} else if (strcmp(kind, "PodGroup") == 0) {
+		/* The target's PodGroup protection controller sets its own. */
+		drop_finalizer(meta, "scheduling.k8s.io/podgroup-protection");
 	}
 	if (json_is_object(json_object_get(meta, "annotations")) &&
 	    json_object_size(json_object_get(meta, "annotations")) == 0)

@@ -132,6 +132,24 @@ static void test_sanitize__resource_claim_allocation_and_finalizer(void **state)
 	json_decref(k);
 }
 
+/* A PodGroup as a 1.37 source serves it: status and the protection finalizer stay home. */
+static void test_sanitize__podgroup_status_and_finalizer(void **state)
+{
+	json_t *g = dt_object(
+	    "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata:\n  name: trainers\n"
+	    "  finalizers: [scheduling.k8s.io/podgroup-protection]\n"
+	    "spec:\n  schedulingPolicy: {basic: {}}\n"
+	    "  resourceClaims: [{name: g, resourceClaimTemplateName: t}]\n"
+	    "status:\n  resourceClaimStatuses: [{name: g, resourceClaimName: trainers-g-x}]\n");
+
+	(void)state;
+	ds_sanitize(g);
+	assert_null(json_object_get(g, "status"));
+	assert_null(dt_get(g, "/metadata/finalizers"));
+	assert_string_equal(dt_str(g, "/spec/resourceClaims/0/resourceClaimTemplateName"), "t");
+	json_decref(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -140,6 +158,7 @@ int main(void)
 	    cmocka_unit_test(test_sanitize__pvc_binding),
 	    cmocka_unit_test(test_sanitize__job_generated_selector_and_uid_labels),
 	    cmocka_unit_test(test_sanitize__resource_claim_allocation_and_finalizer),
+	    cmocka_unit_test(test_sanitize__podgroup_status_and_finalizer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

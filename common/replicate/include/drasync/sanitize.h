@@ -5,8 +5,8 @@
  * Strip what belongs to the source cluster before a record is built (SPEC §2):
  * status, server-set metadata, owner references, the pod's node, allocated
  * Service IPs and node ports, PVC bindings, ResourceClaim allocation and its
- * delete-protection finalizer, a Job's generated selector and the source
- * Job's uid in its pod template's labels.
+ * delete-protection finalizer, a PodGroup's podgroup-protection finalizer, a Job's generated
+ * selector and the source Job's uid in its pod template's labels.
  */
 
 #include <jansson.h>
