@@ -142,20 +142,23 @@ static enum ds_sched_version served_sched(ds_kube *k)
 
 /*
  * After discovery was read again: the target may serve another resource.k8s.io
- * version now (an upgrade). @return whether the version to convert to changed
+ * or scheduling.k8s.io version now (an upgrade, a gate turned on). @return
+ * whether a version to convert to changed
  */
 static bool follow_discovery(ds_applier *a)
 {
 	enum ds_dra_version v;
+	enum ds_sched_version sv;
 
 	if (ds_kube_discovery_generation(a->cfg.kube) == a->dra_gen)
 		return false;
 	v = ds_applier_served_dra(a->cfg.kube);
-	a->sched = served_sched(a->cfg.kube);
+	sv = served_sched(a->cfg.kube);
 	a->dra_gen = ds_kube_discovery_generation(a->cfg.kube);
-	if (v == a->dra)
+	if (v == a->dra && sv == a->sched)
 		return false;
 	a->dra = v;
+	a->sched = sv;
 	return true;
 }
 
@@ -669,7 +672,8 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 		/* Maybe new on the target (a CRD, an upgrade): read discovery again
 		 * (at most once per discovery_refresh_ms) and look once more. */
 		ds_kube_discovery_refresh(a->cfg.kube, NULL);
-		if (follow_discovery(a) && again && ds_obj_in_group(it->obj, "resource.k8s.io")) {
+		if (follow_discovery(a) && again &&
+		    (ds_obj_in_group(it->obj, "resource.k8s.io") || ds_sched_is_group(it->obj))) {
 			*again = true;
 			return 0;
 		}
