@@ -49,6 +49,8 @@ struct reader {
 	ds_ledger_object *objs;
 	size_t n_objs;
 	json_t *replicated; /* "Kind\ntarget ns\nname" of the claims and templates sources send */
+	ds_ledger_object *groups; /* the PodGroups of the ledger, whose claims members share */
+	size_t n_groups;
 	ds_inventory *inv;
 	size_t cap_refs;
 	/* the cluster, looked up once: */
@@ -188,14 +190,37 @@ static int broken(struct reader *rd, const ds_ledger_object *o, const char *why)
 	return r && dup_into(&r->error, why) == 0 ? 0 : -ENOMEM;
 }
 
+/* The PodGroup a workload's pods join, as the same source sent it (caller decrefs), or NULL. */
+static json_t *group_of(const struct reader *rd, const ds_ledger_object *o, const json_t *doc)
+{
+	const char *name = ds_dra_group_of(doc);
+	json_t *g = NULL;
+	char why[300];
+
+	for (size_t i = 0; name && i < rd->n_groups; i++) {
+		const ds_ledger_object *pg = &rd->groups[i];
+
+		if (pg->op == DS_RECORD_UPSERT && strcmp(pg->source, o->source) == 0 &&
+		    strcmp(pg->name, name) == 0 && pg->ns && o->ns && strcmp(pg->ns, o->ns) == 0) {
+			if (ds_ledger_payload_json(pg->payload, pg->len, pg->zstd, &g, why,
+						   sizeof(why)) < 0)
+				g = NULL;
+			break;
+		}
+	}
+	return g;
+}
+
 static int add_refs(struct reader *rd, const ds_ledger_object *o, const json_t *doc)
 {
 	const ds_dra_config *dra = ds_target_config_dra(rd->o->cfg);
 	ds_dra_ref *refs = NULL;
 	size_t n = 0;
 	ds_err why = {0};
-	int rc = ds_dra_workload_refs(dra, doc, &refs, &n, &why);
+	json_t *group = group_of(rd, o, doc);
+	int rc = ds_dra_workload_refs_in(dra, doc, group, &refs, &n, &why);
 
+	json_decref(group);
 	if (rc == -EINVAL)
 		return broken(rd, o, why.msg);
 	if (rc < 0)
@@ -387,6 +412,14 @@ int ds_inventory_read(const ds_inventory_opts *o, ds_inventory **out, ds_err *er
 	rc = ds_ledger_objects_read(o->ledger_path, kinds, &rd.objs, &rd.n_objs, err);
 	if (rc < 0)
 		goto out;
+	{
+		static const char *const group_kinds[] = {"PodGroup", NULL};
+
+		rc = ds_ledger_objects_read(o->ledger_path, group_kinds, &rd.groups, &rd.n_groups,
+					    err);
+		if (rc < 0)
+			goto out;
+	}
 	if (rd.n_objs) /* qsort of NULL is undefined, even for none */
 		qsort(rd.objs, rd.n_objs, sizeof(*rd.objs), cmp_obj);
 	if ((rc = note_replicated(&rd)) < 0)
@@ -403,6 +436,7 @@ int ds_inventory_read(const ds_inventory_opts *o, ds_inventory **out, ds_err *er
 		rc = check_all(&rd);
 out:
 	ds_ledger_objects_free(rd.objs, rd.n_objs);
+	ds_ledger_objects_free(rd.groups, rd.n_groups);
 	json_decref(rd.replicated);
 	json_decref(rd.seen);
 	if (rc < 0) {

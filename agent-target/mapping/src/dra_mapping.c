@@ -670,6 +670,41 @@ static int resolve_refs(struct ctx *c)
 int ds_dra_workload_refs(const ds_dra_config *dra, const json_t *obj, ds_dra_ref **out, size_t *n,
 			 ds_err *err)
 {
+	return ds_dra_workload_refs_in(dra, obj, NULL, out, n, err);
+}
+
+/*
+ * A reference to an entry that shares the group's claim resolves as the group
+ * decides (see share()); a member rule that disagrees is that reference's error.
+ */
+static void shared_ref(ds_dra_ref *d, const struct gentry *g, const ds_dra_rule *own,
+		       const char *gwhat)
+{
+	char a[120], b[120], msg[1200];
+	size_t len;
+
+	if (own && !(own->target_kind == g->tkind && strcmp(own->target, g->target) == 0)) {
+		rule_text(own, a, sizeof(a));
+		rule_text(g->rule, b, sizeof(b));
+		snprintf(msg, sizeof(msg),
+			 "shares %s's claim: %s maps it to %s=%s, %s gives the group %s=%s", gwhat,
+			 a, ref_field[own->target_kind], own->target, b, ref_field[g->tkind],
+			 g->target);
+		/* cut to fit */
+		len = strlen(msg) < sizeof(d->error) ? strlen(msg) : sizeof(d->error) - 1;
+		memcpy(d->error, msg, len);
+		d->error[len] = '\0';
+		d->rule = NULL;
+		return;
+	}
+	d->rule = g->rule;
+	d->target_kind = g->tkind;
+	d->target = g->target;
+}
+
+int ds_dra_workload_refs_in(const ds_dra_config *dra, const json_t *obj, const json_t *group,
+			    ds_dra_ref **out, size_t *n, ds_err *err)
+{
 	struct ctx c = {.dra = dra};
 	ds_dra_ref *v = NULL;
 	size_t len = 0;
@@ -685,6 +720,15 @@ int ds_dra_workload_refs(const ds_dra_config *dra, const json_t *obj, ds_dra_ref
 	}
 	c.workload = (int)w;
 	c.instance = ds_obj_name(obj);
+	if (group && w != DS_WORKLOAD_JOB && ds_json_path(group, "spec.resourceClaims")) {
+		ds_obj_describe(group, c.g_what, sizeof(c.g_what));
+		if ((r = read_group(ds_json_path(group, "spec.resourceClaims"),
+				    "the group's spec.resourceClaims", &c.g, &c.n_g, c.why,
+				    sizeof(c.why))) < 0 ||
+		    (r = decide_group(dra, DS_RULE_PODGROUP, ds_obj_name(group), c.g, c.n_g,
+				      c.g_what, c.why, sizeof(c.why))) < 0)
+			goto out;
+	}
 	if ((r = collect_entries(&c)) < 0 || (r = collect_refs(&c)) < 0)
 		goto out;
 	v = calloc(c.n_refs + c.n_attaches + 1, sizeof(*v));
@@ -710,6 +754,8 @@ int ds_dra_workload_refs(const ds_dra_config *dra, const json_t *obj, ds_dra_ref
 			d->target_kind = d->rule->target_kind;
 			d->target = d->rule->target;
 		}
+		if (!d->error[0] && shared_entry(&c, rf->e))
+			shared_ref(d, shared_entry(&c, rf->e), d->rule, c.g_what);
 	}
 	for (size_t i = 0; i < c.n_attaches; i++) {
 		const struct attach *a = &c.attaches[i];
@@ -746,6 +792,7 @@ out:
 			free(v);
 	}
 	names_dispose(&c.names);
+	free(c.g);
 	free(c.entries);
 	free(c.refs);
 	free(c.attaches);

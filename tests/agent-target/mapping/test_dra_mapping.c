@@ -900,6 +900,51 @@ static void test_dra_mapping__member_rule_disagreeing_with_group_is_an_error(voi
 	ds_target_config_free(cfg);
 }
 
+/* inventory's view: a shared reference resolves as the group decides, a disagreeing one errs. */
+static void test_dra_mapping__workload_refs_follow_the_group(void **state)
+{
+	ds_target_config *cfg =
+	    dt_config("dra:\n  resourceClaimTemplateMappings:\n"
+		      "  - {objectType: PodGroup, objectInstance: trainers, container: ALL, "
+		      "resourceClaimTemplate: dr-gpu}\n"
+		      "  - {objectType: Deployment, objectInstance: trainer-b, container: ALL, "
+		      "resourceClaimTemplate: big-gpu}\n");
+	json_t *docs = resource("podgroup-deployments.yaml");
+	json_t *pg = dt_find(docs, "PodGroup", "trainers");
+	ds_dra_ref *refs = NULL;
+	size_t n = 0;
+	ds_err err = {0};
+
+	(void)state;
+	assert_int_equal(ds_dra_workload_refs_in(ds_target_config_dra(cfg),
+						 dt_find(docs, "Deployment", "trainer-a"), pg,
+						 &refs, &n, &err),
+			 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(refs[0].target, "dr-gpu");
+	assert_non_null(refs[0].rule);
+	assert_int_equal(refs[0].rule->index, 0);
+	assert_string_equal(refs[0].error, "");
+	free(refs);
+	assert_int_equal(ds_dra_workload_refs_in(ds_target_config_dra(cfg),
+						 dt_find(docs, "Deployment", "trainer-b"), pg,
+						 &refs, &n, &err),
+			 0);
+	assert_int_equal(n, 1);
+	assert_null(refs[0].rule);
+	assert_non_null(strstr(refs[0].error, "shares PodGroup wl/trainers's claim"));
+	/* Without the group, the member's own rule. */
+	free(refs);
+	assert_int_equal(ds_dra_workload_refs(ds_target_config_dra(cfg),
+					      dt_find(docs, "Deployment", "trainer-b"), &refs, &n,
+					      &err),
+			 0);
+	assert_string_equal(refs[0].target, "big-gpu");
+	free(refs);
+	json_decref(docs);
+	ds_target_config_free(cfg);
+}
+
 /* A member rule when no rule names the group: the group keeps its claim, so the member may not. */
 static void test_dra_mapping__member_rule_without_group_rule_is_an_error(void **state)
 {
@@ -1052,6 +1097,7 @@ int main(void)
 	    cmocka_unit_test(test_dra_mapping__podgroup_rule_maps_group_and_members),
 	    cmocka_unit_test(test_dra_mapping__member_rule_disagreeing_with_group_is_an_error),
 	    cmocka_unit_test(test_dra_mapping__member_rule_without_group_rule_is_an_error),
+	    cmocka_unit_test(test_dra_mapping__workload_refs_follow_the_group),
 	    cmocka_unit_test(test_dra_mapping__job_scheduling_claims_follow_the_pods),
 	    cmocka_unit_test(test_dra_mapping__job_shared_claim_cannot_be_split),
 	    cmocka_unit_test(test_dra_mapping__workload_templates),

@@ -112,6 +112,15 @@ typedef struct ds_dra_ref {
 int ds_dra_workload_refs(const ds_dra_config *dra, const json_t *obj, ds_dra_ref **out, size_t *n,
 			 ds_err *err);
 
+/**
+ * As ds_dra_workload_refs(), for a workload whose pods join PodGroup `group`
+ * (as the source has it; NULL: none): a reference to an entry that shares the
+ * group's claim resolves as the group's rules decide, and one whose own rule
+ * disagrees carries that as its `error`.
+ */
+int ds_dra_workload_refs_in(const ds_dra_config *dra, const json_t *obj, const json_t *group,
+			    ds_dra_ref **out, size_t *n, ds_err *err);
+
 /** Specificity of a rule: instance named 8, container named 4, source named 2, type named 1. */
 int ds_dra_rule_specificity(const ds_dra_rule *rule);
 
