@@ -531,12 +531,26 @@ static const char *obj_ns(const struct ds_kube_resource *res, const char *ns, co
 	return json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
 }
 
+/*
+ * A name the request path can carry: the API server splits its decoded path
+ * at '/', and refuses '%', "." and ".." in a name (a request for one would be
+ * answered 404, as if the kind were not served).
+ */
 static int need_name(const char *name, const char *what, ds_kube_error *ke)
 {
-	if (name && name[0])
-		return 0;
-	ds_kube_error_set(ke, 0, "%s: the object has no metadata.name", what);
-	return -EINVAL;
+	if (!name || !name[0]) {
+		ds_kube_error_set(ke, 0, "%s: the object has no metadata.name", what);
+		return -EINVAL;
+	}
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strpbrk(name, "/%")) {
+		ds_kube_error_set(ke, 0,
+				  "%s: metadata.name '%.200s' cannot be named in an API path "
+				  "(it is '.' or '..', or holds '/' or '%%'): no API server "
+				  "accepts it",
+				  what, name);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* ---- objects ---------------------------------------------------------------------- */

@@ -81,6 +81,29 @@ static void test_kube_client__a_path_too_long_is_explained(void **state)
 	free(name);
 }
 
+/* A name no API path can carry is refused before any request: the server would answer 404. */
+static void test_kube_client__a_name_no_path_can_carry_is_refused(void **state)
+{
+	struct fx *f = *state;
+	ds_kube *k = client(f);
+	ds_kube_error ke;
+	json_t *out = NULL, *obj;
+	static const char *const bad[] = {"<script>x</script>", "50%", ".", ".."};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(ds_kube_get(k, &CM, "ml-team", bad[i], NULL, &out, &ke), -EINVAL);
+		assert_non_null(strstr(ke.message, "cannot be named in an API path"));
+		assert_non_null(strstr(ke.message, bad[i]));
+	}
+	obj = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
+			"metadata", "name", "a/b", "namespace", "ml-team");
+	assert_int_equal(ds_kube_apply(k, &CM, NULL, obj, "drasync", true, NULL, &out, &ke),
+			 -EINVAL);
+	assert_non_null(strstr(ke.message, "apply: metadata.name 'a/b'"));
+	json_decref(obj);
+	assert_int_equal(f->h.hits, 0);
+}
+
 static void test_kube_client__paths(void **state)
 {
 	struct ds_kube_resource dep = {"apps", "v1", "deployments", "Deployment", true, true};
@@ -640,6 +663,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kube_client__paths),
 	    T(test_kube_client__a_path_too_long_is_explained),
+	    T(test_kube_client__a_name_no_path_can_carry_is_refused),
 	    T(test_kube_client__discovery_is_cached_and_refreshed_on_a_miss),
 	    T(test_kube_client__discovery_is_read_again_at_most_once_per_interval),
 	    T(test_kube_client__list_follows_continue_and_restarts_when_it_expires),
