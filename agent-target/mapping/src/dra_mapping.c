@@ -543,7 +543,8 @@ static int decide_group(const ds_dra_config *dra, int type, const char *instance
 
 		if (pick(dra, type, instance, NULL, g[i].name, g[i].source, 1, g[i].kind, 0, &w,
 			 &e) < 0) {
-			snprintf(why, why_size, "%s, claim %s: %s", what, g[i].name, e.msg);
+			snprintf(why, why_size, "%.200s, claim %.100s: %.200s", what, g[i].name,
+				 e.msg);
 			return -EINVAL;
 		}
 		g[i].rule = w;
