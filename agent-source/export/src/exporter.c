@@ -62,6 +62,17 @@ struct kind {
 	bool served; /* discovery found it and it is replicated */
 	struct ds_kube_resource res;
 	char api_version[200];
+};
+
+/*
+ * One list and its watch: a kind cluster-wide (ns NULL), or, for a fixed
+ * namespace list, a namespaced kind in one namespace, or the Namespace
+ * object of one namespace (field selector metadata.name=NS).
+ */
+struct stream {
+	struct kind *k;
+	const char *ns;	   /* the exporter's copy of the namespace, or NULL */
+	char field[300];   /* field selector, or "" */
 	char list_rv[128]; /* resourceVersion of the last complete list */
 	/* watch thread */
 	pthread_t thread;
@@ -95,6 +106,10 @@ struct ds_exporter {
 	atomic_bool snapshot_wanted;
 	_Atomic uint64_t last_seq;
 	struct kind kinds[NKINDS];
+	/* the lists and watches, grouped by kind in KINDS order */
+	struct stream *streams;
+	size_t nstreams, streamcap;
+	bool scoped; /* namespaced reads per selected namespace, not cluster-wide */
 	bool discovered;
 	ds_change_queue *q;
 	struct batch b;
@@ -155,6 +170,28 @@ static void keep_err(int *first, ds_err *dst, int rc, const ds_err *src)
 		if (dst && src)
 			*dst = *src;
 	}
+}
+
+static size_t kind_index(const ds_exporter *ex, const struct kind *k)
+{
+	return (size_t)(k - ex->kinds);
+}
+
+/* Every stream of the kind has its list (its objects are all known). */
+static struct stream *first_stream(ds_exporter *ex, size_t kind)
+{
+	for (size_t i = 0; i < ex->nstreams; i++)
+		if (kind_index(ex, ex->streams[i].k) == kind)
+			return &ex->streams[i];
+	return NULL;
+}
+
+static bool kind_listed(const ds_exporter *ex, size_t kind)
+{
+	for (size_t i = 0; i < ex->nstreams; i++)
+		if (kind_index(ex, ex->streams[i].k) == kind && ex->streams[i].need_list)
+			return false;
+	return true;
 }
 
 int ds_export_db_path(const char *state_dir, char *buf, size_t size)
@@ -819,74 +856,106 @@ static int ns_scan_one(void *ud, const char *ns)
 }
 
 /*
+ * Whether a namespace that is not selected still exists, for a fixed list
+ * read namespace by namespace: the source's role may not read it (403), and
+ * then it is taken as existing (forgotten, nothing deleted on the target).
+ */
+static int namespace_exists(ds_exporter *ex, const char *ns, bool *exists)
+{
+	ds_kube_error ke = {0};
+	json_t *obj = NULL;
+	int rc = ds_kube_get(ex->cfg.kube, &ex->kinds[NS_KIND].res, NULL, ns, NULL, &obj, &ke);
+
+	json_decref(obj);
+	*exists = rc != -ENOENT;
+	return rc == 0 || rc == -ENOENT || ke.code == 403 ? 0 : rc;
+}
+
+/*
  * The Namespace list of a pass: which namespaces are selected now; their
- * Namespace objects processed. Namespaces the index holds that exist but no
- * longer match are forgotten; those that no longer exist stay for the sweeps
- * to tombstone their objects. `fresh` (may be NULL) receives the namespaces
+ * Namespace objects processed. Cluster-wide, one list of every Namespace;
+ * for a fixed list read namespace by namespace (ex->scoped), one list per
+ * selected name (field selector metadata.name). Namespaces the index holds
+ * that exist but no longer match are forgotten; those that no longer exist
+ * stay for the sweeps to tombstone their objects. `only` (may be NULL: all)
+ * is the stream whose resourceVersion is kept; the others' watches are
+ * running and keep theirs. `fresh` (may be NULL) receives the namespaces
  * that were not selected before.
  */
-static int pass_namespaces(ds_exporter *ex, struct names *fresh, ds_err *err)
+static int pass_namespaces(ds_exporter *ex, struct stream *only, struct names *fresh, ds_err *err)
 {
 	struct kind *k = &ex->kinds[NS_KIND];
-	struct ds_kube_list_opts lo = {NULL, NULL, NULL, NULL, ex->cfg.page_size};
-	struct names all = {0}, matched = {0};
+	struct names all = {0}, matched = {0}, asked = {0};
 	struct ns_scan scan = {ex, &all, {0}};
-	char token[4096] = "", e[700];
+	char e[700];
 	int rc = 0;
 
-	do {
-		ds_kube_error ke = {0};
-		json_t *page = NULL, *item;
-		const char *cont, *prv;
-		size_t i;
+	for (size_t si = 0; si < ex->nstreams; si++) {
+		struct stream *s = &ex->streams[si];
+		struct ds_kube_list_opts lo = {NULL, NULL, NULL, NULL, ex->cfg.page_size};
+		char token[4096] = "";
 
-		lo.continue_token = token[0] ? token : NULL;
-		rc = ds_kube_list_page(ex->cfg.kube, &k->res, NULL, &lo, &page, &ke);
-		if (rc < 0) {
-			ds_err_set(err, "list Namespace: %s",
-				   ds_kube_error_format(&ke, e, sizeof(e)));
+		if (s->k != k)
+			continue;
+		if (s->ns && (rc = names_add(&asked, s->ns)) < 0)
 			goto out;
-		}
-		prv = ds_json_str(json_object_get(page, "metadata"), "resourceVersion");
-		if (!token[0] && prv)
-			snprintf(k->list_rv, sizeof(k->list_rv), "%s", prv);
-		json_array_foreach (json_object_get(page, "items"), i, item) {
-			const char *name = ds_obj_name(item);
+		lo.field_selector = s->field[0] ? s->field : NULL;
+		do {
+			ds_kube_error ke = {0};
+			json_t *page = NULL, *item;
+			const char *cont, *prv;
+			size_t i;
 
-			if (!name)
-				continue;
-			set_type(item, k);
-			rc = names_add(&all, name);
-			if (rc == 0 && ns_matches(ex, item)) {
-				rc = names_add(&matched, name);
-				if (rc == 0 && !ns_selected(ex, name)) {
-					ds_log(DS_LOG_INFO, "namespace_selected", "namespace=%s",
-					       q(name, e, sizeof(e)));
-					if (fresh)
-						rc = names_add(fresh, name);
-					if (rc == 0)
-						rc = sel_add(ex, name);
-				}
-				if (rc == 0) {
-					ex->counts.listed++;
-					rc = process_object(ex, k, item);
-				}
-				if (rc == 0)
-					rc = maybe_flush(ex, err);
+			lo.continue_token = token[0] ? token : NULL;
+			rc = ds_kube_list_page(ex->cfg.kube, &k->res, NULL, &lo, &page, &ke);
+			if (rc < 0) {
+				ds_err_set(err, "list Namespace%s%s: %s", s->ns ? " " : "",
+					   s->ns ? s->ns : "",
+					   ds_kube_error_format(&ke, e, sizeof(e)));
+				goto out;
 			}
+			prv = ds_json_str(json_object_get(page, "metadata"), "resourceVersion");
+			if (!token[0] && prv && (!only || only == s))
+				snprintf(s->list_rv, sizeof(s->list_rv), "%s", prv);
+			json_array_foreach (json_object_get(page, "items"), i, item) {
+				const char *name = ds_obj_name(item);
+
+				if (!name)
+					continue;
+				set_type(item, k);
+				rc = names_add(&all, name);
+				if (rc == 0 && ns_matches(ex, item)) {
+					rc = names_add(&matched, name);
+					if (rc == 0 && !ns_selected(ex, name)) {
+						ds_log(DS_LOG_INFO, "namespace_selected",
+						       "namespace=%s", q(name, e, sizeof(e)));
+						if (fresh)
+							rc = names_add(fresh, name);
+						if (rc == 0)
+							rc = sel_add(ex, name);
+					}
+					if (rc == 0) {
+						ex->counts.listed++;
+						rc = process_object(ex, k, item);
+					}
+					if (rc == 0)
+						rc = maybe_flush(ex, err);
+				}
+				if (rc < 0)
+					break;
+			}
+			cont = ds_json_str(json_object_get(page, "metadata"), "continue");
+			snprintf(token, sizeof(token), "%s", cont ? cont : "");
+			json_decref(page);
 			if (rc < 0)
-				break;
-		}
-		cont = ds_json_str(json_object_get(page, "metadata"), "continue");
-		snprintf(token, sizeof(token), "%s", cont ? cont : "");
-		json_decref(page);
-		if (rc < 0)
-			goto out;
-	} while (token[0]);
+				goto out;
+		} while (token[0]);
+	}
 	rc = flush(ex, err);
 	if (rc < 0)
 		goto out;
-	/* selected before, existing, not matching now: unselect */
+	/* selected before, existing, not matching now: unselect (a fixed list
+	 * read by name: only what was asked is known) */
 	for (size_t i = 0; i < ex->nsel; i++) {
 		pthread_mutex_lock(&ex->mu);
 		char *ns = i < ex->nsel ? strdup(ex->sel[i]) : NULL;
@@ -894,7 +963,9 @@ static int pass_namespaces(ds_exporter *ex, struct names *fresh, ds_err *err)
 
 		if (!ns)
 			break;
-		if (!names_has(&matched, ns) && names_has(&all, ns)) {
+		if (ex->scoped && !names_has(&asked, ns)) {
+			/* not in the list (cannot be: the list is fixed) */
+		} else if (!names_has(&matched, ns) && names_has(&all, ns)) {
 			rc = unselect_namespace(ex, ns, err);
 			i--;
 		} else if (!names_has(&all, ns)) {
@@ -910,17 +981,29 @@ static int pass_namespaces(ds_exporter *ex, struct names *fresh, ds_err *err)
 	rc = ds_object_index_namespaces(ex->idx, ns_scan_one, &scan, err);
 	if (rc < 0)
 		goto out;
-	for (size_t i = 0; i < scan.gone.n; i++)
-		if (names_has(&all, scan.gone.v[i])) {
+	for (size_t i = 0; i < scan.gone.n; i++) {
+		bool exists = names_has(&all, scan.gone.v[i]);
+
+		if (ex->scoped && !exists && !names_has(&asked, scan.gone.v[i])) {
+			rc = namespace_exists(ex, scan.gone.v[i], &exists);
+			if (rc < 0) {
+				ds_err_set(err, "get Namespace %s: %s", scan.gone.v[i],
+					   strerror(-rc));
+				goto out;
+			}
+		}
+		if (exists) {
 			rc = unselect_namespace(ex, scan.gone.v[i], err);
 			if (rc < 0)
 				goto out;
 		}
+	}
 	/* namespaces that are gone: swept with the kinds (Namespace sweep below) */
 	rc = 0;
 out:
 	names_dispose(&all);
 	names_dispose(&matched);
+	names_dispose(&asked);
 	names_dispose(&scan.gone);
 	return rc;
 }
@@ -1039,17 +1122,18 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 		ex->force = true;
 	}
 	ds_log(DS_LOG_INFO, "pass_started", "snapshot=%s", snapshot ? snap_id : "none");
-	rc = pass_namespaces(ex, NULL, err);
+	rc = pass_namespaces(ex, NULL, NULL, err);
 	if (rc < 0)
 		goto out;
-	for (size_t i = 0; i < NKINDS; i++) {
-		struct kind *k = &ex->kinds[i];
+	for (size_t i = 0; i < ex->nstreams; i++) {
+		struct stream *s = &ex->streams[i];
+		struct kind *k = s->k;
 
 		if (!k->served)
 			continue;
-		if (i != NS_KIND) {
+		if (kind_index(ex, k) != NS_KIND) {
 			ds_err_clear(&kerr);
-			rc = list_kind(ex, k, NULL, k->list_rv, sizeof(k->list_rv), &kerr);
+			rc = list_kind(ex, k, s->ns, s->list_rv, sizeof(s->list_rv), &kerr);
 			if (rc == -ECANCELED || rc == -ENOMEM || ex->local_failed) {
 				*err = kerr;
 				goto out;
@@ -1057,15 +1141,19 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 			if (rc < 0) {
 				char e[300];
 				/* not listed: nothing of it is tombstoned */
-				ds_log(DS_LOG_ERROR, "list_failed", "kind=%s error=%s",
-				       k->def->kind, q(kerr.msg, e, sizeof(e)));
+				ds_log(DS_LOG_ERROR, "list_failed", "kind=%s%s%s error=%s",
+				       k->def->kind, s->ns ? " namespace=" : "", s->ns ? s->ns : "",
+				       q(kerr.msg, e, sizeof(e)));
 				keep_err(&first, err, rc, &kerr);
-				k->need_list = true;
+				s->need_list = true;
 				continue;
 			}
 		}
-		k->need_list = false;
-		rc = sweep(ex, k, NULL, err);
+		s->need_list = false;
+		/* the Namespace objects: all of them were listed above */
+		if (kind_index(ex, k) == NS_KIND && s != first_stream(ex, NS_KIND))
+			continue;
+		rc = sweep(ex, k, kind_index(ex, k) == NS_KIND ? NULL : s->ns, err);
 		if (rc < 0)
 			goto out;
 	}
@@ -1128,7 +1216,7 @@ static int sweep_gone_namespaces(ds_exporter *ex, ds_err *err)
 	rc = ds_object_index_namespaces(ex->idx, gone_one, &g, err);
 	for (size_t i = 0; rc == 0 && i < g.v.n; i++)
 		for (size_t k = 0; rc == 0 && k < NKINDS; k++)
-			if (ex->kinds[k].served && !ex->kinds[k].need_list)
+			if (ex->kinds[k].served && kind_listed(ex, k))
 				rc = sweep(ex, &ex->kinds[k], k == NS_KIND ? NULL : g.v.v[i], err);
 	names_dispose(&g.v);
 	return rc;
@@ -1143,7 +1231,8 @@ int ds_exporter_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 
 static int on_event(void *user, enum ds_kube_event_type type, json_t *obj)
 {
-	struct kind *k = user;
+	struct stream *s = user;
+	struct kind *k = s->k;
 	ds_exporter *ex = k->ex;
 	char key[DS_OBJECT_KEY_MAX];
 
@@ -1165,26 +1254,28 @@ static int on_event(void *user, enum ds_kube_event_type type, json_t *obj)
 
 static void *watch_main(void *arg)
 {
-	struct kind *k = arg;
-	ds_exporter *ex = k->ex;
+	struct stream *k = arg;
+	ds_exporter *ex = k->k->ex;
 	struct ds_kube_watch_opts o = {0};
 	ds_kube_error ke = {0};
 
 	o.resource_version = k->list_rv;
+	o.field_selector = k->field[0] ? k->field : NULL;
 	o.timeout_seconds = ex->cfg.watch_timeout_seconds;
 	o.bookmarks = true;
 	o.stop = &ex->watch_stop;
 	o.fail_on_gone = true;
-	k->watch_rc = ds_kube_watch(ex->cfg.kube, &k->res, NULL, &o, on_event, k, &ke);
+	k->watch_rc = ds_kube_watch(ex->cfg.kube, &k->k->res, k->k->def->namespaced ? k->ns : NULL,
+				    &o, on_event, k, &ke);
 	if (k->watch_rc < 0)
 		ds_kube_error_format(&ke, k->watch_err, sizeof(k->watch_err));
 	atomic_store(&k->done, true);
 	return NULL;
 }
 
-static int watch_start(ds_exporter *ex, struct kind *k)
+static int watch_start(ds_exporter *ex, struct stream *k)
 {
-	k->ex = ex;
+	k->k->ex = ex;
 	atomic_store(&k->done, false);
 	k->watch_rc = 0;
 	k->watch_err[0] = '\0';
@@ -1198,10 +1289,10 @@ static int watch_start(ds_exporter *ex, struct kind *k)
 static void watches_stop(ds_exporter *ex)
 {
 	atomic_store(&ex->watch_stop, true);
-	for (size_t i = 0; i < NKINDS; i++)
-		if (ex->kinds[i].running) {
-			pthread_join(ex->kinds[i].thread, NULL);
-			ex->kinds[i].running = false;
+	for (size_t i = 0; i < ex->nstreams; i++)
+		if (ex->streams[i].running) {
+			pthread_join(ex->streams[i].thread, NULL);
+			ex->streams[i].running = false;
 		}
 	atomic_store(&ex->watch_stop, false);
 }
@@ -1218,7 +1309,7 @@ static bool drop_match(void *ud, const char *key, int tag, const json_t *obj)
 
 	(void)key;
 	if (d->tag >= 0)
-		return tag == d->tag;
+		return tag == d->tag && (!d->ns || (ns && strcmp(ns, d->ns) == 0));
 	return tag != NS_KIND && ns && strcmp(ns, d->ns) == 0;
 }
 
@@ -1239,10 +1330,12 @@ static int namespace_pass(ds_exporter *ex, const char *ns, ds_err *err)
 	return rc;
 }
 
-/* One kind again from a list, page by page, against the index. */
-static int relist(ds_exporter *ex, struct kind *k, ds_err *err)
+/* One stream again from a list, page by page, against the index. The
+ * Namespace objects are listed all again, whichever stream's watch ended. */
+static int relist(ds_exporter *ex, struct stream *s, ds_err *err)
 {
-	struct drop_ctx d = {(int)(k - ex->kinds), NULL};
+	struct kind *k = s->k;
+	struct drop_ctx d = {(int)(k - ex->kinds), k - ex->kinds == NS_KIND ? NULL : s->ns};
 	struct names fresh = {0};
 	int rc;
 
@@ -1252,15 +1345,15 @@ static int relist(ds_exporter *ex, struct kind *k, ds_err *err)
 	if (rc < 0)
 		return rc;
 	if (k - ex->kinds == NS_KIND) {
-		rc = pass_namespaces(ex, &fresh, err);
+		rc = pass_namespaces(ex, s, &fresh, err);
 		for (size_t i = 0; rc == 0 && i < fresh.n; i++)
 			rc = namespace_pass(ex, fresh.v[i], err);
 		names_dispose(&fresh);
 	} else {
-		rc = list_kind(ex, k, NULL, k->list_rv, sizeof(k->list_rv), err);
+		rc = list_kind(ex, k, s->ns, s->list_rv, sizeof(s->list_rv), err);
 	}
 	if (rc == 0)
-		rc = sweep(ex, k, NULL, err);
+		rc = sweep(ex, k, k - ex->kinds == NS_KIND ? NULL : s->ns, err);
 	if (rc == 0 && k - ex->kinds == NS_KIND)
 		rc = sweep_gone_namespaces(ex, err);
 	return rc;
@@ -1342,7 +1435,7 @@ static int drain(ds_exporter *ex, bool all, ds_err *err)
 }
 
 /* Doubling from RETRY_MS to RETRY_MAX_MS with each consecutive failure. */
-static long long backoff(struct kind *k)
+static long long backoff(struct stream *k)
 {
 	long long ms = RETRY_MS;
 
@@ -1368,8 +1461,8 @@ int ds_exporter_watch(ds_exporter *ex, ds_err *err)
 /* Every served kind has a list behind its watch. */
 static bool all_listed(const ds_exporter *ex)
 {
-	for (size_t i = 0; i < NKINDS; i++)
-		if (ex->kinds[i].served && ex->kinds[i].need_list)
+	for (size_t i = 0; i < ex->nstreams; i++)
+		if (ex->streams[i].k->served && ex->streams[i].need_list)
 			return false;
 	return true;
 }
@@ -1390,7 +1483,7 @@ static int watch_pass(ds_exporter *ex, ds_err *err)
 static int watch(ds_exporter *ex, ds_err *err)
 {
 	ds_err perr = {0};
-	struct kind start = {0};
+	struct stream start = {0};
 	char e[700];
 	int rc;
 
@@ -1404,7 +1497,7 @@ static int watch(ds_exporter *ex, ds_err *err)
 			*err = perr;
 			return rc == -ECANCELED ? 0 : rc;
 		}
-		if (ex->discovered && ex->kinds[NS_KIND].served && !ex->kinds[NS_KIND].need_list)
+		if (ex->discovered && ex->kinds[NS_KIND].served && kind_listed(ex, NS_KIND))
 			break;
 		wait = backoff(&start);
 		ds_log(DS_LOG_ERROR, "pass_failed", "error=%s retry_ms=%lld",
@@ -1432,10 +1525,11 @@ static int watch(ds_exporter *ex, ds_err *err)
 			}
 		}
 		now = now_ms();
-		for (size_t i = 0; i < NKINDS; i++) {
-			struct kind *k = &ex->kinds[i];
+		for (size_t i = 0; i < ex->nstreams; i++) {
+			struct stream *k = &ex->streams[i];
+			const struct kind_def *def = k->k->def;
 
-			if (!k->served)
+			if (!k->k->served)
 				continue;
 			if (k->running && atomic_load(&k->done)) {
 				pthread_join(k->thread, NULL);
@@ -1445,14 +1539,14 @@ static int watch(ds_exporter *ex, ds_err *err)
 					ds_log(
 					    DS_LOG_INFO, "watch_expired",
 					    "kind=%s detail=\"resourceVersion too old: relisting\"",
-					    k->def->kind);
+					    def->kind);
 				} else if (k->watch_rc < 0) {
 					/* a watch that served a while is not failing over and over
 					 */
 					if (now - k->started_at > 60000)
 						k->failures = 0;
 					ds_log(DS_LOG_ERROR, "watch_failed", "kind=%s error=%s",
-					       k->def->kind, q(k->watch_err, e, sizeof(e)));
+					       def->kind, q(k->watch_err, e, sizeof(e)));
 					k->retry_at = now + backoff(k);
 				}
 			}
@@ -1472,7 +1566,7 @@ static int watch(ds_exporter *ex, ds_err *err)
 						return rc == -ECANCELED ? 0 : rc;
 					}
 					ds_log(DS_LOG_ERROR, "list_failed", "kind=%s error=%s",
-					       k->def->kind, q(perr.msg, e, sizeof(e)));
+					       def->kind, q(perr.msg, e, sizeof(e)));
 					k->retry_at = now + backoff(k);
 					continue;
 				}
@@ -1573,6 +1667,60 @@ uint64_t ds_exporter_last_seq(ds_exporter *ex)
 
 /* ---- lifecycle --------------------------------------------------------------------- */
 
+/*
+ * The lists and watches. A fixed list of at most
+ * DS_EXPORTER_SCOPED_NAMESPACES_MAX namespaces is read namespace by
+ * namespace (each namespaced kind in each one, the Namespace objects by
+ * name), so the source's role needs no read outside them; a selector, or a
+ * longer list, reads each kind cluster-wide and filters here.
+ */
+static int make_streams(ds_exporter *ex, ds_err *err)
+{
+	size_t nns = ex->cfg.n_namespaces;
+	char e[300];
+
+	ex->scoped = nns > 0 && nns <= DS_EXPORTER_SCOPED_NAMESPACES_MAX;
+	for (size_t i = 0; i < NKINDS; i++) {
+		bool per_ns = ex->scoped && (KINDS[i].namespaced || i == NS_KIND);
+
+		for (size_t n = 0; n < (per_ns ? nns : 1); n++) {
+			struct stream *s;
+
+			if (ds_grow((void **)&ex->streams, &ex->streamcap, ex->nstreams + 1,
+				    sizeof(*ex->streams)) < 0)
+				return -ENOMEM;
+			s = &ex->streams[ex->nstreams];
+			memset(s, 0, sizeof(*s));
+			s->k = &ex->kinds[i];
+			s->need_list = true;
+			if (per_ns) {
+				const char *ns = ex->cfg.namespaces[n];
+
+				if (!ns || !ns[0] || strlen(ns) > 253) {
+					ds_err_set(err, "exporter: bad namespace name");
+					return -EINVAL;
+				}
+				s->ns = strdup(ns);
+				if (!s->ns)
+					return -ENOMEM;
+				if (i == NS_KIND)
+					snprintf(s->field, sizeof(s->field), "metadata.name=%s",
+						 ns);
+			}
+			ex->nstreams++;
+		}
+	}
+	if (ex->scoped)
+		ds_log(DS_LOG_INFO, "namespace_reads",
+		       "scope=namespaced namespaces=%zu watches_max=%zu", nns, ex->nstreams);
+	else
+		ds_log(DS_LOG_INFO, "namespace_reads", "scope=cluster reason=%s watches_max=%zu",
+		       q(nns ? "more namespaces than read one by one" : "namespaceSelector", e,
+			 sizeof(e)),
+		       ex->nstreams);
+	return 0;
+}
+
 int ds_exporter_new(ds_exporter **out, const ds_exporter_config *cfg, ds_err *err)
 {
 	ds_exporter *ex = NULL;
@@ -1601,8 +1749,10 @@ int ds_exporter_new(ds_exporter **out, const ds_exporter_config *cfg, ds_err *er
 	for (size_t i = 0; i < NKINDS; i++) {
 		ex->kinds[i].def = &KINDS[i];
 		ex->kinds[i].ex = ex;
-		ex->kinds[i].need_list = true;
 	}
+	rc = make_streams(ex, err);
+	if (rc < 0)
+		goto out;
 	rc = ds_export_db_path(cfg->state_dir, ex->db_path, sizeof(ex->db_path));
 	if (rc < 0) {
 		ds_err_set(err, "exporter: state directory path too long");
@@ -1645,6 +1795,9 @@ void ds_exporter_free(ds_exporter *ex)
 	for (size_t i = 0; i < ex->nsel; i++)
 		free(ex->sel[i]);
 	free(ex->sel);
+	for (size_t i = 0; i < ex->nstreams; i++)
+		free((char *)ex->streams[i].ns);
+	free(ex->streams);
 	free(ex->skips);
 	pthread_mutex_destroy(&ex->mu);
 	pthread_mutex_destroy(&ex->rmu);

@@ -7,12 +7,21 @@
  *
  * What is read: every kind of SPEC §2 that discovery says the source serves
  * (a kind it does not serve is skipped with one log line), resource.k8s.io in
- * the version the source prefers (v1, else v1beta2, else v1beta1), each kind
- * cluster-wide and filtered here by namespace: one list (paginated) or one
- * watch per kind, never one per namespace. The namespaces are a list or a
- * predicate on Namespace objects; one that starts matching is picked up with
- * a full pass of its objects, one that stops matching is forgotten (logged;
- * nothing is deleted on the target).
+ * the version the source prefers (v1, else v1beta2, else v1beta1). The
+ * namespaces are a list or a predicate on Namespace objects.
+ *
+ * A fixed list of at most DS_EXPORTER_SCOPED_NAMESPACES_MAX namespaces is
+ * read namespace by namespace, so that the source's role needs no read
+ * outside them (deploy/: RoleBindings per namespace): one list (paginated)
+ * and one watch per namespaced kind and namespace, and per namespace one of
+ * its Namespace object (field selector metadata.name=NS); DeviceClasses
+ * (replicateDeviceClasses) cluster-wide. A predicate, or a longer list, reads
+ * each kind cluster-wide and filters here: one list or one watch per kind.
+ * A namespace that starts matching is picked up with a full pass of its
+ * objects, one that stops matching is forgotten (logged; nothing is deleted
+ * on the target). A namespace the index holds that is no longer in the list
+ * is forgotten too, unless the source may read it and it is gone (then its
+ * objects are tombstoned).
  *
  * Each object: selection (skips logged once per object and reason),
  * sanitizing, canonical JSON (sorted keys, compact), SHA-256. The object
@@ -49,6 +58,10 @@
 #include <stdint.h>
 
 typedef struct ds_exporter ds_exporter;
+
+/* Longest namespace list read namespace by namespace: 16 namespaced kinds and
+ * the Namespace object each, 17 watches per namespace. */
+#define DS_EXPORTER_SCOPED_NAMESPACES_MAX 8
 
 /* What a pass did (or has done so far, for the progress callback). */
 typedef struct ds_export_counts {
