@@ -5,7 +5,10 @@ kubectl kustomize or helm template through kubectl create --dry-run=client
 
   check_manifests.py source|target LIST.json OUTDIR [--deviceclasses]
 
-source: a ServiceAccount whose only grants are reads; target: one whose
+source: a ServiceAccount whose only grants are reads: for a fixed list of
+up to 8 namespaces only in each of them (a RoleBinding each) and on those
+Namespace objects by name, no Secret elsewhere; for a namespaceSelector
+cluster-wide; target: one whose
 cluster-wide grants are reads, DeviceClass writes only with --deviceclasses,
 Namespace access only by name and only to the namespaces it has a
 RoleBinding in, those being the targets of its namespaceMappings (and their
@@ -124,8 +127,36 @@ def main():
         for r in cluster_rules + [r for rs in ns_bindings.values() for r in rs]:
             if set(r.get("verbs", [])) - READ:
                 bad(f"the source may {sorted(set(r['verbs']) - READ)} {r.get('resources')}: it only reads")
-        if not any("secrets" in r.get("resources", []) for r in cluster_rules):
-            bad("the source cannot read Secrets")
+        # The selection: `namespaces: [a, b]` (inline or a block list) or
+        # namespaceSelector.
+        text = cfg_text or ""
+        selector = re.search(r"^namespaceSelector:", text, re.M) is not None
+        m = re.search(r"^namespaces:\s*\[([^\]]*)\]", text, re.M)
+        if m:
+            selected = {n.strip().strip("'\"") for n in m.group(1).split(",") if n.strip()}
+        else:
+            m = re.search(r"^namespaces:\s*\n((?:[ ]*- .*\n?)+)", text, re.M)
+            selected = {l.strip()[2:].strip().strip("'\"") for l in m.group(1).splitlines()} if m else set()
+        secrets_everywhere = any("secrets" in r.get("resources", []) for r in cluster_rules)
+        ns_rules = [r for r in cluster_rules if "namespaces" in r.get("resources", [])]
+        if selected and not selector and len(selected) <= 8:
+            # read namespace by namespace: bound in each selected one only
+            if secrets_everywhere:
+                bad("a fixed namespace list, yet the source may read Secrets cluster-wide")
+            if set(ns_bindings) != selected:
+                bad(f"RoleBindings in {sorted(ns_bindings)}, namespaces selected {sorted(selected)}")
+            for ns, rs in sorted(ns_bindings.items()):
+                if not any("secrets" in r.get("resources", []) for r in rs):
+                    bad(f"the source cannot read Secrets in the selected {ns}")
+            if not ns_rules or any(set(r.get("resourceNames") or []) != selected for r in ns_rules):
+                bad(f"Namespace reads are not exactly the selected {sorted(selected)} by name: {ns_rules}")
+        elif selector or len(selected) > 8:
+            if not secrets_everywhere:
+                bad("a namespaceSelector, yet the source cannot read Secrets cluster-wide")
+            if not any(not r.get("resourceNames") for r in ns_rules):
+                bad("a namespaceSelector, yet the source cannot list every Namespace")
+        else:
+            bad("the source's configuration selects no namespace")
     else:
         managed = None
         for r in cluster_rules:

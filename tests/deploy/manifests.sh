@@ -11,6 +11,10 @@
 #     "restricted") warns about no Deployment; each pod template is also
 #     created as a Pod with --dry-run=server in that namespace, where
 #     "restricted" is enforced;
+#   - the source's RBAC for its fixed namespace list (RoleBindings in those
+#     namespaces, their Namespace objects by name) and, with a
+#     namespaceSelector, the kustomize component source-cluster-wide and the
+#     chart's cluster-wide bindings;
 #   - check_manifests.py: RBAC, probes, security context, Recreate, stateDir;
 #   - the configuration each ConfigMap holds is read by the agent itself
 #     (drasync-target plan, drasync-source status), so an unknown key fails.
@@ -29,7 +33,7 @@ helm() { "$DS_HELM_BIN" "$@"; }
 tmp=$(mktemp -d)
 # Namespaces the renderings need to exist for a server-side dry run of what
 # they hold (a dry run creates nothing, a Namespace included).
-namespaces="drasync ml-team-dr ml-team-dr-drill"
+namespaces="drasync ml-team ml-team-dr ml-team-dr-drill"
 cleanup() {
   local ns
   for ns in $namespaces; do k delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true; done
@@ -52,6 +56,8 @@ done
 k create namespace drasync --save-config >/dev/null
 k label namespace drasync pod-security.kubernetes.io/enforce=restricted \
   pod-security.kubernetes.io/warn=restricted >/dev/null
+# ml-team: the source's selected namespace (its RoleBinding lives there).
+k create namespace ml-team --save-config >/dev/null
 k create namespace ml-team-dr --save-config >/dev/null
 k create namespace ml-team-dr-drill --save-config >/dev/null
 # The namespace does refuse a pod that is not "restricted", and warns about a
@@ -184,6 +190,36 @@ else
   ok "check_manifests.py refuses DeviceClass writes it was not told of"
 fi
 
+# The source's cluster-wide variant: a namespaceSelector and the component.
+mkdir -p "$tmp/overlay-source"
+cp -r "$deploy/kustomize/source" "$deploy/kustomize/source-cluster-wide" "$tmp/"
+sed 's/^namespaces: .*/namespaceSelector: "drasync.io\/replicate=true"/' "$deploy/kustomize/source/source.yaml" >"$tmp/overlay-source/source.yaml"
+cat >"$tmp/overlay-source/kustomization.yaml" <<'YAML'
+resources: [../source]
+components: [../source-cluster-wide]
+configMapGenerator:
+- {name: drasync-source-config, namespace: drasync, behavior: replace, files: [source.yaml]}
+YAML
+if k kustomize "$tmp/overlay-source" >"$tmp/kustomize-source-sel.yaml" 2>"$tmp/err"; then
+  ok "kubectl kustomize of an overlay with a namespaceSelector and the source-cluster-wide component"
+  server_check "kustomize-source-selector" source "$tmp/kustomize-source-sel.yaml"
+else
+  notok "kubectl kustomize with source-cluster-wide: $(cat "$tmp/err")"
+fi
+# The fixed list's rendering with the cluster-wide Secret reads: refused, the
+# check can fail.
+python3 - "$tmp/kustomize-source/list.json" "$tmp/kustomize-source-sel/list.json" "$tmp/mixed.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["items"] for p in sys.argv[1:3])
+extra = [o for o in b if o["kind"] == "ClusterRoleBinding" and o["metadata"]["name"] == "drasync-source"]
+json.dump({"items": a + extra}, open(sys.argv[3], "w"))
+PY
+if python3 "$here/check_manifests.py" source "$tmp/mixed.json" "$tmp" 2>/dev/null; then
+  notok "check_manifests.py accepts a fixed namespace list bound cluster-wide"
+else
+  ok "check_manifests.py refuses a fixed namespace list whose source may read Secrets cluster-wide"
+fi
+
 echo "# helm"
 chart=$deploy/helm/drasync
 if helm lint --strict "$chart" --set source.enabled=true --set target.enabled=true \
@@ -202,6 +238,13 @@ for agent in source target; do
     notok "helm template ($agent.enabled): $(cat "$tmp/err")"
   fi
 done
+if helm template drasync "$chart" -n drasync --set source.enabled=true "${keys_source[@]}" \
+  --set-json 'source.config.namespaces=null' --set source.config.namespaceSelector=drasync.io/replicate=true \
+  >"$tmp/helm-source-sel.yaml" 2>"$tmp/err"; then
+  server_check "helm-source-selector" source "$tmp/helm-source-sel.yaml"
+else
+  notok "helm template (namespaceSelector): $(cat "$tmp/err")"
+fi
 if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" \
   --set target.config.dra.replicateDeviceClasses=true >"$tmp/helm-dc.yaml" 2>"$tmp/err"; then
   server_check "helm-target-deviceclasses" target "$tmp/helm-dc.yaml" --deviceclasses
@@ -237,7 +280,7 @@ for o in sorted(json.load(open(sys.argv[1]))["items"], key=lambda o: (o["kind"],
     print(o["kind"], o["metadata"].get("namespace", "-"), n)
 PY
 }
-for agent in source target; do
+for agent in source target source-selector; do
   a=$(objects "$tmp/kustomize-$agent/list.json" 1)
   b=$(objects "$tmp/helm-$agent/list.json" 0)
   if [ -n "$a" ] && [ "$a" = "$b" ]; then

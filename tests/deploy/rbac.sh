@@ -8,15 +8,21 @@
 #   - the source writes nothing: every write tried is refused 403, and the
 #     API server's own account of the token (SelfSubjectRulesReview, kubectl
 #     auth can-i --list) has no verb but get/list/watch, in a selected
-#     namespace and in any other. Its reads are cluster-wide (it lists and
-#     watches every kind across namespaces): Secrets of unselected
-#     namespaces are readable, and the test says so (README: RBAC);
+#     namespace and in any other. Its reads stop at its selection (a fixed
+#     list, read namespace by namespace): the source's RBAC of
+#     deploy/kustomize/source with an overlay selecting ml-team-2 too, as an
+#     operator writes one; in other-team, Secrets (get, list), ConfigMaps
+#     and the Namespace are refused 403, as are Secrets cluster-wide and the
+#     list of every Namespace; its rules there name nothing but DeviceClasses
+#     and the selected Namespaces;
 #   - the target writes only in the namespaces it manages: in another
 #     namespace, on that namespace, on a new namespace, cluster-wide, it is
 #     refused 403; in a managed one it may create;
 #   - the real agents run on those tokens: drasync-target run (standby) and
 #     drasync-source run (once) replicate a namespace (ConfigMap, Secret,
-#     Deployment, ResourceClaimTemplate) into the managed namespace, the
+#     Deployment, ResourceClaimTemplate) into the managed namespace, then
+#     drasync-source run (watch) on the same token carries a change made
+#     there, meeting no 403 on its own cluster either way; the
 #     Namespace object itself applied by name; a second source namespace
 #     mapped to an unmanaged namespace is refused by the API server (403,
 #     reported per object in drasync-target status) and that namespace is
@@ -36,10 +42,16 @@ k() { "$DS_KUBE_BIN" kubectl --kubeconfig "$DS_KUBECONFIG_V1" "$@"; }
 tmp=$(mktemp -d)
 namespaces="drasync ml-team ml-team-2 ml-team-dr ml-team-dr-drill other-team"
 cluster_objects="clusterrolebinding/drasync-source clusterrole/drasync-source
+clusterrolebinding/drasync-source-cluster clusterrole/drasync-source-cluster
 clusterrolebinding/drasync-target-cluster clusterrole/drasync-target-cluster clusterrole/drasync-target"
 target_pid=
+watch_pid=
 cleanup() {
   local ns o
+  if [ -n "$watch_pid" ]; then
+    kill -TERM "$watch_pid" 2>/dev/null || true
+    wait "$watch_pid" 2>/dev/null || true
+  fi
   if [ -n "$target_pid" ]; then
     kill -TERM "$target_pid" 2>/dev/null || true
     wait "$target_pid" 2>/dev/null || true
@@ -81,11 +93,30 @@ allowed() {
 
 for ns in $namespaces; do k wait --for=delete "namespace/$ns" --timeout=120s >/dev/null 2>&1 || true; done
 
+# The source's world (its RoleBindings live in its namespaces): ml-team
+# (mapped to the managed ml-team-dr) and ml-team-2 (mapped to other-team,
+# which the target does not manage and which holds something of its own).
+for ns in ml-team ml-team-2 other-team; do k create namespace "$ns" >/dev/null; done
+
 # ---- the shipped RBAC, as the bases render it ------------------------------
 # Only what makes the agents' identities (the Deployments need a kubelet
-# and an image registry this cluster has not).
+# and an image registry this cluster has not). The source selects ml-team
+# and ml-team-2: an overlay of the base adds ml-team-2 as its comments say.
+cp -r "$deploy/kustomize/source" "$tmp/source-base"
+mkdir -p "$tmp/source-overlay"
+cat >"$tmp/source-overlay/kustomization.yaml" <<'YAML'
+resources: [../source-base, rolebinding.yaml]
+patches:
+- target: {group: rbac.authorization.k8s.io, kind: ClusterRole, name: drasync-source-cluster}
+  patch: |-
+    - {op: test, path: /rules/0/resources, value: [namespaces]}
+    - {op: add, path: /rules/0/resourceNames/-, value: ml-team-2}
+YAML
+sed 's/namespace: ml-team$/namespace: ml-team-2/' "$deploy/kustomize/source/selected-namespaces.yaml" >"$tmp/source-overlay/rolebinding.yaml"
 for agent in source target; do
-  k kustomize "$deploy/kustomize/$agent" >"$tmp/$agent.yaml"
+  dir=$deploy/kustomize/$agent
+  [ "$agent" != source ] || dir=$tmp/source-overlay
+  k kustomize "$dir" >"$tmp/$agent.yaml"
   k create --dry-run=client -o json -f "$tmp/$agent.yaml" >"$tmp/$agent.json"
   python3 - "$tmp/$agent.json" "$tmp/$agent-rbac.json" <<'PY'
 import json, sys
@@ -107,10 +138,6 @@ PY
 done
 ok "created the ServiceAccounts and RBAC of deploy/kustomize/source and deploy/kustomize/target"
 
-# The source's world: ml-team (mapped to the managed ml-team-dr) and
-# ml-team-2 (mapped to other-team, which the target does not manage and
-# which holds something of its own).
-for ns in ml-team ml-team-2 other-team; do k create namespace "$ns" >/dev/null; done
 k apply -f - >/dev/null <<'YAML'
 apiVersion: v1
 kind: ConfigMap
@@ -239,11 +266,30 @@ denied source_k "read ClusterRoles" get clusterroles
 denied source_k "read Nodes" get nodes
 allowed source_k "read the ConfigMap it replicates" -n ml-team get configmap settings
 allowed source_k "list Secrets of the selected ml-team" -n ml-team get secrets
-# What the selection does not narrow: the reads are cluster-wide.
-if source_k -n other-team get secret private >/dev/null 2>&1; then
-  ok "source can read Secrets outside the selected namespaces (cluster-wide list and watch: documented in README, RBAC)"
+allowed source_k "read a Secret of the selected ml-team-2 (overlay)" -n ml-team-2 get secrets
+allowed source_k "read the selected Namespace ml-team" get namespace ml-team
+allowed source_k "list the Namespace ml-team by name (field selector)" get namespaces --field-selector metadata.name=ml-team
+allowed source_k "watch the Namespace ml-team-2 by name (field selector)" get --raw '/api/v1/namespaces?fieldSelector=metadata.name%3Dml-team-2&watch=1&timeoutSeconds=1'
+allowed source_k "list ConfigMaps of ml-team-2" -n ml-team-2 get configmaps
+# Nothing outside the selection: the reads are namespace by namespace.
+denied source_k "read the Secret of the unselected other-team" -n other-team get secret private
+denied source_k "list Secrets of other-team" -n other-team get secrets
+denied source_k "watch Secrets of other-team" get --raw '/api/v1/namespaces/other-team/secrets?watch=1&timeoutSeconds=1'
+denied source_k "list Secrets cluster-wide" get secrets -A
+denied source_k "list ConfigMaps of other-team" -n other-team get configmaps
+denied source_k "list Pods cluster-wide" get pods -A
+denied source_k "read the unselected Namespace other-team" get namespace other-team
+denied source_k "list every Namespace" get namespaces
+
+bare_k auth can-i --list -n other-team --no-headers 2>/dev/null | tr -s ' ' | sort >"$tmp/bare.rules"
+others=$(source_k auth can-i --list -n other-team --no-headers 2>/dev/null | tr -s ' ' | sort |
+  comm -23 - "$tmp/bare.rules" | awk '{print $1}' |
+  grep -v -e '^deviceclasses.resource.k8s.io$' -e '^namespaces$' | sort -u | tr '\n' ' ' || true)
+ns_names=$(source_k auth can-i --list -n other-team --no-headers 2>/dev/null | awk '$1 == "namespaces"' | tr -s ' ')
+if [ "$(wc -l <"$tmp/bare.rules")" -gt 0 ] && [ -z "$others" ] && [ "$ns_names" = "namespaces [] [ml-team ml-team-2] [get list watch]" ]; then
+  ok "source in other-team: beyond any ServiceAccount's rules, the API server lists none but DeviceClasses and the selected Namespaces by name ($ns_names)"
 else
-  notok "source cannot read other-team's Secret: the README's RBAC notes are out of date"
+  notok "source in other-team: rules for '$others', namespaces: '$ns_names'"
 fi
 
 echo "# drasync-target: writes only where it manages"
@@ -272,7 +318,6 @@ fi
 # authenticated ServiceAccount has (drasync's "default", bound to nothing),
 # name nothing but the cluster-wide DeviceClasses and the managed Namespaces.
 # (columns are padded to the widest entry: compared with single spaces)
-bare_k auth can-i --list -n other-team --no-headers 2>/dev/null | tr -s ' ' | sort >"$tmp/bare.rules"
 others=$(target_k auth can-i --list -n other-team --no-headers 2>/dev/null | tr -s ' ' | sort |
   comm -23 - "$tmp/bare.rules" | awk '{print $1}' |
   grep -v -e '^deviceclasses.resource.k8s.io$' -e '^namespaces$' | sort -u | tr '\n' ' ' || true)
@@ -357,6 +402,36 @@ for obj in configmap/settings secret/creds deployment/web resourceclaimtemplate.
     notok "$obj is not in ml-team-dr (annotated drasync.io/source-cluster=prod-east): $(tail -n 20 "$tmp/target.log")"
   fi
 done
+# Watch mode on the same token: per selected namespace one watch per kind
+# and one on its Namespace by name. A change made after it started arrives.
+sed 's/mode: once/mode: watch/' "$tmp/source-run.yaml" >"$tmp/source-watch.yaml"
+"$DS_SOURCE_BIN" run --config "$tmp/source-watch.yaml" >"$tmp/watch.out" 2>"$tmp/watch.err" &
+watch_pid=$!
+for _ in $(seq 1 100); do
+  grep -q 'event=pass_finished' "$tmp/watch.err" && break
+  sleep 0.2
+done
+k -n ml-team create configmap live --from-literal=at=watch >/dev/null
+k label namespace ml-team-2 drasync-test=watched >/dev/null
+if wait_get ml-team-dr configmap live >/dev/null; then
+  ok "drasync-source run (watch) on its token carried a ConfigMap created in ml-team while it ran"
+else
+  notok "the ConfigMap live did not reach ml-team-dr: $(tail -n 20 "$tmp/watch.err")"
+fi
+kill -TERM "$watch_pid" 2>/dev/null || true
+wait "$watch_pid" 2>/dev/null || true
+watch_pid=
+if grep -q 'event=namespace_reads scope=namespaced namespaces=2' "$tmp/watch.err"; then
+  ok "the source read namespace by namespace ($(grep -o 'event=namespace_reads.*' "$tmp/watch.err" | head -n1))"
+else
+  notok "the source did not say it reads namespace by namespace: $(grep -m1 'namespace_reads' "$tmp/watch.err")"
+fi
+if grep -v 'event=target_failed' "$tmp/watch.err" | grep -qi 'forbidden\|403\|watch_failed\|list_failed'; then
+  notok "the source (watch) met an error on its own cluster: $(grep -v 'event=target_failed' "$tmp/watch.err" | grep -i 'forbidden\|403\|watch_failed\|list_failed' | head -n 3)"
+else
+  ok "the source (watch) met no 403 listing and watching its cluster"
+fi
+
 managers=$(k get namespace ml-team-dr -o jsonpath='{.metadata.managedFields[*].manager}')
 if grep -qw drasync <<<"$managers"; then
   ok "the target server-side applied the Namespace ml-team-dr, allowed by name (managers: $managers)"
