@@ -208,7 +208,7 @@ else
 fi
 # The fixed list's rendering with the cluster-wide Secret reads: refused, the
 # check can fail.
-python3 - "$tmp/kustomize-source/list.json" "$tmp/kustomize-source-sel/list.json" "$tmp/mixed.json" <<'PY'
+python3 - "$tmp/kustomize-source/list.json" "$tmp/kustomize-source-selector/list.json" "$tmp/mixed.json" <<'PY'
 import json, sys
 a, b = (json.load(open(p))["items"] for p in sys.argv[1:3])
 extra = [o for o in b if o["kind"] == "ClusterRoleBinding" and o["metadata"]["name"] == "drasync-source"]

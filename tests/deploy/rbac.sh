@@ -285,8 +285,21 @@ bare_k auth can-i --list -n other-team --no-headers 2>/dev/null | tr -s ' ' | so
 others=$(source_k auth can-i --list -n other-team --no-headers 2>/dev/null | tr -s ' ' | sort |
   comm -23 - "$tmp/bare.rules" | awk '{print $1}' |
   grep -v -e '^deviceclasses.resource.k8s.io$' -e '^namespaces$' | sort -u | tr '\n' ' ' || true)
-ns_names=$(source_k auth can-i --list -n other-team --no-headers 2>/dev/null | awk '$1 == "namespaces"' | tr -s ' ')
-if [ "$(wc -l <"$tmp/bare.rules")" -gt 0 ] && [ -z "$others" ] && [ "$ns_names" = "namespaces [] [ml-team ml-team-2] [get list watch]" ]; then
+# the Namespace rules, one line per name or per group of names: their names
+# together, and their verbs, must be the selected ones and reads
+ns_names=$(source_k auth can-i --list -n other-team --no-headers 2>/dev/null | awk '$1 == "namespaces"' | python3 -c '
+import re, sys
+names, verbs = set(), set()
+for line in sys.stdin:
+    g = re.findall(r"\[([^\]]*)\]", line)
+    if len(g) != 3 or not g[1].strip():
+        print("unnamed:", line.strip())
+        continue
+    names |= set(g[1].split())
+    verbs |= set(g[2].split())
+print(" ".join(sorted(names)), "|", " ".join(sorted(verbs)))
+')
+if [ "$(wc -l <"$tmp/bare.rules")" -gt 0 ] && [ -z "$others" ] && [ "$ns_names" = "ml-team ml-team-2 | get list watch" ]; then
   ok "source in other-team: beyond any ServiceAccount's rules, the API server lists none but DeviceClasses and the selected Namespaces by name ($ns_names)"
 else
   notok "source in other-team: rules for '$others', namespaces: '$ns_names'"

@@ -41,15 +41,41 @@
 
 /* ---- helpers ------------------------------------------------------------------ */
 
+/* The "_by_list" runs of a test (setup list_on): the agent selects the last
+ * namespace new_ns() made `selected` by name, a fixed list, which it reads
+ * namespace by namespace, instead of by the label, which it reads
+ * cluster-wide. */
+static bool by_list;
+static char list_ns[128];
+
+static int list_on(void **state)
+{
+	(void)state;
+	by_list = true;
+	list_ns[0] = '\0';
+	return 0;
+}
+
+static int list_off(void **state)
+{
+	(void)state;
+	by_list = false;
+	list_ns[0] = '\0';
+	return 0;
+}
+
 /* A namespace, labelled for this run's selector when `selected`. */
 static char *new_ns(ds_kube *k, const char *prefix, const char *label, bool selected)
 {
-	char name[64], labels[128] = "";
+	char name[64], labels[128] = "", *ns;
 
 	snprintf(name, sizeof(name), "itx-%s", prefix);
 	if (selected)
 		snprintf(labels, sizeof(labels), LABEL ": '%s'", label);
-	return tu_kube_new_namespace(k, name, labels);
+	ns = tu_kube_new_namespace(k, name, labels);
+	if (selected)
+		snprintf(list_ns, sizeof(list_ns), "%s", ns);
+	return ns;
 }
 
 static bool by_label(void *ud, const json_t *ns)
@@ -140,6 +166,8 @@ static void agent_start(struct site *s, long page, size_t batch, int watch_timeo
 	ds_exporter_config_default(&cfg);
 	cfg.kube = s->k;
 	cfg.state_dir = s->state;
+	if (!s->ns_list[0] && by_list && list_ns[0])
+		s->ns_list[0] = list_ns;
 	if (s->ns_list[0]) {
 		cfg.namespaces = s->ns_list;
 		cfg.n_namespaces = 1;
@@ -1345,6 +1373,15 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(
 		test_itest_exporter__results_are_kept_and_a_requested_snapshot_resends_all),
 	    cmocka_unit_test(test_itest_exporter__the_dra_version_the_source_serves),
+	/* again with the namespace selected by name: read namespace by namespace */
+#define BY_LIST(f) {#f "__by_list", f, list_on, list_off, NULL}
+	    BY_LIST(test_itest_exporter__first_pass_ships_the_selected_objects_and_reports_skips),
+	    BY_LIST(test_itest_exporter__a_restart_ships_only_what_changed),
+	    BY_LIST(test_itest_exporter__watch_ships_changes_once_and_debounces_bursts),
+	    BY_LIST(test_itest_exporter__an_expired_watch_relists_and_ships_only_the_difference),
+	    BY_LIST(test_itest_exporter__a_deleted_namespace_is_tombstoned_with_its_objects),
+	    BY_LIST(test_itest_exporter__results_are_kept_and_a_requested_snapshot_resends_all),
+#undef BY_LIST
 	};
 
 	if (argc == 4 && strcmp(argv[1], "--pass") == 0)
