@@ -22,7 +22,8 @@
 #     drasync-source run (once) replicate a namespace (ConfigMap, Secret,
 #     Deployment, ResourceClaimTemplate) into the managed namespace, then
 #     drasync-source run (watch) on the same token carries a change made
-#     there, meeting no 403 on its own cluster either way; the
+#     there, meeting no 403 on its own cluster either way; ml-team-2
+#     dropped from the list is forgotten, not tombstoned; the
 #     Namespace object itself applied by name; a second source namespace
 #     mapped to an unmanaged namespace is refused by the API server (403,
 #     reported per object in drasync-target status) and that namespace is
@@ -443,6 +444,25 @@ if grep -v 'event=target_failed' "$tmp/watch.err" | grep -qi 'forbidden\|403\|wa
   notok "the source (watch) met an error on its own cluster: $(grep -v 'event=target_failed' "$tmp/watch.err" | grep -i 'forbidden\|403\|watch_failed\|list_failed' | head -n 3)"
 else
   ok "the source (watch) met no 403 listing and watching its cluster"
+fi
+
+# ml-team-2 dropped from the list: the source may no longer read it, so it
+# cannot tell whether it still exists (403); it forgets it (nothing is
+# deleted on the target) and the pass goes on.
+# (and from the RBAC, as the operator does: its RoleBinding and its name)
+k -n ml-team-2 delete rolebinding drasync-source >/dev/null
+k patch clusterrole drasync-source-cluster --type=json \
+  -p '[{"op":"test","path":"/rules/0/resourceNames","value":["ml-team","ml-team-2"]},{"op":"remove","path":"/rules/0/resourceNames/1"}]' >/dev/null
+for _ in $(seq 1 50); do source_k get namespace ml-team-2 >/dev/null 2>&1 || break; sleep 0.2; done
+denied source_k "read the Namespace ml-team-2 once dropped" get namespace ml-team-2
+sed 's/namespaces: \[ml-team, ml-team-2\]/namespaces: [ml-team]/' "$tmp/source-run.yaml" >"$tmp/source-one.yaml"
+"$DS_SOURCE_BIN" run --config "$tmp/source-one.yaml" --timeout 120s >"$tmp/one.out" 2>"$tmp/one.err" || true
+if grep -q 'event=namespace_unselected namespace=ml-team-2' "$tmp/one.err" &&
+  grep -q 'acknowledged by the target' "$tmp/one.out" &&
+  grep 'event=pass_finished' "$tmp/one.err" | grep -q 'tombstoned=0 rc=0'; then
+  ok "ml-team-2 dropped from the list: forgotten, nothing tombstoned, the pass ends well ($(grep -o 'event=namespace_unselected.*' "$tmp/one.err" | head -n1))"
+else
+  notok "ml-team-2 dropped from the list: $(grep -e namespace_unselected -e pass_finished -e error "$tmp/one.err" | tail -n 5) $(tail -n 3 "$tmp/one.out")"
 fi
 
 managers=$(k get namespace ml-team-dr -o jsonpath='{.metadata.managedFields[*].manager}')
