@@ -177,7 +177,7 @@ static size_t kind_index(const ds_exporter *ex, const struct kind *k)
 	return (size_t)(k - ex->kinds);
 }
 
-/* Every stream of the kind has its list (its objects are all known). */
+/* The first stream of the kind (NULL when none). */
 static struct stream *first_stream(ds_exporter *ex, size_t kind)
 {
 	for (size_t i = 0; i < ex->nstreams; i++)
@@ -186,6 +186,7 @@ static struct stream *first_stream(ds_exporter *ex, size_t kind)
 	return NULL;
 }
 
+/* Every stream of the kind has its list (its objects are all known). */
 static bool kind_listed(const ds_exporter *ex, size_t kind)
 {
 	for (size_t i = 0; i < ex->nstreams; i++)
