@@ -72,7 +72,16 @@ spec:
     metadata: {labels: {app: loose}}
     spec: {containers: [{name: c, image: drasync:dev}]}
 YAML
-if k apply --dry-run=server -f "$tmp/loose.yaml" 2>&1 | grep -q 'would violate PodSecurity'; then
+# (the admission sees the namespace's new label a moment later: a few tries)
+warned=
+for _ in $(seq 1 25); do
+  if k apply --dry-run=server -f "$tmp/loose.yaml" 2>&1 | grep -q 'would violate PodSecurity'; then
+    warned=1
+    break
+  fi
+  sleep 0.2
+done
+if [ -n "$warned" ]; then
   ok "a Deployment whose pods are not restricted draws a PodSecurity warning"
 else
   notok "no PodSecurity warning for a Deployment whose pods are not restricted"
