@@ -88,11 +88,19 @@ pid_alive() {
 }
 
 # start DIR NAME ARGS...: run one component detached, logging to DIR/logs/NAME.log.
+# Returns once it has exec'd (its command line names DIR, as pid_alive checks)
+# or ended: checked before the exec, a component that is starting looked dead.
 start() {
-  local dir=$1 name=$2
+  local dir=$1 name=$2 pid i
   shift 2
   setsid "$@" </dev/null >"$dir/logs/$name.log" 2>&1 &
-  echo $! >"$dir/pids/$name"
+  pid=$!
+  echo "$pid" >"$dir/pids/$name"
+  for i in $(seq 1 250); do
+    pid_alive "$dir" "$name" && return 0
+    [ -d "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null || return 0
+    sleep 0.02
+  done
 }
 
 stop_one() {
