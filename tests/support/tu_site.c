@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* tu_free_port() is tu_httpd.c's (declared in both headers): one definition. */
@@ -34,9 +35,13 @@ void tu_site_init(tu_site *s, const char *prefix, const char *kubeconfig, const 
 	snprintf(s->outbox, sizeof(s->outbox), "%s/outbox.db", s->dir);
 	snprintf(s->ledger, sizeof(s->ledger), "%s/target-state/ledger.db", s->dir);
 	snprintf(s->endpoint, sizeof(s->endpoint), "tcp://127.0.0.1:%d", tu_free_port());
+	snprintf(s->source_cfg, sizeof(s->source_cfg), "%s/source.yaml", s->dir);
+	snprintf(s->source_log, sizeof(s->source_log), "%s/source.log", s->dir);
+	snprintf(s->source_outbox, sizeof(s->source_outbox), "%s/source-state/outbox.db", s->dir);
 	assert_int_equal(ds_keys_generate(&s->tkeys, &err), 0);
 	assert_int_equal(ds_keys_generate(&s->skeys, &err), 0);
 	tu_write_file(s->log, "");
+	tu_write_file(s->source_log, "");
 	if (ds_outbox_open(&s->ob, s->outbox, NULL, &err) < 0)
 		fail_msg("outbox: %s", err.msg);
 }
@@ -44,6 +49,11 @@ void tu_site_init(tu_site *s, const char *prefix, const char *kubeconfig, const 
 void tu_site_dispose(tu_site *s)
 {
 	tu_site_sender_stop(s);
+	if (s->source_pid) {
+		kill(s->source_pid, SIGKILL);
+		tu_wait_exit(s->source_pid, 10000);
+		s->source_pid = 0;
+	}
 	if (s->agent_pid) {
 		kill(s->agent_pid, SIGKILL);
 		tu_wait_exit(s->agent_pid, 10000);
@@ -77,38 +87,139 @@ void tu_site_write_config(tu_site *s, const char *extra)
 	free(text);
 }
 
-char *tu_site_run_log(const tu_site *s)
+/* The part of the log at `path` from offset `from` on (caller frees). */
+static char *log_from(const char *path, long from)
 {
-	char *all = tu_read_file(s->log, NULL), *out;
+	size_t len;
+	char *all = tu_read_file(path, &len), *out;
 
-	out = strdup(all + s->log_from);
+	out = strdup(all + ((size_t)from <= len ? (size_t)from : len));
 	free(all);
 	assert_non_null(out);
 	return out;
 }
 
-void tu_site_agent_start(tu_site *s)
+char *tu_site_run_log(const tu_site *s)
+{
+	return log_from(s->log, s->log_from);
+}
+
+char *tu_site_source_run_log(const tu_site *s)
+{
+	return log_from(s->source_log, s->source_log_from);
+}
+
+/*
+ * Start argv logging to `log` (its current size kept in *from) and wait until
+ * the run logged `started`; fails the test, with the log, when the agent
+ * exits first or takes 30 s.
+ */
+static int start_agent(const char *what, const char *log, long *from, const char *const argv[])
 {
 	struct stat st;
 	long long end = tu_now_ms() + 30000;
+	int pid;
 
-	s->log_from = stat(s->log, &st) == 0 ? (long)st.st_size : 0;
-	s->agent_pid =
-	    tu_spawn(s->log, (const char *[]){tu_env("DS_TARGET_BIN"), "run", "--config", s->cfg,
-					      "--kubeconfig", s->kubeconfig, NULL});
+	*from = stat(log, &st) == 0 ? (long)st.st_size : 0;
+	pid = tu_spawn(log, argv);
 	for (;;) {
-		char *log = tu_site_run_log(s);
-		bool up = strstr(log, "event=started ") != NULL;
+		char *text = log_from(log, *from);
+		bool up = strstr(text, "event=started ") != NULL;
+		int gone = up ? 0 : waitpid(pid, NULL, WNOHANG);
 
 		if (up) {
-			free(log);
-			return;
+			free(text);
+			return pid;
 		}
+		if (gone == pid)
+			fail_msg("%s exited before it started:\n%s", what, text);
 		if (tu_now_ms() > end)
-			fail_msg("drasync-target run did not start:\n%s", log);
-		free(log);
+			fail_msg("%s did not start in 30 s:\n%s", what, text);
+		free(text);
 		tu_msleep(50);
 	}
+}
+
+void tu_site_agent_start(tu_site *s)
+{
+	s->agent_pid = start_agent("drasync-target run", s->log, &s->log_from,
+				   (const char *[]){tu_env("DS_TARGET_BIN"), "run", "--config",
+						    s->cfg, "--kubeconfig", s->kubeconfig, NULL});
+}
+
+void tu_site_write_source_config(tu_site *s, const char *extra)
+{
+	ds_err err = {0};
+	char *text;
+
+	assert_int_equal(ds_keys_write(s->dir, "source", &s->skeys, true, &err), 0);
+	if (!s->source_endpoint[0])
+		snprintf(s->source_endpoint, sizeof(s->source_endpoint), "%s", s->endpoint);
+	assert_true(asprintf(&text,
+			     "apiVersion: drasync.io/v1alpha1\n"
+			     "kind: SourceConfig\n"
+			     "clusterName: %s\n"
+			     "target: {endpoint: \"%s\", serverPublicKey: \"%s\"}\n"
+			     "keys: {secretKeyFile: %s/source.key}\n"
+			     "stateDir: %s/source-state\n"
+			     "%s",
+			     s->source, s->source_endpoint, s->tkeys.public_z85, s->dir, s->dir,
+			     extra ? extra : "") > 0);
+	tu_write_file(s->source_cfg, text);
+	free(text);
+}
+
+void tu_site_source_start(tu_site *s, const char *kubeconfig, const char *const *args)
+{
+	const char *argv[32] = {tu_env("DS_SOURCE_BIN"), "run",		 "--config",
+				s->source_cfg,		 "--kubeconfig", kubeconfig};
+	size_t n = 6;
+
+	for (size_t i = 0; args && args[i]; i++) {
+		assert_true(n + 1 < sizeof(argv) / sizeof(argv[0]));
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	s->source_pid = start_agent("drasync-source run", s->source_log, &s->source_log_from, argv);
+}
+
+int tu_site_source_wait(tu_site *s, int timeout_ms)
+{
+	int code = tu_wait_exit(s->source_pid, timeout_ms);
+
+	s->source_pid = 0;
+	if (code < 0) {
+		char *log = tu_site_source_run_log(s);
+
+		fail_msg("drasync-source run was still running after %d ms:\n%s", timeout_ms, log);
+	}
+	return code;
+}
+
+void tu_site_source_sigkill(tu_site *s)
+{
+	assert_int_equal(kill(s->source_pid, SIGKILL), 0);
+	assert_int_equal(tu_wait_exit(s->source_pid, 10000), 128 + SIGKILL);
+	s->source_pid = 0;
+}
+
+void tu_site_source_sigterm(tu_site *s)
+{
+	int code;
+
+	kill(s->source_pid, SIGTERM);
+	code = tu_wait_exit(s->source_pid, 20000);
+	s->source_pid = 0;
+	if (code != 0) {
+		char *log = tu_site_source_run_log(s);
+
+		fail_msg("drasync-source run exited %d after SIGTERM:\n%s", code, log);
+	}
+}
+
+long long tu_site_source_outbox_int(const tu_site *s, const char *sql)
+{
+	return tu_ledger_int(s->source_outbox, sql);
 }
 
 void tu_site_agent_sigkill(tu_site *s)

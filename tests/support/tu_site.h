@@ -22,6 +22,13 @@ typedef struct tu_site {
 	char *dir;
 	char cfg[1100], log[1100], outbox[1100], ledger[1100];
 	char endpoint[64];
+	/* The source agent (tu_site_source_*): its files, and where it connects
+	 * ("" until tu_site_write_source_config: the target's endpoint; set it to
+	 * a proxy's before). */
+	char source_cfg[1100], source_log[1100], source_outbox[1100];
+	char source_endpoint[64];
+	int source_pid;
+	long source_log_from;
 	const char *kubeconfig;
 	const char *source; /* the source's name in the authorized-sources file */
 	ds_keypair tkeys, skeys;
@@ -66,6 +73,39 @@ long long tu_site_wait_acked(tu_site *s, uint64_t seq, int timeout_ms);
 
 /** Push objs as upserts (uid: metadata.uid) into the outbox, taking the references; last seq. */
 uint64_t tu_site_push(tu_site *s, json_t **objs, size_t n);
+
+/*
+ * The source agent as an operator runs it: drasync-source run as a process,
+ * reading its own cluster, pushing to this site's target with the site's
+ * source keys (s->skeys, named s->source), its state in DIR/source-state.
+ */
+
+/**
+ * Write DIR/source.yaml (clusterName, target endpoint and key, keys,
+ * stateDir); `extra` is appended (YAML lines: namespaces:, schedule:...;
+ * without schedule: the source runs in watch mode).
+ */
+void tu_site_write_source_config(tu_site *s, const char *extra);
+
+/**
+ * drasync-source run on the cluster of `kubeconfig`, logging to
+ * DIR/source.log, until it logged `started`. Extra arguments (NULL-terminated,
+ * may be NULL) follow the config's.
+ */
+void tu_site_source_start(tu_site *s, const char *kubeconfig, const char *const *args);
+
+/** Wait for the source agent to exit (once mode): its exit code; fails the test on a timeout. */
+int tu_site_source_wait(tu_site *s, int timeout_ms);
+void tu_site_source_sigkill(tu_site *s);
+/** SIGTERM; the agent must exit 0. */
+void tu_site_source_sigterm(tu_site *s);
+
+/** The lines of the source's log written by its current run (caller frees). */
+char *tu_site_source_run_log(const tu_site *s);
+
+/** One integer from the source's outbox database (DIR/source-state/outbox.db, read-only); -1 when
+ * the query has no row. */
+long long tu_site_source_outbox_int(const tu_site *s, const char *sql);
 
 /** One integer from the ledger (read-only); -1 when the query has no row. */
 long long tu_site_ledger_int(const tu_site *s, const char *sql);
