@@ -132,18 +132,24 @@ static void claims_allocated(const char *kubeconfig, const char *ns, size_t want
 	tu_run_dispose(&r);
 }
 
+/* Delete the namespaces in one request each, waiting for all of them at once. */
 static void delete_namespaces(const char *kubeconfig, const char *const *namespaces)
 {
-	for (const char *const *ns = namespaces; *ns; ns++) {
-		char name[128];
-		struct tu_run r;
+	const char *argv[40] = {"delete"};
+	char names[32][128];
+	size_t n = 1, i = 0;
+	struct tu_run r;
 
-		snprintf(name, sizeof(name), "namespace/plan-%s", *ns);
-		kubectl(&r, kubeconfig,
-			(const char *[]){"delete", name, "--ignore-not-found", "--wait=true",
-					 "--timeout=120s", NULL});
-		tu_run_dispose(&r);
+	for (const char *const *ns = namespaces; *ns && i < 32 && n < 35; ns++, i++) {
+		snprintf(names[i], sizeof(names[i]), "namespace/plan-%s", *ns);
+		argv[n++] = names[i];
 	}
+	argv[n++] = "--ignore-not-found";
+	argv[n++] = "--wait=true";
+	argv[n++] = "--timeout=120s";
+	argv[n] = NULL;
+	kubectl(&r, kubeconfig, argv);
+	tu_run_dispose(&r);
 }
 
 /* 1.32/1.33-era manifests (flat v1beta1 requests) onto a 1.34+ cluster. */
