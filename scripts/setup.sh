@@ -28,4 +28,8 @@ fi
 if [ -x tests/kube/helm/build.sh ]; then
   tests/kube/helm/build.sh
 fi
+# faultproxy (standard library only), for the reliability tests and the e2e benchmark.
+if [ -x tests/kube/faultproxy/build.sh ]; then
+  tests/kube/faultproxy/build.sh
+fi
 echo "setup: ok"

@@ -1,0 +1,3 @@
+module drasync.test/faultproxy
+
+go 1.22
