@@ -141,8 +141,11 @@ static void wait_bytes_up(long long bytes, int timeout_ms)
 	}
 }
 
-/* drasync-source status -o json: its exit code, and link.connected into *connected. */
-static int source_status(bool *connected)
+/*
+ * drasync-source status -o json: its exit code; agent.connected into
+ * *connected, agent.lastEvent into last.
+ */
+static int source_status(bool *connected, char last[64])
 {
 	struct tu_run r;
 	json_t *doc;
@@ -155,7 +158,12 @@ static int source_status(bool *connected)
 	if (!doc)
 		fail_msg("drasync-source status -o json exited %d, not JSON:\n%s\n%s", r.status,
 			 r.out, r.err);
-	*connected = json_is_true(json_object_get(json_object_get(doc, "link"), "connected"));
+	*connected = json_is_true(json_object_get(json_object_get(doc, "agent"), "connected"));
+	snprintf(
+	    last, 64, "%s",
+	    json_string_value(json_object_get(json_object_get(doc, "agent"), "lastEvent"))
+		? json_string_value(json_object_get(json_object_get(doc, "agent"), "lastEvent"))
+		: "");
 	json_decref(doc);
 	code = r.status;
 	tu_run_dispose(&r);
@@ -170,7 +178,7 @@ static void test_link_faults__cut_mid_stream_then_restored(void **state)
 	long long t_cut, t_restore, t_done;
 	double acked_at_cut, acked_before_restore, pushed;
 	bool connected = true;
-	char *log;
+	char *log, last[64];
 
 	(void)state;
 	start("lcut", n, 0, rate_kbit, 0);
@@ -200,8 +208,11 @@ static void test_link_faults__cut_mid_stream_then_restored(void **state)
 	assert_true(acked_before_restore == acked_at_cut);
 	assert_true(pushed > acked_before_restore);
 	assert_true(src_metric("drasync_source_link_up") == 0);
-	assert_int_equal(source_status(&connected), 1);
+	assert_int_equal(source_status(&connected, last), 1);
 	assert_false(connected);
+	if (strcmp(last, "disconnected") != 0 && strcmp(last, "hello_timeout") != 0 &&
+	    strcmp(last, "ack_timeout") != 0)
+		fail_msg("drasync-source status during the cut: last event %s", last);
 	log = tu_site_source_run_log(&F.s);
 	if (count_lines(log, "event=disconnected") < 1)
 		fail_msg("the source's log does not tell of the cut:\n%s", log);
@@ -228,8 +239,9 @@ static void test_link_faults__cut_mid_stream_then_restored(void **state)
 			fail_msg("records pushed and never acknowledged after the restore");
 		else
 			tu_msleep(100);
-	assert_int_equal(source_status(&connected), 0);
+	assert_int_equal(source_status(&connected, last), 0);
 	assert_true(connected);
+	assert_string_equal(last, "session_open");
 	print_message("cut: %d objects, %.0f acknowledged at the cut, %lld ms cut, caught up "
 		      "%lld ms after the restore; %lld bytes up, %lld down, %lld connections\n",
 		      n, acked_at_cut, t_restore - t_cut, t_done - t_restore,
