@@ -38,6 +38,16 @@ static const ds_metric_def defs[] = {
      "Writes (apply, delete) the applier sent to the API server.", "", NULL, 0},
     {"drasync_target_apply_api_reads_total", DS_METRIC_COUNTER,
      "Reads (get) the applier sent to the API server.", "", NULL, 0},
+    {"drasync_target_apply_retries_total", DS_METRIC_COUNTER,
+     "Objects the applier put back to try again later after a transient failure (429, 5xx, "
+     "timeout, reset connection) that the API client's own retries did not overcome.",
+     "", NULL, 0},
+    {"drasync_target_kube_requests_total", DS_METRIC_COUNTER,
+     "Requests sent to the target's API server, retries included.", "", NULL, 0},
+    {"drasync_target_kube_retries_total", DS_METRIC_COUNTER,
+     "Requests the API client sent again after a 429 (honouring Retry-After), a 5xx, a "
+     "timeout or a reset connection.",
+     "", NULL, 0},
     {"drasync_target_objects", DS_METRIC_GAUGE,
      "Objects in the ledger by apply state (pending, applied, waiting, failed, held, skipped, "
      "deleted, kept).",
@@ -169,6 +179,14 @@ static void collect(void *ud, ds_metrics *mx)
 			       (double)as.api_writes);
 		ds_metrics_set(mx, "drasync_target_apply_api_reads_total", NULL,
 			       (double)as.api_reads);
+		ds_metrics_set(mx, "drasync_target_apply_retries_total", NULL, (double)as.retried);
+	}
+	if (m->kube) {
+		struct ds_kube_transport_stats ts;
+
+		ds_kube_transport_stats(ds_kube_get_transport(m->kube), &ts);
+		ds_metrics_set(mx, "drasync_target_kube_requests_total", NULL, (double)ts.requests);
+		ds_metrics_set(mx, "drasync_target_kube_retries_total", NULL, (double)ts.retries);
 	}
 	if (v) {
 		ds_metrics_set(mx, "drasync_target_verifier_checks_total", NULL,
