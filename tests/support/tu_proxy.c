@@ -171,7 +171,7 @@ void tu_proxy_faults(tu_proxy *p, const char *kind, double ratio, int retry_afte
 	char path[384];
 	int n;
 
-	n = snprintf(path, sizeof(path), "/faults?kind=%s&ratio=%g", kind, ratio);
+	n = snprintf(path, sizeof(path), "/faults?kind=%s&ratio=%.17g", kind, ratio);
 	if (retry_after > 0)
 		n += snprintf(path + n, sizeof(path) - (size_t)n, "&retry_after=%d", retry_after);
 	if (methods)

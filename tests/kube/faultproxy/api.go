@@ -293,7 +293,7 @@ func (p *apiProxy) decide(r *http.Request) (string, int) {
 		return "", 0
 	}
 	rule.acc += rule.ratio
-	if rule.acc < 1 {
+	if rule.acc < 1-1e-9 { // 3 x 1/3 is one fault, whatever the rounding
 		return "", 0
 	}
 	rule.acc--

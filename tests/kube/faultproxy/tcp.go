@@ -252,6 +252,16 @@ func (t *tcpProxy) stats() map[string]any {
 }
 
 func (t *tcpProxy) setCut(cut bool) {
+	n := t.dropAll(cut)
+	if cut {
+		log.Printf("tcp: fault: link cut, %d connection(s) closed, new ones refused", n)
+	} else {
+		log.Printf("tcp: link restored")
+	}
+}
+
+// dropAll sets the cut flag and, when set, closes every connection; returns how many.
+func (t *tcpProxy) dropAll(cut bool) int {
 	t.mu.Lock()
 	t.cut = cut
 	var victims []*pair
@@ -264,11 +274,7 @@ func (t *tcpProxy) setCut(cut bool) {
 	for _, p := range victims {
 		p.close()
 	}
-	if cut {
-		log.Printf("tcp: fault: link cut, %d connection(s) closed, new ones refused", len(victims))
-	} else {
-		log.Printf("tcp: link restored")
-	}
+	return len(victims)
 }
 
 func (t *tcpProxy) controlMux() *http.ServeMux {
@@ -313,7 +319,7 @@ func (t *tcpProxy) controlMux() *http.ServeMux {
 
 func (t *tcpProxy) close() {
 	t.ln.Close()
-	t.setCut(true)
+	t.dropAll(true)
 }
 
 func nonNegInt(v string) (int, error) {
