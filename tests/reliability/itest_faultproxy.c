@@ -376,7 +376,9 @@ static void test_faultproxy__api_passes_watches_and_injects(void **state)
 
 	assert_int_equal(tu_proxy_stats_int(p, "injected.429"), 1);
 	assert_int_equal(tu_proxy_stats_int(p, "injected.503"), 3);
-	assert_int_equal(tu_proxy_stats_int(p, "injected.reset"), 1);
+	/* libcurl itself sends a request again, once, on a fresh connection when a
+	 * reused one closed before any byte of an answer: one or two resets. */
+	assert_in_range(tu_proxy_stats_int(p, "injected.reset"), 1, 2);
 	assert_true(tu_proxy_stats_int(p, "passed") >= 9);
 	{
 		char *log = tu_proxy_log(p);
