@@ -183,7 +183,7 @@ long long tu_proxy_stats_int(tu_proxy *p, const char *key)
 {
 	json_t *doc = control(p, "GET", "/stats"), *v = doc;
 	char part[64];
-	long long out;
+	long long out = 0;
 
 	for (const char *k = key; v && *k;) {
 		size_t len = strcspn(k, ".");
