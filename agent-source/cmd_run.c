@@ -22,6 +22,7 @@
 #include "drasync/sender.h"
 #include "drasync/source_config.h"
 #include "drasync/source_monitor.h"
+#include "drasync/sqlite_util.h"
 #include "drasync/stop_signals.h"
 
 #include <errno.h>
@@ -585,6 +586,37 @@ static bool ns_match(void *ud, const json_t *ns)
 	return ds_label_selector_matches(r->selector, labels);
 }
 
+/*
+ * The outbox (and the object index in its file) checked before anything uses
+ * it: a damaged file is named with what to do, and the agent exits 1.
+ */
+static int check_outbox(const struct run *r)
+{
+	char db[4096];
+	ds_err err = {0};
+	int rc;
+
+	if (ds_export_db_path(r->state_dir, db, sizeof(db)) < 0) {
+		fprintf(stderr, "drasync-source run: stateDir path too long\n");
+		return 2;
+	}
+	rc = ds_sqlite_check(db, &err);
+	if (rc == 0)
+		return 0;
+	fprintf(stderr, "drasync-source run: %s\n", err.msg);
+	if (rc == -EBADMSG)
+		fprintf(stderr,
+			"  (the outbox cannot be used: stop drasync-source, move %s and its -wal "
+			"and -shm files aside, e.g. to %s.damaged, and start again: a new outbox "
+			"sends the target a full snapshot, and the target prunes what it no "
+			"longer holds)\n",
+			db, db);
+	else if (rc == -ENOSPC)
+		fprintf(stderr, "  (free space on the filesystem that holds %s and start again)\n",
+			db);
+	return 1;
+}
+
 static int load(struct run *r)
 {
 	char msg[512];
@@ -619,7 +651,7 @@ static int load(struct run *r)
 			strerror(errno));
 		return 2;
 	}
-	return 0;
+	return check_outbox(r);
 }
 
 static int connect_cluster(struct run *r)

@@ -580,6 +580,8 @@ static int open_ledger(struct dr *d)
 			d->verb, d->ledger, strerror(errno), d->verb, d->config);
 		return 2;
 	}
+	if (ds_target_check_ledger(d->verb, d->ledger) != 0)
+		return 1;
 	rc = ds_object_state_open(&d->st, d->ledger, &err);
 	if (rc == 0)
 		rc = ds_namespace_modes_open(&d->nm, d->ledger, &err);

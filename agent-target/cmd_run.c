@@ -223,7 +223,7 @@ static int load(struct run *r)
 		return 2;
 	}
 	ds_target_config_ledger(r->cfg, r->ledger, sizeof(r->ledger));
-	return 0;
+	return ds_target_check_ledger("run", r->ledger);
 }
 
 static int connect_cluster(struct run *r)

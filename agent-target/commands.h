@@ -36,4 +36,11 @@ int ds_target_connect(const char *cmd, const char *kubeconfig, const char *conte
 		      const ds_target_config *cfg, const struct ds_kube_transport_opts *topts,
 		      ds_kube **out);
 
+/**
+ * Check the ledger file (when there is one) before `cmd` uses it: a damaged
+ * or unreadable file is said on stderr with what to do.
+ * @return 0 sound or none yet, 1 it cannot be used (the command's exit code)
+ */
+int ds_target_check_ledger(const char *cmd, const char *ledger);
+
 #endif

@@ -664,7 +664,15 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 	}
 	if (rc < 0) {
 		/* Storage trouble: acknowledge nothing; the source will resend. */
-		emit(r, DS_LOG_ERROR, "ledger_error", peer, "source %s: %s", s->source, err.msg);
+		emit(r, DS_LOG_ERROR, "ledger_error", peer,
+		     "source %s: %s; seq %llu-%llu not committed nor acknowledged, the source "
+		     "resends them%s",
+		     s->source, err.msg, (unsigned long long)first->seq,
+		     (unsigned long long)last->seq,
+		     rc == -ENOSPC ? "; free space on the ledger's filesystem"
+		     : rc == -EBADMSG
+			 ? "; the ledger is damaged: stop the agent, move it aside and start again"
+			 : "");
 		return;
 	}
 	/* Counted again at the next feedback; until then what was committed adds up. */
