@@ -331,6 +331,18 @@ static void progress_end(struct run *r)
 
 /* ---- one pass ----------------------------------------------------------------------- */
 
+/* What to do about an error of the state files (logfmt, with its leading space), else "". */
+static const char *storage_hint(int rc)
+{
+	if (rc == -ENOSPC)
+		return " hint=\"free space on the filesystem of stateDir and start again: nothing "
+		       "is lost, the agent lists the cluster again\"";
+	if (rc == -EBADMSG)
+		return " hint=\"the outbox is damaged: stop the agent, move it and its -wal and "
+		       "-shm files aside and start again (a full snapshot)\"";
+	return "";
+}
+
 static int run_pass(struct run *r, const char *why)
 {
 	ds_export_counts c = {0};
@@ -346,11 +358,11 @@ static int run_pass(struct run *r, const char *why)
 		return rc;
 	ds_source_monitor_on_pass(r->monitor, &c, rc, (double)(now_ms() - t0) / 1000.0);
 	ds_log(rc < 0 ? DS_LOG_WARN : DS_LOG_INFO, "pass_done",
-	       "listed=%llu pushed=%llu unchanged=%llu skipped=%llu tombstoned=%llu ms=%lld%s%s",
+	       "listed=%llu pushed=%llu unchanged=%llu skipped=%llu tombstoned=%llu ms=%lld%s%s%s",
 	       (unsigned long long)c.listed, (unsigned long long)c.pushed,
 	       (unsigned long long)c.unchanged, (unsigned long long)c.skipped,
 	       (unsigned long long)c.tombstoned, (long long)(now_ms() - t0),
-	       rc < 0 ? " error=" : "", rc < 0 ? err.msg : "");
+	       rc < 0 ? " error=" : "", rc < 0 ? err.msg : "", storage_hint(rc));
 	return rc;
 }
 
@@ -365,7 +377,7 @@ static int run_watch(struct run *r)
 	rc = ds_exporter_watch(r->ex, &err);
 	progress_end(r);
 	if (rc < 0 && rc != -ECANCELED) {
-		ds_log(DS_LOG_ERROR, "watch_failed", "error=%s", err.msg);
+		ds_log(DS_LOG_ERROR, "watch_failed", "error=\"%s\"%s", err.msg, storage_hint(rc));
 		return 1;
 	}
 	return 0;
