@@ -17,6 +17,7 @@
 #include "tu_site.h"
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -513,14 +514,153 @@ static void test_itest_failover__source_gone_then_failback_keeps_what_is_not_our
 	json_decref(o);
 }
 
-int main(void)
+/* The claim template, the Pod and the Job (held) and n Deployments "d-NN" of 1 replica
+ * without claims (their pods need no device). */
+static uint64_t push_many(int n)
 {
+	json_t *docs =
+	    dt_load_file(tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"));
+	json_t *tmpl = json_deep_copy(dt_find(docs, "ResourceClaimTemplate", "single-gpu"));
+	json_t *objs[64];
+	size_t k = 0;
+	char name[32];
+
+	assert_true(n + 3 <= 64);
+	json_decref(docs);
+	json_object_set_new(json_object_get(tmpl, "metadata"), "namespace", json_string(SRC_NS));
+	json_object_set_new(json_object_get(tmpl, "metadata"), "uid", json_string("uid-template"));
+	objs[k++] = tmpl;
+	objs[k++] = workload("v1", "Pod", "p", -1);
+	objs[k++] = workload("batch/v1", "Job", "batch", -1);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "d-%02d", i);
+		objs[k] = workload("apps/v1", "Deployment", name, 1);
+		json_object_set_new(json_object_get(json_object_get(objs[k], "spec"), "template"),
+				    "spec",
+				    json_pack("{s:[{s:s, s:s}]}", "containers", "name", "c",
+					      "image", "registry.k8s.io/pause:3.10"));
+		k++;
+	}
+	return tu_site_push(&F.s, objs, k);
+}
+
+/* Deployments d-NN of the target namespace at their 1 replica. */
+static int deployments_active(void)
+{
+	struct ds_kube_resource r = tu_kube_resource(F.k, "apps/v1", "Deployment");
+	struct ds_kube_list_opts lo = {0};
+	json_t *list = NULL, *item;
+	ds_kube_error ke;
+	size_t i;
+	int n = 0;
+
+	TU_KUBE_CHECK(ds_kube_list(F.k, &r, F.dst, &lo, &list, NULL, &ke), ke);
+	json_array_foreach (json_object_get(list, "items"), i, item) {
+		json_t *rep = dt_get(item, "/spec/replicas");
+
+		n += json_is_integer(rep) && json_integer_value(rep) == 1 &&
+		     strncmp(dt_str(item, "/metadata/name"), "d-", 2) == 0;
+	}
+	json_decref(list);
+	return n;
+}
+
+/*
+ * SIGKILL during failover (issue 15): failover killed once it has activated
+ * some of the workloads, not all; failover run again finishes the job (every
+ * workload active, the held Pod and Job created, the namespace active) and a
+ * third run changes nothing.
+ */
+static void test_itest_failover__sigkill_during_failover_then_again_finishes(void **state)
+{
+	enum { N = 40 };
+	char log[1200], *text;
+	struct tu_run r;
+	json_t *st, *o;
+	long long end, t0;
+	int pid, code, at_kill = 0;
+
+	(void)state;
+	tu_site_agent_start(&F.s);
+	tu_site_sender_start(&F.s);
+	tu_site_wait_acked(&F.s, push_many(N), 30000);
+	wait_held(2);
+	end = tu_now_ms() + 60000;
+	while (tu_site_ledger_int(&F.s, "SELECT count(*) FROM object_state WHERE kind = "
+					"'Deployment' AND state = 'applied'") < N) {
+		if (tu_now_ms() > end)
+			fail_msg("the %d Deployments were not applied in standby in 60 s", N);
+		tu_msleep(200);
+	}
+	tu_site_sender_stop(&F.s);
+
+	snprintf(log, sizeof(log), "%s/failover-killed.log", F.s.dir);
+	tu_write_file(log, "");
+	t0 = tu_now_ms();
+	pid = tu_spawn(log, (const char *[]){tu_env("DS_TARGET_BIN"), "failover", "--config",
+					     F.s.cfg, "--kubeconfig", F.s.kubeconfig, "--timeout",
+					     "60s", "--force", NULL});
+	/* Killed with some workloads active, not all. */
+	for (end = tu_now_ms() + 60000;;) {
+		at_kill = deployments_active();
+		if (at_kill > 0)
+			break;
+		if (tu_now_ms() > end)
+			fail_msg("failover activated nothing in 60 s");
+		tu_msleep(5);
+	}
+	kill(pid, SIGKILL);
+	code = tu_wait_exit(pid, 10000);
+	text = tu_read_file(log, NULL);
+	at_kill = deployments_active();
+	fprintf(stderr,
+		"failover: SIGKILL after %lld ms with %d of %d Deployments active (exit %d)\n",
+		tu_now_ms() - t0, at_kill, N, code);
+	if (code != 128 + SIGKILL || at_kill >= N)
+		fail_msg("failover was not killed midway (exit %d, %d of %d active):\n%s", code,
+			 at_kill, N, text);
+	free(text);
+
+	/* Again: it finishes what the killed one left. */
+	dr(&r, "failover", true);
+	if (r.status != 0)
+		fail_run("failover after a killed failover", &r);
+	tu_run_dispose(&r);
+	assert_int_equal(deployments_active(), N);
+	o = get("v1", "Pod", "p");
+	assert_non_null(o);
+	json_decref(o);
+	o = get("batch/v1", "Job", "batch");
+	assert_non_null(o);
+	json_decref(o);
+	st = status_json();
+	assert_string_equal(json_string_value(json_object_get(ns_status(st), "mode")), "active");
+	assert_int_equal(json_integer_value(json_object_get(ns_status(st), "held")), 0);
+	json_decref(st);
+
+	/* A third run has nothing left to do. */
+	dr(&r, "failover", true);
+	if (r.status != 0)
+		fail_run("failover once more", &r);
+	if (strstr(r.out, "replicas 0 -> ") || strstr(r.out, "created (was held)"))
+		fail_run("a failover after a finished one changed workloads", &r);
+	tu_run_dispose(&r);
+	fprintf(stderr, "SOAK test=failover_sigkill deployments=%d active_at_kill=%d\n", N,
+		at_kill);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && argv[1][0])
+		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_itest_failover__standby_failover_update_failback,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_itest_failover__source_gone_then_failback_keeps_what_is_not_ours, setup,
 		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_itest_failover__sigkill_during_failover_then_again_finishes, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
