@@ -52,6 +52,14 @@ struct ds_applier {
 	ds_namespace_mode *modes; /* the ledger's namespace modes, read once per pass */
 	size_t n_modes;
 	uint64_t modes_pass; /* the pass they were read for; 0: never */
+	/* Rows desiring records up to this one were there when the applier
+	 * started: a run before it (killed) may have written them without
+	 * recording it. Before such a row is written, the object on the target
+	 * is looked at: with the annotation of the same hash, it is applied
+	 * already. 0 once a pass had no such row. */
+	int64_t verify_upto;
+	bool verify_seen; /* per pass: a row up to verify_upto came to be written */
+	json_t *live;	  /* per pass: "api|kind|ns" -> name -> its applied-hash annotation */
 };
 
 /* What guarded_delete() did: DELETED (reason empty: deleted, else why it was not there),
@@ -209,6 +217,11 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 	a->scope = (ds_object_state_scope){
 	    .ns = cfg->namespaces, .n = cfg->n_namespaces, .map_ns = scope_map_ns, .map_ud = a};
 	ds_kube_discovery_set_refresh_interval(cfg->kube, a->cfg.discovery_refresh_ms);
+	rc = ds_object_state_last_record_id(a->st, &a->verify_upto, err);
+	if (rc < 0) {
+		ds_applier_free(a);
+		return ds_err_fallback(err, rc);
+	}
 	a->dra = ds_applier_served_dra(cfg->kube);
 	a->sched = served_sched(cfg->kube);
 	a->dra_gen = ds_kube_discovery_generation(cfg->kube);
@@ -228,6 +241,7 @@ void ds_applier_free(ds_applier *a)
 	json_decref(a->groups);
 	json_decref(a->classes);
 	json_decref(a->members);
+	json_decref(a->live);
 	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
@@ -418,6 +432,12 @@ static int record_all(ds_applier *a, struct item **v, size_t n, const ds_report 
 }
 
 /* ---- preparing: payload, pipeline, hash -------------------------------------- */
+
+static void hash_hex(const uint8_t hash[DS_HASH_LEN], char hex[2 * DS_HASH_LEN + 1])
+{
+	for (size_t i = 0; i < DS_HASH_LEN; i++)
+		snprintf(hex + 2 * i, 3, "%02x", hash[i]);
+}
 
 static int hash_object(const json_t *obj, uint8_t out[DS_HASH_LEN])
 {
@@ -665,6 +685,14 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 		it->unchanged = true;
 		count(a, &a->stats.unchanged, 1);
 		return 0;
+	}
+	{
+		/* What the object on the target was applied from (see already_there). */
+		char hex[2 * DS_HASH_LEN + 1];
+
+		hash_hex(it->hash, hex);
+		if (ds_obj_set_annotation(it->obj, DS_ANNOTATION_APPLIED_HASH, hex) < 0)
+			return -ENOMEM;
 	}
 	ds_kube_error_clear(&ke);
 	rc = ds_kube_resource_of(a->cfg.kube, it->obj, &it->res, &ke);
@@ -1339,6 +1367,60 @@ static int prepare_next(struct stream *s)
 	return 0;
 }
 
+/* The applied-hash annotations of drasync's objects of res in ns on the target ({} when the list
+ * fails: they are written as before). */
+static json_t *live_hashes(ds_applier *a, const struct ds_kube_resource *res, const char *ns)
+{
+	struct ds_kube_list_opts lo = {.label_selector = DS_LABEL_MANAGED_BY "=drasync",
+				       .limit = 500};
+	json_t *list = NULL, *out = json_object(), *item;
+	ds_kube_error ke;
+	size_t i;
+
+	if (!out || ds_kube_list(a->cfg.kube, res, ns, &lo, &list, NULL, &ke) < 0)
+		return out;
+	json_array_foreach (json_object_get(list, "items"), i, item) {
+		json_t *md = json_object_get(item, "metadata");
+		const char *name = json_string_value(json_object_get(md, "name"));
+		json_t *h =
+		    json_object_get(json_object_get(md, "annotations"), DS_ANNOTATION_APPLIED_HASH);
+
+		if (name && json_is_string(h))
+			json_object_set(out, name, h);
+	}
+	json_decref(list);
+	return out;
+}
+
+/*
+ * Whether the item, of a row that was there when the applier started, is on
+ * the target already as it would write it: a run killed after the write and
+ * before it recorded the outcome wrote it. Then it is not written again.
+ */
+static bool already_there(ds_applier *a, struct item *it)
+{
+	char key[800], hex[2 * DS_HASH_LEN + 1];
+	const char *ns = ds_obj_namespace(it->obj);
+	json_t *names, *got;
+
+	if (!a->verify_upto || it->row->record_id > a->verify_upto)
+		return false;
+	a->verify_seen = true;
+	if (!a->live && !(a->live = json_object()))
+		return false;
+	snprintf(key, sizeof(key), "%s|%s|%s", ds_obj_api_version(it->obj), ds_obj_kind(it->obj),
+		 ns ? ns : "");
+	names = json_object_get(a->live, key);
+	if (!names) {
+		names = live_hashes(a, &it->res, ns);
+		if (!names || json_object_set_new(a->live, key, names) < 0)
+			return false;
+	}
+	got = json_object_get(names, ds_obj_name(it->obj));
+	hash_hex(it->hash, hex);
+	return json_is_string(got) && strcmp(json_string_value(got), hex) == 0;
+}
+
 static int stream_next(void *ud, struct ds_kube_op **out)
 {
 	struct stream *s = ud;
@@ -1376,6 +1458,9 @@ static int stream_next(void *ud, struct ds_kube_op **out)
 			ds_err_set(s->err, "%s", strerror(-rc));
 			break;
 		}
+		if (!it->decided && already_there(a, it))
+			decide_applied(it, "on the target already (written before the agent "
+					   "restarted)");
 		if (it->decided) {
 			finish(s, it);
 			continue;
@@ -1638,6 +1723,9 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	if ((rc > 0 || a->ingested) && (rc = ds_object_state_wake_waiting(a->st, err)) < 0)
 		goto out;
 	a->ingested = false;
+	a->verify_seen = false;
+	json_decref(a->live);
+	a->live = NULL;
 	clock_gettime(CLOCK_MONOTONIC, &a->picked);
 	rc = ds_object_state_pick_in(a->st, now_ms(), a->cfg.pass_max,
 				     a->cfg.n_namespaces ? &a->scope : NULL, &rows, &n, err);
@@ -1693,6 +1781,12 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 		goto out;
 	rc = (int)n;
 out:
+	/* Every row that was there at the start has been looked at once (a
+	 * full pass may have left some for the next). */
+	if (rc >= 0 && !a->verify_seen && n < (size_t)a->cfg.pass_max)
+		a->verify_upto = 0;
+	json_decref(a->live);
+	a->live = NULL;
 	atomic_store(&a->applying, false);
 	for (size_t i = 0; items && i < n; i++)
 		json_decref(items[i].obj);

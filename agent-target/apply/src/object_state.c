@@ -972,6 +972,24 @@ int ds_object_state_target_owner(ds_object_state *st, const char *source, const 
 	return ds_err_fallback(err, rc);
 }
 
+int ds_object_state_last_record_id(ds_object_state *st, int64_t *out, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = prepare(st->db, "SELECT coalesce(max(record_id), 0) FROM object_state", &q, err);
+
+	if (rc == 0) {
+		rc = sqlite3_step(q);
+		if (rc == SQLITE_ROW) {
+			*out = sqlite3_column_int64(q, 0);
+			rc = 0;
+		} else {
+			rc = fail(st->db, rc, "object_state last record", err);
+		}
+	}
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}
+
 /* The namespace a row goes to on the target: where it was applied, else its source's mapped. */
 static const char *target_ns_of(const ds_object_state_row *r, const ds_object_state_match *m)
 {

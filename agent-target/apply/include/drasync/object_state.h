@@ -222,6 +222,13 @@ int ds_object_state_target_applied(ds_object_state *st, const char *kind, const 
 				   const char *name, ds_err *err);
 
 /**
+ * The newest record any row desires (records.id; 0 when none): what was
+ * folded in, and so could have been applied, before now.
+ * @return 0, or a negative errno
+ */
+int ds_object_state_last_record_id(ds_object_state *st, int64_t *out, ds_err *err);
+
+/**
  * SPEC §6, several sources: the other source (not `source`; NULL: any)
  * whose object drasync applied as kind ns/name (target names) and has not
  * deleted, into owner (may be NULL). @return 1 found, 0 none, or a negative errno

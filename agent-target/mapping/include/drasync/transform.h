@@ -19,6 +19,10 @@
 #define DS_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
 #define DS_ANNOTATION_SOURCE_CLUSTER "drasync.io/source-cluster"
 #define DS_ANNOTATION_SOURCE_UID "drasync.io/source-uid"
+/* On every object the importer applies: the hash (hex SHA-256) of the form it
+ * applied, so that a restarted importer sees an object it wrote but had not
+ * recorded as applied (killed in between) and does not write it again. */
+#define DS_ANNOTATION_APPLIED_HASH "drasync.io/applied-hash"
 /* On a Namespace the importer created (not one it found): only such a one is deleted. */
 #define DS_ANNOTATION_CREATED "drasync.io/created"
 
