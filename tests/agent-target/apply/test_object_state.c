@@ -678,6 +678,33 @@ static void test_object_state__scope_by_target_namespace_and_forget_applied(void
 	env_free(e);
 }
 
+static void test_object_state__last_record_id_is_the_newest_folded_in(void **state)
+{
+	struct env *e = env_new("ostate-last");
+	ds_object_state_row a, b;
+	int64_t last = -1;
+	ds_err err = {0};
+	const int v1[] = {1}, v2[] = {2, 3};
+
+	(void)state;
+	assert_int_equal(ds_object_state_last_record_id(e->st, &last, &err), 0);
+	assert_int_equal(last, 0);
+	commit_cm(e, "a", v1, 1);
+	commit_cm(e, "b", v2, 2);
+	/* Committed, not folded in yet: not counted. */
+	assert_int_equal(ds_object_state_last_record_id(e->st, &last, &err), 0);
+	assert_int_equal(last, 0);
+	ingest(e);
+	a = get(e, "core/ConfigMap/ml-team/a");
+	b = get(e, "core/ConfigMap/ml-team/b");
+	assert_int_equal(ds_object_state_last_record_id(e->st, &last, &err), 0);
+	assert_int_equal(last, a.record_id > b.record_id ? a.record_id : b.record_id);
+	assert_true(b.record_id > a.record_id);
+	ds_object_state_row_dispose(&a);
+	ds_object_state_row_dispose(&b);
+	env_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -688,6 +715,7 @@ int main(void)
 	    cmocka_unit_test(
 		test_object_state__result_for_a_superseded_record_keeps_the_newer_pending),
 	    cmocka_unit_test(test_object_state__cursor_survives_reopen),
+	    cmocka_unit_test(test_object_state__last_record_id_is_the_newest_folded_in),
 	    cmocka_unit_test(test_object_state__tombstones_snapshot_markers_and_keys),
 	    cmocka_unit_test(test_object_state__waiting_is_due_after_wake_and_applied_lookup),
 	    cmocka_unit_test(test_object_state__decisions_queue_apply_results_once_per_news),
