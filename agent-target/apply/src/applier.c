@@ -1403,7 +1403,9 @@ static bool already_there(ds_applier *a, struct item *it)
 	const char *ns = ds_obj_namespace(it->obj);
 	json_t *names, *got;
 
-	if (!a->verify_upto || it->row->record_id > a->verify_upto)
+	/* Only what may have been in flight: due, not a decided failure. */
+	if (!a->verify_upto || it->row->record_id > a->verify_upto ||
+	    it->row->state != DS_APPLY_PENDING)
 		return false;
 	a->verify_seen = true;
 	if (!a->live && !(a->live = json_object()))
