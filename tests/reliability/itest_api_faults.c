@@ -124,6 +124,11 @@ static void phase(const char *kind, int retry_after, int n, int round)
 	print_message("phase %s: %lld faults injected, %.0f retries, equal after %lld ms\n", kind,
 		      injected(kind) - before,
 		      dst_metric("drasync_target_kube_retries_total") - retries0, tu_now_ms() - t0);
+	print_message("SOAK test=api_faults phase=%s objects=%d injected=%lld retries=%.0f "
+		      "equal_s=%.1f\n",
+		      kind, n, injected(kind) - before,
+		      dst_metric("drasync_target_kube_retries_total") - retries0,
+		      (double)(tu_now_ms() - t0) / 1000);
 }
 
 static void test_api_faults__429_503_resets_retried_nothing_lost(void **state)

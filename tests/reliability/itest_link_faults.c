@@ -248,6 +248,10 @@ static void test_link_faults__cut_mid_stream_then_restored(void **state)
 		      tu_proxy_stats_int(F.link, "bytes_up"),
 		      tu_proxy_stats_int(F.link, "bytes_down"),
 		      tu_proxy_stats_int(F.link, "connections"));
+	print_message("SOAK test=link_faults case=cut objects=%d acked_at_cut=%.0f cut_s=%.1f "
+		      "catch_up_s=%.1f bytes_up=%lld\n",
+		      n, acked_at_cut, (double)(t_restore - t_cut) / 1000,
+		      (double)(t_done - t_restore) / 1000, tu_proxy_stats_int(F.link, "bytes_up"));
 
 	tu_site_source_sigterm(&F.s);
 	tu_site_agent_sigterm(&F.s);
@@ -273,6 +277,9 @@ static void test_link_faults__slow_lossy_link(void **state)
 		      n, t_done - t0, tu_proxy_stats_int(F.link, "bytes_up"),
 		      tu_proxy_stats_int(F.link, "bytes_down"),
 		      tu_proxy_stats_int(F.link, "connections"));
+	print_message("SOAK test=link_faults case=lossy objects=%d latency_ms=50 loss_pct=10 "
+		      "equal_s=%.1f bytes_up=%lld\n",
+		      n, (double)(t_done - t0) / 1000, tu_proxy_stats_int(F.link, "bytes_up"));
 
 	tu_site_source_sigterm(&F.s);
 	tu_site_agent_sigterm(&F.s);
