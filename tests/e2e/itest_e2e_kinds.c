@@ -32,6 +32,8 @@
 
 #define DRIVER "gpu.example.com"
 
+static tu_pair P; /* disposed by teardown(), after a failure too */
+
 /* Kinds whose every object in the namespace is the source's own (not made by a controller). */
 static const char *const same_kinds[] = {
     "v1/ConfigMap",	   "v1/Secret",		"v1/Service",	    "apps/v1/Deployment",
@@ -187,36 +189,36 @@ static void kinds_across(const char *src_env, const char *src_api, const char *d
 		const char *app;
 		size_t pods;
 	} apps[] = {{"solo", 1}, {"web", 1}, {"db", 1}, {"agent", 2}, {"rs", 1}, {"batch", 1}};
-	tu_pair p;
+	tu_pair *const p = &P;
 	json_t *o, *st;
 	size_t claims = 0;
 	char *log;
 
-	tu_pair_init(&p, "e2ek", src_env, dst_env, "prod-east",
+	tu_pair_init(p, "e2ek", src_env, dst_env, "prod-east",
 		     "mode: migrate\n"
 		     "dra:\n  deviceClassMappings: [{from: gpu.nvidia.com, to: " DRIVER "}]\n",
 		     NULL);
-	create_source(&p, src_api);
-	tu_pair_target_start(&p);
-	tu_pair_source_start(&p, NULL);
+	create_source(p, src_api);
+	tu_pair_target_start(p);
+	tu_pair_source_start(p, NULL);
 
-	tu_assert_same_objects(p.src, p.src_ns, p.dst, p.dst_ns, same_kinds, 90000);
+	tu_assert_same_objects(p->src, p->src_ns, p->dst, p->dst_ns, same_kinds, 90000);
 	/* Kinds whose controllers' objects live beside the source's: one by one. */
-	assert_same(&p, "v1", "Pod", "solo");
-	assert_same(&p, "apps/v1", "ReplicaSet", "rs");
-	assert_same(&p, "batch/v1", "Job", "batch");
-	assert_same(&p, "v1", "ServiceAccount", "runner");
+	assert_same(p, "v1", "Pod", "solo");
+	assert_same(p, "apps/v1", "ReplicaSet", "rs");
+	assert_same(p, "batch/v1", "Job", "batch");
+	assert_same(p, "v1", "ServiceAccount", "runner");
 
 	/* Converted to the target's DRA version, the class mapped. */
-	o = tu_e2e_wait_get(p.dst, dst_api, "ResourceClaim", p.dst_ns, "shared-gpu", 30000,
-			    &p.site);
+	o = tu_e2e_wait_get(p->dst, dst_api, "ResourceClaim", p->dst_ns, "shared-gpu", 30000,
+			    &p->site);
 	assert_converted(o, "/spec", dst_api);
 	json_decref(o);
-	o = tu_e2e_wait_get(p.dst, dst_api, "ResourceClaimTemplate", p.dst_ns, "one-gpu", 30000,
-			    &p.site);
+	o = tu_e2e_wait_get(p->dst, dst_api, "ResourceClaimTemplate", p->dst_ns, "one-gpu", 30000,
+			    &p->site);
 	assert_converted(o, "/spec/spec", dst_api);
 	json_decref(o);
-	o = tu_e2e_wait_get(p.dst, "batch/v1", "CronJob", p.dst_ns, "nightly", 30000, &p.site);
+	o = tu_e2e_wait_get(p->dst, "batch/v1", "CronJob", p->dst_ns, "nightly", 30000, &p->site);
 	assert_string_equal(dt_str(o, "/spec/jobTemplate/spec/template/spec/resourceClaims/0/"
 				      "resourceClaimTemplateName"),
 			    "one-gpu");
@@ -230,9 +232,9 @@ static void kinds_across(const char *src_env, const char *src_api, const char *d
 		size_t j;
 
 		snprintf(sel, sizeof(sel), "app=%s", apps[i].app);
-		pods = tu_e2e_wait_running(p.dst, p.dst_ns, sel, apps[i].pods, 90000, &p.site);
+		pods = tu_e2e_wait_running(p->dst, p->dst_ns, sel, apps[i].pods, 90000, &p->site);
 		json_array_foreach (pods, j, pod) {
-			size_t n = tu_e2e_assert_pod_claims(p.dst, dst_api, pod, DRIVER);
+			size_t n = tu_e2e_assert_pod_claims(p->dst, dst_api, pod, DRIVER);
 
 			if (n != 1)
 				fail_msg("pod %s has %zu claims, not 1",
@@ -243,14 +245,14 @@ static void kinds_across(const char *src_env, const char *src_api, const char *d
 	}
 	assert_int_equal(claims, 7);
 	/* The DaemonSet's pods: one on each of the target's nodes. */
-	o = tu_e2e_list(p.dst, "v1", "Pod", p.dst_ns, "app=agent");
+	o = tu_e2e_list(p->dst, "v1", "Pod", p->dst_ns, "app=agent");
 	assert_string_not_equal(dt_str(json_array_get(o, 0), "/spec/nodeName"),
 				dt_str(json_array_get(o, 1), "/spec/nodeName"));
 	json_decref(o);
 
 	/* status: healthy, every workload verified by the running importer. */
 	for (long long end = tu_now_ms() + 60000;; tu_msleep(500)) {
-		st = tu_pair_status(&p);
+		st = tu_pair_status(p);
 		if (json_integer_value(dt_get(st, "/verification/verified")) >= 7 &&
 		    json_integer_value(dt_get(st, "/verification/notVerified")) == 0)
 			break;
@@ -265,19 +267,42 @@ static void kinds_across(const char *src_env, const char *src_api, const char *d
 	json_decref(st);
 
 	/* The mapping is in the importer's log, and no error in either. */
-	log = tu_site_run_log(&p.site);
-	tu_e2e_assert_log("target log", log, "from=gpu.nvidia.com to=" DRIVER, true);
+	log = tu_site_run_log(&p->site);
+	for (size_t i = 0; i < 2; i++) {
+		char obj[200], line[600];
+
+		snprintf(obj, sizeof(obj), "%s %s/%s",
+			 i ? "ResourceClaim" : "ResourceClaimTemplate", p->dst_ns,
+			 i ? "shared-gpu" : "one-gpu");
+		snprintf(line, sizeof(line),
+			 "event=mapping type=deviceclass object=\"%s\" container=\"\" entry=gpu "
+			 "from=\"deviceClassName=gpu.nvidia.com\" to=" DRIVER,
+			 obj);
+		tu_e2e_assert_log("target log", log, line, true);
+		snprintf(line, sizeof(line),
+			 "event=mapping type=convert object=\"%s\" container=\"\" entry=\"\" "
+			 "from=%s to=%s",
+			 obj, src_api, dst_api);
+		tu_e2e_assert_log("target log", log, line, true);
+	}
 	tu_e2e_assert_log("target log", log, "state=failed", false);
 	tu_e2e_assert_log("target log", log, "403", false);
 	free(log);
-	log = tu_site_source_run_log(&p.site);
+	log = tu_site_source_run_log(&p->site);
 	tu_e2e_assert_log("source log", log, "level=error", false);
 	tu_e2e_assert_log("source log", log, "403", false);
 	free(log);
 
-	tu_site_source_sigterm(&p.site);
-	tu_site_agent_sigterm(&p.site);
-	tu_pair_dispose(&p);
+	tu_site_source_sigterm(&p->site);
+	tu_site_agent_sigterm(&p->site);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (P.src)
+		tu_pair_dispose(&P);
+	return 0;
 }
 
 static void test_e2e_kinds__v1_source_to_v1beta1_target(void **state)
@@ -297,8 +322,8 @@ static void test_e2e_kinds__v1beta1_source_to_v1_target(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_e2e_kinds__v1_source_to_v1beta1_target),
-	    cmocka_unit_test(test_e2e_kinds__v1beta1_source_to_v1_target),
+	    cmocka_unit_test_teardown(test_e2e_kinds__v1_source_to_v1beta1_target, teardown),
+	    cmocka_unit_test_teardown(test_e2e_kinds__v1beta1_source_to_v1_target, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

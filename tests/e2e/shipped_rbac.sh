@@ -86,16 +86,22 @@ current-context: $sa
 KC
 }
 
+# wait_terminated KUBECONFIG NS: until NS, when it is being deleted, is gone.
+wait_terminated() {
+  if [ "$(kc "$1" get namespace "$2" -o jsonpath='{.status.phase}' 2>/dev/null || true)" = Terminating ]; then
+    kc "$1" wait --for=delete "namespace/$2" --timeout=120s >/dev/null 2>&1 || true
+  fi
+}
+
 cmd_install() {
   local dir=$1 src=$2 src_ns=$3 dst=$4 dst_ns=$5 n
   kubeconfig_any=$src
   mkdir -p "$dir/rbac"
-  # A namespace drasync of an earlier run may still be terminating.
-  for k in "$src" "$dst"; do
-    kc "$k" wait --for=delete namespace/drasync --timeout=120s >/dev/null 2>&1 || true
-  done
+  # A namespace of an earlier run may still be terminating.
+  for k in "$src" "$dst"; do wait_terminated "$k" drasync; done
   for n in $dst_ns; do
-    kc "$dst" wait --for=delete "namespace/$n" "namespace/$n-drill" --timeout=120s >/dev/null 2>&1 || true
+    wait_terminated "$dst" "$n"
+    wait_terminated "$dst" "$n-drill"
   done
 
   # ---- source: the base, its RoleBinding per selected namespace -----------

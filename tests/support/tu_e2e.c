@@ -41,9 +41,11 @@ void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const cha
 
 void tu_pair_dispose(tu_pair *p)
 {
-	tu_site_dispose(&p->site);
+	if (p->site.dir)
+		tu_site_dispose(&p->site);
 	tu_rbac_remove(&p->rbac);
-	tu_kube_drop_namespace(p->src, p->src_ns);
+	if (p->src_ns)
+		tu_kube_drop_namespace(p->src, p->src_ns);
 	ds_kube_free(p->src);
 	ds_kube_free(p->dst);
 	memset(p, 0, sizeof(*p));

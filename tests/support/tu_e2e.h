@@ -36,7 +36,8 @@ typedef struct tu_pair {
 void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const char *dst_env,
 		  const char *source_name, const char *target_extra, const char *source_extra);
 
-/** Stop what runs, remove the RBAC and both namespaces. */
+/** Stop what runs, remove the RBAC and both namespaces (also after a failure midway: a teardown).
+ */
 void tu_pair_dispose(tu_pair *p);
 
 /** Start drasync-target run on the target's token. */
