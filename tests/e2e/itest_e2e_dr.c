@@ -269,9 +269,10 @@ static void test_e2e_dr__standby_failover_failback_drill(void **state)
 	/* verify: what a user runs after the failover. */
 	out = dr(
 	    p, (const char *const[]){"verify", "--namespace", p->dst_ns, "--timeout", "60s", NULL});
-	assert_out(out, "Deployment %s/trainer: verified", p->dst_ns);
-	assert_out(out, "Pod %s/p: verified", p->dst_ns);
-	assert_out(out, "Job %s/batch: verified", p->dst_ns);
+	assert_out(out, "Deployment %s/trainer (active): verified in ", p->dst_ns);
+	assert_out(out, "Pod %s/p (active): verified in ", p->dst_ns);
+	assert_out(out, "Job %s/batch (active): verified in ", p->dst_ns);
+	assert_out(out, "summary: 4 workloads, 4 verified, 0 NOT verified");
 	free(out);
 	st = tu_pair_status(p);
 	assert_int_equal(json_integer_value(dt_get(st, "/verification/notVerified")), 0);

@@ -1677,7 +1677,11 @@ static void tombstone(ds_applier *a, struct item *it)
 	struct gone g;
 
 	guarded_delete(a, r, api, ns, name, &g);
-	if (g.state)
+	/* A prune says so (SPEC §6): the source sent no tombstone for it. */
+	if (g.state == DS_APPLY_DELETED && !g.reason[0] && r->reason &&
+	    strncmp(r->reason, "pruned: ", 8) == 0)
+		decide(it, g.state, "%s", r->reason);
+	else if (g.state)
 		decide(it, g.state, "%s", g.reason);
 	else
 		decide_kube_failure(a, it, g.what, g.rc, &g.ke);

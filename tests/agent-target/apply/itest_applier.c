@@ -525,7 +525,9 @@ static void test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_our
 	assert_int_equal(pass(e), 1);
 	got = target_get(e, "v1", "ConfigMap", "gone");
 	assert_null(got);
-	assert_state(e, "v1", "ConfigMap", "gone", DS_APPLY_DELETED, NULL);
+	/* its reason says it was pruned, not tombstoned by the source */
+	assert_state(e, "v1", "ConfigMap", "gone", DS_APPLY_DELETED,
+		     "pruned: not in the snapshot that ended at seq ");
 	got = target_get(e, "v1", "ConfigMap", "keep");
 	assert_non_null(got);
 	json_decref(got);
