@@ -39,7 +39,7 @@ static const char *const same_kinds[] = {
     "v1/ConfigMap",	   "v1/Secret",		"v1/Service",	    "apps/v1/Deployment",
     "apps/v1/StatefulSet", "apps/v1/DaemonSet", "batch/v1/CronJob", NULL};
 
-/* A device request of class cls in the DRA version api (v1: under exactly). */
+/* The request gpu of class gpu.nvidia.com in the DRA version api (v1: under exactly). */
 static void request(char *out, size_t size, const char *api, const char *indent)
 {
 	const char *sel = "selectors: [{cel: {expression: 'device.driver.startsWith(\"gpu.\")'}}]";
