@@ -5,6 +5,8 @@
 //	loadgen -kubeconfig K -patch NAMESPACE/NAME    (one change to one ConfigMap)
 //	loadgen -kubeconfig K -mode mixed -namespaces a,b -count N -dump FILE
 //	loadgen -kubeconfig K -apply FILE -namespace-prefix P [-workers W]
+//	loadgen -kubeconfig SRC -rpo N -target-kubeconfig DST -namespaces a,b
+//	        -target-namespaces x,y [-interval D] [-rpo-timeout D]
 //
 // It creates the namespaces when missing, then N objects spread round-robin
 // over them by W concurrent workers through one client-go clientset (protobuf
@@ -33,6 +35,18 @@
 // Namespace lines are skipped). It does not wait for the Deployment
 // controller, whose work goes on after it exits. The last line:
 // "loadgen applied=N seconds=S per_s=R workers=W".
+//
+// -rpo N (scripts/bench.sh e2e: the replication delay in watch mode) watches
+// the ConfigMaps of every namespace of the target cluster (-target-kubeconfig)
+// and makes N changes on the source, one every -interval: change i merge-
+// patches key drasync-bench-rpo of ConfigMap number i (modulo how many there
+// are) made by loadgen in -namespaces, the value naming the change. A change
+// is visible when the target's watch delivers that ConfigMap, in the
+// namespace of the same position in -target-namespaces, with that value; its
+// delay runs from just before the patch was sent. It waits up to
+// -rpo-timeout after the last change, then prints one line
+// "loadgen rpo changes=N seen=N p50_s=X p90_s=X p99_s=X max_s=X" (a change
+// never seen counts as the timeout in the percentiles).
 package main
 
 import (
@@ -41,8 +55,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,6 +111,11 @@ func main() {
 	dump := flag.String("dump", "", "FILE: dry-run create the objects, write what the server returned")
 	apply := flag.String("apply", "", "FILE: server-side apply the objects of FILE (one JSON a line)")
 	nsPrefix := flag.String("namespace-prefix", "ceiling", "-apply: namespace P-<namespace of the object>")
+	rpo := flag.Int("rpo", 0, "N: make N ConfigMap changes on the source, time each until the target shows it")
+	targetKubeconfig := flag.String("target-kubeconfig", "", "-rpo: kubeconfig of the target cluster")
+	targetNs := flag.String("target-namespaces", "", "-rpo: the target's namespaces, in the order of -namespaces")
+	interval := flag.Duration("interval", 50*time.Millisecond, "-rpo: time between two changes")
+	rpoTimeout := flag.Duration("rpo-timeout", 30*time.Second, "-rpo: how long to wait after the last change")
 	flag.Parse()
 
 	if *mode != "configmaps" && *mode != "mixed" {
@@ -126,6 +147,26 @@ func main() {
 			fail("patch %s: %v", *patch, err)
 		}
 		fmt.Printf("loadgen patched configmap %s\n", *patch)
+		return
+	}
+
+	if *rpo > 0 {
+		tcfg, err := clientcmd.BuildConfigFromFlags("", *targetKubeconfig)
+		if err != nil {
+			fail("target kubeconfig: %v", err)
+		}
+		tcfg.QPS, tcfg.Burst = cfg.QPS, cfg.Burst
+		tcfg.ContentType, tcfg.AcceptContentTypes = cfg.ContentType, cfg.AcceptContentTypes
+		tcfg.UserAgent = cfg.UserAgent
+		tcs, err := kubernetes.NewForConfig(tcfg)
+		if err != nil {
+			fail("target client: %v", err)
+		}
+		src, dst := splitList(*nsList), splitList(*targetNs)
+		if len(src) == 0 || len(src) != len(dst) {
+			fail("-rpo needs as many -target-namespaces as -namespaces")
+		}
+		measureRPO(ctx, cs, tcs, src, dst, *rpo, *interval, *rpoTimeout)
 		return
 	}
 
@@ -572,4 +613,123 @@ func applyFile(ctx context.Context, cs *kubernetes.Clientset, path, prefix strin
 	}
 	fmt.Printf("loadgen applied=%d seconds=%.2f per_s=%.0f workers=%d\n",
 		done.Load(), secs, float64(done.Load())/secs, workers)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// measureRPO: see -rpo in the header.
+func measureRPO(ctx context.Context, src, dst *kubernetes.Clientset, srcNs, dstNs []string,
+	n int, interval, timeout time.Duration) {
+	const key = "drasync-bench-rpo"
+	type target struct{ ns, name string }
+	var objs []target // source ConfigMaps made by loadgen, with the target namespace
+	var srcOf []string
+	for i, ns := range srcNs {
+		l, err := src.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/managed-by=drasync-loadgen"})
+		if err != nil {
+			fail("rpo: list configmaps in %s: %v", ns, err)
+		}
+		for _, cm := range l.Items {
+			objs = append(objs, target{dstNs[i], cm.Name})
+			srcOf = append(srcOf, ns)
+		}
+	}
+	if len(objs) == 0 {
+		fail("rpo: no ConfigMaps made by loadgen in %v", srcNs)
+	}
+	watched := map[string]bool{}
+	for _, ns := range dstNs {
+		watched[ns] = true
+	}
+
+	var mu sync.Mutex
+	sent := make([]time.Time, n)
+	delay := make([]time.Duration, n)
+	seen := 0
+	allSeen := make(chan struct{})
+	// The watch first, from the list's resourceVersion, so no change is missed.
+	l, err := dst.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		fail("rpo: list the target's configmaps: %v", err)
+	}
+	w, err := dst.CoreV1().ConfigMaps("").Watch(ctx, metav1.ListOptions{
+		ResourceVersion: l.ResourceVersion, AllowWatchBookmarks: false})
+	if err != nil {
+		fail("rpo: watch the target's configmaps: %v", err)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			cm, ok := ev.Object.(*corev1.ConfigMap)
+			if !ok || !watched[cm.Namespace] {
+				continue
+			}
+			var i int
+			var nanos int64
+			if _, err := fmt.Sscanf(cm.Data[key], "%d-%d", &i, &nanos); err != nil || i < 0 || i >= n {
+				continue
+			}
+			now := time.Now()
+			mu.Lock()
+			if delay[i] == 0 && !sent[i].IsZero() {
+				delay[i] = now.Sub(sent[i])
+				seen++
+				if seen == n {
+					close(allSeen)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+
+	next := time.Now()
+	for i := 0; i < n; i++ {
+		o := objs[i%len(objs)]
+		body := fmt.Sprintf(`{"data":{%q:"%d-%d"}}`, key, i, time.Now().UnixNano())
+		time.Sleep(time.Until(next))
+		next = next.Add(interval)
+		mu.Lock()
+		sent[i] = time.Now()
+		mu.Unlock()
+		if err := retry(func() error {
+			_, err := src.CoreV1().ConfigMaps(srcOf[i%len(objs)]).Patch(ctx, o.name,
+				types.MergePatchType, []byte(body), metav1.PatchOptions{FieldManager: "drasync-loadgen"})
+			return err
+		}); err != nil {
+			fail("rpo: patch %s/%s: %v", srcOf[i%len(objs)], o.name, err)
+		}
+	}
+	select {
+	case <-allSeen:
+	case <-time.After(timeout):
+	}
+	w.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	d := make([]float64, n)
+	for i := range d {
+		if delay[i] == 0 {
+			d[i] = timeout.Seconds()
+		} else {
+			d[i] = delay[i].Seconds()
+		}
+	}
+	sort.Float64s(d)
+	pct := func(p float64) float64 {
+		k := int(math.Ceil(p*float64(n))) - 1
+		if k < 0 {
+			k = 0
+		}
+		return d[k]
+	}
+	fmt.Printf("loadgen rpo changes=%d seen=%d objects=%d p50_s=%.3f p90_s=%.3f p99_s=%.3f max_s=%.3f\n",
+		n, seen, len(objs), pct(0.5), pct(0.9), pct(0.99), d[n-1])
 }
