@@ -507,6 +507,10 @@ static void make_keys(const struct opts *o, struct keys *k)
 
 	snprintf(k->target_dir, sizeof(k->target_dir), "%s/keys/target", o->work);
 	snprintf(k->source_dir, sizeof(k->source_dir), "%s/keys/source", o->work);
+	snprintf(path, sizeof(path), "%s/keys", o->work);
+	if (mkdir(path, 0700) < 0 || mkdir(k->target_dir, 0700) < 0 ||
+	    mkdir(k->source_dir, 0700) < 0)
+		die("cannot make %s/...: %s", path, strerror(errno));
 	free(run((const char *[]){o->target_agent, "keygen", "--out", k->target_dir, NULL}, o->work,
 		 "keygen-target"));
 	free(run((const char *[]){o->source_agent, "keygen", "--out", k->source_dir, NULL}, o->work,
@@ -860,9 +864,19 @@ static double source_pushed(const struct opts *o, const struct session *s)
 {
 	const char *argv[] = {o->source_agent, "status", "--config", s->source_cfg, "-o",
 			      "json",	       NULL};
-	char *out = run(argv, o->work, "source-status");
-	json_t *j = json_loads(out, 0, NULL);
+	char out_path[600], log[600], *out;
+	json_t *j;
 	double v;
+	int rc;
+
+	/* exit 1 with the JSON: the status needs attention (said on stderr) */
+	snprintf(out_path, sizeof(out_path), "%s/source-status.out", o->work);
+	snprintf(log, sizeof(log), "%s/source-status.log", o->work);
+	rc = wait_child(spawn(argv, out_path, log));
+	out = read_file(out_path);
+	j = json_loads(out, 0, NULL);
+	if (rc != 0 && rc != 1)
+		die("drasync-source status exited %d (log: %s)", rc, log);
 
 	if (!j || !json_object_get(j, "pushedSeq"))
 		die("drasync-source status -o json: no pushedSeq in:\n%s", out);
@@ -925,8 +939,8 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 		while ((len = getline(&line, &linecap, in)) > 0) {
 			json_error_t jerr;
 			json_t *obj = json_loadb(line, (size_t)len, 0, &jerr), *meta;
-			const char *kind, *uid;
-			char *s;
+			const char *kind;
+			char *s, *uid;
 			int r;
 
 			if (!obj || !json_is_object(obj))
@@ -938,16 +952,18 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 				continue;
 			}
 			meta = json_object_get(obj, "metadata");
-			uid = json_string_value(json_object_get(meta, "uid"));
+			/* a copy: sanitizing drops metadata.uid */
+			uid = xstrdup(json_string_value(json_object_get(meta, "uid")));
 			{
 				ds_transform_opts topts = {.cfg = cfg,
 							   .dra_version = DS_DRA_V1,
 							   .source_cluster = SOURCE_CLUSTER,
-							   .source_uid = uid ? uid : ""};
+							   .source_uid = uid};
 				if (ds_sanitize(obj) < 0)
 					die("out of memory");
 				r = ds_transform_object(&topts, obj, rep);
 			}
+			free(uid);
 			if (r != DS_TRANSFORM_APPLY)
 				die("the importer's pipeline does not apply a %s of the dump (%d)",
 				    kind, r);
@@ -1073,7 +1089,7 @@ static void phase_rpo(const struct opts *o, struct results *r)
 
 static void phase_kubectl(const struct opts *o, struct results *r)
 {
-	char cmd[8192], stats[600], map[4096];
+	char cmd[8192], stats[600], map[4096], log[700];
 	double t0, secs;
 	size_t used = 0;
 	char *st;
@@ -1106,20 +1122,20 @@ static void phase_kubectl(const struct opts *o, struct results *r)
 		}
 	}
 	snprintf(stats, sizeof(stats), "%s/kubectl-stats.txt", o->work);
-	snprintf(cmd, sizeof(cmd),
-		 "set -o pipefail; '%s' kubectl --kubeconfig '%s' get "
-		 "deployments.apps,statefulsets.apps,services,secrets,configmaps,serviceaccounts,"
-		 "resourceclaimtemplates.resource.k8s.io,resourceclaims.resource.k8s.io,pods "
-		 "-A -l app.kubernetes.io/managed-by=drasync-loadgen -o json "
-		 "| python3 '%s' --map '%s' --stats '%s' "
-		 "| '%s' kubectl --kubeconfig '%s' apply --server-side --force-conflicts -f - "
-		 ">'%s/kubectl-apply.out' 2>'%s/kubectl-apply.log'",
-		 o->kube_bin, o->source_admin, o->sanitizer, map, stats, o->kube_bin,
-		 o->target_admin, o->work, o->work);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "set -o pipefail; exec 2>>'%s/kubectl-apply.log'; '%s' kubectl --kubeconfig '%s' get "
+	    "deployments.apps,statefulsets.apps,services,secrets,configmaps,serviceaccounts,"
+	    "resourceclaimtemplates.resource.k8s.io,resourceclaims.resource.k8s.io,pods "
+	    "-A -l app.kubernetes.io/managed-by=drasync-loadgen -o json "
+	    "| python3 '%s' --map '%s' --stats '%s' "
+	    "| '%s' kubectl --kubeconfig '%s' apply --server-side --force-conflicts -f - "
+	    ">'%s/kubectl-apply.out'",
+	    o->work, o->kube_bin, o->source_admin, o->sanitizer, map, stats, o->kube_bin,
+	    o->target_admin, o->work);
+	snprintf(log, sizeof(log), "%s/kubectl-apply.log", o->work);
 	t0 = now_s();
-	if (system(cmd) != 0) {
-		char log[700];
-		snprintf(log, sizeof(log), "%s/kubectl-apply.log", o->work);
+	if (wait_child(spawn((const char *[]){"/bin/bash", "-c", cmd, NULL}, NULL, log)) != 0) {
 		show_tail(log);
 		die("the kubectl pipeline failed: %s", cmd);
 	}
