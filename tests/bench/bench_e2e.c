@@ -1029,6 +1029,39 @@ struct results {
 	double rpo_p50, rpo_p99, one_records, one_bytes, one_writes, rss_source, rss_target;
 };
 
+/* Seconds of the ts= of a log line ("ts=2026-12-01T20:02:18.235Z"); -1 when none. */
+static double log_ts(const char *line)
+{
+	struct tm tm;
+	int ms = 0;
+	const char *p = strstr(line, "ts=");
+
+	memset(&tm, 0, sizeof(tm));
+	if (!p || sscanf(p + 3, "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+			 &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (double)timegm(&tm) + ms / 1000.0;
+}
+
+/* How long the source's first pass took by its log: its first line to event=pass_finished. */
+static double source_pass_s(const struct session *s)
+{
+	char *log = read_file(s->source_log);
+	const char *fin = strstr(log, "event=pass_finished");
+	double secs = -1;
+
+	if (fin) {
+		while (fin > log && fin[-1] != '\n')
+			fin--;
+		if (log_ts(log) >= 0 && log_ts(fin) >= 0)
+			secs = log_ts(fin) - log_ts(log);
+	}
+	free(log);
+	return secs;
+}
+
 /* Start a session's agents (through the faultproxy when wan); seconds to all applied. */
 static double sync_session(const struct opts *o, struct session *s, const struct keys *k, bool wan,
 			   const char *prefix, long want)
@@ -1046,6 +1079,9 @@ static double sync_session(const struct opts *o, struct session *s, const struct
 	printf("%s: %ld objects from the source's start to all applied in the target's ledger: "
 	       "%.2f s, %.0f objects/s (CPU: the source %.1f s, the target %.1f s)\n",
 	       s->tag, want, secs, (double)want / secs, cpu_s, cpu_t);
+	printf("%s: the source's first pass (listed, sanitized, in its outbox) took %.2f s by its "
+	       "log\n",
+	       s->tag, source_pass_s(s));
 	return secs;
 }
 
