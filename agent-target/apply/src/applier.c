@@ -1808,6 +1808,10 @@ out:
  * Records arriving in a burst: wait until none has been committed for
  * SETTLE_QUIET_MS (at most SETTLE_MAX_MS after the first), so the pass sees
  * the burst's last state and writes each object once, not once per batch.
+ * A stream of changes to distinct objects (watch mode: one change every
+ * 50 ms, never 100 ms quiet) has nothing to coalesce: settle returns at the
+ * first look that finds every record since the last one made another object
+ * due, instead of holding each change up to SETTLE_MAX_MS.
  */
 #define SETTLE_QUIET_MS 100
 #define SETTLE_MAX_MS 1000
@@ -1818,6 +1822,7 @@ static void settle(ds_applier *a)
 	int64_t start = now_ms();
 
 	int64_t looked = start;
+	int due_prev = ds_object_state_count_due(a->st, now_ms(), NULL);
 
 	for (;;) {
 		bool more;
@@ -1846,9 +1851,16 @@ static void settle(ds_applier *a)
 			looked = now_ms();
 			if (n > 0)
 				a->ingested = true;
-			if (n >= 0 && ds_object_state_count_due(a->st, now_ms(), NULL) >=
-					  (int)a->cfg.pass_max)
-				return;
+			if (n >= 0) {
+				int due = ds_object_state_count_due(a->st, now_ms(), NULL);
+				if (due >= (int)a->cfg.pass_max)
+					return;
+				/* Every record since the last look made another object due:
+				 * no object changed twice, nothing to coalesce by waiting. */
+				if (n > 0 && due_prev >= 0 && due - due_prev >= n)
+					return;
+				due_prev = due;
+			}
 		}
 	}
 }
