@@ -196,25 +196,37 @@ int tu_site_source_wait(tu_site *s, int timeout_ms)
 	return code;
 }
 
+/* SIGKILL *pid; it must die of it. */
+static void sigkill_agent(int *pid)
+{
+	assert_int_equal(kill(*pid, SIGKILL), 0);
+	assert_int_equal(tu_wait_exit(*pid, 10000), 128 + SIGKILL);
+	*pid = 0;
+}
+
+/* SIGTERM *pid (`what`, logging at log from offset from); it must exit 0. */
+static void sigterm_agent(int *pid, const char *what, const char *log, long from)
+{
+	int code;
+
+	kill(*pid, SIGTERM);
+	code = tu_wait_exit(*pid, 20000);
+	*pid = 0;
+	if (code != 0) {
+		char *text = log_from(log, from);
+
+		fail_msg("%s exited %d after SIGTERM:\n%s", what, code, text);
+	}
+}
+
 void tu_site_source_sigkill(tu_site *s)
 {
-	assert_int_equal(kill(s->source_pid, SIGKILL), 0);
-	assert_int_equal(tu_wait_exit(s->source_pid, 10000), 128 + SIGKILL);
-	s->source_pid = 0;
+	sigkill_agent(&s->source_pid);
 }
 
 void tu_site_source_sigterm(tu_site *s)
 {
-	int code;
-
-	kill(s->source_pid, SIGTERM);
-	code = tu_wait_exit(s->source_pid, 20000);
-	s->source_pid = 0;
-	if (code != 0) {
-		char *log = tu_site_source_run_log(s);
-
-		fail_msg("drasync-source run exited %d after SIGTERM:\n%s", code, log);
-	}
+	sigterm_agent(&s->source_pid, "drasync-source run", s->source_log, s->source_log_from);
 }
 
 long long tu_site_source_outbox_int(const tu_site *s, const char *sql)
@@ -224,23 +236,12 @@ long long tu_site_source_outbox_int(const tu_site *s, const char *sql)
 
 void tu_site_agent_sigkill(tu_site *s)
 {
-	assert_int_equal(kill(s->agent_pid, SIGKILL), 0);
-	assert_int_equal(tu_wait_exit(s->agent_pid, 10000), 128 + SIGKILL);
-	s->agent_pid = 0;
+	sigkill_agent(&s->agent_pid);
 }
 
 void tu_site_agent_sigterm(tu_site *s)
 {
-	int code;
-
-	kill(s->agent_pid, SIGTERM);
-	code = tu_wait_exit(s->agent_pid, 20000);
-	s->agent_pid = 0;
-	if (code != 0) {
-		char *log = tu_site_run_log(s);
-
-		fail_msg("drasync-target run exited %d after SIGTERM:\n%s", code, log);
-	}
+	sigterm_agent(&s->agent_pid, "drasync-target run", s->log, s->log_from);
 }
 
 static void *tx_main(void *arg)
