@@ -350,6 +350,19 @@ static void on_apply(void *ud, const ds_applier_event *ev)
 	}
 }
 
+/* The apply stage waits out a full ledger filesystem; it says so at each try. */
+static void on_ledger_full(void *ud, const char *msg, int retry_ms)
+{
+	struct run *r = ud;
+	char q[600];
+
+	ds_log(DS_LOG_ERROR, "ledger_error",
+	       "stage=apply ledger=%s error=%s detail=\"the outcomes of the last pass not "
+	       "committed: its objects are applied again in %d s; free space on the ledger's "
+	       "filesystem\"",
+	       r->ledger, ds_log_quote(msg, q, sizeof(q)), retry_ms / 1000);
+}
+
 static void *applier_main(void *arg)
 {
 	struct run *r = arg;
@@ -489,6 +502,7 @@ static int start(struct run *r)
 	ac.kube = r->kube;
 	ac.cfg = r->cfg;
 	ac.on_event = on_apply;
+	ac.on_ledger_full = on_ledger_full;
 	ac.event_ud = r;
 	/* The applier first: the receiver's handler wakes it. */
 	rc = ds_applier_new(&r->applier, &ac, &err);

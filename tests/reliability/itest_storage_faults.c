@@ -9,8 +9,10 @@
  * 3-4. The same for the source's outbox: a new outbox is a new epoch, whose
  *      snapshot brings the target up to date and prunes what the source no
  *      longer has.
- * 5.   The target's stateDir on a small tmpfs that fills up while records
- *      arrive: the agent says which file and to free space, the source's
+ * 5.   The target's stateDir on a small tmpfs that fills up, first while the
+ *      apply stage has work (its API writes held back by tests/kube/faultproxy
+ *      until then): it says so and keeps trying, the agent runs on; then while
+ *      records arrive: the agent says which file and to free space, the source's
  *      acknowledged seq never passes what the ledger committed, nothing is
  *      lost when the agent is killed while the disk is full, and everything
  *      arrives once there is space again.
@@ -30,6 +32,7 @@
 #include "testutil.h"
 #include "tu_compare.h"
 #include "tu_kube.h"
+#include "tu_proxy.h"
 #include "tu_site.h"
 
 #include <errno.h>
@@ -39,6 +42,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SOURCE "prod-east"
@@ -53,7 +57,8 @@ struct fx {
 	char dst_ns[300];
 	char mounted[1100]; /* a tmpfs mounted there, "" when none */
 	char filler[1200];
-	int next; /* the next ConfigMap's number */
+	int next;      /* the next ConfigMap's number */
+	tu_proxy *api; /* in front of the target's API server, or NULL */
 	long long t0;
 };
 
@@ -245,6 +250,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	tu_site_dispose(&F.s); /* the agents first: they hold files on the mount */
+	tu_proxy_stop(F.api);
 	if (F.mounted[0] && umount2(F.mounted, 0) < 0 && umount2(F.mounted, MNT_DETACH) < 0)
 		fprintf(stderr, "storage-faults: umount %s: %s\n", F.mounted, strerror(errno));
 	tu_kube_drop_namespace(F.src, F.ns);
@@ -364,26 +370,94 @@ static long long source_last(void)
 	return tu_site_source_outbox_int(&F.s, "SELECT value FROM meta WHERE key = 'last_seq'");
 }
 
+/* The first line of log holding both a and b (caller frees), NULL when none. */
+static char *line_with(const char *log, const char *a, const char *b)
+{
+	for (const char *l = log; l && *l;) {
+		const char *eol = strchr(l, '\n');
+		size_t n = eol ? (size_t)(eol - l) : strlen(l);
+		char *line = strndup(l, n);
+
+		if (strstr(line, a) && strstr(line, b))
+			return line;
+		free(line);
+		l = eol ? eol + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* The target must ride out the full disk, not exit. */
+static void assert_agent_running(const char *when)
+{
+	int st = 0;
+
+	if (waitpid(F.s.agent_pid, &st, WNOHANG) == F.s.agent_pid) {
+		char *log = tu_site_run_log(&F.s);
+
+		F.s.agent_pid = 0;
+		fprintf(stderr, "storage-faults: target_disk_full: the target said:\n%s\n", log);
+		free(log);
+		fail_msg("drasync-target run exited (status %d) %s: the log is above", st, when);
+	}
+}
+
 static void test_storage_faults__target_disk_full(void **state)
 {
 	char dir[1100], *log = NULL;
 	long long end, filled, acked = 0, committed = 0, last = 0, checks = 0;
-	bool said = false;
+	char *said = NULL, *applier;
 
 	(void)state;
+	/* The target's API server behind the fault proxy: writes can be held back. */
+	F.api = tu_proxy_start_api(tu_env("DS_KUBECONFIG_V1BETA1"), F.s.dir);
+	F.s.kubeconfig = tu_proxy_kubeconfig(F.api);
 	snprintf(dir, sizeof(dir), "%s/target-state", F.s.dir);
 	mount_small(dir, "64m");
 	start_pair();
 	assert_in_sync(60000);
 
+	/* a. Records committed but not applied (every write 503) when the disk
+	 * fills; the writes then go through: the apply stage cannot commit what it
+	 * did, says so and keeps trying, the agent runs on. */
+	tu_proxy_faults(F.api, "503", 1.0, 0, NULL);
+	last = source_last();
+	create_cms(20, 100);
+	for (end = tu_now_ms() + 60000;
+	     source_last() < last + 20 || ledger_committed() < source_last();) {
+		if (tu_now_ms() > end)
+			fail_msg("20 changes were not committed in 60 s (source last %lld, ledger "
+				 "committed %lld)",
+				 source_last(), ledger_committed());
+		tu_msleep(50);
+	}
 	filled = fill();
-	/* Records that need space: 300 ConfigMaps of 2 KB. */
+	tu_proxy_faults(F.api, "none", 0, 0, NULL);
+	for (end = tu_now_ms() + 60000;;) {
+		log = tu_site_run_log(&F.s);
+		applier = line_with(log, "event=ledger_error", "stage=apply");
+		free(log);
+		if (applier)
+			break;
+		assert_agent_running("when its apply stage met the full disk");
+		if (tu_now_ms() > end)
+			fail_msg("the apply stage did not report the full disk in 60 s");
+		tu_msleep(100);
+	}
+	assert_says(applier, "the apply stage's ledger_error",
+		    (const char *const[]){F.s.ledger, "full", "not committed", "applied again",
+					  "free space", NULL});
+	fprintf(stderr, "storage-faults: target_disk_full: %s\n", applier);
+	free(applier);
+	log = NULL;
+
+	/* b. Records that need space: 300 ConfigMaps of 2 KB. */
 	create_cms(300, 2000);
 	end = tu_now_ms() + 60000;
 	while (!said) {
 		free(log);
 		log = tu_site_run_log(&F.s);
-		said = strstr(log, "event=ledger_error") != NULL;
+		said = line_with(log, "event=ledger_error", "not committed nor acknowledged");
+		assert_agent_running("when its stateDir filled up");
 		acked = source_acked();
 		committed = ledger_committed();
 		last = source_last();
@@ -392,23 +466,20 @@ static void test_storage_faults__target_disk_full(void **state)
 			fail_msg("the source has seq %lld acknowledged, the ledger committed only "
 				 "%lld (disk full)",
 				 acked, committed);
-		if (!said && tu_now_ms() > end)
-			fail_msg("no ledger_error in 60 s with the disk full (%lld bytes filled, "
-				 "acked %lld, committed %lld, last %lld):\n%s",
-				 filled, acked, committed, last, log);
+		if (!said && tu_now_ms() > end) {
+			fprintf(stderr, "storage-faults: target_disk_full: the target said:\n%s\n",
+				log);
+			fail_msg(
+			    "no ledger_error in 60 s with the disk full (%lld bytes filled, "
+			    "acked %lld, committed %lld, last %lld): the target's log is above",
+			    filled, acked, committed, last);
+		}
 		tu_msleep(100);
 	}
-	{
-		const char *line = strstr(log, "event=ledger_error");
-		const char *eol = strchr(line, '\n');
-		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
-
-		assert_says(
-		    l, "ledger_error",
+	assert_says(said, "ledger_error",
 		    (const char *const[]){F.s.ledger, "full", "not committed", "free space", NULL});
-		fprintf(stderr, "storage-faults: target_disk_full: %s\n", l);
-		free(l);
-	}
+	fprintf(stderr, "storage-faults: target_disk_full: %s\n", said);
+	free(said);
 	free(log);
 	/* A while longer full: the ack never passes the commit. */
 	for (end = tu_now_ms() + 3000; tu_now_ms() < end; checks++) {
@@ -420,6 +491,7 @@ static void test_storage_faults__target_disk_full(void **state)
 				 acked, committed);
 		tu_msleep(100);
 	}
+	assert_agent_running("while its stateDir was full");
 	last = source_last();
 	fprintf(stderr,
 		"storage-faults: target_disk_full: %lld bytes filled; acked %lld, committed %lld, "

@@ -1865,6 +1865,32 @@ static void settle(ds_applier *a)
 	}
 }
 
+/*
+ * The ledger's filesystem is full: the pass was rolled back. Say so and wait
+ * (until stopped) before the next pass tries again; freeing space is the
+ * operator's, and nothing is lost meanwhile: the records are in the ledger.
+ */
+static void ledger_full_wait(ds_applier *a, const ds_err *err)
+{
+	int ms = a->cfg.ledger_full_retry_ms > 0 ? a->cfg.ledger_full_retry_ms : 5000;
+	struct timespec until;
+
+	count(a, &a->stats.ledger_full, 1);
+	if (a->cfg.on_ledger_full)
+		a->cfg.on_ledger_full(a->cfg.event_ud, err->msg, ms);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&a->mu);
+	if (!a->stopping)
+		pthread_cond_timedwait(&a->cond, &a->mu, &until);
+	pthread_mutex_unlock(&a->mu);
+}
+
 int ds_applier_run(ds_applier *a, ds_err *err)
 {
 	for (;;) {
@@ -1878,6 +1904,10 @@ int ds_applier_run(ds_applier *a, ds_err *err)
 		if (stop)
 			return 0;
 		rc = ds_applier_pass(a, err);
+		if (rc == -ENOSPC) {
+			ledger_full_wait(a, err);
+			continue;
+		}
 		if (rc < 0 && rc != -EBUSY)
 			return rc;
 		if ((size_t)rc >= a->cfg.pass_max)

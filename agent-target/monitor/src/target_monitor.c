@@ -42,6 +42,10 @@ static const ds_metric_def defs[] = {
      "Objects the applier put back to try again later after a transient failure (429, 5xx, "
      "timeout, reset connection) that the API client's own retries did not overcome.",
      "", NULL, 0},
+    {"drasync_target_apply_ledger_full_total", DS_METRIC_COUNTER,
+     "Applier passes rolled back because the ledger's filesystem was full (each is tried "
+     "again).",
+     "", NULL, 0},
     {"drasync_target_kube_requests_total", DS_METRIC_COUNTER,
      "Requests sent to the target's API server, retries included.", "", NULL, 0},
     {"drasync_target_kube_retries_total", DS_METRIC_COUNTER,
@@ -180,6 +184,8 @@ static void collect(void *ud, ds_metrics *mx)
 		ds_metrics_set(mx, "drasync_target_apply_api_reads_total", NULL,
 			       (double)as.api_reads);
 		ds_metrics_set(mx, "drasync_target_apply_retries_total", NULL, (double)as.retried);
+		ds_metrics_set(mx, "drasync_target_apply_ledger_full_total", NULL,
+			       (double)as.ledger_full);
 	}
 	if (m->kube) {
 		struct ds_kube_transport_stats ts;

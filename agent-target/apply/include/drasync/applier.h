@@ -88,6 +88,11 @@ typedef struct ds_applier_config {
 	 * resource.k8s.io version are read again, at most this often; 0: 30000. Set on the
 	 * client (ds_kube_discovery_set_refresh_interval). */
 	int discovery_refresh_ms;
+	/* The ledger's filesystem full (-ENOSPC): ds_applier_run() does not return but
+	 * calls this (may be NULL) and tries again after ledger_full_retry_ms (0: 5000);
+	 * the pass's outcomes were rolled back, its objects are applied again. */
+	void (*on_ledger_full)(void *ud, const char *msg, int retry_ms);
+	int ledger_full_retry_ms;
 	/* Only objects that go to these target namespaces (failover, failback); n 0: all. */
 	const char *const *namespaces;
 	size_t n_namespaces;
@@ -100,6 +105,7 @@ typedef struct ds_applier_stats {
 	uint64_t api_reads;  /* get: preflight, tombstones, re-create */
 	uint64_t applied, unchanged, recreated, failed, waiting, retried, held, skipped;
 	uint64_t deleted, kept;
+	uint64_t ledger_full; /* passes whose outcomes the full ledger could not keep */
 } ds_applier_stats;
 
 /** Open the ledger's state tables and ask discovery which resource.k8s.io version to use. */
@@ -113,7 +119,11 @@ void ds_applier_free(ds_applier *a);
  */
 int ds_applier_pass(ds_applier *a, ds_err *err);
 
-/** Pass after pass until ds_applier_stop(); sleeps when idle until notified or 1 s. */
+/**
+ * Pass after pass until ds_applier_stop(); sleeps when idle until notified or
+ * 1 s. A full ledger filesystem is waited out (on_ledger_full); other ledger
+ * errors end it. @return 0 once stopped, or the negative errno of the ledger
+ */
 int ds_applier_run(ds_applier *a, ds_err *err);
 
 /** Wake the loop: records were committed. Safe from any thread. */
