@@ -14,6 +14,7 @@
 #include "dstest.h"
 #include "testutil.h"
 #include "tu_kube.h"
+#include "tu_proxy.h"
 #include "tu_site.h"
 
 #include <jansson.h>
@@ -576,6 +577,7 @@ static void test_itest_failover__sigkill_during_failover_then_again_finishes(voi
 	enum { N = 40 };
 	char log[1200], *text;
 	struct tu_run r;
+	tu_proxy *api;
 	json_t *st, *o;
 	long long end, t0;
 	int pid, code, at_kill = 0;
@@ -594,12 +596,17 @@ static void test_itest_failover__sigkill_during_failover_then_again_finishes(voi
 	}
 	tu_site_sender_stop(&F.s);
 
+	/* Through the fault proxy, every second write answered 429 Retry-After 1:
+	 * the run takes some 20 s, however fast the API server, and the kill
+	 * lands midway. */
+	api = tu_proxy_start_api(F.s.kubeconfig, F.s.dir);
+	tu_proxy_faults(api, "429", 0.5, 1, NULL);
 	snprintf(log, sizeof(log), "%s/failover-killed.log", F.s.dir);
 	tu_write_file(log, "");
 	t0 = tu_now_ms();
 	pid = tu_spawn(log, (const char *[]){tu_env("DS_TARGET_BIN"), "failover", "--config",
-					     F.s.cfg, "--kubeconfig", F.s.kubeconfig, "--timeout",
-					     "60s", "--force", NULL});
+					     F.s.cfg, "--kubeconfig", tu_proxy_kubeconfig(api),
+					     "--timeout", "60s", "--force", NULL});
 	/* Killed with some workloads active, not all. */
 	for (end = tu_now_ms() + 60000;;) {
 		at_kill = deployments_active();
@@ -611,6 +618,7 @@ static void test_itest_failover__sigkill_during_failover_then_again_finishes(voi
 	}
 	kill(pid, SIGKILL);
 	code = tu_wait_exit(pid, 10000);
+	tu_proxy_stop(api);
 	text = tu_read_file(log, NULL);
 	at_kill = deployments_active();
 	fprintf(stderr,
