@@ -269,11 +269,11 @@ static void on_snapshot_required(void *ud, uint64_t target_committed_seq)
 	pthread_mutex_unlock(&r->lock);
 }
 
-static void on_result(void *ud, uint64_t seq, enum ds_result_status status, const char *message)
+static void on_results(void *ud, const ds_wire_result *v, size_t n)
 {
 	struct run *r = ud;
 
-	ds_exporter_on_result(r->ex, seq, status, message);
+	ds_exporter_on_results(r->ex, v, n);
 }
 
 /* ---- the sender's thread ---------------------------------------------------------- */
@@ -767,7 +767,7 @@ static int start(struct run *r)
 	sc.cluster_name = ds_source_config_cluster_name(r->cfg);
 	sc.on_event = on_link_event;
 	sc.event_ud = r;
-	sc.on_result = on_result;
+	sc.on_results = on_results;
 	sc.on_snapshot_required = on_snapshot_required;
 	sc.ud = r;
 	rc = ds_sender_new(&r->sender, &sc, &err);

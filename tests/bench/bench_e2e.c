@@ -825,7 +825,11 @@ static void check_alive(struct session *s)
 	}
 }
 
-/* Wait until want objects named prefix-... are applied; the seconds since t0. */
+/*
+ * Wait until want objects named prefix-... are applied; the seconds since t0.
+ * Every 200 ms: the count reads the whole ledger, and polling it every 25 ms
+ * took 6 CPU s of a 55 s sync from the agents and API servers it measures.
+ */
 static double wait_applied(const struct opts *o, struct session *s, const char *prefix, long want,
 			   double t0)
 {
@@ -836,7 +840,7 @@ static double wait_applied(const struct opts *o, struct session *s, const char *
 		double now;
 		long applied;
 
-		msleep(25);
+		msleep(200);
 		now = now_s();
 		applied = ledger_applied(s, prefix);
 		if (applied >= want)

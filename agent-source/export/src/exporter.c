@@ -1623,17 +1623,16 @@ void ds_exporter_on_snapshot_required(void *ud, uint64_t target_committed_seq)
 
 /* ---- results ---------------------------------------------------------------------- */
 
-void ds_exporter_on_result(void *ud, uint64_t seq, enum ds_result_status status,
-			   const char *message)
+/* One result, ex->rmu held: stored on the object; news logged once per object and reason. */
+static int result_locked(ds_exporter *ex, uint64_t seq, enum ds_result_status status,
+			 const char *message)
 {
-	ds_exporter *ex = ud;
 	ds_index_row row;
 	bool changed = false;
 	ds_err err = {0};
 	char e1[700], e2[400];
 	int rc;
 
-	pthread_mutex_lock(&ex->rmu);
 	if (status > 0 && status < DS_RESULT_STATUS_MAX)
 		ex->results[status]++;
 	rc = ds_object_index_result(ex->ridx, seq, status, message, &row, &changed, &err);
@@ -1651,6 +1650,48 @@ void ds_exporter_on_result(void *ud, uint64_t seq, enum ds_result_status status,
 	else if (rc < 0 && rc != -ENOENT)
 		ds_log(DS_LOG_ERROR, "result_not_recorded", "seq=%llu error=%s",
 		       (unsigned long long)seq, q(err.msg, e1, sizeof(e1)));
+	return rc == -ENOENT ? 0 : rc;
+}
+
+void ds_exporter_on_result(void *ud, uint64_t seq, enum ds_result_status status,
+			   const char *message)
+{
+	ds_exporter *ex = ud;
+
+	pthread_mutex_lock(&ex->rmu);
+	result_locked(ex, seq, status, message);
+	pthread_mutex_unlock(&ex->rmu);
+}
+
+void ds_exporter_on_results(void *ud, const ds_wire_result *v, size_t n)
+{
+	ds_exporter *ex = ud;
+	ds_err err = {0};
+	char e[400];
+	int rc = 0;
+
+	pthread_mutex_lock(&ex->rmu);
+	/* One transaction for the Ack's results: without it, each is a commit of
+	 * its own (two per object, an fsync each). */
+	if (n > 1 && ds_object_index_begin(ex->ridx, &err) < 0) {
+		ds_log(DS_LOG_WARN, "result_batch", "error=%s detail=\"one result at a time\"",
+		       q(err.msg, e, sizeof(e)));
+		for (size_t i = 0; i < n; i++)
+			result_locked(ex, v[i].seq, v[i].status, v[i].message);
+		pthread_mutex_unlock(&ex->rmu);
+		return;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = result_locked(ex, v[i].seq, v[i].status, v[i].message);
+	if (n > 1) {
+		if (rc == 0)
+			rc = ds_object_index_commit(ex->ridx, &err);
+		else
+			ds_object_index_rollback(ex->ridx);
+		if (rc < 0)
+			ds_log(DS_LOG_ERROR, "result_not_recorded", "results=%zu error=%s", n,
+			       q(err.msg[0] ? err.msg : strerror(-rc), e, sizeof(e)));
+	}
 	pthread_mutex_unlock(&ex->rmu);
 }
 

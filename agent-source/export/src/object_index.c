@@ -16,6 +16,7 @@ struct ds_object_index {
 	uint64_t gen;
 	sqlite3_stmt *get;
 	sqlite3_stmt *mark;
+	sqlite3_stmt *res_get, *res_set; /* ds_object_index_result(), prepared once */
 	/* strings of the last row handed out by get/result */
 	char buf[2048];
 };
@@ -193,6 +194,8 @@ void ds_object_index_free(ds_object_index *idx)
 		return;
 	sqlite3_finalize(idx->get);
 	sqlite3_finalize(idx->mark);
+	sqlite3_finalize(idx->res_get);
+	sqlite3_finalize(idx->res_set);
 	sqlite3_close(idx->db);
 	free(idx);
 }
@@ -550,25 +553,59 @@ int ds_object_index_snapshot_done(ds_object_index *idx, bool *done, ds_err *err)
 
 /* ---- results ---- */
 
+/* A statement of idx kept for its life: prepared the first time, reset after. */
+static int kept(ds_object_index *idx, sqlite3_stmt **st, const char *sql, ds_err *err)
+{
+	int rc;
+
+	if (*st) {
+		sqlite3_reset(*st);
+		sqlite3_clear_bindings(*st);
+		return 0;
+	}
+	rc = sqlite3_prepare_v3(idx->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+	return rc == SQLITE_OK ? 0 : fail(idx->db, rc, "result", err);
+}
+
+int ds_object_index_begin(ds_object_index *idx, ds_err *err)
+{
+	return exec(idx->db, "BEGIN IMMEDIATE", err);
+}
+
+int ds_object_index_commit(ds_object_index *idx, ds_err *err)
+{
+	int rc = exec(idx->db, "COMMIT", err);
+
+	if (rc < 0)
+		exec(idx->db, "ROLLBACK", NULL);
+	return rc;
+}
+
+void ds_object_index_rollback(ds_object_index *idx)
+{
+	if (!sqlite3_get_autocommit(idx->db))
+		exec(idx->db, "ROLLBACK", NULL);
+}
+
 int ds_object_index_result(ds_object_index *idx, uint64_t seq, enum ds_result_status status,
 			   const char *message, ds_index_row *row, bool *changed, ds_err *err)
 {
-	sqlite3_stmt *st = NULL, *up = NULL;
+	/* Inside ds_object_index_begin()'s transaction when the caller records a batch. */
+	bool own_txn = sqlite3_get_autocommit(idx->db) != 0;
+	sqlite3_stmt *st, *up;
 	ds_index_row r;
 	bool diff;
 	int rc;
 
 	if (!message)
 		message = "";
-	rc = exec(idx->db, "BEGIN IMMEDIATE", err);
+	rc = own_txn ? exec(idx->db, "BEGIN IMMEDIATE", err) : 0;
 	if (rc < 0)
 		return rc;
-	rc = sqlite3_prepare_v2(idx->db, "SELECT " ROW_COLS " FROM export_objects WHERE seq = ?",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK) {
-		rc = fail(idx->db, rc, "result", err);
+	rc = kept(idx, &idx->res_get, "SELECT " ROW_COLS " FROM export_objects WHERE seq = ?", err);
+	if (rc < 0)
 		goto out;
-	}
+	st = idx->res_get;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE) {
@@ -596,22 +633,21 @@ int ds_object_index_result(ds_object_index *idx, uint64_t seq, enum ds_result_st
 	}
 	diff = r.result_status != (int)status || strcmp(r.result_message, message) != 0;
 	row_keep(idx, &r);
-	sqlite3_finalize(st);
-	st = NULL;
-	rc = sqlite3_prepare_v2(idx->db,
-				"UPDATE export_objects SET result_status = ?, result_message = ?, "
-				"result_seq = ? WHERE key = ?",
-				-1, &up, NULL);
-	if (rc != SQLITE_OK) {
-		rc = fail(idx->db, rc, "result", err);
+	sqlite3_reset(st);
+	rc = kept(idx, &idx->res_set,
+		  "UPDATE export_objects SET result_status = ?, result_message = ?, "
+		  "result_seq = ? WHERE key = ?",
+		  err);
+	if (rc < 0)
 		goto out;
-	}
+	up = idx->res_set;
 	sqlite3_bind_int(up, 1, (int)status);
 	sqlite3_bind_text(up, 2, message, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(up, 3, (sqlite3_int64)seq);
 	sqlite3_bind_text(up, 4, r.key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(up);
 	rc = rc == SQLITE_DONE ? 0 : fail(idx->db, rc, "result", err);
+	sqlite3_reset(up);
 	if (rc == 0) {
 		r.result_status = (int)status;
 		if (row)
@@ -620,8 +656,10 @@ int ds_object_index_result(ds_object_index *idx, uint64_t seq, enum ds_result_st
 			*changed = diff;
 	}
 out:
-	sqlite3_finalize(st);
-	sqlite3_finalize(up);
+	if (idx->res_get)
+		sqlite3_reset(idx->res_get);
+	if (!own_txn)
+		return rc; /* the batch's commit or rollback decides */
 	if (rc < 0) {
 		exec(idx->db, "ROLLBACK", NULL);
 		return rc;

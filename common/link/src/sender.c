@@ -422,7 +422,12 @@ static void on_ack(ds_sender *s, const ds_wire_ack *a)
 	s->granted = a->committed_seq + a->credit;
 	s->last_progress = ds_now_ms();
 	atomic_store(&s->unapplied, a->unapplied);
-	if (s->cfg.on_result) {
+	if (s->cfg.on_results) {
+		if (a->n_results)
+			s->cfg.on_results(s->cfg.ud, a->results, a->n_results);
+		if (a->n_applied)
+			s->cfg.on_results(s->cfg.ud, a->applied, a->n_applied);
+	} else if (s->cfg.on_result) {
 		for (size_t i = 0; i < a->n_results; i++)
 			s->cfg.on_result(s->cfg.ud, a->results[i].seq, a->results[i].status,
 					 a->results[i].message);

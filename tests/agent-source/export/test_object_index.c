@@ -371,6 +371,42 @@ static void test_object_index__results_map_to_the_latest_record(void **state)
 	}
 }
 
+/* An Ack's results in one transaction: all of them kept on commit, none on rollback. */
+static void test_object_index__results_in_a_batch(void **state)
+{
+	struct fx *f = *state;
+	ds_record r[2] = {upsert("v1", "ConfigMap", "ml", "a", "1", "{}"),
+			  upsert("v1", "ConfigMap", "ml", "b", "2", "{}")};
+	ds_index_row row;
+	ds_err err = {0};
+
+	assert_int_equal(ds_object_index_push(f->idx, f->ob, r, 2, NULL, &err), 0);
+	assert_int_equal(ds_object_index_begin(f->idx, &err), 0);
+	assert_int_equal(ds_object_index_result(f->idx, 1, DS_RESULT_APPLIED, "", NULL, NULL, &err),
+			 0);
+	assert_int_equal(ds_object_index_result(f->idx, 99, DS_RESULT_OK, "", NULL, NULL, &err),
+			 -ENOENT); /* no object's: the batch goes on */
+	assert_int_equal(
+	    ds_object_index_result(f->idx, 2, DS_RESULT_WAITING, "claim", NULL, NULL, &err), 0);
+	assert_int_equal(ds_object_index_commit(f->idx, &err), 0);
+	/* reopened: what the commit kept is on disk */
+	ds_object_index_free(f->idx);
+	assert_int_equal(ds_object_index_open(&f->idx, f->path, &err), 0);
+	assert_int_equal(ds_object_index_get(f->idx, "/ConfigMap/ml/a", &row, &err), 0);
+	assert_int_equal(row.result_status, DS_RESULT_APPLIED);
+	assert_int_equal(ds_object_index_get(f->idx, "/ConfigMap/ml/b", &row, &err), 0);
+	assert_int_equal(row.result_status, DS_RESULT_WAITING);
+	assert_string_equal(row.result_message, "claim");
+
+	assert_int_equal(ds_object_index_begin(f->idx, &err), 0);
+	assert_int_equal(ds_object_index_result(f->idx, 1, DS_RESULT_FAILED, "x", NULL, NULL, &err),
+			 0);
+	ds_object_index_rollback(f->idx);
+	ds_object_index_rollback(f->idx); /* outside a transaction: nothing */
+	assert_int_equal(ds_object_index_get(f->idx, "/ConfigMap/ml/a", &row, &err), 0);
+	assert_int_equal(row.result_status, DS_RESULT_APPLIED);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -378,6 +414,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_object_index__keys_do_not_depend_on_the_version),
 	    T(test_object_index__push_remembers_hash_uid_and_seq),
+	    T(test_object_index__results_in_a_batch),
 	    T(test_object_index__a_failed_index_update_pushes_nothing),
 	    T(test_object_index__mark_and_sweep_across_passes),
 	    T(test_object_index__forgetting_a_namespace_leaves_no_tombstones),

@@ -51,6 +51,7 @@
 #include "drasync/err.h"
 #include "drasync/kube_client.h"
 #include "drasync/record.h"
+#include "drasync/wire.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -144,6 +145,9 @@ void ds_exporter_request_snapshot(ds_exporter *ex);
  */
 void ds_exporter_on_result(void *ud, uint64_t seq, enum ds_result_status status,
 			   const char *message);
+
+/** ds_sender_config.on_results: the same for an Ack's results, in one index transaction. */
+void ds_exporter_on_results(void *ud, const ds_wire_result *v, size_t n);
 
 /**
  * Whether a snapshot was asked for and no pass has sent it yet: interval and

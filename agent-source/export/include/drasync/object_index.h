@@ -158,6 +158,15 @@ int ds_object_index_snapshot_done(ds_object_index *idx, bool *done, ds_err *err)
 int ds_object_index_result(ds_object_index *idx, uint64_t seq, enum ds_result_status status,
 			   const char *message, ds_index_row *row, bool *changed, ds_err *err);
 
+/**
+ * A batch of results in one transaction (one commit, one fsync, for an Ack's
+ * worth): ds_object_index_result() calls between begin and commit are part of
+ * it. A failed commit rolls back; rollback is a no-op outside a transaction.
+ */
+int ds_object_index_begin(ds_object_index *idx, ds_err *err);
+int ds_object_index_commit(ds_object_index *idx, ds_err *err);
+void ds_object_index_rollback(ds_object_index *idx);
+
 /* ---- small durable values (pass times and counts) ---- */
 
 int ds_object_index_meta_get(ds_object_index *idx, const char *key, int64_t *value, ds_err *err);

@@ -19,6 +19,7 @@
 #include "drasync/keys.h"
 #include "drasync/record.h"
 #include "drasync/transport.h"
+#include "drasync/wire.h"
 
 #include <stdint.h>
 
@@ -43,6 +44,9 @@ typedef struct ds_sender_config {
 	 * Ack, for the newest record of each object. */
 	void (*on_result)(void *ud, uint64_t seq, enum ds_result_status status,
 			  const char *message);
+	/* The same an Ack at a time (commit results, then apply results); when set,
+	 * on_result is not called. */
+	void (*on_results)(void *ud, const ds_wire_result *v, size_t n);
 	/* The target needs a snapshot: push SNAPSHOT_BEGIN, every object, SNAPSHOT_END. */
 	void (*on_snapshot_required)(void *ud, uint64_t target_committed_seq);
 	void *ud;
