@@ -1653,37 +1653,24 @@ static int result_locked(ds_exporter *ex, uint64_t seq, enum ds_result_status st
 	return rc == -ENOENT ? 0 : rc;
 }
 
-void ds_exporter_on_result(void *ud, uint64_t seq, enum ds_result_status status,
-			   const char *message)
-{
-	ds_exporter *ex = ud;
-
-	pthread_mutex_lock(&ex->rmu);
-	result_locked(ex, seq, status, message);
-	pthread_mutex_unlock(&ex->rmu);
-}
-
 void ds_exporter_on_results(void *ud, const ds_wire_result *v, size_t n)
 {
 	ds_exporter *ex = ud;
 	ds_err err = {0};
 	char e[400];
+	bool batch;
 	int rc = 0;
 
 	pthread_mutex_lock(&ex->rmu);
 	/* One transaction for the Ack's results: without it, each is a commit of
-	 * its own (two per object, an fsync each). */
-	if (n > 1 && ds_object_index_begin(ex->ridx, &err) < 0) {
+	 * its own (two per object, an fsync each), as when begin fails. */
+	batch = n > 1 && ds_object_index_begin(ex->ridx, &err) == 0;
+	if (n > 1 && !batch)
 		ds_log(DS_LOG_WARN, "result_batch", "error=%s detail=\"one result at a time\"",
 		       q(err.msg, e, sizeof(e)));
-		for (size_t i = 0; i < n; i++)
-			result_locked(ex, v[i].seq, v[i].status, v[i].message);
-		pthread_mutex_unlock(&ex->rmu);
-		return;
-	}
-	for (size_t i = 0; i < n && rc == 0; i++)
+	for (size_t i = 0; i < n && (rc == 0 || !batch); i++)
 		rc = result_locked(ex, v[i].seq, v[i].status, v[i].message);
-	if (n > 1) {
+	if (batch) {
 		if (rc == 0)
 			rc = ds_object_index_commit(ex->ridx, &err);
 		else

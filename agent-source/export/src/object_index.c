@@ -661,13 +661,10 @@ out:
 	if (!own_txn)
 		return rc; /* the batch's commit or rollback decides */
 	if (rc < 0) {
-		exec(idx->db, "ROLLBACK", NULL);
+		ds_object_index_rollback(idx);
 		return rc;
 	}
-	rc = exec(idx->db, "COMMIT", err);
-	if (rc < 0)
-		exec(idx->db, "ROLLBACK", NULL);
-	return rc;
+	return ds_object_index_commit(idx, err);
 }
 
 /* ---- meta and counts ---- */

@@ -427,16 +427,9 @@ static void on_ack(ds_sender *s, const ds_wire_ack *a)
 			s->cfg.on_results(s->cfg.ud, a->results, a->n_results);
 		if (a->n_applied)
 			s->cfg.on_results(s->cfg.ud, a->applied, a->n_applied);
-	} else if (s->cfg.on_result) {
-		for (size_t i = 0; i < a->n_results; i++)
-			s->cfg.on_result(s->cfg.ud, a->results[i].seq, a->results[i].status,
-					 a->results[i].message);
-		for (size_t i = 0; i < a->n_applied; i++)
-			s->cfg.on_result(s->cfg.ud, a->applied[i].seq, a->applied[i].status,
-					 a->applied[i].message);
 	}
 	/* Published last: whoever sees a seq acknowledged (a `once` run waiting
-	 * for it) also finds its results handed to on_result. */
+	 * for it) also finds its results handed to on_results. */
 	if (advance)
 		atomic_store(&s->acked, a->committed_seq);
 }

@@ -194,7 +194,7 @@ static void agent_start(struct site *s, long page, size_t batch, int watch_timeo
 	sc.keys = tu_target_source_keys(s->t);
 	sc.outbox_path = db;
 	sc.cluster_name = "itest-source";
-	sc.on_result = ds_exporter_on_result;
+	sc.on_results = ds_exporter_on_results;
 	sc.on_snapshot_required = ds_exporter_on_snapshot_required;
 	sc.ud = s->ex;
 	if (ds_sender_new(&s->tx, &sc, &err) < 0)

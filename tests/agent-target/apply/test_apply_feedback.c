@@ -67,6 +67,12 @@ static void on_result(void *ud, uint64_t seq, enum ds_result_status st, const ch
 	pthread_mutex_unlock(&l->mu);
 }
 
+static void on_results(void *ud, const ds_wire_result *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		on_result(ud, v[i].seq, v[i].status, v[i].message);
+}
+
 static void *rx_main(void *arg)
 {
 	struct link *l = arg;
@@ -157,7 +163,7 @@ static void link_start(struct link *l)
 	sc.outbox_path = l->outbox;
 	sc.cluster_name = SOURCE;
 	sc.batch_records = 10;
-	sc.on_result = on_result;
+	sc.on_results = on_results;
 	sc.ud = l;
 	if (ds_sender_new(&l->s, &sc, &err) < 0)
 		fail_msg("sender: %s", err.msg);

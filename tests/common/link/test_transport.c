@@ -346,6 +346,12 @@ static void on_result(void *ud, uint64_t seq, enum ds_result_status st, const ch
 		tx->duplicates++;
 }
 
+static void on_results(void *ud, const ds_wire_result *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		on_result(ud, v[i].seq, v[i].status, v[i].message);
+}
+
 static void tx_new(struct tx *tx, const char *dir, const char *name, const char *endpoint,
 		   const ds_keypair *server, const ds_keypair *client, size_t batch)
 {
@@ -366,7 +372,7 @@ static void tx_new(struct tx *tx, const char *dir, const char *name, const char 
 		cfg.batch_records = batch;
 	cfg.on_event = on_event;
 	cfg.event_ud = &tx->ev;
-	cfg.on_result = on_result;
+	cfg.on_results = on_results;
 	cfg.ud = tx;
 	if (ds_sender_new(&tx->s, &cfg, &err) < 0)
 		fail_msg("sender: %s", err.msg);
@@ -613,6 +619,12 @@ static void slow_result(void *ud, uint64_t seq, enum ds_result_status st, const 
 	__atomic_add_fetch(&tx->results, 1, __ATOMIC_SEQ_CST);
 }
 
+static void slow_results(void *ud, const ds_wire_result *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		slow_result(ud, v[i].seq, v[i].status, v[i].message);
+}
+
 static void *tx_forever(void *arg)
 {
 	struct tx *tx = arg;
@@ -654,7 +666,7 @@ static void test_transport__acked_seq_shows_after_its_results(void **state)
 	cfg.batch_records = 50;
 	cfg.on_event = on_event;
 	cfg.event_ud = &tx.ev;
-	cfg.on_result = slow_result;
+	cfg.on_results = slow_results;
 	cfg.ud = &tx;
 	assert_int_equal(ds_sender_new(&tx.s, &cfg, &err), 0);
 	assert_int_equal(pthread_create(&tx.thread, NULL, tx_forever, &tx), 0);

@@ -44,7 +44,7 @@
  *
  * Threads: ds_exporter_pass() and ds_exporter_watch() run on one thread;
  * ds_exporter_stop(), ds_exporter_request_snapshot() and the sender
- * callbacks (ds_exporter_on_result(), ds_exporter_on_snapshot_required())
+ * callbacks (ds_exporter_on_results(), ds_exporter_on_snapshot_required())
  * may be called from any other.
  */
 
@@ -139,14 +139,11 @@ void ds_exporter_stop(ds_exporter *ex);
 void ds_exporter_request_snapshot(ds_exporter *ex);
 
 /**
- * ds_sender_config.on_result with ud = the exporter: the target's result for
- * record seq is stored on the object in the index; failed and skipped ones
- * are logged as warnings once per object and reason. Any thread.
+ * ds_sender_config.on_results with ud = the exporter: the target's results
+ * for an Ack's records are stored on the objects in the index, in one
+ * transaction; failed and skipped ones are logged as warnings once per
+ * object and reason. Any thread.
  */
-void ds_exporter_on_result(void *ud, uint64_t seq, enum ds_result_status status,
-			   const char *message);
-
-/** ds_sender_config.on_results: the same for an Ack's results, in one index transaction. */
 void ds_exporter_on_results(void *ud, const ds_wire_result *v, size_t n);
 
 /**

@@ -38,14 +38,11 @@ typedef struct ds_sender_config {
 	ds_transport_tuning tuning;
 	ds_transport_event_fn on_event; /* may be NULL */
 	void *event_ud;
-	/* Per-record result from the target (may be NULL): the commit result
-	 * (ok, duplicate, failed, skipped) when the Ack commits the record, then
-	 * the apply result (applied, waiting, held, failed, skipped) in a later
-	 * Ack, for the newest record of each object. */
-	void (*on_result)(void *ud, uint64_t seq, enum ds_result_status status,
-			  const char *message);
-	/* The same an Ack at a time (commit results, then apply results); when set,
-	 * on_result is not called. */
+	/* Per-record results from the target, an Ack's at a time (may be NULL): the
+	 * commit results (ok, duplicate, failed, skipped) of the records the Ack
+	 * commits, then the apply results (applied, waiting, held, failed,
+	 * skipped) of records committed earlier, for the newest record of each
+	 * object. */
 	void (*on_results)(void *ud, const ds_wire_result *v, size_t n);
 	/* The target needs a snapshot: push SNAPSHOT_BEGIN, every object, SNAPSHOT_END. */
 	void (*on_snapshot_required)(void *ud, uint64_t target_committed_seq);
@@ -74,7 +71,7 @@ void ds_sender_wake(ds_sender *s);
 
 /**
  * The highest seq the target acknowledged so far. The results its Ack carried
- * have been handed to on_result by the time the seq shows here.
+ * have been handed to on_results by the time the seq shows here.
  */
 uint64_t ds_sender_acked(const ds_sender *s);
 
