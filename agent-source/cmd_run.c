@@ -22,7 +22,7 @@
 #include "drasync/sender.h"
 #include "drasync/source_config.h"
 #include "drasync/source_monitor.h"
-#include "drasync/sqlite_util.h"
+#include "drasync/store.h"
 #include "drasync/stop_signals.h"
 
 #include <errno.h>
@@ -612,7 +612,7 @@ static int check_outbox(const struct run *r)
 		fprintf(stderr, "drasync-source run: stateDir path too long\n");
 		return 2;
 	}
-	rc = ds_sqlite_check(db, &err);
+	rc = ds_store_check(db, &err);
 	if (rc == 0)
 		return 0;
 	fprintf(stderr, "drasync-source run: %s\n", err.msg);

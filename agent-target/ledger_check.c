@@ -5,7 +5,7 @@
  */
 #include "commands.h"
 
-#include "drasync/sqlite_util.h"
+#include "drasync/store.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 int ds_target_check_ledger(const char *cmd, const char *ledger)
 {
 	ds_err err = {0};
-	int rc = ds_sqlite_check(ledger, &err);
+	int rc = ds_store_check(ledger, &err);
 
 	if (rc == 0)
 		return 0;

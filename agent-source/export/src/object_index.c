@@ -1,7 +1,7 @@
 #include "drasync/object_index.h"
 
 #include "drasync/buf.h"
-#include "drasync/sqlite_util.h"
+#include "drasync/schemas.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -12,7 +12,8 @@
 #define MARK_CHUNK 512
 
 struct ds_object_index {
-	sqlite3 *db;
+	ds_store *store;
+	sqlite3 *db; /* the store's connection */
 	uint64_t gen;
 	sqlite3_stmt *get;
 	sqlite3_stmt *mark;
@@ -20,17 +21,6 @@ struct ds_object_index {
 	/* strings of the last row handed out by get/result */
 	char buf[2048];
 };
-
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS export_meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS export_objects(key TEXT PRIMARY KEY, api_version TEXT NOT NULL,"
-    " grp TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,"
-    " uid TEXT NOT NULL DEFAULT '', hash BLOB, seq INTEGER NOT NULL, seen INTEGER NOT NULL,"
-    " deleted INTEGER NOT NULL DEFAULT 0, result_status INTEGER, result_message TEXT,"
-    " result_seq INTEGER);"
-    "CREATE INDEX IF NOT EXISTS export_objects_by_seq ON export_objects(seq);"
-    "CREATE INDEX IF NOT EXISTS export_objects_by_kind ON export_objects(kind, namespace);"
-    "CREATE INDEX IF NOT EXISTS export_objects_by_ns ON export_objects(namespace);";
 
 #define ROW_COLS                                                                                   \
 	"key, api_version, kind, namespace, name, uid, hash, seq, seen, deleted, result_status, "  \
@@ -41,7 +31,7 @@ static int fail(sqlite3 *db, int rc, const char *what, ds_err *err)
 	char w[sizeof(err->msg)];
 
 	snprintf(w, sizeof(w), "object index: %s", what);
-	return ds_sqlite_fail(db, rc, w, err);
+	return ds_store_fail_db(db, rc, w, err);
 }
 
 static int exec(sqlite3 *db, const char *sql, ds_err *err)
@@ -160,9 +150,9 @@ int ds_object_index_open(ds_object_index **out, const char *path, ds_err *err)
 
 	if (!idx)
 		return ds_err_fallback(err, -ENOMEM);
-	rc = ds_sqlite_open(&idx->db, path, err);
+	rc = ds_outbox_file_open(&idx->store, path, 0, err);
 	if (rc == 0)
-		rc = exec(idx->db, schema, err);
+		idx->db = ds_store_db(idx->store);
 	if (rc < 0)
 		goto out;
 	rc = meta_get(idx->db, "generation", &gen, err);
@@ -196,7 +186,7 @@ void ds_object_index_free(ds_object_index *idx)
 	sqlite3_finalize(idx->mark);
 	sqlite3_finalize(idx->res_get);
 	sqlite3_finalize(idx->res_set);
-	sqlite3_close(idx->db);
+	ds_store_free(idx->store);
 	free(idx);
 }
 

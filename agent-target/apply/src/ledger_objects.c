@@ -2,7 +2,7 @@
 
 #include "drasync/buf.h"
 #include "drasync/object_state.h"
-#include "drasync/sqlite_util.h"
+#include "drasync/schemas.h"
 #include "drasync/wire.h"
 
 #include <errno.h>
@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 struct reader {
-	sqlite3 *db;
+	ds_store *store;
+	sqlite3 *db; /* the store's connection */
 	const char *const *kinds;
 	ds_ledger_object *v;
 	size_t n, cap;
@@ -22,8 +23,7 @@ struct reader {
 
 static int db_fail(sqlite3 *db, const char *what, ds_err *err)
 {
-	ds_err_set(err, "ledger: %s: %s", what, sqlite3_errmsg(db));
-	return -EIO;
+	return ds_store_fail_db(db, sqlite3_errcode(db), what, err);
 }
 
 static char *col_dup(sqlite3_stmt *q, int i)
@@ -161,7 +161,7 @@ static int read_all(struct reader *rd, ds_err *err)
 	char in[1200], sql[2400];
 	int rc;
 
-	if (ds_sqlite_has_table(rd->db, "object_state")) {
+	if (ds_store_has_table(rd->store, "object_state")) {
 		kinds_clause(rd->kinds, "o.kind", in, sizeof(in));
 		snprintf(sql, sizeof(sql),
 			 "SELECT o.source, o.key, o.op, o.state, o.namespace, o.kind, o.name,"
@@ -225,16 +225,11 @@ int ds_ledger_objects_read(const char *path, const char *const *kinds, ds_ledger
 	rd.index = json_object();
 	if (!rd.index)
 		return -ENOMEM;
-	rc = sqlite3_open_v2(path, &rd.db, SQLITE_OPEN_READONLY, NULL);
-	if (rc != SQLITE_OK) {
-		ds_err_set(err, "cannot open the ledger %s: %s", path,
-			   rd.db ? sqlite3_errmsg(rd.db) : sqlite3_errstr(rc));
-		rc = -EIO;
+	rc = ds_ledger_open(&rd.store, path, DS_STORE_READONLY, err);
+	if (rc < 0)
 		goto out;
-	}
-	sqlite3_busy_timeout(rd.db, 5000);
-	rc = 0;
-	if (!ds_sqlite_has_table(rd.db, "records"))
+	rd.db = ds_store_db(rd.store);
+	if (!ds_store_has_table(rd.store, "records"))
 		goto out; /* nothing received yet */
 	/* One read transaction: the applier's rows and the records after its cursor agree. */
 	if (sqlite3_exec(rd.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
@@ -242,9 +237,9 @@ int ds_ledger_objects_read(const char *path, const char *const *kinds, ds_ledger
 		goto out;
 	}
 	rc = read_all(&rd, err);
-	sqlite3_exec(rd.db, "COMMIT", NULL, NULL, NULL);
+	ds_store_rollback(rd.store); /* a read: nothing to commit */
 out:
-	sqlite3_close(rd.db);
+	ds_store_free(rd.store);
 	json_decref(rd.index);
 	if (rc < 0) {
 		ds_ledger_objects_free(rd.v, rd.n);

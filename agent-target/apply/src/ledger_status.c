@@ -2,7 +2,7 @@
 
 #include "drasync/buf.h"
 
-#include "drasync/sqlite_util.h"
+#include "drasync/schemas.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -13,8 +13,7 @@
 
 static int fail(sqlite3 *db, const char *what, ds_err *err)
 {
-	ds_err_set(err, "ledger: %s: %s", what, sqlite3_errmsg(db));
-	return -EIO;
+	return ds_store_fail_db(db, sqlite3_errcode(db), what, err);
 }
 
 static char *dup_col(sqlite3_stmt *q, int i)
@@ -275,6 +274,7 @@ int ds_ledger_status_read_mapped(const char *path, size_t max_items,
 				 void *map_ud, ds_ledger_status **out, ds_err *err)
 {
 	ds_ledger_status *st;
+	ds_store *store = NULL;
 	sqlite3 *db = NULL;
 	int rc;
 
@@ -288,16 +288,11 @@ int ds_ledger_status_read_mapped(const char *path, size_t max_items,
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return ds_err_fallback(err, -ENOMEM);
-	rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
-	if (rc != SQLITE_OK) {
-		ds_err_set(err, "cannot open the ledger %s: %s", path,
-			   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-		rc = -EIO;
+	rc = ds_ledger_open(&store, path, DS_STORE_READONLY, err);
+	if (rc < 0)
 		goto out;
-	}
-	sqlite3_busy_timeout(db, 5000);
-	rc = 0;
-	if (!ds_sqlite_has_table(db, "sources") || !ds_sqlite_has_table(db, "object_state"))
+	db = ds_store_db(store);
+	if (!ds_store_has_table(store, "sources") || !ds_store_has_table(store, "object_state"))
 		goto out; /* nothing received or applied yet */
 	rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : fail(db, "begin", err);
 	if (rc == 0)
@@ -308,12 +303,12 @@ int ds_ledger_status_read_mapped(const char *path, size_t max_items,
 		rc = read_items(db, st, max_items, err);
 	if (rc == 0)
 		rc = read_namespaces(db, st, map_ns, map_ud,
-				     ds_sqlite_has_table(db, "namespace_modes"), err);
-	if (rc == 0 && ds_sqlite_has_table(db, "verifications"))
+				     ds_store_has_table(store, "namespace_modes"), err);
+	if (rc == 0 && ds_store_has_table(store, "verifications"))
 		rc = read_verifications(db, st, max_items, err);
-	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	ds_store_rollback(store); /* a read: nothing to commit */
 out:
-	sqlite3_close(db);
+	ds_store_free(store);
 	if (rc < 0) {
 		ds_ledger_status_free(st);
 		return ds_err_fallback(err, rc);

@@ -1,7 +1,7 @@
 #include "drasync/namespace_mode.h"
 
 #include "drasync/buf.h"
-#include "drasync/sqlite_util.h"
+#include "drasync/schemas.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -9,12 +9,9 @@
 #include <time.h>
 
 struct ds_namespace_modes {
-	sqlite3 *db;
+	ds_store *store;
+	sqlite3 *db; /* the store's connection */
 };
-
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS namespace_modes(namespace TEXT PRIMARY KEY,"
-    " mode TEXT NOT NULL, since INTEGER NOT NULL, changed_by TEXT);";
 
 int ds_namespace_modes_open(ds_namespace_modes **out, const char *path, ds_err *err)
 {
@@ -23,12 +20,9 @@ int ds_namespace_modes_open(ds_namespace_modes **out, const char *path, ds_err *
 
 	if (!nm)
 		return ds_err_fallback(err, -ENOMEM);
-	rc = ds_sqlite_open(&nm->db, path, err);
-	if (rc == 0) {
-		/* The receiver may hold the write lock for a batch's commit. */
-		sqlite3_busy_timeout(nm->db, 10000);
-		rc = ds_sqlite_exec(nm->db, schema, err);
-	}
+	rc = ds_ledger_open(&nm->store, path, 0, err);
+	if (rc == 0)
+		nm->db = ds_store_db(nm->store);
 	if (rc < 0) {
 		ds_namespace_modes_free(nm);
 		return ds_err_fallback(err, rc);
@@ -41,7 +35,7 @@ void ds_namespace_modes_free(ds_namespace_modes *nm)
 {
 	if (!nm)
 		return;
-	sqlite3_close(nm->db);
+	ds_store_free(nm->store);
 	free(nm);
 }
 
@@ -57,7 +51,7 @@ int ds_namespace_modes_get(ds_namespace_modes *nm, const char *ns, enum ds_mode 
 				    -1, &q, NULL);
 
 	if (rc != SQLITE_OK) {
-		rc = ds_sqlite_fail(nm->db, rc, "namespace mode", err);
+		rc = ds_store_fail_db(nm->db, rc, "namespace mode", err);
 		goto out;
 	}
 	sqlite3_bind_text(q, 1, ns, -1, SQLITE_STATIC);
@@ -67,7 +61,7 @@ int ds_namespace_modes_get(ds_namespace_modes *nm, const char *ns, enum ds_mode 
 			*mode = mode_parse((const char *)sqlite3_column_text(q, 0));
 		rc = 1;
 	} else {
-		rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(nm->db, rc, "namespace mode", err);
+		rc = rc == SQLITE_DONE ? 0 : ds_store_fail_db(nm->db, rc, "namespace mode", err);
 	}
 out:
 	sqlite3_finalize(q);
@@ -91,7 +85,7 @@ int ds_namespace_modes_set(ds_namespace_modes *nm, const char *ns, enum ds_mode 
 	    " WHERE mode != ?2",
 	    -1, &q, NULL);
 	if (rc != SQLITE_OK) {
-		rc = ds_sqlite_fail(nm->db, rc, "namespace mode", err);
+		rc = ds_store_fail_db(nm->db, rc, "namespace mode", err);
 		goto out;
 	}
 	sqlite3_bind_text(q, 1, ns, -1, SQLITE_STATIC);
@@ -102,7 +96,7 @@ int ds_namespace_modes_set(ds_namespace_modes *nm, const char *ns, enum ds_mode 
 	if (rc == SQLITE_DONE)
 		rc = sqlite3_changes(nm->db) > 0 ? 1 : 0;
 	else
-		rc = ds_sqlite_fail(nm->db, rc, "namespace mode", err);
+		rc = ds_store_fail_db(nm->db, rc, "namespace mode", err);
 out:
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);
@@ -120,7 +114,7 @@ int ds_namespace_modes_list(ds_namespace_modes *nm, ds_namespace_mode **rows, si
 	    &q, NULL);
 
 	if (rc != SQLITE_OK) {
-		rc = ds_sqlite_fail(nm->db, rc, "namespace modes", err);
+		rc = ds_store_fail_db(nm->db, rc, "namespace modes", err);
 		goto out;
 	}
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -140,7 +134,7 @@ int ds_namespace_modes_list(ds_namespace_modes *nm, ds_namespace_mode **rows, si
 			goto out;
 		}
 	}
-	rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(nm->db, rc, "namespace modes", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail_db(nm->db, rc, "namespace modes", err);
 out:
 	sqlite3_finalize(q);
 	if (rc < 0) {

@@ -1,7 +1,7 @@
 #include "drasync/inbox.h"
 
 #include "drasync/buf.h"
-#include "drasync/sqlite_util.h"
+#include "drasync/schemas.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +10,8 @@
 #include <time.h>
 
 struct ds_inbox {
-	sqlite3 *db;
+	ds_store *store;
+	sqlite3 *db; /* the store's connection */
 	sqlite3_stmt *ins;
 	sqlite3_stmt *get;
 	sqlite3_stmt *upd;
@@ -19,23 +20,6 @@ struct ds_inbox {
 	size_t res_cap;
 };
 
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS sources(name TEXT PRIMARY KEY, cluster_name TEXT,"
-    " epoch INTEGER NOT NULL, committed_seq INTEGER NOT NULL, updated_at INTEGER);"
-    "CREATE TABLE IF NOT EXISTS records(id INTEGER PRIMARY KEY, source TEXT NOT NULL,"
-    " epoch INTEGER NOT NULL, seq INTEGER NOT NULL, op INTEGER NOT NULL, api_version TEXT,"
-    " kind TEXT, namespace TEXT, name TEXT, source_uid TEXT, source_resource_version TEXT,"
-    " content_hash BLOB, compression INTEGER NOT NULL DEFAULT 0, payload BLOB,"
-    " snapshot_id TEXT, status INTEGER NOT NULL, message TEXT, committed_at INTEGER,"
-    " UNIQUE(source, epoch, seq));"
-    /* The key -> hash manifest of each snapshot-end, for pruning after the apply. */
-    "CREATE TABLE IF NOT EXISTS manifests(source TEXT NOT NULL, epoch INTEGER NOT NULL,"
-    " seq INTEGER NOT NULL, key TEXT NOT NULL, content_hash BLOB NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS manifests_by_seq ON manifests(source, epoch, seq);"
-    "CREATE TABLE IF NOT EXISTS presence(source TEXT PRIMARY KEY, peer TEXT,"
-    " since INTEGER NOT NULL, seen_at INTEGER NOT NULL, valid_until INTEGER NOT NULL,"
-    " ended_at INTEGER, end_reason TEXT);";
-
 int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
 {
 	ds_inbox *ib = calloc(1, sizeof(*ib));
@@ -43,10 +27,9 @@ int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
 
 	if (!ib)
 		return ds_err_fallback(err, -ENOMEM);
-	rc = ds_sqlite_open(&ib->db, path, err);
-	if (rc < 0)
-		goto out;
-	rc = ds_sqlite_exec(ib->db, schema, err);
+	rc = ds_ledger_open(&ib->store, path, 0, err);
+	if (rc == 0)
+		ib->db = ds_store_db(ib->store);
 	if (rc < 0)
 		goto out;
 	rc = sqlite3_prepare_v2(
@@ -74,7 +57,7 @@ int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
 		    "INSERT INTO manifests(source, epoch, seq, key, content_hash)"
 		    " VALUES(?,?,?,?,?)",
 		    -1, &ib->man, NULL);
-	rc = rc == SQLITE_OK ? 0 : ds_sqlite_fail(ib->db, rc, "inbox statements", err);
+	rc = rc == SQLITE_OK ? 0 : ds_store_fail_db(ib->db, rc, "inbox statements", err);
 out:
 	if (rc < 0) {
 		ds_inbox_free(ib);
@@ -92,7 +75,7 @@ void ds_inbox_free(ds_inbox *ib)
 	sqlite3_finalize(ib->get);
 	sqlite3_finalize(ib->upd);
 	sqlite3_finalize(ib->man);
-	sqlite3_close(ib->db);
+	ds_store_free(ib->store);
 	free(ib->res);
 	free(ib);
 }
@@ -113,7 +96,7 @@ static int get_state(ds_inbox *ib, const char *source, uint64_t *epoch, uint64_t
 		*seq = 0;
 		rc = 0;
 	} else {
-		rc = ds_sqlite_fail(ib->db, rc, "inbox source state", err);
+		rc = ds_store_fail_db(ib->db, rc, "inbox source state", err);
 	}
 	sqlite3_reset(ib->get);
 	return rc;
@@ -134,7 +117,7 @@ static int set_state(ds_inbox *ib, const char *source, const char *cluster, uint
 	sqlite3_bind_int64(ib->upd, 4, (sqlite3_int64)seq);
 	sqlite3_bind_int64(ib->upd, 5, (sqlite3_int64)time(NULL));
 	rc = sqlite3_step(ib->upd);
-	rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ib->db, rc, "inbox source update", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail_db(ib->db, rc, "inbox source update", err);
 	sqlite3_reset(ib->upd);
 	sqlite3_clear_bindings(ib->upd);
 	return rc;
@@ -152,7 +135,7 @@ int ds_inbox_session(ds_inbox *ib, const char *source, const char *cluster_name,
 	uint64_t e = 0, s = 0;
 	int rc;
 
-	rc = ds_sqlite_exec(ib->db, "BEGIN IMMEDIATE", err);
+	rc = ds_store_exec(ib->store, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
 		return ds_err_fallback(err, rc);
 	rc = get_state(ib, source, &e, &s, err);
@@ -163,10 +146,10 @@ int ds_inbox_session(ds_inbox *ib, const char *source, const char *cluster_name,
 	rc = set_state(ib, source, cluster_name, epoch, s, err);
 out:
 	if (rc < 0) {
-		ds_sqlite_exec(ib->db, "ROLLBACK", NULL);
+		ds_store_exec(ib->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
-	rc = ds_sqlite_exec(ib->db, "COMMIT", err);
+	rc = ds_store_exec(ib->store, "COMMIT", err);
 	if (rc == 0)
 		*committed = s;
 	return ds_err_fallback(err, rc);
@@ -211,7 +194,7 @@ static int insert(ds_inbox *ib, const char *source, const ds_wire_msg *batch, si
 	bind_text(st, 16, res->message[0] ? res->message : NULL);
 	sqlite3_bind_int64(st, 17, (sqlite3_int64)time(NULL));
 	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ib->db, rc, "inbox insert", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail_db(ib->db, rc, "inbox insert", err);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	for (size_t k = 0; rc == 0 && k < r->manifest_len; k++) {
@@ -222,7 +205,7 @@ static int insert(ds_inbox *ib, const char *source, const ds_wire_msg *batch, si
 		bind_text(st, 4, r->manifest[k].key);
 		sqlite3_bind_blob(st, 5, r->manifest[k].content_hash, DS_HASH_LEN, SQLITE_STATIC);
 		rc = sqlite3_step(st);
-		rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ib->db, rc, "inbox manifest", err);
+		rc = rc == SQLITE_DONE ? 0 : ds_store_fail_db(ib->db, rc, "inbox manifest", err);
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);
 	}
@@ -239,7 +222,7 @@ int ds_inbox_commit(ds_inbox *ib, const char *source, uint64_t epoch, const ds_w
 
 	if (ds_grow((void **)&ib->res, &ib->res_cap, n, sizeof(*ib->res)) < 0)
 		return ds_err_fallback(err, -ENOMEM);
-	rc = ds_sqlite_exec(ib->db, "BEGIN IMMEDIATE", err);
+	rc = ds_store_exec(ib->store, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
 		return ds_err_fallback(err, rc);
 	rc = get_state(ib, source, &e, &seq, err);
@@ -295,12 +278,12 @@ int ds_inbox_commit(ds_inbox *ib, const char *source, uint64_t epoch, const ds_w
 	rc = set_state(ib, source, NULL, epoch, seq, err);
 out:
 	if (rc < 0) {
-		ds_sqlite_exec(ib->db, "ROLLBACK", NULL);
+		ds_store_exec(ib->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
-	rc = ds_sqlite_exec(ib->db, "COMMIT", err);
+	rc = ds_store_exec(ib->store, "COMMIT", err);
 	if (rc < 0) {
-		ds_sqlite_exec(ib->db, "ROLLBACK", NULL);
+		ds_store_exec(ib->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
 	*committed = seq;
@@ -324,7 +307,7 @@ static int presence_write(ds_inbox *ib, const char *sql, const char *source, con
 	int rc = sqlite3_prepare_v2(ib->db, sql, -1, &q, NULL);
 
 	if (rc != SQLITE_OK) {
-		rc = ds_sqlite_fail(ib->db, rc, "presence", err);
+		rc = ds_store_fail_db(ib->db, rc, "presence", err);
 		goto out;
 	}
 	sqlite3_bind_text(q, 1, source, -1, SQLITE_STATIC);
@@ -332,7 +315,7 @@ static int presence_write(ds_inbox *ib, const char *sql, const char *source, con
 	sqlite3_bind_int64(q, 3, now);
 	sqlite3_bind_int64(q, 4, valid_until);
 	rc = sqlite3_step(q);
-	rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ib->db, rc, "presence", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail_db(ib->db, rc, "presence", err);
 out:
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);
@@ -376,7 +359,7 @@ int ds_inbox_presence_get(ds_inbox *ib, const char *source, int64_t now_ms, ds_i
 				    -1, &q, NULL);
 
 	if (rc != SQLITE_OK) {
-		rc = ds_sqlite_fail(ib->db, rc, "presence", err);
+		rc = ds_store_fail_db(ib->db, rc, "presence", err);
 		goto out;
 	}
 	sqlite3_bind_text(q, 1, source, -1, SQLITE_STATIC);
@@ -392,7 +375,7 @@ int ds_inbox_presence_get(ds_inbox *ib, const char *source, int64_t now_ms, ds_i
 		out->connected = !out->ended_at && out->valid_until > now_ms;
 		rc = 1;
 	} else {
-		rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ib->db, rc, "presence", err);
+		rc = rc == SQLITE_DONE ? 0 : ds_store_fail_db(ib->db, rc, "presence", err);
 	}
 out:
 	sqlite3_finalize(q);

@@ -1,7 +1,7 @@
 #include "drasync/outbox.h"
 
 #include "drasync/buf.h"
-#include "drasync/sqlite_util.h"
+#include "drasync/schemas.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +13,8 @@
 #define PRUNE_CHUNK 1024
 
 struct ds_outbox {
-	sqlite3 *db;
+	ds_store *store;
+	sqlite3 *db; /* the store's connection */
 	char path[512];
 	ds_outbox_options opt;
 	ds_wire_encoder *enc;
@@ -22,11 +23,6 @@ struct ds_outbox {
 	sqlite3_stmt *read;
 	uint64_t pruned_through; /* cached: everything <= this is gone */
 };
-
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS outbox(seq INTEGER PRIMARY KEY, op INTEGER NOT NULL,"
-    " record BLOB NOT NULL);";
 
 void ds_outbox_options_default(ds_outbox_options *opt)
 {
@@ -42,7 +38,7 @@ static int meta_get(ds_outbox *ob, const char *key, uint64_t *value, ds_err *err
 
 	rc = sqlite3_prepare_v2(ob->db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return ds_sqlite_fail(ob->db, rc, "outbox meta", err);
+		return ds_store_fail_db(ob->db, rc, "outbox meta", err);
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -51,7 +47,7 @@ static int meta_get(ds_outbox *ob, const char *key, uint64_t *value, ds_err *err
 	} else if (rc == SQLITE_DONE) {
 		rc = -ENOENT;
 	} else {
-		rc = ds_sqlite_fail(ob->db, rc, "outbox meta", err);
+		rc = ds_store_fail_db(ob->db, rc, "outbox meta", err);
 	}
 	sqlite3_finalize(st);
 	return rc;
@@ -67,11 +63,11 @@ static int meta_set(ds_outbox *ob, const char *key, uint64_t value, ds_err *err)
 				"UPDATE SET value = excluded.value",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK)
-		return ds_sqlite_fail(ob->db, rc, "outbox meta", err);
+		return ds_store_fail_db(ob->db, rc, "outbox meta", err);
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)value);
 	rc = sqlite3_step(st);
-	rc = rc == SQLITE_DONE ? 0 : ds_sqlite_fail(ob->db, rc, "outbox meta", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail_db(ob->db, rc, "outbox meta", err);
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -89,13 +85,12 @@ int ds_outbox_open(ds_outbox **out, const char *path, const ds_outbox_options *o
 	else
 		ds_outbox_options_default(&ob->opt);
 	snprintf(ob->path, sizeof(ob->path), "%s", path);
-	rc = ds_sqlite_open(&ob->db, path, err);
+	rc = ds_outbox_file_open(&ob->store, path, 0, err);
+	if (rc == 0)
+		ob->db = ds_store_db(ob->store);
 	if (rc < 0)
 		goto out;
-	rc = ds_sqlite_exec(ob->db, schema, err);
-	if (rc < 0)
-		goto out;
-	rc = ds_sqlite_exec(ob->db, "BEGIN IMMEDIATE", err);
+	rc = ds_store_exec(ob->store, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
 		goto out;
 	rc = meta_get(ob, "epoch", &epoch, err);
@@ -106,7 +101,7 @@ int ds_outbox_open(ds_outbox **out, const char *path, const ds_outbox_options *o
 			if (getrandom(&epoch, sizeof(epoch), 0) != sizeof(epoch)) {
 				rc = -errno;
 				ds_err_set(err, "getrandom failed");
-				ds_sqlite_exec(ob->db, "ROLLBACK", NULL);
+				ds_store_exec(ob->store, "ROLLBACK", NULL);
 				goto out;
 			}
 			epoch &= INT64_MAX; /* SQLite integers are signed */
@@ -118,10 +113,10 @@ int ds_outbox_open(ds_outbox **out, const char *path, const ds_outbox_options *o
 			rc = meta_set(ob, "acked_seq", 0, err);
 	}
 	if (rc < 0) {
-		ds_sqlite_exec(ob->db, "ROLLBACK", NULL);
+		ds_store_exec(ob->store, "ROLLBACK", NULL);
 		goto out;
 	}
-	rc = ds_sqlite_exec(ob->db, "COMMIT", err);
+	rc = ds_store_exec(ob->store, "COMMIT", err);
 	if (rc < 0)
 		goto out;
 	ob->epoch = epoch;
@@ -136,7 +131,7 @@ int ds_outbox_open(ds_outbox **out, const char *path, const ds_outbox_options *o
 				       "SELECT seq, record FROM outbox WHERE seq >= ? ORDER BY seq "
 				       "LIMIT ?",
 				       -1, &ob->read, NULL);
-	rc = rc == SQLITE_OK ? 0 : ds_sqlite_fail(ob->db, rc, "outbox statements", err);
+	rc = rc == SQLITE_OK ? 0 : ds_store_fail_db(ob->db, rc, "outbox statements", err);
 out:
 	if (rc < 0) {
 		ds_outbox_free(ob);
@@ -152,7 +147,7 @@ void ds_outbox_free(ds_outbox *ob)
 		return;
 	sqlite3_finalize(ob->ins);
 	sqlite3_finalize(ob->read);
-	sqlite3_close(ob->db);
+	ds_store_free(ob->store);
 	ds_wire_encoder_free(ob->enc);
 	free(ob);
 }
@@ -181,7 +176,7 @@ int ds_outbox_push_with(ds_outbox *ob, const ds_record *recs, size_t n, ds_outbo
 		if (!pushed)
 			return -ENOMEM;
 	}
-	rc = ds_sqlite_exec(ob->db, "BEGIN IMMEDIATE", err);
+	rc = ds_store_exec(ob->store, "BEGIN IMMEDIATE", err);
 	if (rc < 0) {
 		free(pushed);
 		return ds_err_fallback(err, rc);
@@ -209,7 +204,7 @@ int ds_outbox_push_with(ds_outbox *ob, const ds_record *recs, size_t n, ds_outbo
 		sqlite3_bind_blob(ob->ins, 3, buf, (int)len, free);
 		src = sqlite3_step(ob->ins);
 		if (src != SQLITE_DONE) {
-			rc = ds_sqlite_fail(ob->db, src, "outbox insert", err);
+			rc = ds_store_fail_db(ob->db, src, "outbox insert", err);
 			goto out;
 		}
 	}
@@ -224,12 +219,12 @@ out:
 	sqlite3_reset(ob->ins);
 	sqlite3_clear_bindings(ob->ins);
 	if (rc < 0) {
-		ds_sqlite_exec(ob->db, "ROLLBACK", NULL);
+		ds_store_exec(ob->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
-	rc = ds_sqlite_exec(ob->db, "COMMIT", err);
+	rc = ds_store_exec(ob->store, "COMMIT", err);
 	if (rc < 0) {
-		ds_sqlite_exec(ob->db, "ROLLBACK", NULL);
+		ds_store_exec(ob->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
 	if (last_seq)
@@ -244,7 +239,7 @@ int ds_outbox_state_get(ds_outbox *ob, ds_outbox_state *out, ds_err *err)
 	int rc;
 
 	/* One read transaction so the three values agree. */
-	rc = ds_sqlite_exec(ob->db, "BEGIN", err);
+	rc = ds_store_exec(ob->store, "BEGIN", err);
 	if (rc < 0)
 		return ds_err_fallback(err, rc);
 	rc = meta_get(ob, "last_seq", &s.last_seq, err);
@@ -254,7 +249,7 @@ int ds_outbox_state_get(ds_outbox *ob, ds_outbox_state *out, ds_err *err)
 		goto out;
 	rc = sqlite3_prepare_v2(ob->db, "SELECT min(seq) FROM outbox", -1, &st, NULL);
 	if (rc != SQLITE_OK) {
-		rc = ds_sqlite_fail(ob->db, rc, "outbox state", err);
+		rc = ds_store_fail_db(ob->db, rc, "outbox state", err);
 		goto out;
 	}
 	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
@@ -264,7 +259,7 @@ int ds_outbox_state_get(ds_outbox *ob, ds_outbox_state *out, ds_err *err)
 	rc = 0;
 out:
 	sqlite3_finalize(st);
-	ds_sqlite_exec(ob->db, "COMMIT", NULL);
+	ds_store_exec(ob->store, "COMMIT", NULL);
 	if (rc == 0)
 		*out = s;
 	return ds_err_fallback(err, rc);
@@ -319,7 +314,7 @@ int ds_outbox_read(ds_outbox *ob, uint64_t from_seq, size_t max_records, size_t 
 		b.n++;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE) {
-		rc = ds_sqlite_fail(ob->db, src, "outbox read", err);
+		rc = ds_store_fail_db(ob->db, src, "outbox read", err);
 		goto out;
 	}
 	/* The arena may have moved while growing: point into it only now. */
@@ -359,7 +354,7 @@ int ds_outbox_resume_point(ds_outbox *ob, uint64_t committed, uint64_t *from, ds
 	rc = sqlite3_prepare_v2(ob->db, "SELECT min(seq) FROM outbox WHERE seq > ? AND op = ?", -1,
 				&st, NULL);
 	if (rc != SQLITE_OK)
-		return ds_sqlite_fail(ob->db, rc, "outbox resume", err);
+		return ds_store_fail_db(ob->db, rc, "outbox resume", err);
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)committed);
 	sqlite3_bind_int(st, 2, DS_RECORD_SNAPSHOT_BEGIN);
 	rc = -ENOENT;
@@ -382,7 +377,7 @@ int ds_outbox_ack(ds_outbox *ob, uint64_t seq, ds_err *err)
 	uint64_t acked = 0;
 	int rc;
 
-	rc = ds_sqlite_exec(ob->db, "BEGIN IMMEDIATE", err);
+	rc = ds_store_exec(ob->store, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
 		return ds_err_fallback(err, rc);
 	rc = meta_get(ob, "acked_seq", &acked, err);
@@ -402,15 +397,15 @@ int ds_outbox_ack(ds_outbox *ob, uint64_t seq, ds_err *err)
 		}
 		sqlite3_finalize(st);
 		if (src != SQLITE_DONE) {
-			rc = ds_sqlite_fail(ob->db, src, "outbox prune", err);
+			rc = ds_store_fail_db(ob->db, src, "outbox prune", err);
 			goto out;
 		}
 		ob->pruned_through = upto;
 	}
 out:
 	if (rc < 0) {
-		ds_sqlite_exec(ob->db, "ROLLBACK", NULL);
+		ds_store_exec(ob->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
-	return ds_sqlite_exec(ob->db, "COMMIT", err);
+	return ds_store_exec(ob->store, "COMMIT", err);
 }

@@ -1,9 +1,18 @@
-#ifndef DRASYNC_SQLITE_UTIL_H
-#define DRASYNC_SQLITE_UTIL_H
+#ifndef DRASYNC_STORE_H
+#define DRASYNC_STORE_H
 
 /*
- * The link's SQLite files (outbox, inbox) and the exporter's object index
- * (in the outbox's file): open a WAL database, run plain SQL, map errors.
+ * The owner of every SQLite file drasync keeps (libgit2's odb.c in front of
+ * its backends): the target's ledger and the source's outbox. One open (WAL,
+ * synchronous=FULL, one busy timeout), one error mapper that names the file,
+ * statements held by explicit handles, and each file's schema as ordered
+ * migrations in one schema module (ledger_schema.c, outbox_schema.c) with its
+ * version in PRAGMA user_version. A file written by a newer drasync (a
+ * version this one does not know) is refused, saying which version wrote it.
+ *
+ * Several modules of one agent may each hold a ds_store of the same file
+ * (the receiver, the apply stage, the namespace modes): SQLite's locking
+ * orders them, and the busy timeout waits for a commit in progress.
  */
 
 #include "drasync/err.h"
@@ -11,29 +20,99 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 
-/** Open path (created when missing) in WAL mode with synchronous=FULL. */
-int ds_sqlite_open(sqlite3 **out, const char *path, ds_err *err);
+typedef struct ds_store ds_store;
+typedef struct ds_store_stmt ds_store_stmt;
 
-/** Run SQL without results. @return 0 or -EIO with err set. */
-int ds_sqlite_exec(sqlite3 *db, const char *sql, ds_err *err);
+/* One step of a file's schema: the SQL that takes version-1 to version. */
+typedef struct ds_store_migration {
+	int version;	  /* steps[i].version == i + 1 */
+	const char *what; /* for the error message when it fails */
+	const char *sql;
+} ds_store_migration;
 
-/** Whether the database has a table of that name (a ledger some component has not opened yet may
- * not). */
-bool ds_sqlite_has_table(sqlite3 *db, const char *name);
+typedef struct ds_store_schema {
+	const char *file; /* what the file is, in messages: "ledger", "outbox" */
+	const ds_store_migration *steps;
+	int n_steps; /* the newest version this drasync writes */
+} ds_store_schema;
+
+/* ds_store_open() flags. */
+enum {
+	/* Read only: never migrates; a file older than the schema is read as it is
+	 * (every reader copes with a table not created yet). */
+	DS_STORE_READONLY = 1u << 0,
+	/* Read only, and a missing file is -ENOENT rather than created. */
+	DS_STORE_MUST_EXIST = 1u << 1,
+};
+
+/** The busy timeout of every connection: a receiver's batch commit takes less. */
+#define DS_STORE_BUSY_MS 10000
 
 /**
- * Map an SQLite result code to a negative errno and fill err with the message,
- * which names db's file first when it has one.
+ * Open path with schema: created when missing (unless READONLY), in WAL mode
+ * with synchronous=FULL, and migrated to the schema's newest version in one
+ * transaction.
+ * @return 0; -ENOENT no such file (READONLY or MUST_EXIST); -EPROTONOSUPPORT
+ *         the file has a newer schema than this drasync knows (err names the
+ *         version and the drasync that wrote it); -EBADMSG the file is not
+ *         this schema's or is damaged; another negative errno as ds_store_fail()
  */
-int ds_sqlite_fail(sqlite3 *db, int rc, const char *what, ds_err *err);
+int ds_store_open(ds_store **out, const char *path, const ds_store_schema *schema, unsigned flags,
+		  ds_err *err);
+
+/** Close: finalizes every statement of ds_store_stmt_new(). NULL-safe. */
+void ds_store_free(ds_store *st);
+
+/** The connection, borrowed for as long as st lives. */
+sqlite3 *ds_store_db(ds_store *st);
+
+/** The file's path as opened. */
+const char *ds_store_path(const ds_store *st);
+
+/** The file's schema version (PRAGMA user_version; 0: before versions were kept). */
+int ds_store_version(ds_store *st);
 
 /**
- * Check an existing database file before an agent uses it (SQLite's
- * quick_check): 0 when it is sound or does not exist yet; -EBADMSG, err
- * "PATH is damaged: ...", when it is not a database, truncated or corrupt;
- * -ENOSPC when even reading it needs space that is not there (a hot WAL to
- * replay); another negative errno when it cannot be read.
+ * The one mapping of an SQLite result code to a negative errno: fills err
+ * with the file's name first, SQLite's message, then what was being done.
+ * st may be NULL (then only rc and what are known).
  */
-int ds_sqlite_check(const char *path, ds_err *err);
+int ds_store_fail(ds_store *st, int rc, const char *what, ds_err *err);
+
+/** ds_store_fail() of a connection the caller was handed (a hook inside another module's
+ * transaction). */
+int ds_store_fail_db(sqlite3 *db, int rc, const char *what, ds_err *err);
+
+/** Run SQL without results. @return 0 or as ds_store_fail() */
+int ds_store_exec(ds_store *st, const char *sql, ds_err *err);
+
+/** BEGIN (immediate: take the write lock now), COMMIT, ROLLBACK (never fails). */
+int ds_store_begin(ds_store *st, bool immediate, ds_err *err);
+int ds_store_commit(ds_store *st, ds_err *err);
+void ds_store_rollback(ds_store *st);
+
+/** Whether the file has a table of that name. */
+bool ds_store_has_table(ds_store *st, const char *name);
+
+/**
+ * A statement kept for st's life, prepared once: the handle is the caller's
+ * to keep (in its own struct) and st's to finalize.
+ */
+int ds_store_stmt_new(ds_store *st, const char *sql, ds_store_stmt **out, ds_err *err);
+
+/** The handle's statement, reset and unbound, ready for binding and stepping. */
+sqlite3_stmt *ds_store_stmt_use(ds_store_stmt *h);
+
+/** Done with the statement for now: reset, so that it holds no lock. */
+void ds_store_stmt_done(ds_store_stmt *h);
+
+/**
+ * Check an existing file before an agent uses it (SQLite's quick_check):
+ * 0 when it is sound or does not exist yet; -EBADMSG, err "PATH is damaged:
+ * ...", when it is not a database, truncated or corrupt; -ENOSPC when even
+ * reading it needs space that is not there (a hot WAL to replay); another
+ * negative errno when it cannot be read.
+ */
+int ds_store_check(const char *path, ds_err *err);
 
 #endif
