@@ -2,6 +2,7 @@
 
 #include "drasync/buf.h"
 #include "drasync/object_state.h"
+#include "drasync/ledger_records.h"
 #include "drasync/schemas.h"
 #include "drasync/wire.h"
 
@@ -26,13 +27,6 @@ static int db_fail(sqlite3 *db, const char *what, ds_err *err)
 	return ds_store_fail_db(db, sqlite3_errcode(db), what, err);
 }
 
-static char *col_dup(sqlite3_stmt *q, int i)
-{
-	const char *s = (const char *)sqlite3_column_text(q, i);
-
-	return s ? strdup(s) : NULL;
-}
-
 static void dispose(ds_ledger_object *o)
 {
 	free(o->source);
@@ -54,42 +48,48 @@ void ds_ledger_objects_free(ds_ledger_object *v, size_t n)
 	free(v);
 }
 
-/*
- * Take (source, key)'s newest state from a row of columns source, key, op,
- * state, namespace, kind, name, payload, compression, source_uid,
- * cluster_name: a later row for the same object replaces an earlier one.
- */
-static int fold(struct reader *rd, sqlite3_stmt *q, const char *key)
+/* One object's newest state as the ledger tells it (borrowed strings). */
+struct seen {
+	const char *source, *key, *state, *ns, *kind, *name, *source_uid, *cluster;
+	int op, zstd;
+	const void *payload;
+	size_t len;
+};
+
+static char *dup_or_null(const char *s)
 {
-	const char *source = (const char *)sqlite3_column_text(q, 0);
-	const char *ns = (const char *)sqlite3_column_text(q, 4);
+	return s ? strdup(s) : NULL;
+}
+
+/* Take (source, key)'s newest state: a later one for the same object replaces an earlier one. */
+static int fold(struct reader *rd, const struct seen *in)
+{
 	ds_ledger_object o = {0};
 	char ikey[1200];
-	int plen = sqlite3_column_bytes(q, 7);
 	json_t *at;
 
-	if (!source || !key)
+	if (!in->source || !in->key)
 		return 0;
-	snprintf(ikey, sizeof(ikey), "%s\n%s", source, key);
-	o.source = strdup(source);
-	o.key = strdup(key);
-	o.op = sqlite3_column_int(q, 2);
-	o.state = col_dup(q, 3);
-	o.ns = ns && ns[0] ? strdup(ns) : NULL;
-	o.kind = col_dup(q, 5);
-	o.name = col_dup(q, 6);
-	o.zstd = sqlite3_column_int(q, 8);
-	o.source_uid = col_dup(q, 9);
-	o.source_cluster = col_dup(q, 10);
-	if (plen > 0) {
-		o.payload = malloc((size_t)plen);
+	snprintf(ikey, sizeof(ikey), "%s\n%s", in->source, in->key);
+	o.source = strdup(in->source);
+	o.key = strdup(in->key);
+	o.op = in->op;
+	o.state = dup_or_null(in->state);
+	o.ns = in->ns && in->ns[0] ? strdup(in->ns) : NULL;
+	o.kind = dup_or_null(in->kind);
+	o.name = dup_or_null(in->name);
+	o.zstd = in->zstd;
+	o.source_uid = dup_or_null(in->source_uid);
+	o.source_cluster = dup_or_null(in->cluster);
+	if (in->len > 0) {
+		o.payload = malloc(in->len);
 		if (o.payload) {
-			memcpy(o.payload, sqlite3_column_blob(q, 7), (size_t)plen);
-			o.len = (size_t)plen;
+			memcpy(o.payload, in->payload, in->len);
+			o.len = in->len;
 		}
 	}
-	if (!o.source || !o.key || !o.state || !o.kind || !o.name || (ns && ns[0] && !o.ns) ||
-	    (plen > 0 && !o.payload)) {
+	if (!o.source || !o.key || !o.state || !o.kind || !o.name ||
+	    (in->ns && in->ns[0] && !o.ns) || (in->len > 0 && !o.payload)) {
 		dispose(&o);
 		return -ENOMEM;
 	}
@@ -108,96 +108,117 @@ static int fold(struct reader *rd, sqlite3_stmt *q, const char *key)
 	return 0;
 }
 
-/* " AND <col> IN (?, ...)" for the kinds, or "". */
-static void kinds_clause(const char *const *kinds, const char *col, char *buf, size_t size)
+static bool wanted(const struct reader *rd, const char *kind)
 {
-	size_t used = 0;
-
-	buf[0] = '\0';
-	if (!kinds || !kinds[0])
-		return;
-	used = (size_t)snprintf(buf, size, " AND %s IN (", col);
-	for (size_t i = 0; kinds[i] && used < size; i++)
-		used += (size_t)snprintf(buf + used, size - used, "%s?", i ? ", " : "");
-	if (used < size)
-		snprintf(buf + used, size - used, ")");
+	if (!rd->kinds || !rd->kinds[0])
+		return true;
+	for (size_t i = 0; kind && rd->kinds[i]; i++)
+		if (strcmp(rd->kinds[i], kind) == 0)
+			return true;
+	return false;
 }
 
-static void bind_kinds(sqlite3_stmt *q, int first, const char *const *kinds)
+struct row_record {
+	struct reader *rd;
+	struct seen in;
+};
+
+/* An applier row's record: its payload, uid and cluster complete what the row says
+ * (folded here: the record's strings live only as long as this call). */
+static int with_record(void *ud, const ds_ledger_record *rec)
 {
-	for (int i = 0; kinds && kinds[i]; i++)
-		sqlite3_bind_text(q, first + i, kinds[i], -1, SQLITE_STATIC);
+	struct row_record *rr = ud;
+
+	rr->in.payload = rec->payload;
+	rr->in.len = rec->payload_len;
+	rr->in.zstd = rec->compression;
+	rr->in.source_uid = rec->source_uid;
+	rr->in.cluster = rec->cluster;
+	return fold(rr->rd, &rr->in);
 }
 
-static int step_all(struct reader *rd, sqlite3_stmt *q, bool key_in_row, const char *what,
-		    ds_err *err)
+/* A record after the applier's cursor: pending, its key made as the applier makes it. */
+static int fold_record(void *ud, const ds_ledger_record *rec)
 {
-	int rc = 0;
+	struct reader *rd = ud;
+	const char *ns = rec->ns && rec->ns[0] ? rec->ns : NULL;
+	char key[1000];
+	struct seen in = {
+	    .source = rec->source,
+	    .state = "pending",
+	    .ns = rec->ns,
+	    .kind = rec->kind,
+	    .name = rec->name,
+	    .source_uid = rec->source_uid,
+	    .cluster = rec->cluster,
+	    .op = rec->op,
+	    .zstd = rec->compression,
+	    .payload = rec->payload,
+	    .len = rec->payload_len,
+	};
 
-	while (rc == 0 && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-		char key[1000];
-		const char *k = (const char *)sqlite3_column_text(q, 1);
-
-		if (!key_in_row) {
-			const char *ns = (const char *)sqlite3_column_text(q, 4);
-			ds_object_state_key(
-			    (const char *)sqlite3_column_text(q, 1),
-			    (const char *)sqlite3_column_text(q, 5), ns && ns[0] ? ns : NULL,
-			    (const char *)sqlite3_column_text(q, 6), key, sizeof(key));
-			k = key;
-		}
-		rc = fold(rd, q, k);
-	}
-	if (rc == SQLITE_DONE)
+	if (!wanted(rd, rec->kind))
 		return 0;
-	return rc > 0 ? db_fail(rd->db, what, err) : rc;
+	in.key = ds_object_state_key(rec->api_version, rec->kind, ns, rec->name, key, sizeof(key));
+	return fold(rd, &in);
 }
 
 /* The applier's rows, then what was committed after its cursor. */
 static int read_all(struct reader *rd, ds_err *err)
 {
+	ds_ledger_records *recs = NULL;
 	sqlite3_stmt *q = NULL;
 	int64_t cursor = 0;
-	char in[1200], sql[2400];
 	int rc;
 
+	rc = ds_ledger_records_new(rd->store, &recs, err);
+	if (rc < 0)
+		return rc;
 	if (ds_store_has_table(rd->store, "object_state")) {
-		kinds_clause(rd->kinds, "o.kind", in, sizeof(in));
-		snprintf(sql, sizeof(sql),
-			 "SELECT o.source, o.key, o.op, o.state, o.namespace, o.kind, o.name,"
-			 " r.payload, r.compression, r.source_uid, s.cluster_name"
-			 " FROM object_state o JOIN records r ON r.id = o.record_id"
-			 " LEFT JOIN sources s ON s.name = o.source WHERE 1%s ORDER BY o.id",
-			 in);
-		if (sqlite3_prepare_v2(rd->db, sql, -1, &q, NULL) != SQLITE_OK)
-			return db_fail(rd->db, "objects", err);
-		bind_kinds(q, 1, rd->kinds);
-		rc = step_all(rd, q, true, "objects", err);
+		rc = ds_store_prepare(
+		    rd->store,
+		    "SELECT source, key, op, state, namespace, kind, name, record_id"
+		    " FROM object_state ORDER BY id",
+		    &q, err);
+		while (rc == 0 && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+			struct row_record rr = {.rd = rd};
+			struct seen in = {
+			    .source = (const char *)sqlite3_column_text(q, 0),
+			    .key = (const char *)sqlite3_column_text(q, 1),
+			    .op = sqlite3_column_int(q, 2),
+			    .state = (const char *)sqlite3_column_text(q, 3),
+			    .ns = (const char *)sqlite3_column_text(q, 4),
+			    .kind = (const char *)sqlite3_column_text(q, 5),
+			    .name = (const char *)sqlite3_column_text(q, 6),
+			};
+
+			if (!wanted(rd, in.kind)) {
+				rc = 0;
+				continue;
+			}
+			/* an inner join: a row whose record is gone is not shown */
+			rr.in = in;
+			rc = ds_ledger_record_get(recs, sqlite3_column_int64(q, 7), with_record,
+						  &rr, err);
+			rc = rc < 0 ? rc : 0;
+		}
+		if (rc == SQLITE_DONE)
+			rc = 0;
+		else if (rc > 0)
+			rc = db_fail(rd->db, "objects", err);
 		sqlite3_finalize(q);
 		q = NULL;
-		if (rc < 0)
-			return rc;
-		if (sqlite3_prepare_v2(rd->db, "SELECT record_id FROM apply_cursor WHERE id = 1",
-				       -1, &q, NULL) == SQLITE_OK &&
+		if (rc == 0 &&
+		    ds_store_prepare(rd->store, "SELECT record_id FROM apply_cursor WHERE id = 1",
+				     &q, NULL) == 0 &&
 		    sqlite3_step(q) == SQLITE_ROW)
 			cursor = sqlite3_column_int64(q, 0);
 		sqlite3_finalize(q);
-		q = NULL;
 	}
-	kinds_clause(rd->kinds, "r.kind", in, sizeof(in));
-	snprintf(sql, sizeof(sql),
-		 "SELECT r.source, r.api_version, r.op, 'pending', r.namespace, r.kind, r.name,"
-		 " r.payload, r.compression, r.source_uid, s.cluster_name FROM records r"
-		 " LEFT JOIN sources s ON s.name = r.source"
-		 " WHERE r.id > ? AND r.op IN (1, 2)%s ORDER BY r.id",
-		 in);
-	if (sqlite3_prepare_v2(rd->db, sql, -1, &q, NULL) != SQLITE_OK)
-		return db_fail(rd->db, "records", err);
-	sqlite3_bind_int64(q, 1, cursor);
-	bind_kinds(q, 2, rd->kinds);
-	rc = step_all(rd, q, false, "records", err);
-	sqlite3_finalize(q);
-	return rc;
+	if (rc == 0)
+		rc = ds_ledger_records_pending(recs, cursor, fold_record, rd, err);
+	ds_ledger_records_free(recs);
+	return rc < 0 ? rc : 0;
 }
 
 int ds_ledger_objects_read(const char *path, const char *const *kinds, ds_ledger_object **out,

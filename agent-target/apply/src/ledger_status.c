@@ -2,6 +2,7 @@
 
 #include "drasync/buf.h"
 
+#include "drasync/ledger_records.h"
 #include "drasync/schemas.h"
 
 #include <errno.h>
@@ -23,55 +24,94 @@ static char *dup_col(sqlite3_stmt *q, int i)
 	return strdup(s ? s : "");
 }
 
-static int read_sources(sqlite3 *db, ds_ledger_status *st, ds_err *err)
+struct sources {
+	ds_ledger_status *st;
+	size_t cap;
+};
+
+static int add_source(void *ud, const ds_ledger_source_row *row)
 {
-	size_t cap = 0;
-	sqlite3_stmt *q = NULL;
+	struct sources *c = ud;
+	ds_ledger_source *s;
+
+	if (ds_grow((void **)&c->st->sources, &c->cap, c->st->n_sources + 1, sizeof(*s)) < 0)
+		return -ENOMEM;
+	s = &c->st->sources[c->st->n_sources++];
+	memset(s, 0, sizeof(*s));
+	s->name = strdup(row->name ? row->name : "");
+	s->cluster = strdup(row->cluster ? row->cluster : "");
+	s->epoch = (uint64_t)row->epoch;
+	s->committed_seq = (uint64_t)row->committed_seq;
+	s->last_contact = row->updated_at;
+	return s->name && s->cluster ? 0 : -ENOMEM;
+}
+
+static int committed_at(void *ud, const ds_ledger_record *rec)
+{
+	*(int64_t *)ud = rec->committed_at;
+	return 0;
+}
+
+/* The earlier of two times, 0 meaning none. */
+static int64_t earlier(int64_t a, int64_t b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
+/*
+ * The backlog per source: records past the apply cursor (read through the
+ * store), and its pending objects; the oldest of them, when it was committed.
+ */
+static int read_sources(ds_store *store, ds_ledger_status *st, ds_err *err)
+{
+	struct sources c = {.st = st};
+	ds_ledger_records *r = NULL;
+	sqlite3 *db = ds_store_db(store);
+	sqlite3_stmt *q = NULL, *objs = NULL;
+	int64_t cursor = 0;
 	int rc;
 
-	/* The backlog per source: records past the apply cursor, and pending objects. */
-	rc = sqlite3_prepare_v2(
-	    db,
-	    "SELECT s.name, s.cluster_name, s.epoch, s.committed_seq, coalesce(s.updated_at, 0),"
-	    " (SELECT count(*) FROM records r WHERE r.source = s.name AND r.op IN (1, 2) AND"
-	    "  r.id > coalesce((SELECT record_id FROM apply_cursor WHERE id = 1), 0))"
-	    " + (SELECT count(*) FROM object_state o WHERE o.source = s.name AND"
-	    "  o.state = 'pending'),"
-	    " (SELECT count(*) FROM object_state o WHERE o.source = s.name),"
-	    /* The oldest of them: when it was committed. */
-	    " coalesce(min((SELECT min(r.committed_at) FROM records r WHERE r.source = s.name"
-	    "  AND r.op IN (1, 2) AND"
-	    "  r.id > coalesce((SELECT record_id FROM apply_cursor WHERE id = 1), 0)),"
-	    " (SELECT min(r.committed_at) FROM object_state o JOIN records r ON r.id = o.record_id"
-	    "  WHERE o.source = s.name AND o.state = 'pending')),"
-	    " (SELECT min(r.committed_at) FROM records r WHERE r.source = s.name"
-	    "  AND r.op IN (1, 2) AND"
-	    "  r.id > coalesce((SELECT record_id FROM apply_cursor WHERE id = 1), 0)),"
-	    " (SELECT min(r.committed_at) FROM object_state o JOIN records r ON r.id = o.record_id"
-	    "  WHERE o.source = s.name AND o.state = 'pending'), 0)"
-	    " FROM sources s ORDER BY s.name",
-	    -1, &q, NULL);
-	if (rc != SQLITE_OK)
-		return fail(db, "sources", err);
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		ds_ledger_source *s;
-
-		if (ds_grow((void **)&st->sources, &cap, st->n_sources + 1, sizeof(*s)) < 0) {
-			sqlite3_finalize(q);
-			return ds_err_fallback(err, -ENOMEM);
-		}
-		s = &st->sources[st->n_sources++];
-		s->name = dup_col(q, 0);
-		s->cluster = dup_col(q, 1);
-		s->epoch = (uint64_t)sqlite3_column_int64(q, 2);
-		s->committed_seq = (uint64_t)sqlite3_column_int64(q, 3);
-		s->last_contact = sqlite3_column_int64(q, 4);
-		s->unapplied = (uint64_t)sqlite3_column_int64(q, 5);
-		s->objects = (uint64_t)sqlite3_column_int64(q, 6);
-		s->oldest_unapplied = sqlite3_column_int64(q, 7);
-	}
+	rc = ds_ledger_records_new(store, &r, err);
+	if (rc == 0)
+		rc = ds_ledger_sources_each(r, add_source, &c, err);
+	if (rc >= 0)
+		rc = ds_store_prepare(store, "SELECT record_id FROM apply_cursor WHERE id = 1", &q,
+				      err);
+	if (rc >= 0 && sqlite3_step(q) == SQLITE_ROW)
+		cursor = sqlite3_column_int64(q, 0);
 	sqlite3_finalize(q);
-	return rc == SQLITE_DONE ? 0 : fail(db, "sources", err);
+	if (rc >= 0)
+		rc = ds_store_prepare(store,
+				      "SELECT count(*), coalesce(sum(state = 'pending'), 0),"
+				      " min(CASE WHEN state = 'pending' THEN record_id END)"
+				      " FROM object_state WHERE source = ?",
+				      &objs, err);
+	for (size_t i = 0; rc >= 0 && i < st->n_sources; i++) {
+		ds_ledger_source *s = &st->sources[i];
+		uint64_t records = 0;
+		int64_t oldest = 0, pending_at = 0;
+
+		rc = ds_ledger_records_backlog(r, cursor, s->name, &records, &oldest, err);
+		if (rc < 0)
+			break;
+		sqlite3_reset(objs);
+		sqlite3_bind_text(objs, 1, s->name, -1, SQLITE_STATIC);
+		rc = sqlite3_step(objs);
+		if (rc != SQLITE_ROW) {
+			rc = fail(db, "sources", err);
+			break;
+		}
+		s->objects = (uint64_t)sqlite3_column_int64(objs, 0);
+		s->unapplied = records + (uint64_t)sqlite3_column_int64(objs, 1);
+		rc = 0;
+		if (sqlite3_column_type(objs, 2) != SQLITE_NULL)
+			rc = ds_ledger_record_get(r, sqlite3_column_int64(objs, 2), committed_at,
+						  &pending_at, err);
+		s->oldest_unapplied = earlier(oldest, pending_at);
+	}
+	sqlite3_finalize(objs);
+	ds_ledger_records_free(r);
+	return rc < 0 ? ds_err_fallback(err, rc) : 0;
 }
 
 static int read_states(sqlite3 *db, ds_ledger_status *st, ds_err *err)
@@ -296,7 +336,7 @@ int ds_ledger_status_read_mapped(const char *path, size_t max_items,
 		goto out; /* nothing received or applied yet */
 	rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : fail(db, "begin", err);
 	if (rc == 0)
-		rc = read_sources(db, st, err);
+		rc = read_sources(store, st, err);
 	if (rc == 0)
 		rc = read_states(db, st, err);
 	if (rc == 0)

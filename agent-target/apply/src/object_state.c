@@ -2,6 +2,8 @@
 
 #include "drasync/buf.h"
 #include "drasync/clock.h"
+#include "drasync/schemas.h"
+#include "drasync/string_table.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -9,108 +11,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const state_names[DS_APPLY_STATE_MAX] = {
+/* The state is stored by name so that operators can read the table with sqlite3. */
+static const char *const ds_apply_state_table[DS_APPLY_STATE_MAX] = {
     [DS_APPLY_PENDING] = "pending", [DS_APPLY_APPLIED] = "applied", [DS_APPLY_WAITING] = "waiting",
     [DS_APPLY_FAILED] = "failed",   [DS_APPLY_HELD] = "held",	    [DS_APPLY_SKIPPED] = "skipped",
     [DS_APPLY_DELETED] = "deleted", [DS_APPLY_KEPT] = "kept",
 };
-
-/* The state is stored by name so that operators can read the table with sqlite3. */
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS object_state(id INTEGER PRIMARY KEY, source TEXT NOT NULL,"
-    " key TEXT NOT NULL, api_version TEXT, kind TEXT, namespace TEXT, name TEXT,"
-    " record_id INTEGER NOT NULL, seq INTEGER NOT NULL, op INTEGER NOT NULL,"
-    " content_hash BLOB, applied_hash BLOB, applied_record_id INTEGER,"
-    " target_api_version TEXT, target_namespace TEXT, target_name TEXT,"
-    " state TEXT NOT NULL, reason TEXT, attempts INTEGER NOT NULL DEFAULT 0,"
-    " next_try_at INTEGER NOT NULL DEFAULT 0, updated_at INTEGER, UNIQUE(source, key));"
-    "CREATE INDEX IF NOT EXISTS object_state_due ON object_state(state, next_try_at);"
-    "CREATE INDEX IF NOT EXISTS object_state_target ON object_state(kind, target_name);"
-    "CREATE TABLE IF NOT EXISTS apply_cursor(id INTEGER PRIMARY KEY CHECK(id = 1),"
-    " record_id INTEGER NOT NULL);"
-    "INSERT OR IGNORE INTO apply_cursor(id, record_id) VALUES(1, 0);"
-    "CREATE TABLE IF NOT EXISTS apply_results(id INTEGER PRIMARY KEY, source TEXT NOT NULL,"
-    " epoch INTEGER NOT NULL, seq INTEGER NOT NULL, status INTEGER NOT NULL, message TEXT);"
-    "CREATE INDEX IF NOT EXISTS apply_results_source ON apply_results(source, epoch, id);";
-
-int ds_object_state_fail(sqlite3 *db, int rc, const char *what, ds_err *err)
-{
-	ds_err_set(err, "%s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-	switch (rc & 0xff) {
-	case SQLITE_NOMEM:
-		return -ENOMEM;
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		return -EBUSY;
-	case SQLITE_FULL:
-		return -ENOSPC;
-	case SQLITE_CANTOPEN:
-		return -ENOENT;
-	case SQLITE_READONLY:
-	case SQLITE_PERM:
-		return -EACCES;
-	case SQLITE_CORRUPT:
-	case SQLITE_NOTADB:
-		return -EBADMSG;
-	default:
-		return -EIO;
-	}
-}
-
-int ds_object_state_exec(sqlite3 *db, const char *sql, ds_err *err)
-{
-	int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-
-	return rc == SQLITE_OK ? 0 : ds_object_state_fail(db, rc, sql, err);
-}
-
-int ds_object_state_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, ds_err *err)
-{
-	int rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
-
-	return rc == SQLITE_OK ? 0 : ds_object_state_fail(db, rc, "object_state statement", err);
-}
+DS_DEFINE_STRING_TABLE_LOOKUP(ds_apply_state, enum ds_apply_state)
 
 /*
- * The statement of sql (a string literal: its address is the key) kept for
- * st's life: prepared at the first call, reset and unbound at the next ones.
- * The caller resets it when done (sqlite3_reset), never finalizes it; the
+ * The statements of the per-object calls, by their explicit handle id: the
  * SQL parser took a sixth of the applier's CPU when every object prepared
  * its statements anew.
  */
-int ds_object_state_keep(ds_object_state *st, const char *sql, sqlite3_stmt **q, ds_err *err)
+int ds_object_state_keep(ds_object_state *st, enum ds_os_stmt id, const char *sql, sqlite3_stmt **q,
+			 ds_err *err)
 {
-	size_t i;
-	int rc;
-
-	for (i = 0; i < KEPT_MAX && st->kept[i].sql; i++) {
-		if (st->kept[i].sql == sql) {
-			*q = st->kept[i].q;
-			sqlite3_reset(*q);
-			sqlite3_clear_bindings(*q);
-			return 0;
-		}
-	}
-	if (i == KEPT_MAX) {
-		rc = ds_object_state_prepare(st->db, sql, q, err);
-		return rc < 0 ? rc : 1; /* 1: not kept, the caller finalizes */
-	}
-	rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, q, NULL);
-	if (rc != SQLITE_OK)
-		return ds_object_state_fail(st->db, rc, "object_state statement", err);
-	st->kept[i].sql = sql;
-	st->kept[i].q = *q;
-	return 0;
+	return ds_store_stmt_lazy(st->store, &st->kept[id], sql, q, err);
 }
 
-/* Done with a statement of ds_object_state_keep(): reset (its locks let go), or finalized when not
- * kept. */
+/* Done with a statement of ds_object_state_keep(): reset, so that it lets its locks go. */
 void ds_object_state_unkeep(int kept_rc, sqlite3_stmt *q)
 {
-	if (kept_rc == 1)
-		sqlite3_finalize(q);
-	else
-		sqlite3_reset(q);
+	(void)kept_rc;
+	sqlite3_reset(q);
 }
 
 void ds_object_state_bind_text(sqlite3_stmt *st, int i, const char *s)
@@ -121,14 +45,6 @@ void ds_object_state_bind_text(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
-enum ds_apply_state ds_apply_state_parse(const char *s)
-{
-	for (int i = 1; s && i < DS_APPLY_STATE_MAX; i++)
-		if (strcmp(s, state_names[i]) == 0)
-			return (enum ds_apply_state)i;
-	return DS_APPLY_PENDING;
-}
-
 char *ds_object_state_col_dup(sqlite3_stmt *q, int i)
 {
 	const char *s = (const char *)sqlite3_column_text(q, i);
@@ -136,29 +52,11 @@ char *ds_object_state_col_dup(sqlite3_stmt *q, int i)
 	return s ? strdup(s) : NULL;
 }
 
-/* @return 1 when the inbox has created its records table, 0 before, or a negative errno */
-int ds_object_state_have_records(ds_object_state *st, ds_err *err)
-{
-	sqlite3_stmt *q = NULL;
-	int rc = ds_object_state_prepare(
-	    st->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'", &q,
-	    err);
-
-	if (rc == 0) {
-		rc = sqlite3_step(q);
-		rc = rc == SQLITE_ROW	 ? 1
-		     : rc == SQLITE_DONE ? 0
-					 : ds_object_state_fail(st->db, rc, "schema", err);
-	}
-	sqlite3_finalize(q);
-	return rc;
-}
-
 const char *ds_apply_state_name(enum ds_apply_state s)
 {
-	if ((int)s <= 0 || s >= DS_APPLY_STATE_MAX)
-		return "unknown";
-	return state_names[s];
+	const char *name = ds_apply_state_to_string(s);
+
+	return name ? name : "unknown";
 }
 
 const char *ds_object_state_key(const char *api_version, const char *kind, const char *ns,
@@ -179,20 +77,11 @@ int ds_object_state_open(ds_object_state **out, const char *path, ds_err *err)
 
 	if (!st)
 		return ds_err_fallback(err, -ENOMEM);
-	rc = sqlite3_open_v2(
-	    path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-	if (rc != SQLITE_OK) {
-		ds_err_set(err, "cannot open %s: %s", path,
-			   st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
-		rc = -EIO;
-		goto out;
+	rc = ds_ledger_open(&st->store, path, 0, err);
+	if (rc == 0) {
+		st->db = ds_store_db(st->store);
+		rc = ds_ledger_records_new(st->store, &st->records, err);
 	}
-	/* The receiver holds the write lock while it commits a batch; wait for it. */
-	sqlite3_busy_timeout(st->db, 10000);
-	rc = ds_object_state_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
-	if (rc == 0)
-		rc = ds_object_state_exec(st->db, schema, err);
-out:
 	if (rc < 0) {
 		ds_object_state_free(st);
 		return ds_err_fallback(err, rc);
@@ -205,9 +94,8 @@ void ds_object_state_free(ds_object_state *st)
 {
 	if (!st)
 		return;
-	for (size_t i = 0; i < KEPT_MAX && st->kept[i].sql; i++)
-		sqlite3_finalize(st->kept[i].q);
-	sqlite3_close(st->db);
+	ds_ledger_records_free(st->records);
+	ds_store_free(st->store); /* finalizes the kept statements */
 	free(st->messages);
 	free(st);
 }
@@ -219,9 +107,26 @@ void ds_object_state_free(ds_object_state *st)
 	" o.target_namespace, o.target_name, o.state, o.reason, o.attempts, o.next_try_at"
 #define ROW_NCOL 20
 
-static int read_row(sqlite3_stmt *q, ds_object_state_row *r)
+/*
+ * A row of ROW_COLUMNS. A state this version does not know (a newer drasync
+ * wrote it) is -EPROTO, never taken for pending: that would apply the object
+ * again behind the back of whatever decided it.
+ */
+static int read_row(sqlite3_stmt *q, ds_object_state_row *r, ds_err *err)
 {
+	const char *state = (const char *)sqlite3_column_text(q, 16);
+	int s = ds_apply_state_from_string(state);
+
 	memset(r, 0, sizeof(*r));
+	if (s < 0) {
+		ds_err_set(err,
+			   "object_state row %lld (%s) has the state '%s', which this drasync does "
+			   "not know: was the ledger written by a newer version?",
+			   (long long)sqlite3_column_int64(q, 0),
+			   sqlite3_column_text(q, 2) ? (const char *)sqlite3_column_text(q, 2) : "",
+			   state ? state : "(null)");
+		return -EPROTO;
+	}
 	r->id = sqlite3_column_int64(q, 0);
 	r->source = ds_object_state_col_dup(q, 1);
 	r->key = ds_object_state_col_dup(q, 2);
@@ -242,7 +147,7 @@ static int read_row(sqlite3_stmt *q, ds_object_state_row *r)
 	r->target_api_version = ds_object_state_col_dup(q, 13);
 	r->target_ns = ds_object_state_col_dup(q, 14);
 	r->target_name = ds_object_state_col_dup(q, 15);
-	r->state = ds_apply_state_parse((const char *)sqlite3_column_text(q, 16));
+	r->state = (enum ds_apply_state)s;
 	r->reason = ds_object_state_col_dup(q, 17);
 	r->attempts = sqlite3_column_int(q, 18);
 	r->next_try_at = sqlite3_column_int64(q, 19);
@@ -280,6 +185,26 @@ static bool in_scope(const ds_object_state_scope *scope, sqlite3_stmt *q)
 	return false;
 }
 
+/* A picked row's record: its payload, compression, source uid and cluster, copied. */
+static int take_payload(void *ud, const ds_ledger_record *rec)
+{
+	ds_object_state_row *r = ud;
+
+	if (rec->payload_len > 0) {
+		r->payload = malloc(rec->payload_len);
+		if (!r->payload)
+			return -ENOMEM;
+		memcpy(r->payload, rec->payload, rec->payload_len);
+		r->payload_len = rec->payload_len;
+	}
+	r->zstd = rec->compression;
+	r->source_uid = rec->source_uid ? strdup(rec->source_uid) : NULL;
+	r->source_cluster = rec->cluster ? strdup(rec->cluster) : NULL;
+	if ((rec->source_uid && !r->source_uid) || (rec->cluster && !r->source_cluster))
+		return -ENOMEM;
+	return 0;
+}
+
 int ds_object_state_pick(ds_object_state *st, int64_t now_ms, size_t max,
 			 ds_object_state_row **rows, size_t *n, ds_err *err)
 {
@@ -295,14 +220,11 @@ int ds_object_state_pick_in(ds_object_state *st, int64_t now_ms, size_t max,
 	sqlite3_stmt *q = NULL;
 	int rc = SQLITE_DONE;
 
-	rc = ds_object_state_prepare(
-	    st->db,
-	    "SELECT " ROW_COLUMNS ", r.payload, r.compression, r.source_uid,"
-	    " s.cluster_name FROM object_state o JOIN records r ON r.id = o.record_id"
-	    " LEFT JOIN sources s ON s.name = o.source"
-	    " WHERE o.state IN ('pending', 'waiting') AND o.next_try_at <= ?"
-	    " ORDER BY o.id LIMIT ?",
-	    &q, err);
+	rc = ds_store_prepare(st->store,
+			      "SELECT " ROW_COLUMNS " FROM object_state o"
+			      " WHERE o.state IN ('pending', 'waiting') AND o.next_try_at <= ?"
+			      " ORDER BY o.id LIMIT ?",
+			      &q, err);
 	if (rc < 0)
 		goto out;
 	sqlite3_bind_int64(q, 1, now_ms);
@@ -311,8 +233,6 @@ int ds_object_state_pick_in(ds_object_state *st, int64_t now_ms, size_t max,
 	while (len < max && bytes < DS_OBJECT_STATE_PICK_BYTES &&
 	       (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		ds_object_state_row *r;
-		int plen = sqlite3_column_bytes(q, ROW_NCOL);
-
 		if (!in_scope(scope, q))
 			continue;
 		if (ds_grow((void **)&v, &cap, len + 1, sizeof(*v)) < 0) {
@@ -320,28 +240,25 @@ int ds_object_state_pick_in(ds_object_state *st, int64_t now_ms, size_t max,
 			goto out;
 		}
 		r = &v[len];
-		rc = read_row(q, r);
+		rc = read_row(q, r, err);
 		if (rc < 0)
 			goto out;
-		len++;
-		if (plen > 0) {
-			r->payload = malloc((size_t)plen);
-			if (!r->payload) {
-				rc = -ENOMEM;
+		/* Its record's payload, through the store: a row whose record is
+		 * gone has nothing to apply. */
+		rc = ds_ledger_record_get(st->records, r->record_id, take_payload, r, err);
+		if (rc <= 0) {
+			ds_object_state_row_dispose(r);
+			if (rc < 0)
 				goto out;
-			}
-			memcpy(r->payload, sqlite3_column_blob(q, ROW_NCOL), (size_t)plen);
-			r->payload_len = (size_t)plen;
-			bytes += (size_t)plen;
+			continue;
 		}
-		r->zstd = sqlite3_column_int(q, ROW_NCOL + 1);
-		r->source_uid = ds_object_state_col_dup(q, ROW_NCOL + 2);
-		r->source_cluster = ds_object_state_col_dup(q, ROW_NCOL + 3);
+		len++;
+		bytes += r->payload_len;
 	}
 	/* Stopped at the byte bound or at max, the rest is for the next pick. */
 	rc = rc == SQLITE_DONE || rc == SQLITE_ROW || len == max
 		 ? 0
-		 : ds_object_state_fail(st->db, rc, "object_state pick", err);
+		 : ds_store_fail(st->store, rc, "object_state pick", err);
 out:
 	sqlite3_finalize(q);
 	if (rc < 0) {
@@ -355,30 +272,30 @@ out:
 
 int ds_object_state_begin(ds_object_state *st, ds_err *err)
 {
-	return ds_err_fallback(err, ds_object_state_exec(st->db, "BEGIN IMMEDIATE", err));
+	return ds_err_fallback(err, ds_store_exec(st->store, "BEGIN IMMEDIATE", err));
 }
 
 int ds_object_state_commit(ds_object_state *st, ds_err *err)
 {
-	int rc = ds_object_state_exec(st->db, "COMMIT", err);
+	int rc = ds_store_exec(st->store, "COMMIT", err);
 
 	if (rc < 0)
-		ds_object_state_exec(st->db, "ROLLBACK", NULL);
+		ds_store_exec(st->store, "ROLLBACK", NULL);
 	return ds_err_fallback(err, rc);
 }
 
 void ds_object_state_rollback(ds_object_state *st)
 {
 	if (sqlite3_get_autocommit(st->db) == 0)
-		ds_object_state_exec(st->db, "ROLLBACK", NULL);
+		ds_store_exec(st->store, "ROLLBACK", NULL);
 }
 
 int ds_object_state_reconsider(ds_object_state *st, ds_err *err)
 {
 	return ds_err_fallback(
 	    err,
-	    ds_object_state_exec(
-		st->db,
+	    ds_store_exec(
+		st->store,
 		"UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = 0"
 		" WHERE op = 1 AND state IN ('applied', 'waiting', 'failed', 'held', 'skipped')",
 		err));
@@ -394,7 +311,7 @@ static int each_in(ds_object_state *st, const char *where, const ds_object_state
 
 	snprintf(sql, sizeof(sql),
 		 "SELECT " ROW_COLUMNS " FROM object_state o WHERE %s ORDER BY o.id", where);
-	rc = ds_object_state_prepare(st->db, sql, &q, err);
+	rc = ds_store_prepare(st->store, sql, &q, err);
 	if (rc < 0)
 		return rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -407,7 +324,7 @@ static int each_in(ds_object_state *st, const char *where, const ds_object_state
 	if (rc == SQLITE_DONE)
 		rc = 0;
 	else if (rc > 0)
-		rc = ds_object_state_fail(st->db, rc, "object_state scan", err);
+		rc = ds_store_fail(st->store, rc, "object_state scan", err);
 	sqlite3_finalize(q);
 	return rc;
 }
@@ -435,7 +352,7 @@ int ds_object_state_reconsider_in(ds_object_state *st, const ds_object_state_sco
 	int rc;
 
 	/* IMMEDIATE: an applier cannot record a pass's outcome between our read and write. */
-	rc = ds_object_state_exec(st->db, "BEGIN IMMEDIATE", err);
+	rc = ds_store_exec(st->store, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
 		return ds_err_fallback(err, rc);
 	rc = each_in(st,
@@ -443,8 +360,8 @@ int ds_object_state_reconsider_in(ds_object_state *st, const ds_object_state_sco
 		     " 'pending')",
 		     scope, collect_id, &ids, err);
 	if (rc == 0)
-		rc = ds_object_state_prepare(
-		    st->db,
+		rc = ds_store_prepare(
+		    st->store,
 		    "UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = 0"
 		    " WHERE id = ?",
 		    &up, err);
@@ -454,17 +371,17 @@ int ds_object_state_reconsider_in(ds_object_state *st, const ds_object_state_sco
 		rc = sqlite3_step(up);
 		rc = rc == SQLITE_DONE
 			 ? 0
-			 : ds_object_state_fail(st->db, rc, "object_state reconsider", err);
+			 : ds_store_fail(st->store, rc, "object_state reconsider", err);
 	}
 	sqlite3_finalize(up);
 	free(ids.v);
 	if (rc < 0) {
-		ds_object_state_exec(st->db, "ROLLBACK", NULL);
+		ds_store_exec(st->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
-	rc = ds_object_state_exec(st->db, "COMMIT", err);
+	rc = ds_store_exec(st->store, "COMMIT", err);
 	if (rc < 0) {
-		ds_object_state_exec(st->db, "ROLLBACK", NULL);
+		ds_store_exec(st->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
 	return (int)ids.n;
@@ -480,7 +397,8 @@ static int count_due(void *ud, sqlite3_stmt *q)
 	struct due *d = ud;
 	int64_t at = sqlite3_column_int64(q, 19);
 
-	if (ds_apply_state_parse((const char *)sqlite3_column_text(q, 16)) == DS_APPLY_WAITING) {
+	if (ds_apply_state_from_string((const char *)sqlite3_column_text(q, 16)) ==
+	    DS_APPLY_WAITING) {
 		d->waiting++;
 		return 0;
 	}
@@ -600,7 +518,7 @@ static int collect_row(void *ud, sqlite3_stmt *q)
 
 	if (ds_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)) < 0)
 		return -ENOMEM;
-	rc = read_row(q, &l->v[l->n]);
+	rc = read_row(q, &l->v[l->n], NULL);
 	if (rc == 0)
 		l->n++;
 	return rc;
@@ -625,8 +543,8 @@ int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err)
 {
 	return ds_err_fallback(
 	    err,
-	    ds_object_state_exec(
-		st->db, "UPDATE object_state SET next_try_at = 0 WHERE state = 'waiting'", err));
+	    ds_store_exec(st->store,
+			  "UPDATE object_state SET next_try_at = 0 WHERE state = 'waiting'", err));
 }
 
 int ds_object_state_target_owner(ds_object_state *st, const char *source, const char *kind,
@@ -635,7 +553,7 @@ int ds_object_state_target_owner(ds_object_state *st, const char *source, const 
 {
 	sqlite3_stmt *q = NULL;
 	int k = ds_object_state_keep(
-		st,
+		st, OS_STMT_OWNER,
 		"SELECT source FROM object_state WHERE kind = ? AND target_name = ?"
 		" AND target_namespace IS ? AND (?4 IS NULL OR source != ?4)"
 		" AND applied_hash IS NOT NULL"
@@ -657,7 +575,7 @@ int ds_object_state_target_owner(ds_object_state *st, const char *source, const 
 		} else {
 			rc = rc == SQLITE_DONE
 				 ? 0
-				 : ds_object_state_fail(st->db, rc, "object_state owner", err);
+				 : ds_store_fail(st->store, rc, "object_state owner", err);
 		}
 	}
 	if (q)
@@ -668,8 +586,8 @@ int ds_object_state_target_owner(ds_object_state *st, const char *source, const 
 int ds_object_state_last_record_id(ds_object_state *st, int64_t *out, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	int rc = ds_object_state_prepare(
-	    st->db, "SELECT coalesce(max(record_id), 0) FROM object_state", &q, err);
+	int rc = ds_store_prepare(st->store, "SELECT coalesce(max(record_id), 0) FROM object_state",
+				  &q, err);
 
 	if (rc == 0) {
 		rc = sqlite3_step(q);
@@ -677,7 +595,7 @@ int ds_object_state_last_record_id(ds_object_state *st, int64_t *out, ds_err *er
 			*out = sqlite3_column_int64(q, 0);
 			rc = 0;
 		} else {
-			rc = ds_object_state_fail(st->db, rc, "object_state last record", err);
+			rc = ds_store_fail(st->store, rc, "object_state last record", err);
 		}
 	}
 	sqlite3_finalize(q);
@@ -710,19 +628,19 @@ int ds_object_state_retry(ds_object_state *st, const ds_object_state_match *m,
 	int rc, marked = 0;
 
 	/* IMMEDIATE: the applier cannot pick or set a row between our read and write. */
-	rc = ds_object_state_exec(st->db, "BEGIN IMMEDIATE", err);
+	rc = ds_store_exec(st->store, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
 		return ds_err_fallback(err, rc);
-	rc = ds_object_state_prepare(
-	    st->db,
+	rc = ds_store_prepare(
+	    st->store,
 	    "SELECT " ROW_COLUMNS " FROM object_state o WHERE (o.state = 'failed'"
 	    " OR (o.state IN ('pending', 'waiting') AND o.next_try_at > 0))"
 	    " AND (?1 IS NULL OR o.kind = ?1 COLLATE NOCASE)"
 	    " AND (?2 IS NULL OR coalesce(o.target_name, o.name) = ?2) ORDER BY o.id",
 	    &q, err);
 	if (rc == 0)
-		rc = ds_object_state_prepare(
-		    st->db,
+		rc = ds_store_prepare(
+		    st->store,
 		    "UPDATE object_state SET state = CASE WHEN state = 'failed'"
 		    " THEN 'pending' ELSE state END, attempts = 0, next_try_at = 0,"
 		    " updated_at = ? WHERE id = ?",
@@ -735,7 +653,7 @@ int ds_object_state_retry(ds_object_state *st, const ds_object_state_match *m,
 		ds_object_state_row r;
 		const char *tns;
 
-		rc = read_row(q, &r);
+		rc = read_row(q, &r, err);
 		if (rc < 0)
 			goto out;
 		tns = target_ns_of(&r, m);
@@ -754,21 +672,21 @@ int ds_object_state_retry(ds_object_state *st, const ds_object_state_match *m,
 		sqlite3_bind_int64(up, 2, sqlite3_column_int64(q, 0));
 		rc = sqlite3_step(up);
 		if (rc != SQLITE_DONE) {
-			rc = ds_object_state_fail(st->db, rc, "object_state retry", err);
+			rc = ds_store_fail(st->store, rc, "object_state retry", err);
 			goto out;
 		}
 	}
-	rc = rc == SQLITE_DONE ? 0 : ds_object_state_fail(st->db, rc, "object_state retry", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "object_state retry", err);
 out:
 	sqlite3_finalize(q);
 	sqlite3_finalize(up);
 	if (rc < 0) {
-		ds_object_state_exec(st->db, "ROLLBACK", NULL);
+		ds_store_exec(st->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
-	rc = ds_object_state_exec(st->db, "COMMIT", err);
+	rc = ds_store_exec(st->store, "COMMIT", err);
 	if (rc < 0) {
-		ds_object_state_exec(st->db, "ROLLBACK", NULL);
+		ds_store_exec(st->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
 	return marked;
@@ -787,9 +705,9 @@ int ds_object_state_get(ds_object_state *st, const char *source, const char *key
 {
 	sqlite3_stmt *q = NULL;
 	ds_object_state_row r;
-	int rc = ds_object_state_prepare(
-	    st->db, "SELECT " ROW_COLUMNS " FROM object_state o WHERE o.source = ? AND o.key = ?",
-	    &q, err);
+	int rc = ds_store_prepare(
+	    st->store,
+	    "SELECT " ROW_COLUMNS " FROM object_state o WHERE o.source = ? AND o.key = ?", &q, err);
 
 	if (rc < 0)
 		goto out;
@@ -797,88 +715,118 @@ int ds_object_state_get(ds_object_state *st, const char *source, const char *key
 	ds_object_state_bind_text(q, 2, key);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW) {
-		rc = read_row(q, &r);
+		rc = read_row(q, &r, err);
 		if (rc == 0)
 			*out = r;
 	} else if (rc == SQLITE_DONE) {
 		ds_err_set(err, "no state for %s of source %s", key, source);
 		rc = -ENOENT;
 	} else {
-		rc = ds_object_state_fail(st->db, rc, "object_state get", err);
+		rc = ds_store_fail(st->store, rc, "object_state get", err);
 	}
 out:
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);
+}
+
+struct payload_copy {
+	uint8_t *p;
+	size_t len;
+	int zstd, op;
+};
+
+static int copy_payload(void *ud, const ds_ledger_record *rec)
+{
+	struct payload_copy *c = ud;
+
+	c->op = rec->op;
+	c->p = malloc(rec->payload_len ? rec->payload_len : 1);
+	if (!c->p)
+		return -ENOMEM;
+	if (rec->payload_len)
+		memcpy(c->p, rec->payload, rec->payload_len);
+	c->len = rec->payload_len;
+	c->zstd = rec->compression;
+	return 0;
 }
 
 int ds_object_state_payload(ds_object_state *st, const char *source, const char *key,
 			    uint8_t **payload, size_t *len, int *zstd, ds_err *err)
 {
+	struct payload_copy c = {0};
 	sqlite3_stmt *q = NULL;
-	int rc = ds_object_state_prepare(
-	    st->db,
-	    "SELECT r.payload, r.compression FROM object_state o JOIN records r ON "
-	    "r.id = o.record_id WHERE o.source = ? AND o.key = ? AND r.op != ?",
-	    &q, err);
+	int64_t record_id = 0;
+	int rc = ds_store_prepare(
+	    st->store, "SELECT record_id FROM object_state WHERE source = ? AND key = ?", &q, err);
 
 	if (rc < 0)
 		goto out;
 	ds_object_state_bind_text(q, 1, source);
 	ds_object_state_bind_text(q, 2, key);
-	sqlite3_bind_int(q, 3, DS_RECORD_DELETE);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW) {
-		int plen = sqlite3_column_bytes(q, 0);
-		uint8_t *p = malloc(plen > 0 ? (size_t)plen : 1);
-
-		if (!p) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		if (plen > 0)
-			memcpy(p, sqlite3_column_blob(q, 0), (size_t)plen);
-		*payload = p;
-		*len = (size_t)(plen > 0 ? plen : 0);
-		*zstd = sqlite3_column_int(q, 1);
-		rc = 0;
+		record_id = sqlite3_column_int64(q, 0);
+		rc = ds_ledger_record_get(st->records, record_id, copy_payload, &c, err);
+		if (rc == 1 && c.op == DS_RECORD_DELETE)
+			rc = 0;
 	} else if (rc == SQLITE_DONE) {
+		rc = 0;
+	} else {
+		rc = ds_store_fail(st->store, rc, "object_state payload", err);
+	}
+	if (rc == 1) {
+		*payload = c.p;
+		*len = c.len;
+		*zstd = c.zstd;
+		c.p = NULL;
+		rc = 0;
+	} else if (rc == 0) {
 		ds_err_set(err, "no live record for %s of source %s", key, source);
 		rc = -ENOENT;
-	} else {
-		rc = ds_object_state_fail(st->db, rc, "object_state payload", err);
 	}
 out:
+	free(c.p);
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);
+}
+
+struct each_payload {
+	const char *kind;
+	ds_object_state_payload_fn fn;
+	void *ud;
+};
+
+static int each_payload(void *ud, const ds_ledger_record *rec)
+{
+	struct each_payload *e = ud;
+
+	if (rec->op == DS_RECORD_DELETE)
+		return 0;
+	return e->fn(e->ud, e->kind, rec->payload, rec->payload_len, rec->compression);
 }
 
 int ds_object_state_each_in(ds_object_state *st, const char *source, const char *ns,
 			    ds_object_state_payload_fn fn, void *ud, ds_err *err)
 {
+	struct each_payload e = {.fn = fn, .ud = ud};
 	sqlite3_stmt *q = NULL;
-	int rc = ds_object_state_prepare(
-	    st->db,
-	    "SELECT o.kind, r.payload, r.compression FROM object_state o JOIN records r"
-	    " ON r.id = o.record_id WHERE o.source = ? AND o.namespace = ? AND r.op != ?"
-	    " ORDER BY o.id",
-	    &q, err);
+	int rc = ds_store_prepare(st->store,
+				  "SELECT kind, record_id FROM object_state WHERE source = ?"
+				  " AND namespace = ? ORDER BY id",
+				  &q, err);
 
 	if (rc < 0)
 		goto out;
 	ds_object_state_bind_text(q, 1, source);
 	ds_object_state_bind_text(q, 2, ns);
-	sqlite3_bind_int(q, 3, DS_RECORD_DELETE);
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		int plen = sqlite3_column_bytes(q, 1);
-		int r = fn(ud, (const char *)sqlite3_column_text(q, 0), sqlite3_column_blob(q, 1),
-			   plen > 0 ? (size_t)plen : 0, sqlite3_column_int(q, 2));
-
-		if (r < 0) {
-			rc = r;
+		e.kind = (const char *)sqlite3_column_text(q, 0);
+		rc = ds_ledger_record_get(st->records, sqlite3_column_int64(q, 1), each_payload, &e,
+					  err);
+		if (rc < 0)
 			goto out;
-		}
 	}
-	rc = rc == SQLITE_DONE ? 0 : ds_object_state_fail(st->db, rc, "object_state each", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "object_state each", err);
 out:
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);
@@ -887,14 +835,14 @@ out:
 int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	int rc = ds_object_state_prepare(
-	    st->db, "SELECT count(*) FROM object_state WHERE state = ?", &q, err);
+	int rc = ds_store_prepare(st->store, "SELECT count(*) FROM object_state WHERE state = ?",
+				  &q, err);
 
 	if (rc == 0) {
 		ds_object_state_bind_text(q, 1, ds_apply_state_name(s));
 		rc = sqlite3_step(q);
 		rc = rc == SQLITE_ROW ? sqlite3_column_int(q, 0)
-				      : ds_object_state_fail(st->db, rc, "object_state count", err);
+				      : ds_store_fail(st->store, rc, "object_state count", err);
 	}
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);
@@ -903,18 +851,16 @@ int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *er
 int ds_object_state_count_due(ds_object_state *st, int64_t now_ms, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	int rc =
-	    ds_object_state_prepare(st->db,
-				    "SELECT count(*) FROM object_state"
-				    " WHERE state IN ('pending', 'waiting') AND next_try_at <= ?",
-				    &q, err);
+	int rc = ds_store_prepare(st->store,
+				  "SELECT count(*) FROM object_state"
+				  " WHERE state IN ('pending', 'waiting') AND next_try_at <= ?",
+				  &q, err);
 
 	if (rc == 0) {
 		sqlite3_bind_int64(q, 1, now_ms);
 		rc = sqlite3_step(q);
-		rc = rc == SQLITE_ROW
-			 ? sqlite3_column_int(q, 0)
-			 : ds_object_state_fail(st->db, rc, "object_state count due", err);
+		rc = rc == SQLITE_ROW ? sqlite3_column_int(q, 0)
+				      : ds_store_fail(st->store, rc, "object_state count due", err);
 	}
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);

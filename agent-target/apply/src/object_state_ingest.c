@@ -7,6 +7,7 @@
 
 #include "drasync/clock.h"
 
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 
@@ -41,143 +42,162 @@ static const char upsert_sql[] =
  * sees the uid drasync applied it with). Manifest keys name the core group
  * "" where ours say "core".
  */
+static int keep_key(void *ud, const char *key)
+{
+	sqlite3_stmt *q = ud;
+	int rc;
+
+	sqlite3_reset(q);
+	sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(q);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
 static int prune(ds_object_state *st, const char *source, int64_t epoch, int64_t seq, ds_err *err)
 {
-	sqlite3_stmt *q = NULL;
-	int rc = ds_object_state_prepare(
-	    st->db,
-	    "UPDATE object_state SET op = 2, state = 'pending', attempts = 0, next_try_at = 0,"
-	    " reason = 'pruned: not in the snapshot that ended at seq ' || ?3, seq = ?3,"
-	    " updated_at = ?4"
-	    " WHERE source = ?1 AND op = 1 AND (CASE WHEN key LIKE 'core/%' THEN substr(key, 5)"
-	    " ELSE key END) NOT IN (SELECT key FROM manifests WHERE source = ?1 AND epoch = ?2"
-	    " AND seq = ?3)",
-	    &q, err);
+	sqlite3_stmt *ins = NULL, *q = NULL;
+	int rc;
 
+	/* The manifest's keys, read through the store, into a table of this
+	 * connection's own (TEMP: never in the file). */
+	rc = ds_store_exec(st->store,
+			   "CREATE TEMP TABLE IF NOT EXISTS prune_keep(key TEXT PRIMARY KEY);"
+			   " DELETE FROM temp.prune_keep;",
+			   err);
+	if (rc == 0)
+		rc = ds_store_prepare(
+		    st->store, "INSERT OR IGNORE INTO temp.prune_keep(key) VALUES(?)", &ins, err);
+	if (rc == 0) {
+		rc = ds_ledger_manifest_each(st->records, source, epoch, seq, keep_key, ins, err);
+		if (rc == -EIO)
+			rc = ds_store_fail(st->store, sqlite3_errcode(st->db),
+					   "snapshot prune keys", err);
+	}
+	sqlite3_finalize(ins);
+	if (rc < 0)
+		return rc;
+	rc = ds_store_prepare(
+	    st->store,
+	    "UPDATE object_state SET op = 2, state = 'pending', attempts = 0, next_try_at = 0,"
+	    " reason = 'pruned: not in the snapshot that ended at seq ' || ?2, seq = ?2,"
+	    " updated_at = ?3"
+	    " WHERE source = ?1 AND op = 1 AND (CASE WHEN key LIKE 'core/%' THEN substr(key, 5)"
+	    " ELSE key END) NOT IN (SELECT key FROM temp.prune_keep)",
+	    &q, err);
 	if (rc < 0)
 		return rc;
 	ds_object_state_bind_text(q, 1, source);
-	sqlite3_bind_int64(q, 2, epoch);
-	sqlite3_bind_int64(q, 3, seq);
-	sqlite3_bind_int64(q, 4, (ds_clock_wall_ms() / 1000));
+	sqlite3_bind_int64(q, 2, seq);
+	sqlite3_bind_int64(q, 3, (ds_clock_wall_ms() / 1000));
 	rc = sqlite3_step(q);
-	rc = rc == SQLITE_DONE ? 0 : ds_object_state_fail(st->db, rc, "snapshot prune", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "snapshot prune", err);
 	sqlite3_finalize(q);
+	return rc;
+}
+
+struct ingest {
+	ds_object_state *st;
+	int64_t last;
+	ds_err *err;
+};
+
+/* One record after the cursor into its key's row (or, at a snapshot's end, the prune). */
+static int ingest_one(void *ud, const ds_ledger_record *rec)
+{
+	struct ingest *in = ud;
+	ds_object_state *st = in->st;
+	const char *ns = rec->ns;
+	sqlite3_stmt *ups = NULL;
+	char key[1024];
+	int rc, state;
+
+	in->last = rec->id;
+	if (rec->op == DS_RECORD_SNAPSHOT_END)
+		return prune(st, rec->source, rec->epoch, rec->seq, in->err);
+	if (rec->op != DS_RECORD_UPSERT && rec->op != DS_RECORD_DELETE)
+		return 0;
+	if (!rec->kind || !rec->name)
+		return 0; /* not about an object: nothing to apply */
+	if (ns && !*ns)
+		ns = NULL;
+	ds_object_state_key(rec->api_version, rec->kind, ns, rec->name, key, sizeof(key));
+	rc = ds_object_state_keep(st, OS_STMT_UPSERT, upsert_sql, &ups, in->err);
+	if (rc < 0)
+		return rc;
+	ds_object_state_bind_text(ups, 1, rec->source);
+	ds_object_state_bind_text(ups, 2, key);
+	ds_object_state_bind_text(ups, 3, rec->api_version);
+	ds_object_state_bind_text(ups, 4, rec->kind);
+	ds_object_state_bind_text(ups, 5, ns);
+	ds_object_state_bind_text(ups, 6, rec->name);
+	sqlite3_bind_int64(ups, 7, rec->id);
+	sqlite3_bind_int64(ups, 8, rec->seq);
+	sqlite3_bind_int(ups, 9, rec->op);
+	if (rec->hash)
+		sqlite3_bind_blob(ups, 10, rec->hash, (int)rec->hash_len, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(ups, 10);
+	sqlite3_bind_int64(ups, 11, (ds_clock_wall_ms() / 1000));
+	rc = sqlite3_step(ups);
+	if (rc != SQLITE_ROW) {
+		rc = ds_store_fail(st->store, rc, "object_state upsert", in->err);
+		ds_object_state_unkeep(0, ups);
+		return rc;
+	}
+	/* Unchanged and already decided: this record's result is that decision. A
+	 * state this version does not know is left for read_row() to refuse. */
+	state = ds_apply_state_from_string((const char *)sqlite3_column_text(ups, 0));
+	rc = 0;
+	if (state > 0 && state != DS_APPLY_PENDING) {
+		char *reason = ds_object_state_col_dup(ups, 1);
+
+		rc = ds_object_state_queue_result(st, rec->id, (enum ds_apply_state)state, reason,
+						  in->err);
+		free(reason);
+	}
+	ds_object_state_unkeep(0, ups);
 	return rc;
 }
 
 /* One chunk of records after the cursor, in one transaction. @return records read, or < 0 */
 static int ingest_chunk(ds_object_state *st, ds_err *err)
 {
-	sqlite3_stmt *sel = NULL, *ups = NULL, *cur = NULL;
-	enum ds_apply_state state;
-	int64_t last = 0;
+	struct ingest in = {.st = st, .err = err};
+	sqlite3_stmt *cur = NULL;
 	int rc, n = 0;
 
 	/* IMMEDIATE: waits for a receiver commit in progress, so that its records,
 	 * whose handler may have woken us, are visible. */
-	rc = ds_object_state_exec(st->db, "BEGIN IMMEDIATE", err);
+	rc = ds_store_exec(st->store, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
 		return rc;
-	rc = ds_object_state_prepare(st->db, "SELECT record_id FROM apply_cursor WHERE id = 1",
-				     &cur, err);
+	rc = ds_store_prepare(st->store, "SELECT record_id FROM apply_cursor WHERE id = 1", &cur,
+			      err);
 	if (rc < 0)
 		goto out;
 	if (sqlite3_step(cur) == SQLITE_ROW)
-		last = sqlite3_column_int64(cur, 0);
+		in.last = sqlite3_column_int64(cur, 0);
 	sqlite3_finalize(cur);
 	cur = NULL;
-	rc = ds_object_state_prepare(
-	    st->db,
-	    "SELECT id, source, seq, op, api_version, kind, namespace, name, content_hash,"
-	    " epoch FROM records WHERE id > ? ORDER BY id LIMIT ?",
-	    &sel, err);
-	if (rc == 0)
-		rc = ds_object_state_prepare(st->db, upsert_sql, &ups, err);
+	rc = n = ds_ledger_records_after(st->records, in.last, INGEST_CHUNK, ingest_one, &in, err);
 	if (rc < 0)
 		goto out;
-	sqlite3_bind_int64(sel, 1, last);
-	sqlite3_bind_int(sel, 2, INGEST_CHUNK);
-	while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
-		int op = sqlite3_column_int(sel, 3);
-		const char *av = (const char *)sqlite3_column_text(sel, 4);
-		const char *kind = (const char *)sqlite3_column_text(sel, 5);
-		const char *ns = (const char *)sqlite3_column_text(sel, 6);
-		const char *name = (const char *)sqlite3_column_text(sel, 7);
-		char key[1024];
-
-		n++;
-		last = sqlite3_column_int64(sel, 0);
-		if (op == DS_RECORD_SNAPSHOT_END) {
-			rc = prune(st, (const char *)sqlite3_column_text(sel, 1),
-				   sqlite3_column_int64(sel, 9), sqlite3_column_int64(sel, 2), err);
-			if (rc < 0)
-				goto out;
-			continue;
-		}
-		if (op != DS_RECORD_UPSERT && op != DS_RECORD_DELETE)
-			continue;
-		if (!kind || !name)
-			continue; /* not about an object: nothing to apply */
-		if (ns && !*ns)
-			ns = NULL;
-		ds_object_state_key(av, kind, ns, name, key, sizeof(key));
-		sqlite3_reset(ups);
-		sqlite3_clear_bindings(ups);
-		ds_object_state_bind_text(ups, 1, (const char *)sqlite3_column_text(sel, 1));
-		ds_object_state_bind_text(ups, 2, key);
-		ds_object_state_bind_text(ups, 3, av);
-		ds_object_state_bind_text(ups, 4, kind);
-		ds_object_state_bind_text(ups, 5, ns);
-		ds_object_state_bind_text(ups, 6, name);
-		sqlite3_bind_int64(ups, 7, last);
-		sqlite3_bind_int64(ups, 8, sqlite3_column_int64(sel, 2));
-		sqlite3_bind_int(ups, 9, op);
-		if (sqlite3_column_type(sel, 8) == SQLITE_BLOB)
-			sqlite3_bind_blob(ups, 10, sqlite3_column_blob(sel, 8),
-					  sqlite3_column_bytes(sel, 8), SQLITE_TRANSIENT);
-		else
-			sqlite3_bind_null(ups, 10);
-		sqlite3_bind_int64(ups, 11, (ds_clock_wall_ms() / 1000));
-		rc = sqlite3_step(ups);
-		if (rc != SQLITE_ROW) {
-			rc = ds_object_state_fail(st->db, rc, "object_state upsert", err);
-			goto out;
-		}
-		/* Unchanged and already decided: this record's result is that decision. */
-		state = ds_apply_state_parse((const char *)sqlite3_column_text(ups, 0));
-		if (state != DS_APPLY_PENDING) {
-			char *reason = ds_object_state_col_dup(ups, 1);
-			rc = ds_object_state_queue_result(st, last, state, reason, err);
-			free(reason);
-			if (rc < 0)
-				goto out;
-		}
-		while ((rc = sqlite3_step(ups)) == SQLITE_ROW)
-			;
-	}
-	if (rc != SQLITE_DONE) {
-		rc = ds_object_state_fail(st->db, rc, "records scan", err);
-		goto out;
-	}
-	rc = ds_object_state_prepare(st->db, "UPDATE apply_cursor SET record_id = ? WHERE id = 1",
-				     &cur, err);
+	rc = ds_store_prepare(st->store, "UPDATE apply_cursor SET record_id = ? WHERE id = 1", &cur,
+			      err);
 	if (rc < 0)
 		goto out;
-	sqlite3_bind_int64(cur, 1, last);
+	sqlite3_bind_int64(cur, 1, in.last);
 	rc = sqlite3_step(cur);
-	rc = rc == SQLITE_DONE ? 0 : ds_object_state_fail(st->db, rc, "apply cursor", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "apply cursor", err);
 out:
-	sqlite3_finalize(sel);
-	sqlite3_finalize(ups);
 	sqlite3_finalize(cur);
 	if (rc < 0) {
-		ds_object_state_exec(st->db, "ROLLBACK", NULL);
+		ds_store_rollback(st->store);
 		return rc;
 	}
-	rc = ds_object_state_exec(st->db, "COMMIT", err);
+	rc = ds_store_commit(st->store, err);
 	if (rc < 0) {
-		ds_object_state_exec(st->db, "ROLLBACK", NULL);
+		ds_store_rollback(st->store);
 		return rc;
 	}
 	return n;
@@ -187,9 +207,6 @@ int ds_object_state_ingest(ds_object_state *st, ds_err *err)
 {
 	int total = 0, rc;
 
-	rc = ds_object_state_have_records(st, err);
-	if (rc <= 0)
-		return ds_err_fallback(err, rc);
 	do {
 		rc = ingest_chunk(st, err);
 		if (rc < 0)

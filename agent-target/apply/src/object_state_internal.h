@@ -8,51 +8,51 @@
  * (object_state_ingest.c) does for an unchanged record already decided.
  */
 
+#include "drasync/ledger_records.h"
 #include "drasync/object_state.h"
+#include "drasync/store.h"
 
 #include <sqlite3.h>
 
-#define KEPT_MAX 16
-
-struct ds_object_state {
-	sqlite3 *db;
-	char *messages; /* the arena of the last ds_object_state_results() */
-	size_t messages_cap;
-	/* The statements of the per-object calls, prepared once (ds_object_state_keep()) */
-	struct {
-		const char *sql;
-		sqlite3_stmt *q;
-	} kept[KEPT_MAX];
+/* The per-object statements, kept for the connection's life (ds_object_state_keep()). */
+enum ds_os_stmt {
+	OS_STMT_OWNER,
+	OS_STMT_QUEUE_RESULT,
+	OS_STMT_APPLIED,
+	OS_STMT_TARGET,
+	OS_STMT_FORGET,
+	OS_STMT_READ,
+	OS_STMT_RESULT,
+	OS_STMT_UPSERT,
+	OS_STMT_MAX
 };
 
-/* Set err to what failed and map the SQLite code rc to a negative errno. */
-int ds_object_state_fail(sqlite3 *db, int rc, const char *what, ds_err *err);
-
-/* sqlite3_exec() of sql without rows. @return 0 or a negative errno */
-int ds_object_state_exec(sqlite3 *db, const char *sql, ds_err *err);
-
-/* A statement to finalize. @return 0 or a negative errno */
-int ds_object_state_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, ds_err *err);
+struct ds_object_state {
+	ds_store *store;
+	sqlite3 *db;		    /* the store's connection */
+	ds_ledger_records *records; /* the link's tables, read through the store */
+	char *messages;		    /* the arena of the last ds_object_state_results() */
+	size_t messages_cap;
+	ds_store_stmt *kept[OS_STMT_MAX];
+};
 
 /*
- * The statement of sql (a string literal: its address is the key) kept for
- * st's life. @return 0 when kept, 1 when not (the caller finalizes), or a
- * negative errno; hand the result to ds_object_state_unkeep() when done.
+ * The statement id (sql) kept for st's life, prepared at its first use.
+ * @return 0 or a negative errno; hand it to ds_object_state_unkeep() when done.
  */
-int ds_object_state_keep(ds_object_state *st, const char *sql, sqlite3_stmt **q, ds_err *err);
+int ds_object_state_keep(ds_object_state *st, enum ds_os_stmt id, const char *sql, sqlite3_stmt **q,
+			 ds_err *err);
 void ds_object_state_unkeep(int kept_rc, sqlite3_stmt *q);
 
 /* Bind s, or NULL when s is NULL. */
 void ds_object_state_bind_text(sqlite3_stmt *st, int i, const char *s);
 
-/* The state of its stored name. */
-enum ds_apply_state ds_apply_state_parse(const char *s);
+/* The state of its stored name, or -EINVAL for a name this version does not know. */
+int ds_apply_state_from_string(const char *s);
+const char *ds_apply_state_to_string(enum ds_apply_state s);
 
 /* A copy of text column i, NULL when it is NULL or out of memory. */
 char *ds_object_state_col_dup(sqlite3_stmt *q, int i);
-
-/* @return 1 when the inbox has created its records table, 0 before, or a negative errno */
-int ds_object_state_have_records(ds_object_state *st, ds_err *err);
 
 /* Queue the apply result of records.id record_id for its source's next Ack. @return 0 or < 0 */
 int ds_object_state_queue_result(ds_object_state *st, int64_t record_id, enum ds_apply_state s,

@@ -43,22 +43,30 @@ int ds_object_state_queue_result(ds_object_state *st, int64_t record_id, enum ds
 {
 	sqlite3_stmt *q = NULL;
 	int status = result_status(s);
-	int rc, k;
+	char source[256];
+	int64_t epoch = 0, seq = 0;
+	int rc;
 
 	if (!status)
 		return 0;
-	k = ds_object_state_keep(st,
-				 "INSERT INTO apply_results(source, epoch, seq, status, message)"
-				 " SELECT source, epoch, seq, ?, ? FROM records WHERE id = ?",
-				 &q, err);
-	if (k < 0)
-		return k;
-	sqlite3_bind_int(q, 1, status);
-	ds_object_state_bind_text(q, 2, reason);
-	sqlite3_bind_int64(q, 3, record_id);
+	rc = ds_ledger_record_origin(st->records, record_id, source, sizeof(source), &epoch, &seq,
+				     err);
+	if (rc <= 0)
+		return rc; /* 0: the record is gone, so is whom to tell */
+	rc = ds_object_state_keep(st, OS_STMT_QUEUE_RESULT,
+				  "INSERT INTO apply_results(source, epoch, seq, status, message)"
+				  " VALUES(?, ?, ?, ?, ?)",
+				  &q, err);
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_text(q, 1, source, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, epoch);
+	sqlite3_bind_int64(q, 3, seq);
+	sqlite3_bind_int(q, 4, status);
+	ds_object_state_bind_text(q, 5, reason);
 	rc = sqlite3_step(q);
-	rc = rc == SQLITE_DONE ? 0 : ds_object_state_fail(st->db, rc, "apply result", err);
-	ds_object_state_unkeep(k, q);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "apply result", err);
+	ds_object_state_unkeep(0, q);
 	return rc;
 }
 
@@ -70,13 +78,13 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 	int rc, k = 0;
 
 	/* Inside ds_object_state_begin()'s transaction when the caller records a group. */
-	rc = own_txn ? ds_object_state_exec(st->db, "BEGIN IMMEDIATE", err) : 0;
+	rc = own_txn ? ds_store_exec(st->store, "BEGIN IMMEDIATE", err) : 0;
 	if (rc < 0)
 		return ds_err_fallback(err, rc);
 	if (res->applied_hash) {
 		/* What is on the target is a fact whatever arrived meanwhile. */
 		rc = k = ds_object_state_keep(
-		    st,
+		    st, OS_STMT_APPLIED,
 		    "UPDATE object_state SET applied_hash = ?, applied_record_id = ?,"
 		    " target_api_version = ?, target_namespace = ?, target_name = ?"
 		    " WHERE id = ?",
@@ -90,9 +98,8 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 		ds_object_state_bind_text(q, 5, res->target_name);
 		sqlite3_bind_int64(q, 6, id);
 		rc = sqlite3_step(q);
-		rc = rc == SQLITE_DONE
-			 ? 0
-			 : ds_object_state_fail(st->db, rc, "object_state applied", err);
+		rc = rc == SQLITE_DONE ? 0
+				       : ds_store_fail(st->store, rc, "object_state applied", err);
 		ds_object_state_unkeep(k, q);
 		q = NULL;
 		if (rc < 0)
@@ -100,7 +107,7 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 	} else if (res->on_target && res->target_name) {
 		/* On the target but not as desired (it dropped fields): where, without a hash. */
 		rc = k = ds_object_state_keep(
-		    st,
+		    st, OS_STMT_TARGET,
 		    "UPDATE object_state SET target_api_version = ?, target_namespace = ?,"
 		    " target_name = ? WHERE id = ?",
 		    &q, err);
@@ -111,16 +118,15 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 		ds_object_state_bind_text(q, 3, res->target_name);
 		sqlite3_bind_int64(q, 4, id);
 		rc = sqlite3_step(q);
-		rc = rc == SQLITE_DONE
-			 ? 0
-			 : ds_object_state_fail(st->db, rc, "object_state target", err);
+		rc = rc == SQLITE_DONE ? 0
+				       : ds_store_fail(st->store, rc, "object_state target", err);
 		ds_object_state_unkeep(k, q);
 		q = NULL;
 		if (rc < 0)
 			goto out;
 	} else if (res->forget_applied) {
 		rc = k = ds_object_state_keep(
-		    st,
+		    st, OS_STMT_FORGET,
 		    "UPDATE object_state SET applied_hash = NULL,"
 		    " applied_record_id = NULL, target_api_version = NULL,"
 		    " target_namespace = NULL, target_name = NULL WHERE id = ?",
@@ -129,9 +135,8 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 			goto out;
 		sqlite3_bind_int64(q, 1, id);
 		rc = sqlite3_step(q);
-		rc = rc == SQLITE_DONE
-			 ? 0
-			 : ds_object_state_fail(st->db, rc, "object_state forget", err);
+		rc = rc == SQLITE_DONE ? 0
+				       : ds_store_fail(st->store, rc, "object_state forget", err);
 		ds_object_state_unkeep(k, q);
 		q = NULL;
 		if (rc < 0)
@@ -140,7 +145,8 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 	/* The source hears of a decision once: a workload that goes on waiting for
 	 * the same objects is not news. */
 	rc = k = ds_object_state_keep(
-	    st, "SELECT state, reason FROM object_state WHERE id = ? AND record_id = ?", &q, err);
+	    st, OS_STMT_READ,
+	    "SELECT state, reason FROM object_state WHERE id = ? AND record_id = ?", &q, err);
 	if (rc < 0)
 		goto out;
 	sqlite3_bind_int64(q, 1, id);
@@ -149,12 +155,11 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 	if (rc == SQLITE_ROW) {
 		const char *was = (const char *)sqlite3_column_text(q, 0);
 		const char *why = (const char *)sqlite3_column_text(q, 1);
-		news = ds_apply_state_parse(was) != res->state ||
+		news = ds_apply_state_from_string(was) != (int)res->state ||
 		       strcmp(why ? why : "", res->reason ? res->reason : "") != 0;
 		rc = 0;
 	} else {
-		rc = rc == SQLITE_DONE ? 0
-				       : ds_object_state_fail(st->db, rc, "object_state read", err);
+		rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "object_state read", err);
 	}
 	ds_object_state_unkeep(k, q);
 	q = NULL;
@@ -163,7 +168,7 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 	if (rc < 0)
 		goto out;
 	rc = k = ds_object_state_keep(
-	    st,
+	    st, OS_STMT_RESULT,
 	    "UPDATE object_state SET state = ?, reason = ?, attempts = ?, next_try_at = ?,"
 	    " updated_at = ? WHERE id = ? AND record_id = ?",
 	    &q, err);
@@ -177,19 +182,19 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 	sqlite3_bind_int64(q, 6, id);
 	sqlite3_bind_int64(q, 7, record_id);
 	rc = sqlite3_step(q);
-	rc = rc == SQLITE_DONE ? 0 : ds_object_state_fail(st->db, rc, "object_state result", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "object_state result", err);
 out:
 	if (q)
 		ds_object_state_unkeep(k, q);
 	if (!own_txn)
 		return ds_err_fallback(err, rc); /* the group's commit or rollback decides */
 	if (rc < 0) {
-		ds_object_state_exec(st->db, "ROLLBACK", NULL);
+		ds_store_exec(st->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
-	rc = ds_object_state_exec(st->db, "COMMIT", err);
+	rc = ds_store_exec(st->store, "COMMIT", err);
 	if (rc < 0)
-		ds_object_state_exec(st->db, "ROLLBACK", NULL);
+		ds_store_exec(st->store, "ROLLBACK", NULL);
 	return ds_err_fallback(err, rc);
 }
 
@@ -207,11 +212,10 @@ int ds_object_state_results(ds_object_state *st, const char *source, uint64_t ep
 	offs = calloc(max ? max : 1, sizeof(*offs));
 	if (!offs)
 		return ds_err_fallback(err, -ENOMEM);
-	rc = ds_object_state_prepare(
-	    st->db,
-	    "SELECT id, seq, status, coalesce(message, '') FROM apply_results"
-	    " WHERE source = ? AND epoch = ? ORDER BY id LIMIT ?",
-	    &q, err);
+	rc = ds_store_prepare(st->store,
+			      "SELECT id, seq, status, coalesce(message, '') FROM apply_results"
+			      " WHERE source = ? AND epoch = ? ORDER BY id LIMIT ?",
+			      &q, err);
 	if (rc < 0)
 		goto out;
 	ds_object_state_bind_text(q, 1, source);
@@ -236,7 +240,7 @@ int ds_object_state_results(ds_object_state *st, const char *source, uint64_t ep
 		out[len].status = (enum ds_result_status)status;
 		len++;
 	}
-	rc = rc == SQLITE_DONE ? 0 : ds_object_state_fail(st->db, rc, "apply results", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "apply results", err);
 	/* The arena may have moved while it grew: point into it only now. */
 	for (size_t i = 0; rc == 0 && i < len; i++)
 		out[i].message = st->messages + offs[i];
@@ -252,8 +256,8 @@ int ds_object_state_results_sent(ds_object_state *st, const char *source, uint64
 				 int64_t token, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	int rc = ds_object_state_prepare(
-	    st->db, "DELETE FROM apply_results WHERE source = ? AND (id <= ? OR epoch != ?)", &q,
+	int rc = ds_store_prepare(
+	    st->store, "DELETE FROM apply_results WHERE source = ? AND (id <= ? OR epoch != ?)", &q,
 	    err);
 
 	if (rc == 0) {
@@ -261,9 +265,8 @@ int ds_object_state_results_sent(ds_object_state *st, const char *source, uint64
 		sqlite3_bind_int64(q, 2, token);
 		sqlite3_bind_int64(q, 3, (sqlite3_int64)epoch);
 		rc = sqlite3_step(q);
-		rc = rc == SQLITE_DONE
-			 ? 0
-			 : ds_object_state_fail(st->db, rc, "apply results sent", err);
+		rc =
+		    rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "apply results sent", err);
 	}
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);
@@ -272,28 +275,30 @@ int ds_object_state_results_sent(ds_object_state *st, const char *source, uint64
 int ds_object_state_unapplied(ds_object_state *st, uint64_t *n, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
+	uint64_t records = 0;
+	int64_t cursor = 0;
 	int rc;
 
 	*n = 0;
-	rc = ds_object_state_have_records(st, err);
-	if (rc <= 0)
-		return ds_err_fallback(err, rc);
-	rc = ds_object_state_prepare(
-	    st->db,
-	    "SELECT (SELECT count(*) FROM object_state WHERE state = 'pending')"
-	    " + (SELECT count(*) FROM records WHERE id > (SELECT record_id FROM"
-	    " apply_cursor WHERE id = 1) AND op IN (1, 2))",
-	    &q, err);
+	rc = ds_store_prepare(st->store,
+			      "SELECT (SELECT count(*) FROM object_state WHERE state = 'pending'),"
+			      " (SELECT record_id FROM apply_cursor WHERE id = 1)",
+			      &q, err);
 	if (rc == 0) {
 		rc = sqlite3_step(q);
 		if (rc == SQLITE_ROW) {
 			*n = (uint64_t)sqlite3_column_int64(q, 0);
+			cursor = sqlite3_column_int64(q, 1);
 			rc = 0;
 		} else {
-			rc = ds_object_state_fail(st->db, rc, "unapplied count", err);
+			rc = ds_store_fail(st->store, rc, "unapplied count", err);
 		}
 	}
 	sqlite3_finalize(q);
+	if (rc == 0)
+		rc = ds_ledger_records_backlog(st->records, cursor, NULL, &records, NULL, err);
+	if (rc == 0)
+		*n += records;
 	return ds_err_fallback(err, rc);
 }
 

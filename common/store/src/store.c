@@ -338,6 +338,26 @@ int ds_store_stmt_new(ds_store *st, const char *sql, ds_store_stmt **out, ds_err
 	return 0;
 }
 
+int ds_store_stmt_lazy(ds_store *st, ds_store_stmt **slot, const char *sql, sqlite3_stmt **q,
+		       ds_err *err)
+{
+	if (!*slot) {
+		int rc = ds_store_stmt_new(st, sql, slot, err);
+
+		if (rc < 0)
+			return rc;
+	}
+	*q = ds_store_stmt_use(*slot);
+	return 0;
+}
+
+int ds_store_prepare(ds_store *st, const char *sql, sqlite3_stmt **q, ds_err *err)
+{
+	int rc = sqlite3_prepare_v2(st->db, sql, -1, q, NULL);
+
+	return rc == SQLITE_OK ? 0 : ds_store_fail(st, rc, sql, err);
+}
+
 sqlite3_stmt *ds_store_stmt_use(ds_store_stmt *h)
 {
 	sqlite3_reset(h->q);

@@ -13,6 +13,7 @@
 #include "tu_ledger.h"
 
 #include <errno.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -473,6 +474,39 @@ static void test_object_state__before_the_inbox_exists_nothing_to_ingest(void **
 	free(dir);
 }
 
+/*
+ * A state this version does not know (written by a newer one, or by hand) is
+ * refused with the row and the name, never read as pending: before, it came
+ * back as DS_APPLY_PENDING and the object was applied again.
+ */
+static void test_object_state__an_unknown_state_is_refused_not_pending(void **state)
+{
+	struct env *e = env_new("ostate-unknown");
+	const int v[] = {1};
+	ds_object_state_row r, *rows = NULL;
+	sqlite3 *db = NULL;
+	ds_err err = {0};
+	size_t n = 0;
+
+	(void)state;
+	commit_cm(e, "frozen", v, 1);
+	assert_int_equal(ingest(e), 1);
+	assert_int_equal(sqlite3_open(e->path, &db), SQLITE_OK);
+	assert_int_equal(
+	    sqlite3_exec(db, "UPDATE object_state SET state = 'frozen'", NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(
+	    ds_object_state_get(e->st, SOURCE, "core/ConfigMap/ml-team/frozen", &r, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "'frozen'"));
+	assert_non_null(strstr(err.msg, "core/ConfigMap/ml-team/frozen"));
+	/* Not due either: the pick applies nothing. */
+	assert_int_equal(ds_object_state_pick(e->st, 1000, 100, &rows, &n, &err), 0);
+	assert_int_equal(n, 0);
+	ds_object_state_rows_free(rows, n);
+	env_free(e);
+}
+
 static const char *map_ml_team(void *ud, const char *source_ns)
 {
 	(void)ud;
@@ -708,6 +742,7 @@ static void test_object_state__last_record_id_is_the_newest_folded_in(void **sta
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_object_state__an_unknown_state_is_refused_not_pending),
 	    cmocka_unit_test(test_object_state__burst_leaves_one_pending_row_at_the_newest),
 	    cmocka_unit_test(test_object_state__scope_by_target_namespace_and_forget_applied),
 	    cmocka_unit_test(

@@ -100,6 +100,16 @@ bool ds_store_has_table(ds_store *st, const char *name);
  */
 int ds_store_stmt_new(ds_store *st, const char *sql, ds_store_stmt **out, ds_err *err);
 
+/**
+ * The statement of the handle *slot (a field of the caller's struct, NULL
+ * until the first call), prepared at its first use, reset and unbound.
+ */
+int ds_store_stmt_lazy(ds_store *st, ds_store_stmt **slot, const char *sql, sqlite3_stmt **q,
+		       ds_err *err);
+
+/** A one-off statement, the caller's to sqlite3_finalize(). @return 0 or as ds_store_fail() */
+int ds_store_prepare(ds_store *st, const char *sql, sqlite3_stmt **q, ds_err *err);
+
 /** The handle's statement, reset and unbound, ready for binding and stepping. */
 sqlite3_stmt *ds_store_stmt_use(ds_store_stmt *h);
 
