@@ -1,5 +1,7 @@
 #include "verify_internal.h"
 
+#include "drasync/schemas.h"
+
 #include "drasync/buf.h"
 #include "drasync/clock.h"
 #include "drasync/k8s_object.h"
@@ -115,7 +117,7 @@ int ds_verify_items_from_ledger(const char *path, const ds_verify_select *sel,
 {
 	ds_verify_item *list = NULL;
 	size_t len = 0, cap = 0, w;
-	sqlite3 *db = NULL;
+	ds_store *store = NULL;
 	sqlite3_stmt *q = NULL;
 	int rc;
 
@@ -126,22 +128,15 @@ int ds_verify_items_from_ledger(const char *path, const ds_verify_select *sel,
 			   path);
 		return -ENOENT;
 	}
-	rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
-	if (rc != SQLITE_OK) {
-		ds_err_set(err, "cannot open the ledger %s: %s", path,
-			   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-		rc = -EIO;
+	rc = ds_ledger_open(&store, path, DS_STORE_READONLY, err);
+	if (rc < 0)
 		goto out;
-	}
-	sqlite3_busy_timeout(db, 5000);
-	rc = sqlite3_prepare_v2(db, workload_rows_sql, -1, &q, NULL);
-	if (rc != SQLITE_OK) {
-		/* A ledger the applier has not opened yet has no object_state: no workloads. */
-		rc = strstr(sqlite3_errmsg(db), "no such table") ? 0 : -EIO;
-		if (rc < 0)
-			ds_err_set(err, "ledger %s: %s", path, sqlite3_errmsg(db));
+	/* A ledger the applier has not opened yet has no object_state: no workloads. */
+	if (!ds_store_has_table(store, "object_state"))
 		goto out;
-	}
+	rc = ds_store_prepare(store, workload_rows_sql, &q, err);
+	if (rc < 0)
+		goto out;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(q, 0);
 		const char *tns = (const char *)sqlite3_column_text(q, 1);
@@ -179,8 +174,7 @@ int ds_verify_items_from_ledger(const char *path, const ds_verify_select *sel,
 		}
 	}
 	if (rc != SQLITE_DONE) {
-		ds_err_set(err, "ledger %s: %s", path, sqlite3_errmsg(db));
-		rc = -EIO;
+		rc = ds_store_fail(store, rc, "workloads", err);
 		goto out;
 	}
 	rc = 0;
@@ -201,7 +195,7 @@ int ds_verify_items_from_ledger(const char *path, const ds_verify_select *sel,
 	len = len ? w : 0;
 out:
 	sqlite3_finalize(q);
-	sqlite3_close(db);
+	ds_store_free(store);
 	if (rc < 0) {
 		ds_verify_items_free(list, len);
 		return ds_err_fallback(err, rc);

@@ -1,17 +1,13 @@
 #include "verify_internal.h"
 
 #include "drasync/clock.h"
+#include "drasync/schemas.h"
 
 #include <errno.h>
 #include <sqlite3.h>
 #include <string.h>
 
 /* ---- in the ledger -------------------------------------------------------------------- */
-
-static const char verify_schema[] =
-    "CREATE TABLE IF NOT EXISTS verifications(kind TEXT NOT NULL, namespace TEXT NOT NULL,"
-    " name TEXT NOT NULL, form TEXT, verified INTEGER NOT NULL, reason TEXT,"
-    " checked_at INTEGER NOT NULL, seconds REAL, PRIMARY KEY(kind, namespace, name));";
 
 /* Rows of workloads the ledger no longer has (deleted, or never there). */
 static const char verify_prune[] =
@@ -22,29 +18,27 @@ static const char verify_prune[] =
 
 int ds_verify_store(const char *path, const ds_verify_item *items, size_t n, ds_err *err)
 {
-	sqlite3 *db = NULL;
+	ds_store *store = NULL;
 	sqlite3_stmt *q = NULL;
 	int rc;
 
-	rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
-	if (rc != SQLITE_OK) {
-		ds_err_set(err, "cannot open the ledger %s: %s", path,
-			   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-		rc = -EIO;
-		goto out;
-	}
-	/* `run` may hold the write lock for a batch; wait for it. */
-	sqlite3_busy_timeout(db, 10000);
-	if (sqlite3_exec(db, verify_schema, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(
-		db,
-		"INSERT OR REPLACE INTO verifications(kind, namespace, name, form,"
-		" verified, reason, checked_at, seconds) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-		-1, &q, NULL) != SQLITE_OK)
-		goto sql_error;
-	for (size_t i = 0; i < n; i++) {
+	/* The ledger's schema has the verifications table (ledger_schema.c); `run`
+	 * may hold the write lock for a batch: the store's busy timeout waits. */
+	rc = ds_ledger_open(&store, path, DS_STORE_MUST_EXIST, err);
+	if (rc < 0)
+		return ds_err_fallback(err, rc);
+	rc = ds_store_begin(store, true, err);
+	if (rc == 0)
+		rc = ds_store_prepare(
+		    store,
+		    "INSERT OR REPLACE INTO verifications(kind, namespace, name, form,"
+		    " verified, reason, checked_at, seconds)"
+		    " VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+		    &q, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
 		const ds_verify_item *it = &items[i];
+
+		sqlite3_reset(q);
 		sqlite3_bind_text(q, 1, it->kind, -1, SQLITE_STATIC);
 		sqlite3_bind_text(q, 2, it->ns, -1, SQLITE_STATIC);
 		sqlite3_bind_text(q, 3, it->name, -1, SQLITE_STATIC);
@@ -53,23 +47,16 @@ int ds_verify_store(const char *path, const ds_verify_item *items, size_t n, ds_
 		sqlite3_bind_text(q, 6, it->reason, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(q, 7, (sqlite3_int64)(ds_clock_wall_ms() / 1000));
 		sqlite3_bind_double(q, 8, it->seconds);
-		if (sqlite3_step(q) != SQLITE_DONE)
-			goto sql_error;
-		sqlite3_reset(q);
+		rc = sqlite3_step(q);
+		rc = rc == SQLITE_DONE ? 0 : ds_store_fail(store, rc, "verifications", err);
 	}
-	if (sqlite3_exec(db, verify_prune, NULL, NULL, NULL) != SQLITE_OK &&
-	    !strstr(sqlite3_errmsg(db), "no such table"))
-		goto sql_error;
-	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		goto sql_error;
-	rc = 0;
-	goto out;
-sql_error:
-	ds_err_set(err, "ledger %s: verifications: %s", path, sqlite3_errmsg(db));
-	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-	rc = -EIO;
-out:
 	sqlite3_finalize(q);
-	sqlite3_close(db);
+	if (rc == 0)
+		rc = ds_store_exec(store, verify_prune, err);
+	if (rc == 0)
+		rc = ds_store_commit(store, err);
+	if (rc < 0)
+		ds_store_rollback(store);
+	ds_store_free(store);
 	return rc < 0 ? ds_err_fallback(err, rc) : 0;
 }
