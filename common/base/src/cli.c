@@ -5,6 +5,7 @@
 #include "drasync/err.h"
 #include "drasync/log.h"
 
+#include <assert.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -261,6 +262,8 @@ int ds_cli_parse(const struct ds_cli_spec *spec, int argc, char **argv, struct d
 
 		if (!(spec->takes & common_opts[i].flag) || own(spec, o->name))
 			continue;
+		/* A command's own key never shadows a common option it takes. */
+		assert(!own_option(spec, o->val));
 		longopts[nl++] = *o;
 		if (o->val < DS_CLI_LONG_ONLY - 8) {
 			shortopts[ns++] = (char)o->val;

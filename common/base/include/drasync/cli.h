@@ -62,7 +62,8 @@ enum ds_cli_arg {
 };
 
 /* A command's own option. key: a letter is also the short option -key; a
- * long-only option takes a key of DS_CLI_LONG_ONLY or above. */
+ * long-only option takes a key of DS_CLI_LONG_ONLY or above. A letter of a
+ * common option the command takes (c o n t) is not a key of its own. */
 struct ds_cli_option {
 	const char *name; /* the long name, without "--" */
 	int key;	  /* what on_option receives */
