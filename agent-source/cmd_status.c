@@ -5,13 +5,12 @@
  */
 #include "commands.h"
 
-#include "drasync/agent_state.h"
-#include "drasync/export_status.h"
+#include "drasync/cli.h"
 #include "drasync/schedule.h"
+#include "drasync/source_status.h"
 #include "drasync/source_config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,37 +40,6 @@ static void usage(FILE *out)
 		"  drasync-source status --config /etc/drasync/source.yaml -o json\n");
 }
 
-struct view {
-	const ds_export_status *st;
-	const ds_agent_state *as; /* NULL: the agent never wrote one */
-	bool running;
-	const char *attention; /* why it needs attention, NULL: healthy */
-};
-
-/* Why the source needs an operator's attention, or NULL when it does not. */
-static const char *attention(const struct view *v)
-{
-	uint64_t failed = 0;
-
-	for (size_t i = 0; i < v->st->n_kinds; i++)
-		failed += v->st->kinds[i].failed;
-	if (failed > 0)
-		return "the target failed objects";
-	if (v->st->last_pass_rc != 0)
-		return "the last pass failed";
-	if (!v->as)
-		return "the agent never started here";
-	/* A `once` run is meant to have ended; the others are meant to run, linked. */
-	if (strcmp(v->as->schedule, "once") == 0)
-		return v->st->backlog > 0 && !v->running ? "records the target has not acknowledged"
-							 : NULL;
-	if (!v->running)
-		return "the agent is not running";
-	if (!v->as->connected)
-		return "the link to the target is down";
-	return NULL;
-}
-
 static const char *when(int64_t ms, char *buf, size_t size)
 {
 	if (ms <= 0)
@@ -79,7 +47,7 @@ static const char *when(int64_t ms, char *buf, size_t size)
 	return ds_schedule_format_time(ms, buf, size);
 }
 
-static void print_text(const struct view *v)
+static void print_text(const ds_source_status *v)
 {
 	const ds_export_status *st = v->st;
 	char b1[40], b2[40];
@@ -142,114 +110,32 @@ static void print_text(const struct view *v)
 	}
 }
 
-static void print_json(const struct view *v)
-{
-	const ds_export_status *st = v->st;
-	json_t *o = json_object(), *kinds = json_array(), *fails = json_array(), *link;
-
-	for (size_t i = 0; i < st->n_kinds; i++) {
-		const ds_index_kind_count *k = &st->kinds[i];
-
-		json_array_append_new(
-		    kinds,
-		    json_pack("{ss sI sI sI sI sI sI sI sI}", "kind", k->kind, "objects",
-			      (json_int_t)k->objects, "ok", (json_int_t)k->ok, "applied",
-			      (json_int_t)k->applied, "waiting", (json_int_t)k->waiting, "held",
-			      (json_int_t)k->held, "failed", (json_int_t)k->failed, "skipped",
-			      (json_int_t)k->skipped, "awaiting", (json_int_t)k->awaiting));
-	}
-	for (size_t i = 0; i < st->n_failures; i++) {
-		const ds_export_failure *f = &st->failures[i];
-
-		json_array_append_new(
-		    fails, json_pack("{ss ss ss ss ss sI ss}", "key", f->key, "status",
-				     ds_result_status_name((enum ds_result_status)f->status),
-				     "kind", f->kind, "namespace", f->ns, "name", f->name, "seq",
-				     (json_int_t)f->seq, "message", f->message));
-	}
-	link = json_pack("{sb sb}", "running", v->running, "connected",
-			 v->running && v->as && v->as->connected);
-	if (v->as) {
-		json_object_set_new(link, "pid", json_integer((json_int_t)v->as->pid));
-		json_object_set_new(link, "endpoint", json_string(v->as->endpoint));
-		json_object_set_new(link, "schedule", json_string(v->as->schedule));
-		json_object_set_new(link, "sinceMs", json_integer((json_int_t)v->as->since_ms));
-		json_object_set_new(link, "lastEvent", json_string(v->as->last_event));
-		json_object_set_new(link, "lastDetail", json_string(v->as->last_detail));
-		json_object_set_new(link, "nextPassMs",
-				    json_integer((json_int_t)v->as->next_pass_ms));
-	}
-	json_object_set_new(o, "agent", link);
-	json_object_set_new(o, "epoch", json_integer((json_int_t)st->epoch));
-	json_object_set_new(o, "pushedSeq", json_integer((json_int_t)st->outbox.last_seq));
-	json_object_set_new(o, "ackedSeq", json_integer((json_int_t)st->outbox.acked_seq));
-	json_object_set_new(o, "backlog", json_integer((json_int_t)st->backlog));
-	json_object_set_new(o, "snapshotDone", json_boolean(st->snapshot_done));
-	json_object_set_new(o, "lastPass",
-			    json_pack("{sI sI si sI sI sI sI sI}", "startedMs",
-				      (json_int_t)st->last_pass_started_ms, "finishedMs",
-				      (json_int_t)st->last_pass_finished_ms, "rc", st->last_pass_rc,
-				      "listed", (json_int_t)st->last_pass.listed, "pushed",
-				      (json_int_t)st->last_pass.pushed, "unchanged",
-				      (json_int_t)st->last_pass.unchanged, "skipped",
-				      (json_int_t)st->last_pass.skipped, "tombstoned",
-				      (json_int_t)st->last_pass.tombstoned));
-	json_object_set_new(o, "kinds", kinds);
-	json_object_set_new(o, "failures", fails);
-	json_object_set_new(o, "moreFailures", json_integer((json_int_t)st->more_failures));
-	json_object_set_new(o, "needsAttention", json_boolean(v->attention != NULL));
-	if (v->attention)
-		json_object_set_new(o, "attention", json_string(v->attention));
-	/* A failed write shows in the final fflush(). */
-	json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	fputc('\n', stdout);
-	json_decref(o);
-}
-
 int ds_cmd_status(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	static const struct ds_cli_spec spec = {
+	    .prog = "drasync-source",
+	    .cmd = "status",
+	    .takes = DS_CLI_CONFIG | DS_CLI_OUTPUT | DS_CLI_CONFIG_REQUIRED,
+	    .usage = usage,
+	    .config_example = "/etc/drasync/source.yaml",
 	};
-	const char *config = NULL, *output = "text";
+	struct ds_cli_args a = {0};
+	const char *config, *output;
 	ds_source_config *cfg = NULL;
 	ds_export_status *st = NULL;
 	ds_agent_state as;
-	struct view v = {0};
+	ds_source_status v = {0};
+	const char *why;
+	json_t *doc;
 	char msg[512];
 	ds_err err = {0};
-	int c, rc;
+	int rc;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			config = optarg;
-			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, "Try 'drasync-source status --help'.\n");
-			return 2;
-		}
-	}
-	if (optind != argc || !config) {
-		fprintf(stderr, "drasync-source status: --config FILE is required, e.g.\n"
-				"  drasync-source status --config /etc/drasync/source.yaml\n");
-		return 2;
-	}
-	if (strcmp(output, "text") != 0 && strcmp(output, "json") != 0) {
-		fprintf(stderr, "drasync-source status: -o must be text or json, not '%s'\n",
-			output);
-		return 2;
-	}
+	rc = ds_cli_parse(&spec, argc, argv, &a);
+	if (rc != DS_CLI_CONTINUE)
+		return rc;
+	config = a.config;
+	output = a.output;
 	rc = ds_source_config_load(&cfg, config, &err);
 	if (rc < 0) {
 		fprintf(stderr, "drasync-source status: %s\n",
@@ -274,14 +160,19 @@ int ds_cmd_status(int argc, char **argv)
 	ds_err_clear(&err);
 	if (ds_agent_state_read(ds_source_config_state_dir(cfg), &as, &v.running, &err) == 0)
 		v.as = &as;
-	v.attention = attention(&v);
-	if (strcmp(output, "json") == 0)
-		print_json(&v);
-	else
+	why = ds_source_status_attention(&v);
+	if (strcmp(output, "json") == 0) {
+		/* A failed write shows in the final fflush(). */
+		doc = ds_source_status_json(&v);
+		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+		json_decref(doc);
+	} else {
 		print_text(&v);
-	rc = v.attention ? 1 : 0;
-	if (rc && strcmp(output, "text") == 0)
-		printf("\nneeds attention: %s\n", v.attention);
+		if (why)
+			printf("\nneeds attention: %s\n", why);
+	}
+	rc = why ? 1 : 0;
 	ds_export_status_free(st);
 	ds_source_config_free(cfg);
 	if (fflush(stdout) != 0) {

@@ -1,16 +1,22 @@
 #ifndef DRASYNC_SOURCE_COMMANDS_H
 #define DRASYNC_SOURCE_COMMANDS_H
 
-/* Each subcommand of drasync-source: argv[0] is the subcommand name. Returns the exit code. */
+#include "drasync/kube_client.h"
+#include "drasync/source_config.h"
 
-struct ds_command {
-	const char *name;
-	const char *summary;
-	int (*run)(int argc, char **argv);
-};
+/* Each subcommand of drasync-source: argv[0] is the subcommand name. Returns the exit code. */
 
 int ds_cmd_run(int argc, char **argv);
 int ds_cmd_status(int argc, char **argv);
 int ds_cmd_keygen(int argc, char **argv);
+
+/**
+ * The source cluster's client for `drasync-source run`: --kubeconfig and
+ * --context (NULL: not given), else the file's kubeconfig, else in-cluster.
+ * Says on stderr what went wrong and what to pass.
+ * @return 0, 2 no credentials to be found, 1 the client cannot start
+ */
+int ds_source_connect(const char *kubeconfig, const char *context, const ds_source_config *cfg,
+		      ds_kube **out);
 
 #endif
