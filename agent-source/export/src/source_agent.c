@@ -14,6 +14,7 @@
 #include "drasync/agent_state.h"
 #include "drasync/clock.h"
 #include "drasync/log.h"
+#include "drasync/object_index.h"
 #include "drasync/schedule.h"
 #include "drasync/store.h"
 
@@ -391,32 +392,54 @@ static int run_clock(ds_source_agent *a, ds_err *err)
 	return rc;
 }
 
+/* Objects the target committed and has not applied yet, by the index's counts. */
+static int committed_not_applied(ds_object_index *idx, uint64_t *n, ds_err *err)
+{
+	ds_index_kind_count *kinds = NULL;
+	size_t nk = 0;
+	int rc = ds_object_index_kind_counts(idx, &kinds, &nk, err);
+
+	*n = 0;
+	for (size_t i = 0; rc == 0 && i < nk; i++)
+		*n += kinds[i].ok;
+	free(kinds);
+	return rc;
+}
+
 /*
  * once, after everything is acknowledged: a target that sends apply results
  * (SPEC §6) is waited for until each object has one (applied, held, waiting,
- * failed or skipped), within the timeout. The status is read afresh every
- * 100 ms (both SQLite files opened again: the index's counts are not kept in
- * memory). @return 0 every result in (or stopped), or a negative errno
+ * failed or skipped), within the timeout. The counts are read every 100 ms
+ * on a connection of the wait's own, opened once (the sender writes the
+ * results through the exporter's). @return 0 every result in (or stopped),
+ * or a negative errno
  */
 static int wait_applied(ds_source_agent *a, int64_t deadline, ds_err *err)
 {
 	int64_t next_note = ds_deadline_in(5000);
-	ds_export_status *st = NULL;
-	ds_source_agent_tally t;
+	ds_object_index *idx = NULL;
+	uint64_t committed = 0;
+	char db[1024];
 	ds_err why = {0};
+	int rc;
 
 	if (ds_sender_target_sends_apply_results(a->sender) != 1)
 		return 0;
+	if (ds_export_db_path(a->state_dir, db, sizeof(db)) < 0 ||
+	    ds_object_index_open(&idx, db, &why) < 0) {
+		ds_err_set(err, "reading the results: %s", why.msg);
+		return -EIO;
+	}
 	for (;;) {
-		if (ds_export_status_read(a->state_dir, 0, &st, &why) < 0) {
+		if (committed_not_applied(idx, &committed, &why) < 0) {
 			ds_err_set(err, "reading the results: %s", why.msg);
-			return -EIO;
+			rc = -EIO;
+			break;
 		}
-		(void)ds_source_agent_tally_of(st, &t);
-		ds_export_status_free(st);
-		st = NULL;
-		if (t.committed == 0 || atomic_load(&a->stopping))
-			return 0;
+		if (committed == 0 || atomic_load(&a->stopping)) {
+			rc = 0;
+			break;
+		}
 		if (deadline && ds_deadline_passed(deadline)) {
 			ds_err_set(
 			    err,
@@ -424,16 +447,19 @@ static int wait_applied(ds_source_agent *a, int64_t deadline, ds_err *err)
 			    "within the --timeout (its API server may be slow or down); they "
 			    "are safe in its ledger and will be applied there: drasync-source "
 			    "status --config %s shows them",
-			    (unsigned long long)t.committed, a->cfg.config_path);
-			return -ETIMEDOUT;
+			    (unsigned long long)committed, a->cfg.config_path);
+			rc = -ETIMEDOUT;
+			break;
 		}
 		if (ds_deadline_passed(next_note)) {
 			ds_log(DS_LOG_INFO, "waiting_for_apply", "committed_not_applied=%llu",
-			       (unsigned long long)t.committed);
+			       (unsigned long long)committed);
 			next_note = ds_deadline_in(5000);
 		}
 		wait_until(a, ds_deadline_in(100));
 	}
+	ds_object_index_free(idx);
+	return rc;
 }
 
 /* once: the sender has been sending since the pass began; wait for its
