@@ -18,6 +18,8 @@
 #include "commands.h"
 
 #include "drasync/applier.h"
+#include "drasync/clock.h"
+#include "drasync/duration.h"
 #include "drasync/inbox.h"
 #include "drasync/k8s_object.h"
 #include "drasync/kube_client.h"
@@ -147,29 +149,21 @@ static void usage(FILE *out, const char *verb)
 			"--force\n");
 }
 
-/* "90s", "5m", "1h", "1500ms", "30" (seconds) into ms. @return 0, -EINVAL */
-static int parse_duration(const char *s, long *ms)
+/* A Go duration ("90s", "5m", "1h30m") into ms, as run and verify read it: a
+ * bare number has no unit and is refused. At most a week. @return 0, -EINVAL */
+static int parse_duration(const char *s, long *ms, ds_err *err)
 {
-	char *end = NULL;
-	double v = strtod(s, &end);
-	double mul;
+	long long v = 0;
+	int rc = ds_duration_parse_ms(s, &v, NULL, err);
 
-	if (end == s || v <= 0)
+	if (rc < 0)
+		return rc;
+	if (v > 86400000LL * 7) {
+		ds_err_set(err, "longer than a week");
 		return -EINVAL;
-	if (!*end || strcmp(end, "s") == 0)
-		mul = 1000;
-	else if (strcmp(end, "ms") == 0)
-		mul = 1;
-	else if (strcmp(end, "m") == 0)
-		mul = 60000;
-	else if (strcmp(end, "h") == 0)
-		mul = 3600000;
-	else
-		return -EINVAL;
-	if (v * mul > 86400000.0 * 7)
-		return -EINVAL;
-	*ms = (long)(v * mul);
-	return *ms > 0 ? 0 : -EINVAL;
+	}
+	*ms = (long)v;
+	return 0;
 }
 
 static int parse_args(int argc, char **argv, struct dr *d)
@@ -185,6 +179,7 @@ static int parse_args(int argc, char **argv, struct dr *d)
 	    {NULL, 0, NULL, 0},
 	};
 	bool over = d->to == DS_MODE_MIGRATE;
+	ds_err err = {0};
 	int c;
 
 	optind = 1;
@@ -219,12 +214,11 @@ static int parse_args(int argc, char **argv, struct dr *d)
 			d->force = true;
 			break;
 		case 't':
-			if (parse_duration(optarg, &d->timeout_ms) < 0) {
-				fprintf(
-				    stderr,
-				    "drasync-target %s: --timeout '%s' is not a duration; write "
-				    "e.g. --timeout 90s or --timeout 5m\n",
-				    d->verb, optarg);
+			if (parse_duration(optarg, &d->timeout_ms, &err) < 0) {
+				fprintf(stderr,
+					"drasync-target %s: --timeout '%s' is not a duration (%s); "
+					"write e.g. --timeout 90s or --timeout 5m\n",
+					d->verb, optarg, err.msg);
 				return 2;
 			}
 			break;
@@ -274,14 +268,6 @@ static const char *when(int64_t t_s, char *buf, size_t size)
 	gmtime_r(&tt, &tm);
 	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return buf;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static const char *map_ns(void *ud, const char *source_ns)
@@ -548,10 +534,11 @@ static int apply_all(struct dr *d, ds_applier *a, int64_t deadline, size_t *pend
 			return rc;
 		}
 		*pending_left = pending;
-		if (!pending || now_ms() >= deadline)
+		if (!pending || ds_deadline_passed(deadline))
 			return 0;
 		{
-			int64_t wait = next_at - now_ms();
+			/* next_at is a ledger time, on the wall clock */
+			int64_t wait = next_at - ds_clock_wall_ms();
 			struct timespec ts;
 			if (wait > 500)
 				wait = 500;
@@ -653,7 +640,7 @@ static int guard(struct dr *d)
 	}
 	for (size_t i = 0; i < n; i++) {
 		ds_inbox_presence p;
-		if (ds_inbox_presence_get(d->ib, sources[i], now_ms(), &p, NULL) != 1 ||
+		if (ds_inbox_presence_get(d->ib, sources[i], ds_clock_wall_ms(), &p, NULL) != 1 ||
 		    !p.connected)
 			continue;
 		connected++;
@@ -662,7 +649,7 @@ static int guard(struct dr *d)
 			"target (session from %s since %s, seen %lld s ago)%s\n",
 			d->force ? "warning:" : "refused:", sources[i], p.peer,
 			when(p.since / 1000, t1, sizeof(t1)),
-			(long long)((now_ms() - p.seen_at) / 1000),
+			(long long)((ds_clock_wall_ms() - p.seen_at) / 1000),
 			d->force ? "; --force given" : "");
 	}
 	ds_object_state_strings_free(sources, n);
@@ -714,7 +701,7 @@ static int run(struct dr *d)
 	ds_applier *a = NULL;
 	json_t *before = NULL, *after = NULL;
 	size_t pending_left = 0, changed = 0, unchanged = 0, failed;
-	int64_t deadline = now_ms() + d->timeout_ms;
+	int64_t deadline = ds_deadline_in(d->timeout_ms);
 	ds_err err = {0};
 	int rc, modes, rounds = 0;
 
