@@ -1,68 +1,29 @@
 /*
- * drasync-target failover | failback --config target.yaml [--namespace NS]...
- *
- * SPEC §5, DR: failover marks target namespaces active in the ledger
- * (namespace_mode.h), makes their objects due again and applies them itself
- * through an applier restricted to those namespaces, so the standby form
- * (replicas 0, suspended CronJobs, parked DaemonSets, held Pods and Jobs)
- * becomes the active one; failback marks them standby and does the reverse.
- * It works whether `drasync-target run` runs on the same stateDir or not: a
- * running importer reads the modes every pass and keeps them, and both may
- * apply the same objects (server-side apply is idempotent; an object whose
- * form is applied already costs no call).
- *
- * What changed is read from the cluster (the workloads drasync manages, before
- * and after), so it is true whoever applied it. Failover refuses while a
- * source of the namespaces is still connected (split brain), unless --force.
+ * Failover and failback (failover.h): the decisions on JSON snapshots and
+ * ledger rows first, then the run that lists the cluster and applies through
+ * the applier.
  */
-#include "commands.h"
+#include "drasync/failover.h"
 
 #include "drasync/applier.h"
+#include "drasync/buf.h"
 #include "drasync/clock.h"
-#include "drasync/duration.h"
 #include "drasync/inbox.h"
 #include "drasync/k8s_object.h"
-#include "drasync/kube_client.h"
-#include "drasync/kubeconfig.h"
 #include "drasync/namespace_mode.h"
-#include "drasync/object_state.h"
 #include "drasync/standby.h"
-#include "drasync/target_config.h"
 #include "drasync/transform.h"
 
 #include <errno.h>
-#include <getopt.h>
-#include <jansson.h>
-#include <stdbool.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-#define MAX_NAMESPACES 256
-#define DEFAULT_TIMEOUT_MS 300000L
 /* Rounds of mode, reconsider and apply: a running importer's pass that began
  * before the mode changed may write the old form once after ours. */
 #define MAX_ROUNDS 3
-
-struct dr {
-	const char *verb; /* "failover" / "failback" */
-	enum ds_mode to;
-	const char *config, *kubeconfig, *context;
-	const char *ns[MAX_NAMESPACES];
-	size_t n_ns;
-	char **ledger_ns; /* the ledger's namespaces, when none was given */
-	size_t n_ledger_ns;
-	bool force;
-	long timeout_ms;
-	ds_target_config *cfg;
-	char ledger[4096];
-	ds_kube *kube;
-	ds_object_state *st;
-	ds_namespace_modes *nm;
-	ds_inbox *ib;
-};
 
 /* The workloads whose standby form differs from the active one. */
 static const struct kind {
@@ -77,187 +38,176 @@ static const struct kind {
     {"v1", "Pod"},
 };
 
-static void usage(FILE *out, const char *verb)
-{
-	bool over = strcmp(verb, "failover") == 0;
+struct ds_failover {
+	ds_failover_opts o;
+	const char *ns[DS_FAILOVER_MAX_NAMESPACES];
+	size_t n_ns;
+	char **ledger_ns; /* the ledger's namespaces, when none was given */
+	size_t n_ledger_ns;
+	ds_object_state *st;
+	ds_namespace_modes *nm;
+	ds_inbox *ib;
+	ds_kube *kube; /* borrowed, during ds_failover_run() */
+};
 
-	fprintf(out, "Usage: drasync-target %s --config FILE [--namespace NS]...%s\n", verb,
-		over ? " [--force] [--timeout DUR]" : " [--timeout DUR]");
-	if (over)
-		fprintf(
-		    out,
-		    "\n"
-		    "Activates the standby copy (SPEC §5): marks the target namespaces active\n"
-		    "in the ledger and applies their objects in active form: Deployments,\n"
-		    "StatefulSets and ReplicaSets get their source replica count back\n"
-		    "(annotation drasync.io/replicas), CronJobs their source suspend value,\n"
-		    "DaemonSets lose the node selector that parked them, and the bare Pods and\n"
-		    "Jobs held in the ledger are created. A running `drasync-target run` keeps\n"
-		    "the namespaces active: later records are applied in active form.\n"
-		    "\n"
-		    "Split brain: while a source of those namespaces is still connected to\n"
-		    "this target, its site may still run the same workloads; failover refuses\n"
-		    "and says which source. Stop drasync-source there (or cut the link) first,\n"
-		    "or pass --force when you know the source site is down.\n");
-	else
-		fprintf(
-		    out,
-		    "\n"
-		    "Returns target namespaces to standby (SPEC §5): marks them standby in the\n"
-		    "ledger and applies the standby form again: replicas 0, CronJobs\n"
-		    "suspended, DaemonSets parked, and the bare Pods and Jobs drasync created\n"
-		    "at failover deleted (only those labelled app.kubernetes.io/managed-by=\n"
-		    "drasync with the matching drasync.io/source-uid); they are held in the\n"
-		    "ledger again until the next failover.\n");
-	fprintf(
-	    out,
-	    "\n"
-	    "Without --namespace: every target namespace the ledger holds objects for.\n"
-	    "It works on the ledger in stateDir whether `drasync-target run` is running\n"
-	    "or not, and applies the objects itself. Running it again changes nothing.\n"
-	    "\n"
-	    "Options:\n"
-	    "  -c, --config FILE       the TargetConfig file (required)\n"
-	    "  -n, --namespace NS      a target namespace (after namespaceMappings); repeat\n"
-	    "                          for several\n"
-	    "%s"
-	    "  -t, --timeout DUR       how long to retry objects the API refuses for now\n"
-	    "                          (e.g. 90s, 5m; default 5m)\n"
-	    "      --kubeconfig PATH   use this kubeconfig instead of the file's\n"
-	    "      --context NAME      the kubeconfig context (default: current)\n"
-	    "  -h, --help              show this help\n"
-	    "\n"
-	    "Prints one line per namespace whose mode changed and per object that\n"
-	    "changed on the cluster (e.g. \"Deployment ml-team-dr/trainer: replicas 0 -> 3\"),\n"
-	    "the objects that failed, wait or are still retried with the API's reason,\n"
-	    "those kept on the target because they are not drasync's to delete, and a\n"
-	    "summary.\n"
-	    "Exit codes: 0 done (or nothing to change); 1 something failed or was kept%s;\n"
-	    "2 usage or configuration error.\n"
-	    "\n"
-	    "Examples:\n"
-	    "  drasync-target %s --config /etc/drasync/target.yaml\n"
-	    "  drasync-target %s --config target.yaml --namespace ml-team-dr "
-	    "--namespace web-dr\n",
-	    over ? "  -f, --force             fail over although a source is still connected\n"
-		 : "",
-	    over ? ",\nor a source of the namespaces is still connected (nothing changed)" : "",
-	    verb, verb);
-	if (over)
-		fprintf(out,
-			"  drasync-target failover --config target.yaml --namespace ml-team-dr "
-			"--force\n");
+/* ---- the decisions ---------------------------------------------------------------- */
+
+static bool bare(const char *key)
+{
+	return strncmp(key, "Pod ", 4) == 0 || strncmp(key, "Job ", 4) == 0;
 }
 
-/* A Go duration ("90s", "5m", "1h30m") into ms, as run and verify read it: a
- * bare number has no unit and is refused. At most a week. @return 0, -EINVAL */
-static int parse_duration(const char *s, long *ms, ds_err *err)
+int ds_failover_snapshot_add(json_t *snap, const char *kind, const char *ns, const json_t *list)
 {
-	long long v = 0;
-	int rc = ds_duration_parse_ms(s, &v, NULL, err);
+	json_t *item;
+	size_t j;
 
-	if (rc < 0)
-		return rc;
-	if (v > 86400000LL * 7) {
-		ds_err_set(err, "longer than a week");
-		return -EINVAL;
+	json_array_foreach (json_object_get(list, "items"), j, item) {
+		json_t *meta = json_object_get(item, "metadata");
+		json_t *spec = json_object_get(item, "spec"), *sel, *v;
+		char key[700];
+
+		if (json_object_get(meta, "deletionTimestamp") ||
+		    json_array_size(json_object_get(meta, "ownerReferences")))
+			continue;
+		snprintf(key, sizeof(key), "%s %s/%s", kind, ns, ds_json_str(meta, "name"));
+		v = json_object();
+		if (!v)
+			return -ENOMEM;
+		if (json_is_integer(json_object_get(spec, "replicas")))
+			json_object_set(v, "replicas", json_object_get(spec, "replicas"));
+		if (strcmp(kind, "CronJob") == 0)
+			json_object_set_new(
+			    v, "suspend",
+			    json_boolean(json_is_true(json_object_get(spec, "suspend"))));
+		/* The standby form's own marks (SSA drops them in the active one). */
+		json_object_set_new(v, "standby",
+				    json_boolean(ds_obj_annotation(item, DS_ANNOTATION_REPLICAS) ||
+						 ds_obj_annotation(item, DS_ANNOTATION_SUSPEND) ||
+						 ds_obj_annotation(item, DS_ANNOTATION_STANDBY)));
+		/* List items carry no kind: the DaemonSet's pod spec by its path. */
+		sel = ds_json_path(item, "spec.template.spec.nodeSelector");
+		if (strcmp(kind, "DaemonSet") == 0)
+			json_object_set_new(
+			    v, "parked",
+			    json_boolean(json_object_get(sel, DS_STANDBY_NODE_LABEL) != NULL));
+		if (json_object_set_new(snap, key, v) < 0)
+			return -ENOMEM;
 	}
-	*ms = (long)v;
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct dr *d)
+bool ds_failover_settled(const json_t *snap, enum ds_mode to)
 {
-	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"namespace", required_argument, NULL, 'n'},
-	    {"force", no_argument, NULL, 'f'},
-	    {"timeout", required_argument, NULL, 't'},
-	    {"kubeconfig", required_argument, NULL, 'k'},
-	    {"context", required_argument, NULL, 'x'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	bool over = d->to == DS_MODE_MIGRATE;
-	ds_err err = {0};
-	int c;
+	const char *key;
+	json_t *v;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, over ? "c:n:ft:h" : "c:n:t:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			d->config = optarg;
+	json_object_foreach ((json_t *)snap, key, v) {
+		bool marked = json_is_true(json_object_get(v, "standby"));
+
+		if (to == DS_MODE_MIGRATE && marked)
+			return false;
+		if (to == DS_MODE_STANDBY && (bare(key) || !marked))
+			return false;
+	}
+	return true;
+}
+
+/* Equal values, or both absent (json_equal() says no to two NULLs). */
+static bool eq(const json_t *a, const json_t *b)
+{
+	return (!a && !b) || json_equal(a, b);
+}
+
+/* The snapshot values compared for the lines: what an operator sees change. */
+static bool same(const json_t *a, const json_t *b)
+{
+	static const char *const fields[] = {"replicas", "suspend", "parked"};
+
+	for (size_t i = 0; i < 3; i++)
+		if (!eq(json_object_get(a, fields[i]), json_object_get(b, fields[i])))
+			return false;
+	return true;
+}
+
+static const char *int_text(const json_t *v, char *buf, size_t size)
+{
+	if (!v)
+		return "unset";
+	snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+	return buf;
+}
+
+static int add_line(json_t *lines, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int add_line(json_t *lines, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	return json_array_append_new(lines, json_string(line)) < 0 ? -ENOMEM : 0;
+}
+
+/* The lines of one workload that is in both snapshots and changed. */
+static int diff_one(json_t *lines, const char *key, const json_t *b, const json_t *a)
+{
+	char x[32], y[32];
+	int rc = 0;
+
+	if (!eq(json_object_get(b, "replicas"), json_object_get(a, "replicas")))
+		rc = add_line(lines, "%s: replicas %s -> %s", key,
+			      int_text(json_object_get(b, "replicas"), x, sizeof(x)),
+			      int_text(json_object_get(a, "replicas"), y, sizeof(y)));
+	if (rc == 0 && !eq(json_object_get(b, "suspend"), json_object_get(a, "suspend")))
+		rc = add_line(lines, "%s: suspend %s -> %s", key,
+			      json_is_true(json_object_get(b, "suspend")) ? "true" : "false",
+			      json_is_true(json_object_get(a, "suspend")) ? "true" : "false");
+	if (rc == 0 && !eq(json_object_get(b, "parked"), json_object_get(a, "parked")))
+		rc = add_line(lines, "%s: %s", key,
+			      json_is_true(json_object_get(a, "parked")) ? "parked" : "unparked");
+	return rc;
+}
+
+int ds_failover_diff(const json_t *before, const json_t *after, json_t **lines, size_t *unchanged)
+{
+	json_t *out = json_array(), *b, *a;
+	const char *key;
+	size_t changed = 0, same_n = 0;
+	int rc = out ? 0 : -ENOMEM;
+
+	json_object_foreach ((json_t *)after, key, a) {
+		if (rc < 0)
 			break;
-		case 'n':
-			if (!optarg[0] || strchr(optarg, '/')) {
-				fprintf(stderr,
-					"drasync-target %s: --namespace needs a namespace name "
-					"('%s' is not one), e.g. --namespace ml-team-dr\n",
-					d->verb, optarg);
-				return 2;
-			}
-			if (d->n_ns == MAX_NAMESPACES) {
-				fprintf(stderr,
-					"drasync-target %s: at most %d --namespace; leave them out "
-					"for every namespace of the ledger\n",
-					d->verb, MAX_NAMESPACES);
-				return 2;
-			}
-			d->ns[d->n_ns++] = optarg;
-			break;
-		case 'f':
-			if (!over) {
-				fprintf(stderr, "drasync-target failback: --force is for failover "
-						"only; failback needs none\n");
-				return 2;
-			}
-			d->force = true;
-			break;
-		case 't':
-			if (parse_duration(optarg, &d->timeout_ms, &err) < 0) {
-				fprintf(stderr,
-					"drasync-target %s: --timeout '%s' is not a duration (%s); "
-					"write e.g. --timeout 90s or --timeout 5m\n",
-					d->verb, optarg, err.msg);
-				return 2;
-			}
-			break;
-		case 'k':
-			d->kubeconfig = optarg;
-			break;
-		case 'x':
-			d->context = optarg;
-			break;
-		case 'h':
-			usage(stdout, d->verb);
-			return 0;
-		default:
-			if (!over && optind > 0 && optind <= argc &&
-			    (strcmp(argv[optind - 1], "-f") == 0 ||
-			     strcmp(argv[optind - 1], "--force") == 0))
-				fprintf(stderr, "drasync-target failback: --force is for failover "
-						"only; failback needs none\n");
-			fprintf(stderr, "Try 'drasync-target %s --help'.\n", d->verb);
-			return 2;
+		b = json_object_get(before, key);
+		if (!b) {
+			rc = add_line(out, "%s: created%s", key, bare(key) ? " (was held)" : "");
+			changed++;
+		} else if (same(a, b)) {
+			same_n++;
+		} else {
+			rc = diff_one(out, key, b, a);
+			changed++;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr,
-			"drasync-target %s: unexpected argument '%s'; name namespaces with "
-			"--namespace, e.g.\n"
-			"  drasync-target %s --config %s --namespace %s\n",
-			d->verb, argv[optind], d->verb, d->config ? d->config : "target.yaml",
-			argv[optind]);
-		return 2;
+	json_object_foreach ((json_t *)before, key, b) {
+		if (rc < 0)
+			break;
+		if (!json_object_get(after, key)) {
+			rc = add_line(out, "%s: deleted%s", key,
+				      bare(key) ? " (held in the ledger again)" : "");
+			changed++;
+		}
 	}
-	if (!d->config) {
-		fprintf(stderr,
-			"drasync-target %s: --config FILE is required, e.g.\n"
-			"  drasync-target %s --config /etc/drasync/target.yaml%s%s\n",
-			d->verb, d->verb, d->n_ns ? " --namespace " : "", d->n_ns ? d->ns[0] : "");
-		return 2;
+	if (rc < 0) {
+		json_decref(out);
+		return rc;
 	}
-	return -1;
+	*lines = out;
+	*unchanged = same_n;
+	return (int)changed;
 }
 
 static const char *when(int64_t t_s, char *buf, size_t size)
@@ -270,24 +220,233 @@ static const char *when(int64_t t_s, char *buf, size_t size)
 	return buf;
 }
 
+enum ds_failover_verdict ds_failover_guard_verdict(const json_t *sources, bool force,
+						   int64_t now_ms, json_t *lines)
+{
+	size_t i, connected = 0;
+	json_t *s;
+	char t1[64];
+
+	json_array_foreach (sources, i, s) {
+		if (!json_is_true(json_object_get(s, "connected")))
+			continue;
+		connected++;
+		if (!lines)
+			continue;
+		add_line(
+		    lines,
+		    "%s source %s is still connected to this target (session from %s since "
+		    "%s, seen %lld s ago)%s",
+		    force ? "warning:" : "refused:", ds_json_str(s, "source"),
+		    ds_json_str(s, "peer"),
+		    when(json_integer_value(json_object_get(s, "since")) / 1000, t1, sizeof(t1)),
+		    (long long)((now_ms - json_integer_value(json_object_get(s, "seenAt"))) / 1000),
+		    force ? "; --force given" : "");
+	}
+	if (!connected)
+		return DS_FAILOVER_GO;
+	return force ? DS_FAILOVER_FORCED : DS_FAILOVER_REFUSED;
+}
+
+const char *ds_failover_problem(const ds_object_state_row *r)
+{
+	if (r->state == DS_APPLY_FAILED)
+		return "FAILED";
+	if (r->state == DS_APPLY_WAITING)
+		return "NOT APPLIED (waits)";
+	if (r->state == DS_APPLY_PENDING)
+		return "NOT APPLIED (still retrying)";
+	if (r->state == DS_APPLY_HELD && r->reason && strstr(r->reason, "not deleted:"))
+		return "KEPT on the target";
+	return NULL;
+}
+
+/* ---- the run ---------------------------------------------------------------------- */
+
+static void sayf(const ds_failover *f, bool problem, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void sayf(const ds_failover *f, bool problem, const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+
+	if (!f->o.say)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	f->o.say(f->o.ud, problem, line);
+}
+
+/* What the ledger said went wrong, with the verb and the file. */
+static void say_ledger(const ds_failover *f, const ds_err *err)
+{
+	sayf(f, true, "drasync-target %s: %s: %s", f->o.verb, f->o.ledger_path, err->msg);
+}
+
 static const char *map_ns(void *ud, const char *source_ns)
 {
 	return ds_target_config_map_namespace(ud, source_ns);
 }
 
-static ds_object_state_scope scope_of(const struct dr *d)
+static ds_object_state_scope scope_of(const ds_failover *f)
 {
 	return (ds_object_state_scope){
-	    .ns = d->ns, .n = d->n_ns, .map_ns = map_ns, .map_ud = d->cfg};
+	    .ns = f->ns, .n = f->n_ns, .map_ns = map_ns, .map_ud = (void *)f->o.cfg};
 }
 
-/* ---- the cluster, before and after -------------------------------------------- */
+int ds_failover_open(ds_failover **out, const ds_failover_opts *o, ds_err *err)
+{
+	ds_failover *f = calloc(1, sizeof(*f));
+	int rc;
 
-/*
- * What the mode changes of one workload, as the cluster has it: "Kind ns/name"
- * -> {replicas, suspend, parked}. An object being deleted counts as gone.
- */
-static int snapshot(struct dr *d, json_t **out)
+	if (!f)
+		return -ENOMEM;
+	f->o = *o;
+	rc = ds_object_state_open(&f->st, o->ledger_path, err);
+	if (rc == 0)
+		rc = ds_namespace_modes_open(&f->nm, o->ledger_path, err);
+	if (rc == 0)
+		rc = ds_inbox_open(&f->ib, o->ledger_path, err);
+	if (rc < 0) {
+		ds_failover_free(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+void ds_failover_free(ds_failover *f)
+{
+	if (!f)
+		return;
+	ds_inbox_free(f->ib);
+	ds_namespace_modes_free(f->nm);
+	ds_object_state_free(f->st);
+	ds_object_state_strings_free(f->ledger_ns, f->n_ledger_ns);
+	free(f);
+}
+
+int ds_failover_namespaces(ds_failover *f, const char *const *ns, size_t n)
+{
+	ds_err err = {0};
+	int rc = ds_object_state_namespaces(f->st, map_ns, (void *)f->o.cfg, &f->ledger_ns,
+					    &f->n_ledger_ns, &err);
+
+	if (rc < 0) {
+		say_ledger(f, &err);
+		return 1;
+	}
+	if (!n) {
+		if (!f->n_ledger_ns) {
+			sayf(f, true,
+			     "drasync-target %s: the ledger %s holds no namespaced objects yet: "
+			     "nothing to %s",
+			     f->o.verb, f->o.ledger_path, f->o.verb);
+			return 1;
+		}
+		for (size_t i = 0; i < f->n_ledger_ns && f->n_ns < DS_FAILOVER_MAX_NAMESPACES; i++)
+			f->ns[f->n_ns++] = f->ledger_ns[i];
+		return 0;
+	}
+	for (size_t i = 0; i < n && i < DS_FAILOVER_MAX_NAMESPACES; i++)
+		f->ns[f->n_ns++] = ns[i];
+	for (size_t i = 0; i < f->n_ns; i++) {
+		bool known = false;
+		ds_str s;
+
+		for (size_t j = 0; j < f->n_ledger_ns && !known; j++)
+			known = strcmp(f->ns[i], f->ledger_ns[j]) == 0;
+		if (known)
+			continue;
+		ds_str_init(&s, 1 << 20);
+		ds_str_addf(&s,
+			    "drasync-target %s: the ledger holds no objects for namespace %s (a "
+			    "target namespace, after namespaceMappings); it has:",
+			    f->o.verb, f->ns[i]);
+		for (size_t j = 0; j < f->n_ledger_ns; j++)
+			ds_str_addf(&s, " %s", f->ledger_ns[j]);
+		ds_str_adds(&s, f->n_ledger_ns ? "" : " none");
+		if (ds_str_ptr(&s) && f->o.say)
+			f->o.say(f->o.ud, true, ds_str_ptr(&s));
+		ds_str_dispose(&s);
+	}
+	return 0;
+}
+
+/* The sources of the namespaces as ds_failover_guard_verdict() reads them. */
+static int presences(ds_failover *f, json_t **out)
+{
+	ds_object_state_scope scope = scope_of(f);
+	char **sources = NULL;
+	size_t n = 0;
+	ds_err err = {0};
+	json_t *arr;
+	int rc = ds_object_state_sources_in(f->st, &scope, &sources, &n, &err);
+
+	if (rc < 0) {
+		sayf(f, true, "drasync-target failover: %s: %s", f->o.ledger_path, err.msg);
+		return rc;
+	}
+	arr = json_array();
+	for (size_t i = 0; arr && i < n; i++) {
+		ds_inbox_presence p;
+
+		if (ds_inbox_presence_get(f->ib, sources[i], ds_clock_wall_ms(), &p, NULL) != 1)
+			continue;
+		json_array_append_new(arr, json_pack("{ss sb ss sI sI}", "source", sources[i],
+						     "connected", p.connected, "peer", p.peer,
+						     "since", (json_int_t)p.since, "seenAt",
+						     (json_int_t)p.seen_at));
+	}
+	ds_object_state_strings_free(sources, n);
+	if (!arr)
+		return -ENOMEM;
+	*out = arr;
+	return 0;
+}
+
+int ds_failover_guard(ds_failover *f)
+{
+	json_t *sources = NULL, *lines = NULL, *line;
+	enum ds_failover_verdict v;
+	size_t i;
+	ds_str s;
+
+	if (f->o.to != DS_MODE_MIGRATE)
+		return 0;
+	if (presences(f, &sources) < 0 || !(lines = json_array())) {
+		json_decref(sources);
+		return 1;
+	}
+	v = ds_failover_guard_verdict(sources, f->o.force, ds_clock_wall_ms(), lines);
+	json_array_foreach (lines, i, line)
+		if (f->o.say)
+			f->o.say(f->o.ud, true, json_string_value(line));
+	json_decref(lines);
+	json_decref(sources);
+	if (v != DS_FAILOVER_REFUSED)
+		return 0;
+	ds_str_init(&s, 1 << 20);
+	ds_str_addf(&s,
+		    "  Its site may still run these workloads: failing over now would run them\n"
+		    "  twice (split brain). Stop drasync-source on the source site (or cut the\n"
+		    "  link) and run failover again, or, if you know the source site is down,\n"
+		    "  add --force:\n"
+		    "    drasync-target failover --config %s",
+		    f->o.config_path);
+	for (i = 0; i < f->n_ns; i++)
+		ds_str_addf(&s, " --namespace %s", f->ns[i]);
+	ds_str_adds(&s, " --force\nNothing was changed.");
+	if (ds_str_ptr(&s) && f->o.say)
+		f->o.say(f->o.ud, true, ds_str_ptr(&s));
+	ds_str_dispose(&s);
+	return 1;
+}
+
+/* The workloads drasync manages in the namespaces, as the cluster has them. */
+static int snapshot(ds_failover *f, json_t **out)
 {
 	json_t *snap = json_object();
 	struct ds_kube_list_opts lo = {.label_selector = DS_LABEL_MANAGED_BY "=drasync",
@@ -296,72 +455,28 @@ static int snapshot(struct dr *d, json_t **out)
 
 	if (!snap)
 		return -ENOMEM;
-	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+	for (size_t k = 0; rc == 0 && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		struct ds_kube_resource res;
 		ds_kube_error ke;
 
 		ds_kube_error_clear(&ke);
-		if (ds_kube_resource_find(d->kube, kinds[k].api, kinds[k].kind, &res, &ke) < 0)
+		if (ds_kube_resource_find(f->kube, kinds[k].api, kinds[k].kind, &res, &ke) < 0)
 			continue;
-		for (size_t i = 0; i < d->n_ns; i++) {
-			json_t *list = NULL, *item;
-			size_t j;
+		for (size_t i = 0; rc == 0 && i < f->n_ns; i++) {
+			json_t *list = NULL;
 
 			ds_kube_error_clear(&ke);
-			rc = ds_kube_list(d->kube, &res, d->ns[i], &lo, &list, NULL, &ke);
+			rc = ds_kube_list(f->kube, &res, f->ns[i], &lo, &list, NULL, &ke);
 			if (rc < 0) {
 				char buf[600];
-				fprintf(stderr, "drasync-target %s: list %s in %s: %s\n", d->verb,
-					kinds[k].kind, d->ns[i],
-					ds_kube_error_format(&ke, buf, sizeof(buf)));
-				json_decref(snap);
-				return rc;
-			}
-			json_array_foreach (json_object_get(list, "items"), j, item) {
-				json_t *meta = json_object_get(item, "metadata");
-				json_t *spec = json_object_get(item, "spec"), *sel, *v;
-				char key[700];
-
-				if (json_object_get(meta, "deletionTimestamp") ||
-				    json_array_size(json_object_get(meta, "ownerReferences")))
-					continue;
-				snprintf(key, sizeof(key), "%s %s/%s", kinds[k].kind, d->ns[i],
-					 ds_json_str(meta, "name"));
-				v = json_object();
-				if (!v) {
-					rc = -ENOMEM;
-					break;
-				}
-				if (json_is_integer(json_object_get(spec, "replicas")))
-					json_object_set(v, "replicas",
-							json_object_get(spec, "replicas"));
-				if (strcmp(kinds[k].kind, "CronJob") == 0)
-					json_object_set_new(v, "suspend",
-							    json_boolean(json_is_true(
-								json_object_get(spec, "suspend"))));
-				/* The standby form's own marks (SSA drops them in the active one).
-				 */
-				json_object_set_new(
-				    v, "standby",
-				    json_boolean(ds_obj_annotation(item, DS_ANNOTATION_REPLICAS) ||
-						 ds_obj_annotation(item, DS_ANNOTATION_SUSPEND) ||
-						 ds_obj_annotation(item, DS_ANNOTATION_STANDBY)));
-				/* List items carry no kind: the DaemonSet's pod spec by its path.
-				 */
-				sel = ds_json_path(item, "spec.template.spec.nodeSelector");
-				if (strcmp(kinds[k].kind, "DaemonSet") == 0)
-					json_object_set_new(
-					    v, "parked",
-					    json_boolean(json_object_get(
-							     sel, DS_STANDBY_NODE_LABEL) != NULL));
-				json_object_set_new(snap, key, v);
-			}
-			json_decref(list);
-			if (rc < 0)
+				sayf(f, true, "drasync-target %s: list %s in %s: %s", f->o.verb,
+				     kinds[k].kind, f->ns[i],
+				     ds_kube_error_format(&ke, buf, sizeof(buf)));
 				break;
+			}
+			rc = ds_failover_snapshot_add(snap, kinds[k].kind, f->ns[i], list);
+			json_decref(list);
 		}
-		if (rc < 0)
-			break;
 	}
 	if (rc < 0) {
 		json_decref(snap);
@@ -371,134 +486,33 @@ static int snapshot(struct dr *d, json_t **out)
 	return 0;
 }
 
-static bool bare(const char *key)
-{
-	return strncmp(key, "Pod ", 4) == 0 || strncmp(key, "Job ", 4) == 0;
-}
-
-/* Whether every workload of `after` has the form of the mode (none left in the other's). */
-static bool settled(const struct dr *d, json_t *after)
-{
-	const char *key;
-	json_t *v;
-
-	json_object_foreach (after, key, v) {
-		bool marked = json_is_true(json_object_get(v, "standby"));
-
-		if (d->to == DS_MODE_MIGRATE && marked)
-			return false;
-		if (d->to == DS_MODE_STANDBY && (bare(key) || !marked))
-			return false;
-	}
-	return true;
-}
-
-/* Equal values, or both absent (json_equal() says no to two NULLs). */
-static bool eq(json_t *a, json_t *b)
-{
-	return (!a && !b) || json_equal(a, b);
-}
-
-/* The snapshot values compared for the lines: what an operator sees change. */
-static bool same(json_t *a, json_t *b)
-{
-	static const char *const fields[] = {"replicas", "suspend", "parked"};
-
-	for (size_t i = 0; i < 3; i++)
-		if (!eq(json_object_get(a, fields[i]), json_object_get(b, fields[i])))
-			return false;
-	return true;
-}
-
-static const char *int_text(json_t *v, char *buf, size_t size)
-{
-	if (!v)
-		return "unset";
-	snprintf(buf, size, "%lld", (long long)json_integer_value(v));
-	return buf;
-}
-
-/* One line per workload that changed between the snapshots. @return how many */
-static size_t print_changes(json_t *before, json_t *after, size_t *unchanged)
-{
-	const char *key;
-	json_t *b, *a;
-	size_t changed = 0;
-	char x[32], y[32];
-
-	*unchanged = 0;
-	json_object_foreach (after, key, a) {
-		b = json_object_get(before, key);
-		if (!b) {
-			printf("%s: created%s\n", key, bare(key) ? " (was held)" : "");
-			changed++;
-			continue;
-		}
-		if (same(a, b)) {
-			(*unchanged)++;
-			continue;
-		}
-		if (!eq(json_object_get(b, "replicas"), json_object_get(a, "replicas")))
-			printf("%s: replicas %s -> %s\n", key,
-			       int_text(json_object_get(b, "replicas"), x, sizeof(x)),
-			       int_text(json_object_get(a, "replicas"), y, sizeof(y)));
-		if (!eq(json_object_get(b, "suspend"), json_object_get(a, "suspend")))
-			printf("%s: suspend %s -> %s\n", key,
-			       json_is_true(json_object_get(b, "suspend")) ? "true" : "false",
-			       json_is_true(json_object_get(a, "suspend")) ? "true" : "false");
-		if (!eq(json_object_get(b, "parked"), json_object_get(a, "parked")))
-			printf("%s: %s\n", key,
-			       json_is_true(json_object_get(a, "parked")) ? "parked" : "unparked");
-		changed++;
-	}
-	json_object_foreach (before, key, b) {
-		if (!json_object_get(after, key)) {
-			printf("%s: deleted%s\n", key,
-			       bare(key) ? " (held in the ledger again)" : "");
-			changed++;
-		}
-	}
-	return changed;
-}
-
-/* ---- applying ------------------------------------------------------------------- */
-
 /*
  * What did not go as the mode wants, from the ledger (whichever applier
- * decided it, this command's or a running importer's): objects that failed,
- * wait, are still retried, or are held but left on the target because they are
- * not drasync's to delete. One line each. @return how many, or < 0
+ * decided it, this command's or a running importer's). One line each.
+ * @return how many, or < 0
  */
-static int report_problems(struct dr *d, const ds_object_state_scope *scope)
+static int report_problems(ds_failover *f)
 {
+	ds_object_state_scope scope = scope_of(f);
 	ds_object_state_row *rows = NULL;
 	size_t n = 0, bad = 0;
 	ds_err err = {0};
-	int rc = ds_object_state_list_in(d->st, scope, &rows, &n, &err);
+	int rc = ds_object_state_list_in(f->st, &scope, &rows, &n, &err);
 
 	if (rc < 0) {
-		fprintf(stderr, "drasync-target %s: %s: %s\n", d->verb, d->ledger, err.msg);
+		say_ledger(f, &err);
 		return rc;
 	}
 	for (size_t i = 0; i < n; i++) {
 		const ds_object_state_row *r = &rows[i];
-		const char *what = NULL, *ns;
+		const char *what = ds_failover_problem(r), *ns;
 
-		if (r->state == DS_APPLY_FAILED)
-			what = "FAILED";
-		else if (r->state == DS_APPLY_WAITING)
-			what = "NOT APPLIED (waits)";
-		else if (r->state == DS_APPLY_PENDING)
-			what = "NOT APPLIED (still retrying)";
-		else if (r->state == DS_APPLY_HELD && r->reason &&
-			 strstr(r->reason, "not deleted:"))
-			what = "KEPT on the target";
 		if (!what)
 			continue;
-		ns = r->target_name ? r->target_ns : map_ns(d->cfg, r->ns ? r->ns : "");
-		printf("%s %s/%s: %s: %s\n", r->kind ? r->kind : "?", ns ? ns : "",
-		       r->target_name ? r->target_name : r->name, what,
-		       r->reason ? r->reason : "no reason given");
+		ns = r->target_name ? r->target_ns : map_ns((void *)f->o.cfg, r->ns ? r->ns : "");
+		sayf(f, false, "%s %s/%s: %s: %s", r->kind ? r->kind : "?", ns ? ns : "",
+		     r->target_name ? r->target_name : r->name, what,
+		     r->reason ? r->reason : "no reason given");
 		bad++;
 	}
 	ds_object_state_rows_free(rows, n);
@@ -509,308 +523,172 @@ static int report_problems(struct dr *d, const ds_object_state_scope *scope)
  * Apply what is due in the namespaces until nothing is, retrying objects in
  * backoff until the deadline. @return 0, or a negative errno (ledger)
  */
-static int apply_all(struct dr *d, ds_applier *a, int64_t deadline, size_t *pending_left)
+static int apply_all(ds_failover *f, ds_applier *a, int64_t deadline, size_t *pending_left)
 {
-	ds_object_state_scope scope = scope_of(d);
+	ds_object_state_scope scope = scope_of(f);
 	ds_err err = {0};
 	int rc;
 
 	for (;;) {
 		size_t pending = 0, waiting = 0;
-		int64_t next_at = 0;
+		int64_t next_at = 0, wait;
+		struct timespec ts;
 
 		rc = ds_applier_pass(a, &err);
-		if (rc == -EBUSY)
+		if (rc == -EBUSY || rc > 0)
 			continue;
+		if (rc == 0)
+			rc = ds_object_state_due_in(f->st, &scope, &pending, &waiting, &next_at,
+						    &err);
 		if (rc < 0) {
-			fprintf(stderr, "drasync-target %s: %s: %s\n", d->verb, d->ledger, err.msg);
-			return rc;
-		}
-		if (rc > 0)
-			continue;
-		rc = ds_object_state_due_in(d->st, &scope, &pending, &waiting, &next_at, &err);
-		if (rc < 0) {
-			fprintf(stderr, "drasync-target %s: %s: %s\n", d->verb, d->ledger, err.msg);
+			say_ledger(f, &err);
 			return rc;
 		}
 		*pending_left = pending;
 		if (!pending || ds_deadline_passed(deadline))
 			return 0;
-		{
-			/* next_at is a ledger time, on the wall clock */
-			int64_t wait = next_at - ds_clock_wall_ms();
-			struct timespec ts;
-			if (wait > 500)
-				wait = 500;
-			if (wait < 20)
-				wait = 20;
-			ts.tv_sec = 0;
-			ts.tv_nsec = (long)wait * 1000000L;
-			nanosleep(&ts, NULL);
-		}
+		/* next_at is a ledger time, on the wall clock */
+		wait = next_at - ds_clock_wall_ms();
+		if (wait > 500)
+			wait = 500;
+		if (wait < 20)
+			wait = 20;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)wait * 1000000L;
+		nanosleep(&ts, NULL);
 	}
-}
-
-/* ---- the steps ------------------------------------------------------------------ */
-
-static int open_ledger(struct dr *d)
-{
-	char msg[512];
-	ds_err err = {0};
-	int rc;
-
-	ds_target_config_ledger(d->cfg, d->ledger, sizeof(d->ledger));
-	if (access(d->ledger, F_OK) != 0) {
-		fprintf(stderr,
-			"drasync-target %s: no ledger at %s (%s): nothing to %s; is stateDir in "
-			"%s the one `drasync-target run` uses?\n",
-			d->verb, d->ledger, strerror(errno), d->verb, d->config);
-		return 2;
-	}
-	if (ds_target_check_ledger(d->verb, d->ledger) != 0)
-		return 1;
-	rc = ds_object_state_open(&d->st, d->ledger, &err);
-	if (rc == 0)
-		rc = ds_namespace_modes_open(&d->nm, d->ledger, &err);
-	if (rc == 0)
-		rc = ds_inbox_open(&d->ib, d->ledger, &err);
-	if (rc < 0) {
-		fprintf(stderr, "drasync-target %s: %s: %s\n", d->verb, d->ledger,
-			ds_err_format(&err, msg, sizeof(msg)));
-		return 1;
-	}
-	return 0;
-}
-
-/* The namespaces: those given (said when the ledger has nothing there), else the ledger's. */
-static int pick_namespaces(struct dr *d)
-{
-	ds_err err = {0};
-	int rc =
-	    ds_object_state_namespaces(d->st, map_ns, d->cfg, &d->ledger_ns, &d->n_ledger_ns, &err);
-
-	if (rc < 0) {
-		fprintf(stderr, "drasync-target %s: %s: %s\n", d->verb, d->ledger, err.msg);
-		return 1;
-	}
-	if (!d->n_ns) {
-		if (!d->n_ledger_ns) {
-			fprintf(stderr,
-				"drasync-target %s: the ledger %s holds no namespaced objects yet: "
-				"nothing to %s\n",
-				d->verb, d->ledger, d->verb);
-			return 1;
-		}
-		for (size_t i = 0; i < d->n_ledger_ns && d->n_ns < MAX_NAMESPACES; i++)
-			d->ns[d->n_ns++] = d->ledger_ns[i];
-		return 0;
-	}
-	for (size_t i = 0; i < d->n_ns; i++) {
-		bool known = false;
-		for (size_t j = 0; j < d->n_ledger_ns && !known; j++)
-			known = strcmp(d->ns[i], d->ledger_ns[j]) == 0;
-		if (!known) {
-			fprintf(stderr,
-				"drasync-target %s: the ledger holds no objects for namespace %s "
-				"(a target namespace, after namespaceMappings); it has:",
-				d->verb, d->ns[i]);
-			for (size_t j = 0; j < d->n_ledger_ns; j++)
-				fprintf(stderr, " %s", d->ledger_ns[j]);
-			fprintf(stderr, "%s\n", d->n_ledger_ns ? "" : " none");
-		}
-	}
-	return 0;
-}
-
-/* Split brain: a source of these namespaces still connected. @return 0 go on, 1 refused */
-static int guard(struct dr *d)
-{
-	ds_object_state_scope scope = scope_of(d);
-	char **sources = NULL, t1[64];
-	size_t n = 0, connected = 0;
-	ds_err err = {0};
-	int rc;
-
-	if (d->to != DS_MODE_MIGRATE)
-		return 0;
-	rc = ds_object_state_sources_in(d->st, &scope, &sources, &n, &err);
-	if (rc < 0) {
-		fprintf(stderr, "drasync-target failover: %s: %s\n", d->ledger, err.msg);
-		return 1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		ds_inbox_presence p;
-		if (ds_inbox_presence_get(d->ib, sources[i], ds_clock_wall_ms(), &p, NULL) != 1 ||
-		    !p.connected)
-			continue;
-		connected++;
-		fprintf(stderr,
-			"drasync-target failover: %s source %s is still connected to this "
-			"target (session from %s since %s, seen %lld s ago)%s\n",
-			d->force ? "warning:" : "refused:", sources[i], p.peer,
-			when(p.since / 1000, t1, sizeof(t1)),
-			(long long)((ds_clock_wall_ms() - p.seen_at) / 1000),
-			d->force ? "; --force given" : "");
-	}
-	ds_object_state_strings_free(sources, n);
-	if (!connected || d->force)
-		return 0;
-	fprintf(stderr,
-		"  Its site may still run these workloads: failing over now would run them\n"
-		"  twice (split brain). Stop drasync-source on the source site (or cut the\n"
-		"  link) and run failover again, or, if you know the source site is down,\n"
-		"  add --force:\n"
-		"    drasync-target failover --config %s",
-		d->config);
-	for (size_t i = 0; i < d->n_ns; i++)
-		fprintf(stderr, " --namespace %s", d->ns[i]);
-	fprintf(stderr, " --force\nNothing was changed.\n");
-	return 1;
 }
 
 /* Record the mode of each namespace, saying which changed. @return how many, or < 0 */
-static int set_modes(struct dr *d)
+static int set_modes(ds_failover *f)
 {
-	enum ds_mode conf = ds_target_config_mode(d->cfg);
+	enum ds_mode conf = ds_target_config_mode(f->o.cfg);
 	int changed = 0;
 
-	for (size_t i = 0; i < d->n_ns; i++) {
+	for (size_t i = 0; i < f->n_ns; i++) {
 		enum ds_mode was = conf;
 		ds_err err = {0};
-		int rc = ds_namespace_modes_get(d->nm, d->ns[i], &was, &err);
+		int rc = ds_namespace_modes_get(f->nm, f->ns[i], &was, &err);
 
 		if (rc >= 0)
-			rc = ds_namespace_modes_set(d->nm, d->ns[i], d->to, d->verb, &err);
+			rc = ds_namespace_modes_set(f->nm, f->ns[i], f->o.to, f->o.verb, &err);
 		if (rc < 0) {
-			fprintf(stderr, "drasync-target %s: %s: %s\n", d->verb, d->ledger, err.msg);
+			say_ledger(f, &err);
 			return rc;
 		}
-		if (rc == 1 && was != d->to) {
-			printf("namespace %s: %s -> %s\n", d->ns[i], ds_namespace_mode_word(was),
-			       ds_namespace_mode_word(d->to));
+		if (rc == 1 && was != f->o.to) {
+			sayf(f, false, "namespace %s: %s -> %s", f->ns[i],
+			     ds_namespace_mode_word(was), ds_namespace_mode_word(f->o.to));
 			changed++;
 		}
 	}
 	return changed;
 }
 
-static int run(struct dr *d)
+/* Reconsider and apply until the snapshot has the mode's form (or MAX_ROUNDS). */
+static int apply_rounds(ds_failover *f, int64_t deadline, json_t **after, size_t *pending_left)
 {
-	ds_object_state_scope scope;
+	ds_object_state_scope scope = scope_of(f);
 	ds_applier_config ac;
 	ds_applier *a = NULL;
-	json_t *before = NULL, *after = NULL;
-	size_t pending_left = 0, changed = 0, unchanged = 0, failed;
-	int64_t deadline = ds_deadline_in(d->timeout_ms);
+	json_t *snap = NULL;
 	ds_err err = {0};
-	int rc, modes, rounds = 0;
+	int rc, rounds = 0;
 
-	if ((rc = open_ledger(d)) != 0 || (rc = pick_namespaces(d)) != 0 || (rc = guard(d)) != 0 ||
-	    (rc = ds_target_connect(d->verb, d->kubeconfig, d->context, d->cfg, NULL, &d->kube)) !=
-		0)
-		return rc;
-	scope = scope_of(d); /* the namespaces are known now */
-	if (snapshot(d, &before) < 0)
-		return 1;
-	modes = set_modes(d);
-	if (modes < 0) {
-		rc = 1;
-		goto out;
-	}
 	memset(&ac, 0, sizeof(ac));
-	ac.ledger_path = d->ledger;
-	ac.kube = d->kube;
-	ac.cfg = d->cfg;
-	ac.namespaces = d->ns;
-	ac.n_namespaces = d->n_ns;
+	ac.ledger_path = f->o.ledger_path;
+	ac.kube = f->kube;
+	ac.cfg = f->o.cfg;
+	ac.namespaces = f->ns;
+	ac.n_namespaces = f->n_ns;
 	rc = ds_applier_new(&a, &ac, &err);
 	if (rc < 0) {
-		fprintf(stderr, "drasync-target %s: %s\n", d->verb, err.msg);
-		rc = 1;
-		goto out;
+		sayf(f, true, "drasync-target %s: %s", f->o.verb, err.msg);
+		return rc;
 	}
 	do {
-		json_decref(after);
-		after = NULL;
-		rc = ds_object_state_reconsider_in(d->st, &scope, &err);
+		json_decref(snap);
+		snap = NULL;
+		rc = ds_object_state_reconsider_in(f->st, &scope, &err);
 		if (rc < 0) {
-			fprintf(stderr, "drasync-target %s: %s: %s\n", d->verb, d->ledger, err.msg);
-			rc = 1;
+			say_ledger(f, &err);
 			goto out;
 		}
-		if (apply_all(d, a, deadline, &pending_left) < 0 || snapshot(d, &after) < 0) {
-			rc = 1;
+		rc = apply_all(f, a, deadline, pending_left);
+		if (rc == 0)
+			rc = snapshot(f, &snap);
+		if (rc < 0)
 			goto out;
-		}
-	} while (!settled(d, after) && ++rounds < MAX_ROUNDS);
+	} while (!ds_failover_settled(snap, f->o.to) && ++rounds < MAX_ROUNDS);
+	*after = snap;
+	snap = NULL;
+out:
+	json_decref(snap);
+	ds_applier_free(a);
+	return rc < 0 ? rc : 0;
+}
 
-	changed = print_changes(before, after, &unchanged);
-	rc = report_problems(d, &scope);
+/* The last line: nothing to change, or what changed. */
+static void summary(const ds_failover *f, size_t modes, size_t changed, size_t unchanged,
+		    size_t failed, size_t pending_left)
+{
+	const char *word = ds_namespace_mode_word(f->o.to);
+	ds_str s;
+
+	if (changed || modes || failed || pending_left) {
+		sayf(f, false,
+		     "%s: %zu namespace%s %s, %zu workload%s changed, %zu unchanged, %zu not "
+		     "done%s",
+		     f->o.verb, f->n_ns, f->n_ns == 1 ? "" : "s", word, changed,
+		     changed == 1 ? "" : "s", unchanged, failed, failed ? " (see above)" : "");
+		return;
+	}
+	ds_str_init(&s, 1 << 20);
+	ds_str_addf(&s, "%s: nothing to change: namespace%s", f->o.verb, f->n_ns == 1 ? "" : "s");
+	for (size_t i = 0; i < f->n_ns; i++)
+		ds_str_addf(&s, "%s %s", i ? "," : "", f->ns[i]);
+	ds_str_addf(&s, " already %s (%zu workload%s as they should be)", word, unchanged,
+		    unchanged == 1 ? "" : "s");
+	if (ds_str_ptr(&s) && f->o.say)
+		f->o.say(f->o.ud, false, ds_str_ptr(&s));
+	ds_str_dispose(&s);
+}
+
+int ds_failover_run(ds_failover *f, ds_kube *kube, int64_t deadline)
+{
+	json_t *before = NULL, *after = NULL, *lines = NULL, *line;
+	size_t pending_left = 0, unchanged = 0, failed, i;
+	int rc, modes, changed;
+
+	f->kube = kube;
+	if (snapshot(f, &before) < 0)
+		return 1;
+	rc = 1;
+	modes = set_modes(f);
+	if (modes < 0 || apply_rounds(f, deadline, &after, &pending_left) < 0)
+		goto out;
+	changed = ds_failover_diff(before, after, &lines, &unchanged);
+	if (changed < 0)
+		goto out;
+	json_array_foreach (lines, i, line)
+		sayf(f, false, "%s", json_string_value(line));
+	rc = report_problems(f);
 	if (rc < 0) {
 		rc = 1;
 		goto out;
 	}
 	failed = (size_t)rc;
 	if (pending_left)
-		printf("%zu object%s still to be retried after --timeout (a running importer "
-		       "goes on; see drasync-target status)\n",
-		       pending_left, pending_left == 1 ? "" : "s");
-	if (!changed && !modes && !failed && !pending_left) {
-		printf("%s: nothing to change: namespace%s", d->verb, d->n_ns == 1 ? "" : "s");
-		for (size_t i = 0; i < d->n_ns; i++)
-			printf("%s %s", i ? "," : "", d->ns[i]);
-		printf(" already %s (%zu workload%s as they should be)\n",
-		       ds_namespace_mode_word(d->to), unchanged, unchanged == 1 ? "" : "s");
-	} else {
-		printf("%s: %zu namespace%s %s, %zu workload%s changed, %zu unchanged, %zu "
-		       "not done%s\n",
-		       d->verb, d->n_ns, d->n_ns == 1 ? "" : "s", ds_namespace_mode_word(d->to),
-		       changed, changed == 1 ? "" : "s", unchanged, failed,
-		       failed ? " (see above)" : "");
-	}
+		sayf(f, false,
+		     "%zu object%s still to be retried after --timeout (a running importer goes "
+		     "on; see drasync-target status)",
+		     pending_left, pending_left == 1 ? "" : "s");
+	summary(f, (size_t)modes, (size_t)changed, unchanged, failed, pending_left);
 	rc = failed || pending_left ? 1 : 0;
 out:
-	ds_applier_free(a);
+	f->kube = NULL;
+	json_decref(lines);
 	json_decref(before);
 	json_decref(after);
 	return rc;
-}
-
-static int dr_main(int argc, char **argv, const char *verb, enum ds_mode to)
-{
-	struct dr d;
-	char msg[512];
-	ds_err err = {0};
-	int rc;
-
-	memset(&d, 0, sizeof(d));
-	d.verb = verb;
-	d.to = to;
-	d.timeout_ms = DEFAULT_TIMEOUT_MS;
-	rc = parse_args(argc, argv, &d);
-	if (rc >= 0)
-		return rc;
-	if (ds_target_config_load(&d.cfg, d.config, &err) < 0) {
-		fprintf(stderr, "drasync-target %s: %s\n", verb,
-			ds_err_format(&err, msg, sizeof(msg)));
-		return 2;
-	}
-	rc = run(&d);
-	ds_inbox_free(d.ib);
-	ds_namespace_modes_free(d.nm);
-	ds_object_state_free(d.st);
-	ds_object_state_strings_free(d.ledger_ns, d.n_ledger_ns);
-	ds_kube_free(d.kube);
-	ds_target_config_free(d.cfg);
-	return rc;
-}
-
-int ds_cmd_failover(int argc, char **argv)
-{
-	return dr_main(argc, argv, "failover", DS_MODE_MIGRATE);
-}
-
-int ds_cmd_failback(int argc, char **argv)
-{
-	return dr_main(argc, argv, "failback", DS_MODE_STANDBY);
 }
