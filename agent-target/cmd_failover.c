@@ -6,28 +6,25 @@
  */
 #include "commands.h"
 
+#include "drasync/cli.h"
 #include "drasync/clock.h"
-#include "drasync/duration.h"
 #include "drasync/failover.h"
 #include "drasync/target_config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#define DEFAULT_TIMEOUT_MS 300000L
+#define DEFAULT_TIMEOUT_MS 300000LL
+#define MAX_TIMEOUT_MS (7 * 86400000LL)
 
 struct dr {
 	const char *verb; /* "failover" / "failback" */
 	enum ds_mode to;
-	const char *config, *kubeconfig, *context;
-	const char *ns[DS_FAILOVER_MAX_NAMESPACES];
-	size_t n_ns;
+	struct ds_cli_args a;
 	bool force;
-	long timeout_ms;
 };
 
 static void usage(FILE *out, const char *verb)
@@ -102,115 +99,66 @@ static void usage(FILE *out, const char *verb)
 			"--force\n");
 }
 
-/* A Go duration ("90s", "5m", "1h30m") into ms, as run and verify read it: a
- * bare number has no unit and is refused. At most a week. @return 0, -EINVAL */
-static int parse_duration(const char *s, long *ms, ds_err *err)
+static void usage_failover(FILE *out)
 {
-	long long v = 0;
-	int rc = ds_duration_parse_ms(s, &v, NULL, err);
+	usage(out, "failover");
+}
 
-	if (rc < 0)
-		return rc;
-	if (v > 86400000LL * 7) {
-		ds_err_set(err, "longer than a week");
-		return -EINVAL;
+static void usage_failback(FILE *out)
+{
+	usage(out, "failback");
+}
+
+static int on_option(void *ctx, int key, const char *arg, long long ms)
+{
+	struct dr *d = ctx;
+
+	(void)ms;
+	if (key == 'f') {
+		d->force = true;
+	} else if (key == DS_CLI_UNKNOWN && d->to == DS_MODE_STANDBY &&
+		   (strcmp(arg, "-f") == 0 || strcmp(arg, "--force") == 0)) {
+		fprintf(stderr, "drasync-target failback: --force is for failover only; failback "
+				"needs none\n");
 	}
-	*ms = (long)v;
 	return 0;
 }
 
 static int parse_args(int argc, char **argv, struct dr *d)
 {
-	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"namespace", required_argument, NULL, 'n'},
-	    {"force", no_argument, NULL, 'f'},
-	    {"timeout", required_argument, NULL, 't'},
-	    {"kubeconfig", required_argument, NULL, 'k'},
-	    {"context", required_argument, NULL, 'x'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
+	static const struct ds_cli_option force[] = {{"force", 'f', DS_CLI_FLAG}, {NULL}};
 	bool over = d->to == DS_MODE_MIGRATE;
-	ds_err err = {0};
-	int c;
+	struct ds_cli_spec spec = {.prog = "drasync-target",
+				   .cmd = d->verb,
+				   .takes = DS_CLI_CONFIG | DS_CLI_KUBECONFIG | DS_CLI_CONTEXT |
+					    DS_CLI_NAMESPACE | DS_CLI_TIMEOUT,
+				   .usage = over ? usage_failover : usage_failback,
+				   .max_namespaces = DS_FAILOVER_MAX_NAMESPACES,
+				   .ns_example = "ml-team-dr",
+				   .ns_hint = "leave them out for every namespace of the ledger",
+				   .max_args = DS_CLI_ANY_ARGS,
+				   .options = over ? force : NULL,
+				   .on_option = on_option,
+				   .ctx = d};
+	int rc = ds_cli_parse(&spec, argc, argv, &d->a);
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, over ? "c:n:ft:h" : "c:n:t:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			d->config = optarg;
-			break;
-		case 'n':
-			if (!optarg[0] || strchr(optarg, '/')) {
-				fprintf(stderr,
-					"drasync-target %s: --namespace needs a namespace name "
-					"('%s' is not one), e.g. --namespace ml-team-dr\n",
-					d->verb, optarg);
-				return 2;
-			}
-			if (d->n_ns == DS_FAILOVER_MAX_NAMESPACES) {
-				fprintf(stderr,
-					"drasync-target %s: at most %d --namespace; leave them out "
-					"for every namespace of the ledger\n",
-					d->verb, DS_FAILOVER_MAX_NAMESPACES);
-				return 2;
-			}
-			d->ns[d->n_ns++] = optarg;
-			break;
-		case 'f':
-			if (!over) {
-				fprintf(stderr, "drasync-target failback: --force is for failover "
-						"only; failback needs none\n");
-				return 2;
-			}
-			d->force = true;
-			break;
-		case 't':
-			if (parse_duration(optarg, &d->timeout_ms, &err) < 0) {
-				fprintf(stderr,
-					"drasync-target %s: --timeout '%s' is not a duration (%s); "
-					"write e.g. --timeout 90s or --timeout 5m\n",
-					d->verb, optarg, err.msg);
-				return 2;
-			}
-			break;
-		case 'k':
-			d->kubeconfig = optarg;
-			break;
-		case 'x':
-			d->context = optarg;
-			break;
-		case 'h':
-			usage(stdout, d->verb);
-			return 0;
-		default:
-			if (!over && optind > 0 && optind <= argc &&
-			    (strcmp(argv[optind - 1], "-f") == 0 ||
-			     strcmp(argv[optind - 1], "--force") == 0))
-				fprintf(stderr, "drasync-target failback: --force is for failover "
-						"only; failback needs none\n");
-			fprintf(stderr, "Try 'drasync-target %s --help'.\n", d->verb);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr,
-			"drasync-target %s: unexpected argument '%s'; name namespaces with "
-			"--namespace, e.g.\n"
-			"  drasync-target %s --config %s --namespace %s\n",
-			d->verb, argv[optind], d->verb, d->config ? d->config : "target.yaml",
-			argv[optind]);
-		return 2;
-	}
-	if (!d->config) {
-		fprintf(stderr,
-			"drasync-target %s: --config FILE is required, e.g.\n"
-			"  drasync-target %s --config /etc/drasync/target.yaml%s%s\n",
-			d->verb, d->verb, d->n_ns ? " --namespace " : "", d->n_ns ? d->ns[0] : "");
-		return 2;
-	}
-	return -1;
+	if (rc != DS_CLI_CONTINUE)
+		return rc;
+	if (d->a.argc)
+		return ds_cli_fail(&spec,
+				   "unexpected argument '%s'; name namespaces with --namespace, "
+				   "e.g.\n  drasync-target %s --config %s --namespace %s",
+				   d->a.argv[0], d->verb, d->a.config ? d->a.config : "target.yaml",
+				   d->a.argv[0]);
+	if (!d->a.config)
+		return ds_cli_fail(&spec,
+				   "--config FILE is required, e.g.\n"
+				   "  drasync-target %s --config /etc/drasync/target.yaml%s%s",
+				   d->verb, d->a.n_namespaces ? " --namespace " : "",
+				   d->a.n_namespaces ? d->a.namespaces[0] : "");
+	if (d->a.timeout_ms > MAX_TIMEOUT_MS)
+		return ds_cli_fail(&spec, "--timeout: at most a week (168h)");
+	return DS_CLI_CONTINUE;
 }
 
 static void say(void *ud, bool problem, const char *line)
@@ -226,7 +174,7 @@ static int open_ledger(const struct dr *d, const ds_target_config *cfg, char *le
 	ds_failover_opts o = {.verb = d->verb,
 			      .to = d->to,
 			      .ledger_path = ledger,
-			      .config_path = d->config,
+			      .config_path = d->a.config,
 			      .cfg = cfg,
 			      .force = d->force,
 			      .say = say};
@@ -238,7 +186,7 @@ static int open_ledger(const struct dr *d, const ds_target_config *cfg, char *le
 		fprintf(stderr,
 			"drasync-target %s: no ledger at %s (%s): nothing to %s; is stateDir in "
 			"%s the one `drasync-target run` uses?\n",
-			d->verb, ledger, strerror(errno), d->verb, d->config);
+			d->verb, ledger, strerror(errno), d->verb, d->a.config);
 		return 2;
 	}
 	if (ds_target_check_ledger(d->verb, ledger) != 0)
@@ -253,7 +201,7 @@ static int open_ledger(const struct dr *d, const ds_target_config *cfg, char *le
 
 static int dr_main(int argc, char **argv, const char *verb, enum ds_mode to)
 {
-	struct dr d = {.verb = verb, .to = to, .timeout_ms = DEFAULT_TIMEOUT_MS};
+	struct dr d = {.verb = verb, .to = to, .a = {.timeout_ms = DEFAULT_TIMEOUT_MS}};
 	ds_target_config *cfg = NULL;
 	ds_failover *f = NULL;
 	ds_kube *kube = NULL;
@@ -265,16 +213,16 @@ static int dr_main(int argc, char **argv, const char *verb, enum ds_mode to)
 	rc = parse_args(argc, argv, &d);
 	if (rc >= 0)
 		return rc;
-	if (ds_target_config_load(&cfg, d.config, &err) < 0) {
+	if (ds_target_config_load(&cfg, d.a.config, &err) < 0) {
 		fprintf(stderr, "drasync-target %s: %s\n", verb,
 			ds_err_format(&err, msg, sizeof(msg)));
 		return 2;
 	}
-	deadline = ds_deadline_in(d.timeout_ms);
+	deadline = ds_deadline_in(d.a.timeout_ms);
 	if ((rc = open_ledger(&d, cfg, ledger, sizeof(ledger), &f)) == 0 &&
-	    (rc = ds_failover_namespaces(f, d.ns, d.n_ns)) == 0 &&
+	    (rc = ds_failover_namespaces(f, d.a.namespaces, d.a.n_namespaces)) == 0 &&
 	    (rc = ds_failover_guard(f)) == 0 &&
-	    (rc = ds_target_connect(verb, d.kubeconfig, d.context, cfg, NULL, &kube)) == 0)
+	    (rc = ds_target_connect(verb, d.a.kubeconfig, d.a.context, cfg, NULL, &kube)) == 0)
 		rc = ds_failover_run(f, kube, deadline);
 	ds_failover_free(f);
 	ds_kube_free(kube);
