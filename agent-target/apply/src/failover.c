@@ -10,6 +10,7 @@
 #include "drasync/clock.h"
 #include "drasync/inbox.h"
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 #include "drasync/namespace_mode.h"
 #include "drasync/standby.h"
 #include "drasync/transform.h"
@@ -25,17 +26,11 @@
  * before the mode changed may write the old form once after ours. */
 #define MAX_ROUNDS 3
 
-/* The workloads whose standby form differs from the active one. */
-static const struct kind {
-	const char *api, *kind;
-} kinds[] = {
-    {"apps/v1", "Deployment"},
-    {"apps/v1", "StatefulSet"},
-    {"apps/v1", "ReplicaSet"},
-    {"apps/v1", "DaemonSet"},
-    {"batch/v1", "CronJob"},
-    {"batch/v1", "Job"},
-    {"v1", "Pod"},
+/* The workloads whose standby form differs from the active one, in the order
+ * their changes are said. */
+static const enum ds_kind_id kinds[] = {
+    DS_KIND_DEPLOYMENT, DS_KIND_STATEFUL_SET, DS_KIND_REPLICA_SET, DS_KIND_DAEMON_SET,
+    DS_KIND_CRON_JOB,	DS_KIND_JOB,	      DS_KIND_POD,
 };
 
 struct ds_failover {
@@ -52,9 +47,13 @@ struct ds_failover {
 
 /* ---- the decisions ---------------------------------------------------------------- */
 
+/* A bare Pod or Job (held in the ledger in standby) by its snapshot key "Kind ns/name". */
 static bool bare(const char *key)
 {
-	return strncmp(key, "Pod ", 4) == 0 || strncmp(key, "Job ", 4) == 0;
+	char kind[64];
+
+	snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(key, " "), key);
+	return ds_kind_is(kind, DS_KIND_POD) || ds_kind_is(kind, DS_KIND_JOB);
 }
 
 int ds_failover_snapshot_add(json_t *snap, const char *kind, const char *ns, const json_t *list)
@@ -76,7 +75,7 @@ int ds_failover_snapshot_add(json_t *snap, const char *kind, const char *ns, con
 			return -ENOMEM;
 		if (json_is_integer(json_object_get(spec, "replicas")))
 			json_object_set(v, "replicas", json_object_get(spec, "replicas"));
-		if (strcmp(kind, "CronJob") == 0)
+		if (ds_kind_is(kind, DS_KIND_CRON_JOB))
 			json_object_set_new(
 			    v, "suspend",
 			    json_boolean(json_is_true(json_object_get(spec, "suspend"))));
@@ -87,7 +86,7 @@ int ds_failover_snapshot_add(json_t *snap, const char *kind, const char *ns, con
 						 ds_obj_annotation(item, DS_ANNOTATION_STANDBY)));
 		/* List items carry no kind: the DaemonSet's pod spec by its path. */
 		sel = ds_json_path(item, "spec.template.spec.nodeSelector");
-		if (strcmp(kind, "DaemonSet") == 0)
+		if (ds_kind_is(kind, DS_KIND_DAEMON_SET))
 			json_object_set_new(
 			    v, "parked",
 			    json_boolean(json_object_get(sel, DS_STANDBY_NODE_LABEL) != NULL));
@@ -456,11 +455,15 @@ static int snapshot(ds_failover *f, json_t **out)
 	if (!snap)
 		return -ENOMEM;
 	for (size_t k = 0; rc == 0 && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		const ds_kind *kd = ds_kind_get(kinds[k]);
 		struct ds_kube_resource res;
 		ds_kube_error ke;
+		char api[128];
 
+		snprintf(api, sizeof(api), "%s%s%s", kd->group, kd->group[0] ? "/" : "",
+			 kd->versions[0]);
 		ds_kube_error_clear(&ke);
-		if (ds_kube_resource_find(f->kube, kinds[k].api, kinds[k].kind, &res, &ke) < 0)
+		if (ds_kube_resource_find(f->kube, api, kd->name, &res, &ke) < 0)
 			continue;
 		for (size_t i = 0; rc == 0 && i < f->n_ns; i++) {
 			json_t *list = NULL;
@@ -470,11 +473,11 @@ static int snapshot(ds_failover *f, json_t **out)
 			if (rc < 0) {
 				char buf[600];
 				sayf(f, true, "drasync-target %s: list %s in %s: %s", f->o.verb,
-				     kinds[k].kind, f->ns[i],
+				     kd->name, f->ns[i],
 				     ds_kube_error_format(&ke, buf, sizeof(buf)));
 				break;
 			}
-			rc = ds_failover_snapshot_add(snap, kinds[k].kind, f->ns[i], list);
+			rc = ds_failover_snapshot_add(snap, kd->name, f->ns[i], list);
 			json_decref(list);
 		}
 	}
