@@ -107,7 +107,7 @@ typedef struct ds_failover_opts {
 
 /**
  * Open the ledger's object states, namespace modes and presence for a
- * failover or failback; o and its strings outlive *out.
+ * failover or failback; o is copied, its strings and cfg outlive *out.
  * @return 0, a negative errno (err says which file and why)
  */
 int ds_failover_open(ds_failover **out, const ds_failover_opts *o, ds_err *err);
