@@ -6,22 +6,20 @@
  */
 #include "commands.h"
 
+#include "drasync/cli.h"
 #include "drasync/drill.h"
-#include "drasync/duration.h"
 #include "drasync/target_config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 struct drill_cmd {
-	const char *config, *ns, *into, *kubeconfig, *context, *output;
-	long long timeout_ms, interval_ms;
+	struct ds_cli_args a;
+	const char *ns, *into;
+	long long interval_ms;
 	bool cleanup, json;
 	ds_target_config *cfg;
 };
@@ -66,109 +64,57 @@ static void usage(FILE *out)
 		"      --timeout 10m --cleanup\n");
 }
 
-static int parse_duration(const char *opt, const char *arg, long long *ms)
-{
-	ds_err err = {0};
-	int64_t ns;
+enum { KEY_INTO = DS_CLI_LONG_ONLY, KEY_CLEANUP, KEY_INTERVAL };
 
-	if (ds_duration_parse(arg, &ns, NULL, &err) < 0 || ns < 0) {
-		fprintf(stderr,
-			"drasync-target drill: --%s: '%s': %s (a Go duration, e.g. 90s, 5m, "
-			"1h30m)\n",
-			opt, arg, err.msg[0] ? err.msg : "negative");
-		return 2;
-	}
-	*ms = ns / 1000000;
-	return -1;
+static int on_option(void *ctx, int key, const char *arg, long long ms)
+{
+	struct drill_cmd *d = ctx;
+
+	if (key == KEY_INTO)
+		d->into = arg;
+	else if (key == KEY_CLEANUP)
+		d->cleanup = true;
+	else if (key == KEY_INTERVAL)
+		d->interval_ms = ms;
+	return 0;
 }
 
 static int parse_args(int argc, char **argv, struct drill_cmd *d)
 {
-	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"namespace", required_argument, NULL, 'n'},
-	    {"into", required_argument, NULL, 'I'},
-	    {"cleanup", no_argument, NULL, 'C'},
-	    {"timeout", required_argument, NULL, 't'},
-	    {"interval", required_argument, NULL, 'i'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"kubeconfig", required_argument, NULL, 'k'},
-	    {"context", required_argument, NULL, 'x'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	static const struct ds_cli_option own[] = {
+	    {"into", KEY_INTO, DS_CLI_STRING},
+	    {"cleanup", KEY_CLEANUP, DS_CLI_FLAG},
+	    {"interval", KEY_INTERVAL, DS_CLI_DURATION},
+	    {NULL},
 	};
-	int c, rc;
+	const struct ds_cli_spec spec = {
+	    .prog = "drasync-target",
+	    .cmd = "drill",
+	    .takes = DS_CLI_CONFIG | DS_CLI_KUBECONFIG | DS_CLI_CONTEXT | DS_CLI_OUTPUT |
+		     DS_CLI_NAMESPACE | DS_CLI_TIMEOUT | DS_CLI_ZERO_DURATION,
+	    .usage = usage,
+	    .max_namespaces = 1,
+	    .ns_example = "ml-team-dr",
+	    .ns_hint = "run a drill per namespace",
+	    .args_hint = "; name the namespace with --namespace NS",
+	    .options = own,
+	    .on_option = on_option,
+	    .ctx = d};
+	int rc = ds_cli_parse(&spec, argc, argv, &d->a);
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:n:t:o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			d->config = optarg;
-			break;
-		case 'n':
-			if (d->ns) {
-				fprintf(stderr, "drasync-target drill: one --namespace at a time; "
-						"run a drill per namespace\n");
-				return 2;
-			}
-			d->ns = optarg;
-			break;
-		case 'I':
-			d->into = optarg;
-			break;
-		case 'C':
-			d->cleanup = true;
-			break;
-		case 't':
-			if ((rc = parse_duration("timeout", optarg, &d->timeout_ms)) >= 0)
-				return rc;
-			break;
-		case 'i':
-			if ((rc = parse_duration("interval", optarg, &d->interval_ms)) >= 0)
-				return rc;
-			break;
-		case 'o':
-			d->output = optarg;
-			break;
-		case 'k':
-			d->kubeconfig = optarg;
-			break;
-		case 'x':
-			d->context = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, "Try 'drasync-target drill --help'.\n");
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr,
-			"drasync-target drill: unexpected argument '%s'; name the namespace with "
-			"--namespace NS (try --help)\n",
-			argv[optind]);
-		return 2;
-	}
-	if (!d->config || !d->ns || !d->ns[0]) {
-		fprintf(stderr, "drasync-target drill: --config FILE and --namespace NS are "
-				"required, e.g.\n"
-				"  drasync-target drill --config /etc/drasync/target.yaml "
-				"--namespace ml-team-dr\n");
-		return 2;
-	}
-	if (d->into && !d->into[0]) {
-		fprintf(stderr, "drasync-target drill: --into needs a namespace name (or leave it "
-				"out for NS-drill)\n");
-		return 2;
-	}
-	if (strcmp(d->output, "text") != 0 && strcmp(d->output, "json") != 0) {
-		fprintf(stderr, "drasync-target drill: -o: '%s' is not text or json\n", d->output);
-		return 2;
-	}
-	d->json = strcmp(d->output, "json") == 0;
-	return -1;
+	if (rc != DS_CLI_CONTINUE)
+		return rc;
+	if (!d->a.config || !d->a.n_namespaces)
+		return ds_cli_fail(&spec,
+				   "--config FILE and --namespace NS are required, e.g.\n"
+				   "  drasync-target drill --config /etc/drasync/target.yaml "
+				   "--namespace ml-team-dr");
+	if (d->into && !d->into[0])
+		return ds_cli_fail(&spec,
+				   "--into needs a namespace name (or leave it out for NS-drill)");
+	d->ns = d->a.namespaces[0];
+	d->json = strcmp(d->a.output, "json") == 0;
+	return DS_CLI_CONTINUE;
 }
 
 static void say(void *ud, const char *line)
@@ -178,34 +124,6 @@ static void say(void *ud, const char *line)
 	/* With -o json the report is stdout's; the progress goes to stderr. */
 	fprintf(d->json ? stderr : stdout, "%s\n", line);
 	fflush(d->json ? stderr : stdout);
-}
-
-/* Keep the report in stateDir/drills/NS-<time>.json. @return 0, -1 (said why) */
-static int keep(const struct drill_cmd *d, const json_t *report, char *path, size_t size)
-{
-	const char *state = ds_target_config_state_dir(d->cfg);
-	char dir[4096], when[48];
-	struct timespec now;
-	struct tm tm;
-
-	/* To the millisecond: two drills in one second keep two reports. */
-	clock_gettime(CLOCK_REALTIME, &now);
-	gmtime_r(&now.tv_sec, &tm);
-	strftime(when, sizeof(when), "%Y%m%dT%H%M%S", &tm);
-	snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03ldZ",
-		 now.tv_nsec / 1000000L);
-	snprintf(dir, sizeof(dir), "%s/drills", state);
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
-		fprintf(stderr, "drasync-target drill: cannot keep the report in %s: %s\n", dir,
-			strerror(errno));
-		return -1;
-	}
-	snprintf(path, size, "%s/%s-%s.json", dir, d->ns, when);
-	if (json_dump_file(report, path, JSON_INDENT(2) | JSON_SORT_KEYS) < 0) {
-		fprintf(stderr, "drasync-target drill: cannot write the report %s\n", path);
-		return -1;
-	}
-	return 0;
 }
 
 static void summary(const json_t *r, const char *kept)
@@ -238,7 +156,7 @@ static void summary(const json_t *r, const char *kept)
 
 int ds_cmd_drill(int argc, char **argv)
 {
-	struct drill_cmd d = {.output = "text", .timeout_ms = 5 * 60 * 1000};
+	struct drill_cmd d = {.a = {.timeout_ms = 5 * 60 * 1000}};
 	ds_drill_opts o = {0};
 	json_t *report = NULL;
 	ds_kube *k = NULL;
@@ -249,12 +167,12 @@ int ds_cmd_drill(int argc, char **argv)
 	rc = parse_args(argc, argv, &d);
 	if (rc >= 0)
 		return rc;
-	if (ds_target_config_load(&d.cfg, d.config, &err) < 0) {
+	if (ds_target_config_load(&d.cfg, d.a.config, &err) < 0) {
 		fprintf(stderr, "drasync-target drill: %s\n",
 			ds_err_format(&err, msg, sizeof(msg)));
 		return 2;
 	}
-	rc = ds_target_connect("drill", d.kubeconfig, d.context, d.cfg, NULL, &k);
+	rc = ds_target_connect("drill", d.a.kubeconfig, d.a.context, d.cfg, NULL, &k);
 	if (rc)
 		goto out;
 	ds_target_config_ledger(d.cfg, ledger, sizeof(ledger));
@@ -263,7 +181,7 @@ int ds_cmd_drill(int argc, char **argv)
 			    .kube = k,
 			    .ns = d.ns,
 			    .into = d.into,
-			    .timeout_ms = d.timeout_ms,
+			    .timeout_ms = d.a.timeout_ms,
 			    .interval_ms = d.interval_ms,
 			    .cleanup = d.cleanup,
 			    .say = say,
@@ -275,8 +193,11 @@ int ds_cmd_drill(int argc, char **argv)
 		rc = rc == -ENOENT || rc == -EEXIST || rc == -EINVAL ? 2 : 1;
 		goto out;
 	}
-	if (keep(&d, report, kept, sizeof(kept)) < 0)
+	if (ds_drill_report_keep(ds_target_config_state_dir(d.cfg), report, kept, sizeof(kept),
+				 &err) < 0) {
+		fprintf(stderr, "drasync-target drill: %s\n", err.msg);
 		kept[0] = '\0';
+	}
 	if (d.json) {
 		json_dumpf(report, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
 		printf("\n");

@@ -116,6 +116,32 @@ static void test_cmd_failover__bad_arguments_exit_2_with_what_to_type(void **sta
 	free(s.dir);
 }
 
+/* --timeout reads a Go duration as run and verify do: a bare number has no unit. */
+static void test_cmd_failover__timeout_without_a_unit_is_refused(void **state)
+{
+	struct site s;
+	struct tu_run r;
+
+	(void)state;
+	site_new(&s);
+	run(&r, (const char *[]){"failover", "--config", s.config, "--timeout", "30", NULL});
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--timeout"));
+	assert_non_null(strstr(r.err, "30"));
+	assert_null(strstr(r.err, "no ledger at"));
+	tu_run_dispose(&r);
+	run(&r, (const char *[]){"failback", "--config", s.config, "-t", "30", NULL});
+	assert_int_equal(r.status, 2);
+	assert_null(strstr(r.err, "no ledger at"));
+	tu_run_dispose(&r);
+	/* With a unit it is a duration: the command goes on (to the missing ledger). */
+	run(&r, (const char *[]){"failover", "--config", s.config, "--timeout", "1m30s", NULL});
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "no ledger at"));
+	tu_run_dispose(&r);
+	free(s.dir);
+}
+
 static void test_cmd_failover__help_and_no_ledger(void **state)
 {
 	struct site s;
@@ -219,6 +245,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cmd_failover__bad_arguments_exit_2_with_what_to_type),
+	    cmocka_unit_test(test_cmd_failover__timeout_without_a_unit_is_refused),
 	    cmocka_unit_test(test_cmd_failover__help_and_no_ledger),
 	    cmocka_unit_test(test_cmd_failover__refused_while_the_source_is_connected),
 	    cmocka_unit_test(test_cmd_failover__empty_ledger_has_nothing_to_fail_over),

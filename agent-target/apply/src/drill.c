@@ -2,6 +2,7 @@
 
 #include "drasync/applier.h"
 #include "drasync/buf.h"
+#include "drasync/clock.h"
 #include "drasync/k8s_object.h"
 #include "drasync/ledger_objects.h"
 #include "drasync/record.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define NS_MAX 63 /* a namespace name is a DNS label */
@@ -34,14 +36,6 @@ struct drill {
 	json_t *failed; /* [{object, reason}] */
 	size_t applied, skipped;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void say(const struct drill *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -331,8 +325,8 @@ int ds_drill_run(const ds_drill_opts *o, json_t **report, ds_err *err)
 	ds_report *rep = NULL;
 	json_t *workloads = NULL;
 	size_t n_objs = 0, mine = 0;
-	double t0 = now_s();
-	time_t started = time(NULL);
+	double t0 = ds_clock_mono_s();
+	time_t started = (time_t)(ds_clock_wall_ms() / 1000);
 	char when[32];
 	bool applied_ok = true, cleaned = false;
 	struct tm tm;
@@ -402,7 +396,7 @@ int ds_drill_run(const ds_drill_opts *o, json_t **report, ds_err *err)
 	gmtime_r(&started, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	*report = json_pack("{ss ss ss sf s{sI sI sO} sO sb sb sb}", "namespace", o->ns, "into",
-			    d.into, "startedAt", when, "seconds", now_s() - t0, "objects",
+			    d.into, "startedAt", when, "seconds", ds_clock_mono_s() - t0, "objects",
 			    "applied", (json_int_t)d.applied, "skipped", (json_int_t)d.skipped,
 			    "failed", d.failed, "workloads", workloads, "verified",
 			    applied_ok && !json_array_size(d.failed) && sum.not_verified == 0,
@@ -418,4 +412,31 @@ out:
 	ds_report_free(rep);
 	ds_ledger_objects_free(objs, n_objs);
 	return ds_err_fallback(err, rc);
+}
+
+int ds_drill_report_keep(const char *state_dir, const json_t *report, char *path, size_t size,
+			 ds_err *err)
+{
+	int64_t now = ds_clock_wall_ms();
+	time_t secs = (time_t)(now / 1000);
+	char dir[4096], when[48];
+	struct tm tm;
+
+	/* To the millisecond: two drills in one second keep two reports. */
+	gmtime_r(&secs, &tm);
+	strftime(when, sizeof(when), "%Y%m%dT%H%M%S", &tm);
+	snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03dZ", (int)(now % 1000));
+	snprintf(dir, sizeof(dir), "%s/drills", state_dir);
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
+		int rc = -errno;
+		ds_err_set(err, "cannot keep the report in %s: %s", dir, strerror(errno));
+		return rc;
+	}
+	snprintf(path, size, "%s/%s-%s.json", dir,
+		 json_string_value(json_object_get(report, "namespace")), when);
+	if (json_dump_file(report, path, JSON_INDENT(2) | JSON_SORT_KEYS) < 0) {
+		ds_err_set(err, "cannot write the report %s", path);
+		return -EIO;
+	}
+	return 0;
 }

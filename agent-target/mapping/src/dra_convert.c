@@ -1,6 +1,7 @@
 #include "drasync/dra_convert.h"
 
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -55,9 +56,7 @@ int ds_dra_is_convertible(const json_t *obj)
 {
 	const char *kind = ds_obj_kind(obj);
 
-	return kind && ds_obj_in_group(obj, GROUP) &&
-	       (strcmp(kind, "ResourceClaim") == 0 || strcmp(kind, "ResourceClaimTemplate") == 0 ||
-		strcmp(kind, "DeviceClass") == 0);
+	return kind && ds_obj_in_group(obj, GROUP) && ds_kind_is_dra(kind);
 }
 
 static bool in_list(const char *key, const char *const *list)
@@ -210,7 +209,7 @@ int ds_dra_convert(json_t *obj, enum ds_dra_version to, ds_err *err)
 	copy = json_deep_copy(obj);
 	if (!copy)
 		return ds_err_fallback(err, -ENOMEM);
-	if (strcmp(kind, "DeviceClass") == 0) {
+	if (ds_kind_is(kind, DS_KIND_DEVICE_CLASS)) {
 		const char *key;
 		json_t *v;
 
@@ -225,7 +224,7 @@ int ds_dra_convert(json_t *obj, enum ds_dra_version to, ds_err *err)
 				goto out;
 			}
 		}
-	} else if (strcmp(kind, "ResourceClaim") == 0) {
+	} else if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM)) {
 		r = convert_claim_spec(json_object_get(copy, "spec"), "spec", from, to, err);
 	} else {
 		r = convert_claim_spec(ds_json_path(copy, "spec.spec"), "spec.spec", from, to, err);

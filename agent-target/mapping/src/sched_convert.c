@@ -1,6 +1,7 @@
 #include "drasync/sched_convert.h"
 
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -76,8 +77,7 @@ int ds_sched_is_group(const json_t *obj)
 {
 	const char *kind = ds_obj_kind(obj);
 
-	return kind && ds_obj_in_group(obj, GROUP) &&
-	       (strcmp(kind, "Workload") == 0 || strcmp(kind, "PodGroup") == 0);
+	return kind && ds_obj_in_group(obj, GROUP) && ds_kind_is_group(kind);
 }
 
 static bool in_list(const char *key, const char *const *list)
@@ -267,7 +267,8 @@ int ds_sched_convert(json_t *obj, enum ds_sched_version to, ds_err *err)
 		return -ENOMEM;
 	spec = json_object_get(copy, "spec");
 	if (json_is_object(spec) &&
-	    (r = convert_spec(spec, strcmp(ds_obj_kind(obj), "PodGroup") == 0, from, to, err)) < 0)
+	    (r = convert_spec(spec, ds_kind_is(ds_obj_kind(obj), DS_KIND_POD_GROUP), from, to,
+			      err)) < 0)
 		goto out;
 	snprintf(api, sizeof(api), "%s", api_versions[to]);
 	if (json_object_set_new(copy, "apiVersion", json_string(api)) < 0 ||

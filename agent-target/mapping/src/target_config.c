@@ -1,6 +1,7 @@
 #include "drasync/target_config.h"
 
 #include "drasync/config_check.h"
+#include "drasync/kinds.h"
 #include "drasync/yaml.h"
 
 #include <errno.h>
@@ -33,9 +34,9 @@ static int is_all(const char *s)
 
 int ds_rule_object_type(const char *kind)
 {
-	if (kind && strcmp(kind, "PodGroup") == 0)
+	if (ds_kind_is(kind, DS_KIND_POD_GROUP))
 		return DS_RULE_PODGROUP;
-	if (kind && strcmp(kind, "Workload") == 0)
+	if (ds_kind_is(kind, DS_KIND_WORKLOAD))
 		return DS_RULE_WORKLOAD;
 	return ds_workload_from_kind(kind);
 }

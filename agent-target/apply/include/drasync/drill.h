@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #define DS_LABEL_DRILL "drasync.io/drill"
 
@@ -52,5 +53,13 @@ typedef struct ds_drill_opts {
  * negative errno when the drill could not run
  */
 int ds_drill_run(const ds_drill_opts *o, json_t **report, ds_err *err);
+
+/**
+ * Keep a drill report in state_dir/drills/<namespace>-<UTC time to the
+ * millisecond>.json (the directory made when missing); path gets the file's
+ * name. @return 0, or a negative errno (err says which file and why)
+ */
+int ds_drill_report_keep(const char *state_dir, const json_t *report, char *path, size_t size,
+			 ds_err *err);
 
 #endif
