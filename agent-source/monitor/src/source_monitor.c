@@ -1,5 +1,6 @@
 #include "drasync/source_monitor.h"
 
+#include "drasync/clock.h"
 #include "drasync/export_status.h"
 #include "drasync/http_server.h"
 #include "drasync/kube_probe.h"
@@ -80,14 +81,6 @@ struct ds_source_monitor {
 	size_t n_pushes;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int ds_source_metrics_define(ds_metrics *m, ds_err *err)
 {
 	return ds_metrics_define_all(m, defs, sizeof(defs) / sizeof(defs[0]), err);
@@ -161,7 +154,7 @@ static void collect(void *ud, ds_metrics *mx)
 		ds_metrics_set(mx, "drasync_source_outbox_backlog_records", NULL,
 			       (double)(last > acked ? last - acked : 0));
 		ds_metrics_set(mx, "drasync_source_lag_seconds", NULL,
-			       lag_seconds(m, acked, last, now_ms()));
+			       lag_seconds(m, acked, last, ds_clock_wall_ms()));
 		ds_metrics_clear(mx, "drasync_source_objects");
 		for (size_t i = 0; i < st->n_kinds; i++) {
 			const ds_index_kind_count *k = &st->kinds[i];
@@ -230,7 +223,7 @@ void ds_source_monitor_attach(ds_source_monitor *m, ds_sender *s)
 
 void ds_source_monitor_on_pushed(ds_source_monitor *m, uint64_t last_seq)
 {
-	int64_t t = now_ms();
+	int64_t t = ds_clock_wall_ms();
 
 	if (!m)
 		return;

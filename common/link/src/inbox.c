@@ -1,5 +1,6 @@
 #include "drasync/inbox.h"
 
+#include "drasync/clock.h"
 #include "drasync/buf.h"
 #include "drasync/schemas.h"
 
@@ -292,14 +293,6 @@ out:
 
 /* ---- presence ------------------------------------------------------------ */
 
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int presence_write(ds_inbox *ib, const char *sql, const char *source, const char *text,
 			  int64_t now, int64_t valid_until, ds_err *err)
 {
@@ -324,7 +317,7 @@ out:
 int ds_inbox_presence_seen(ds_inbox *ib, const char *source, const char *peer, bool open,
 			   int64_t valid_ms, ds_err *err)
 {
-	int64_t now = wall_ms();
+	int64_t now = ds_clock_wall_ms();
 
 	if (open)
 		return presence_write(
@@ -345,7 +338,7 @@ int ds_inbox_presence_end(ds_inbox *ib, const char *source, const char *why, ds_
 	return presence_write(ib,
 			      "UPDATE presence SET ended_at = ?3, end_reason = ?2, valid_until = ?4"
 			      " WHERE source = ?1 AND ended_at IS NULL",
-			      source, why, wall_ms(), wall_ms(), err);
+			      source, why, ds_clock_wall_ms(), ds_clock_wall_ms(), err);
 }
 
 int ds_inbox_presence_get(ds_inbox *ib, const char *source, int64_t now_ms, ds_inbox_presence *out,

@@ -249,12 +249,12 @@ static int migrate(ds_store *st, ds_err *err)
 int ds_store_open(ds_store **out, const char *path, const ds_store_schema *schema, unsigned flags,
 		  ds_err *err)
 {
-	bool ro = flags & (DS_STORE_READONLY | DS_STORE_MUST_EXIST);
+	bool ro = flags & DS_STORE_READONLY;
 	ds_store *st;
 	struct stat sb;
 	int rc;
 
-	if (ro && stat(path, &sb) < 0) {
+	if ((flags & (DS_STORE_READONLY | DS_STORE_MUST_EXIST)) && stat(path, &sb) < 0) {
 		ds_err_set(err, "no %s at %s", schema->file, path);
 		return -ENOENT;
 	}
@@ -267,11 +267,11 @@ int ds_store_open(ds_store **out, const char *path, const ds_store_schema *schem
 		free(st);
 		return ds_err_fallback(err, -ENOMEM);
 	}
-	rc = sqlite3_open_v2(
-	    path, &st->db,
-	    (ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-		SQLITE_OPEN_NOMUTEX,
-	    NULL);
+	rc = sqlite3_open_v2(path, &st->db,
+			     (ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
+				 (ro || (flags & DS_STORE_MUST_EXIST) ? 0 : SQLITE_OPEN_CREATE) |
+				 SQLITE_OPEN_NOMUTEX,
+			     NULL);
 	if (rc != SQLITE_OK) {
 		ds_err_set(err, "cannot open the %s %s: %s", schema->file, path,
 			   st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));

@@ -293,6 +293,13 @@ static void test_store__readonly_neither_creates_nor_migrates(void **state)
 	ds_store_free(st);
 	assert_int_equal(scalar(path, "PRAGMA user_version"), 1);
 	assert_int_equal(scalar(path, "SELECT count(*) FROM t"), 2000);
+	/* MUST_EXIST: a missing file is not created, an existing one is written and migrated. */
+	assert_int_equal(ds_store_open(&st, missing, &v3, DS_STORE_MUST_EXIST, &err), -ENOENT);
+	assert_int_equal(access(missing, F_OK), -1);
+	assert_int_equal(ds_store_open(&st, path, &v3, DS_STORE_MUST_EXIST, &err), 0);
+	assert_int_equal(ds_store_exec(st, "DELETE FROM t WHERE k = 1", &err), 0);
+	ds_store_free(st);
+	assert_int_equal(scalar(path, "PRAGMA user_version"), 3);
 }
 
 static void test_store__statement_handles(void **state)

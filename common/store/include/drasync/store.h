@@ -41,7 +41,7 @@ enum {
 	/* Read only: never migrates; a file older than the schema is read as it is
 	 * (every reader copes with a table not created yet). */
 	DS_STORE_READONLY = 1u << 0,
-	/* Read only, and a missing file is -ENOENT rather than created. */
+	/* A missing file is -ENOENT rather than created (read-write otherwise). */
 	DS_STORE_MUST_EXIST = 1u << 1,
 };
 
