@@ -5,12 +5,15 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct ds_target_config {
-	json_t *docs; /* owns every string the structures below point to */
+	atomic_uint refs; /* ds_target_config_ref/unref; the last unref frees */
+	json_t *docs;	  /* owns every string the structures below point to */
 	enum ds_mode mode;
 	ds_dra_rule *rules;
 	size_t n_rules;
@@ -559,6 +562,7 @@ static int build(ds_target_config **out, const char *path, const char *buf, size
 		ds_err_set(err, "out of memory");
 		return -ENOMEM;
 	}
+	atomic_init(&cfg->refs, 1);
 	r = ds_config_run(path, buf, len, filename, "TargetConfig", load_root_cb, cfg, &cfg->docs,
 			  err);
 	if (r < 0) {
@@ -587,6 +591,7 @@ int ds_target_config_new_empty(ds_target_config **out)
 
 	if (!cfg)
 		return -ENOMEM;
+	atomic_init(&cfg->refs, 1);
 	cfg->mode = DS_MODE_MIGRATE;
 	cfg->dra.require_target_objects = true;
 	finish(cfg);
@@ -594,9 +599,27 @@ int ds_target_config_new_empty(ds_target_config **out)
 	return 0;
 }
 
-void ds_target_config_free(ds_target_config *cfg)
+ds_target_config *ds_target_config_ref(const ds_target_config *cfg)
+{
+	/* The count is the one field a holder of a const configuration may change. */
+	ds_target_config *c = (ds_target_config *)(uintptr_t)cfg;
+
+	if (c)
+		atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+	return c;
+}
+
+unsigned ds_target_config_refs(const ds_target_config *cfg)
+{
+	return cfg ? atomic_load(&cfg->refs) : 0;
+}
+
+void ds_target_config_unref(ds_target_config *cfg)
 {
 	if (!cfg)
+		return;
+	/* Release: every user's reads happen before the last one frees. */
+	if (atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	free(cfg->rules);
 	free(cfg->ext);
@@ -605,6 +628,11 @@ void ds_target_config_free(ds_target_config *cfg)
 	free(cfg->nsm);
 	json_decref(cfg->docs);
 	free(cfg);
+}
+
+void ds_target_config_free(ds_target_config *cfg)
+{
+	ds_target_config_unref(cfg);
 }
 
 enum ds_mode ds_target_config_mode(const ds_target_config *cfg)
