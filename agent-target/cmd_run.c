@@ -1,0 +1,268 @@
+/*
+ * drasync-target run --config target.yaml: the importer (target_agent.h runs
+ * it: receiver, applier, verifier, SIGHUP reload). This command reads its
+ * arguments and the file, checks what `run` needs before binding, connects to
+ * the cluster, and wires the monitor (metrics.listen) to the agent.
+ */
+#include "commands.h"
+
+#include "drasync/duration.h"
+#include "drasync/keys.h"
+#include "drasync/kube_client.h"
+#include "drasync/log.h"
+#include "drasync/monitor_hooks.h"
+#include "drasync/stop_signals.h"
+#include "drasync/target_agent.h"
+#include "drasync/target_config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct run {
+	const char *config, *kubeconfig, *context;
+	long long verify_timeout_ms; /* -1: the verifier's default; 0: no verifier */
+	ds_target_config *cfg;
+	ds_keypair keys;
+	ds_kube *kube;
+	char ledger[4096];
+	ds_target_monitor *monitor; /* metrics, health, the status page (metrics.listen) */
+	ds_target_agent *agent;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: drasync-target run --config FILE [OPTIONS]\n"
+		"\n"
+		"Accepts the sources listed in keys.authorizedSources on `listen`, commits\n"
+		"every record in the ledger in stateDir before acknowledging it, and applies\n"
+		"the objects to this cluster from the ledger: DRA mapping, resource.k8s.io\n"
+		"conversion, standby, SPEC order, server-side apply as field manager drasync.\n"
+		"\n"
+		"Options:\n"
+		"  -c, --config FILE      the TargetConfig file (required)\n"
+		"      --kubeconfig PATH  use this kubeconfig instead of the file's\n"
+		"                         `kubeconfig` (empty there: in-cluster)\n"
+		"      --context NAME     the kubeconfig context (default: current)\n"
+		"      --log-level LEVEL  debug, info, warn or error (default info)\n"
+		"      --verify-timeout DUR  how long a workload applied may take to verify\n"
+		"                         (Go duration; default 5m; 0: do not verify)\n"
+		"  -h, --help             show this help\n"
+		"\n"
+		"Signals: SIGTERM/SIGINT finish the pass in flight and exit 0; SIGHUP reads\n"
+		"the file again (mapping rules, mode, namespaces; a bad file is refused\n"
+		"with file:line:col and the rules in force are kept). The authorized\n"
+		"sources are re-read whenever their file changes.\n"
+		"\n"
+		"Each workload applied is then verified on this cluster until it is or 5\n"
+		"minutes pass (pods scheduled and Running, claims allocated; standby:\n"
+		"parked): logged as event=verified or event=not_verified with the reason,\n"
+		"kept in the ledger for status; drasync-target verify checks on demand.\n"
+		"\n"
+		"While it runs: drasync-target status --config FILE shows the ledger,\n"
+		"drasync-target retry --config FILE applies failed objects again. With\n"
+		"metrics.listen in the file (e.g. 127.0.0.1:9450) it serves /metrics\n"
+		"(Prometheus), /healthz, /readyz and a status page at /.\n"
+		"\n"
+		"Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the run could not go on,\n"
+		"2 usage or configuration error.\n"
+		"\n"
+		"Example, outside a cluster against a kubeconfig:\n"
+		"  drasync-target run --config target.yaml --kubeconfig ~/.kube/config\n");
+}
+
+static int parse_args(int argc, char **argv, struct run *r)
+{
+	static const struct option longopts[] = {
+	    {"config", required_argument, NULL, 'c'},
+	    {"kubeconfig", required_argument, NULL, 'k'},
+	    {"context", required_argument, NULL, 'x'},
+	    {"log-level", required_argument, NULL, 'l'},
+	    {"verify-timeout", required_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	enum ds_log_level level;
+	ds_err err = {0};
+	int64_t ns;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			r->config = optarg;
+			break;
+		case 'k':
+			r->kubeconfig = optarg;
+			break;
+		case 'x':
+			r->context = optarg;
+			break;
+		case 'l':
+			if (ds_log_level_parse(optarg, &level) < 0) {
+				fprintf(
+				    stderr,
+				    "drasync-target run: --log-level: '%s' is not one of debug, "
+				    "info, warn, error\n",
+				    optarg);
+				return 2;
+			}
+			ds_log_set_level(level);
+			break;
+		case 'v':
+			if (ds_duration_parse(optarg, &ns, NULL, &err) < 0 || ns < 0) {
+				fprintf(stderr,
+					"drasync-target run: --verify-timeout: '%s': %s (a Go "
+					"duration, e.g. 90s, 5m; 0: do not verify)\n",
+					optarg, err.msg[0] ? err.msg : "negative");
+				return 2;
+			}
+			r->verify_timeout_ms = ns / 1000000;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'drasync-target run --help'.\n");
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "drasync-target run: unexpected argument '%s' (try --help)\n",
+			argv[optind]);
+		return 2;
+	}
+	if (!r->config) {
+		fprintf(stderr, "drasync-target run: --config FILE is required, e.g.\n"
+				"  drasync-target run --config /etc/drasync/target.yaml\n");
+		return 2;
+	}
+	return -1;
+}
+
+/* Everything the file must say for `run` (plan needs less), checked before binding. */
+static int load(struct run *r)
+{
+	const char *listen, *key, *auth, *state;
+	char msg[512];
+	ds_err err = {0};
+	int rc;
+
+	rc = ds_target_config_load(&r->cfg, r->config, &err);
+	if (rc < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", ds_err_format(&err, msg, sizeof(msg)));
+		return 2;
+	}
+	listen = ds_target_config_listen(r->cfg);
+	key = ds_target_config_secret_key_file(r->cfg);
+	auth = ds_target_config_authorized_sources(r->cfg);
+	state = ds_target_config_state_dir(r->cfg);
+	if (!listen || !key || !auth) {
+		fprintf(stderr,
+			"drasync-target run: %s: `%s` is required to run (e.g. listen: "
+			"tcp://0.0.0.0:7450; keys: {secretKeyFile: ..., authorizedSources: ...})\n",
+			r->config,
+			!listen ? "listen"
+			: !key	? "keys.secretKeyFile"
+				: "keys.authorizedSources");
+		return 2;
+	}
+	rc = ds_keys_load_secret(key, &r->keys, &err);
+	if (rc < 0) {
+		fprintf(stderr,
+			"drasync-target run: %s\n"
+			"  (make the target's key pair with: drasync-target keygen --out DIR)\n",
+			err.msg);
+		return 2;
+	}
+	if (access(auth, R_OK) != 0) {
+		fprintf(stderr,
+			"drasync-target run: keys.authorizedSources %s: %s\n"
+			"  (one line per source: \"NAME PUBLIC-KEY\", the key from drasync-source "
+			"keygen)\n",
+			auth, strerror(errno));
+		return 2;
+	}
+	if (mkdir(state, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "drasync-target run: stateDir %s: %s\n", state, strerror(errno));
+		return 2;
+	}
+	ds_target_config_ledger(r->cfg, r->ledger, sizeof(r->ledger));
+	return ds_target_check_ledger("run", r->ledger);
+}
+
+static int connect_cluster(struct run *r)
+{
+	struct ds_kube_transport_opts topts;
+	int rc;
+
+	ds_target_agent_transport_opts(&topts, DS_TARGET_MAX_PARALLEL);
+	rc = ds_target_connect("run", r->kubeconfig, r->context, r->cfg, &topts, &r->kube);
+	if (rc)
+		return rc;
+	ds_log(DS_LOG_INFO, "target_cluster", "server=%s",
+	       ds_kubeconfig_server(ds_kube_get_config(r->kube)));
+	return 0;
+}
+
+/* The monitor first (it counts the agent's events), then the agent, then the link. */
+static int start(struct run *r)
+{
+	ds_target_monitor_config mc = {
+	    .ledger_path = r->ledger, .config_path = r->config, .kube = r->kube, .cfg = r->cfg};
+	ds_target_agent_config ac = {.config_path = r->config,
+				     .cfg = r->cfg,
+				     .keys = &r->keys,
+				     .kube = r->kube,
+				     .ledger_path = r->ledger,
+				     .verify_timeout_ms = r->verify_timeout_ms};
+	ds_err err = {0};
+
+	if (ds_target_monitor_start(&r->monitor, &mc, ds_target_config_metrics_listen(r->cfg),
+				    &err) < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", err.msg);
+		return 1;
+	}
+	ds_target_monitor_hooks(r->monitor, &ac.hooks);
+	if (ds_target_agent_new(&r->agent, &ac, &err) < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", err.msg);
+		return 1;
+	}
+	if (ds_target_agent_listen(r->agent, &err) < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", err.msg);
+		return 2;
+	}
+	return 0;
+}
+
+int ds_cmd_run(int argc, char **argv)
+{
+	struct run r;
+	ds_err err = {0};
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.verify_timeout_ms = -1;
+	rc = parse_args(argc, argv, &r);
+	if (rc >= 0)
+		return rc;
+	ds_stop_signals_block();
+	if ((rc = load(&r)) != 0 || (rc = connect_cluster(&r)) != 0 || (rc = start(&r)) != 0)
+		goto out;
+	rc = ds_target_agent_run(r.agent, &err) < 0 ? 1 : 0;
+out:
+	/* The HTTP server reads the applier and verifier: it stops first. */
+	ds_target_monitor_free(r.monitor);
+	if (r.agent && ds_target_agent_endpoint(r.agent))
+		ds_log(DS_LOG_INFO, "stopped", "exit=%d", rc);
+	ds_target_agent_free(r.agent);
+	ds_kube_free(r.kube);
+	ds_target_config_free(r.cfg);
+	return rc;
+}
