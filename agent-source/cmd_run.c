@@ -11,7 +11,7 @@
 #include "commands.h"
 
 #include "drasync/agent_state.h"
-#include "drasync/duration.h"
+#include "drasync/cli.h"
 #include "drasync/exporter.h"
 #include "drasync/export_status.h"
 #include "drasync/keys.h"
@@ -26,7 +26,6 @@
 #include "drasync/stop_signals.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -121,69 +120,24 @@ static void usage(FILE *out)
 
 static int parse_args(int argc, char **argv, struct run_opts *o)
 {
-	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"kubeconfig", required_argument, NULL, 'k'},
-	    {"context", required_argument, NULL, 'x'},
-	    {"log-level", required_argument, NULL, 'l'},
-	    {"timeout", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	static const struct ds_cli_spec spec = {
+	    .prog = "drasync-source",
+	    .cmd = "run",
+	    .takes = DS_CLI_CONFIG | DS_CLI_KUBECONFIG | DS_CLI_CONTEXT | DS_CLI_LOG_LEVEL |
+		     DS_CLI_TIMEOUT | DS_CLI_CONFIG_REQUIRED,
+	    .usage = usage,
+	    .config_example = "/etc/drasync/source.yaml",
 	};
-	enum ds_log_level level;
-	ds_err err = {0};
-	int c;
+	struct ds_cli_args a = {.timeout_ms = o->timeout_ms};
+	int rc = ds_cli_parse(&spec, argc, argv, &a);
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			o->config = optarg;
-			break;
-		case 'k':
-			o->kubeconfig = optarg;
-			break;
-		case 'x':
-			o->context = optarg;
-			break;
-		case 'l':
-			if (ds_log_level_parse(optarg, &level) < 0) {
-				fprintf(
-				    stderr,
-				    "drasync-source run: --log-level: '%s' is not one of debug, "
-				    "info, warn, error\n",
-				    optarg);
-				return 2;
-			}
-			ds_log_set_level(level);
-			break;
-		case 't':
-			if (ds_duration_parse_ms(optarg, &o->timeout_ms, NULL, &err) < 0) {
-				fprintf(stderr,
-					"drasync-source run: --timeout: %s (e.g. 10m, 90s)\n",
-					err.msg);
-				return 2;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, "Try 'drasync-source run --help'.\n");
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "drasync-source run: unexpected argument '%s' (try --help)\n",
-			argv[optind]);
-		return 2;
-	}
-	if (!o->config) {
-		fprintf(stderr, "drasync-source run: --config FILE is required, e.g.\n"
-				"  drasync-source run --config /etc/drasync/source.yaml\n");
-		return 2;
-	}
-	return -1;
+	if (rc != DS_CLI_CONTINUE)
+		return rc;
+	o->config = a.config;
+	o->kubeconfig = a.kubeconfig;
+	o->context = a.context;
+	o->timeout_ms = a.timeout_ms;
+	return DS_CLI_CONTINUE;
 }
 
 /* ---- the agent's state file and the link's events ---------------------------- */

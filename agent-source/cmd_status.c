@@ -6,12 +6,12 @@
 #include "commands.h"
 
 #include "drasync/agent_state.h"
+#include "drasync/cli.h"
 #include "drasync/export_status.h"
 #include "drasync/schedule.h"
 #include "drasync/source_config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -208,48 +208,28 @@ static void print_json(const struct view *v)
 
 int ds_cmd_status(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	static const struct ds_cli_spec spec = {
+	    .prog = "drasync-source",
+	    .cmd = "status",
+	    .takes = DS_CLI_CONFIG | DS_CLI_OUTPUT | DS_CLI_CONFIG_REQUIRED,
+	    .usage = usage,
+	    .config_example = "/etc/drasync/source.yaml",
 	};
-	const char *config = NULL, *output = "text";
+	struct ds_cli_args a = {0};
+	const char *config, *output;
 	ds_source_config *cfg = NULL;
 	ds_export_status *st = NULL;
 	ds_agent_state as;
 	struct view v = {0};
 	char msg[512];
 	ds_err err = {0};
-	int c, rc;
+	int rc;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			config = optarg;
-			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, "Try 'drasync-source status --help'.\n");
-			return 2;
-		}
-	}
-	if (optind != argc || !config) {
-		fprintf(stderr, "drasync-source status: --config FILE is required, e.g.\n"
-				"  drasync-source status --config /etc/drasync/source.yaml\n");
-		return 2;
-	}
-	if (strcmp(output, "text") != 0 && strcmp(output, "json") != 0) {
-		fprintf(stderr, "drasync-source status: -o must be text or json, not '%s'\n",
-			output);
-		return 2;
-	}
+	rc = ds_cli_parse(&spec, argc, argv, &a);
+	if (rc != DS_CLI_CONTINUE)
+		return rc;
+	config = a.config;
+	output = a.output;
 	rc = ds_source_config_load(&cfg, config, &err);
 	if (rc < 0) {
 		fprintf(stderr, "drasync-source status: %s\n",

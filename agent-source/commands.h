@@ -3,12 +3,6 @@
 
 /* Each subcommand of drasync-source: argv[0] is the subcommand name. Returns the exit code. */
 
-struct ds_command {
-	const char *name;
-	const char *summary;
-	int (*run)(int argc, char **argv);
-};
-
 int ds_cmd_run(int argc, char **argv);
 int ds_cmd_status(int argc, char **argv);
 int ds_cmd_keygen(int argc, char **argv);
