@@ -6,6 +6,7 @@
  */
 #include "commands.h"
 
+#include "drasync/cli.h"
 #include "drasync/duration.h"
 #include "drasync/keys.h"
 #include "drasync/kube_client.h"
@@ -16,7 +17,6 @@
 #include "drasync/target_config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,74 +76,48 @@ static void usage(FILE *out)
 		"  drasync-target run --config target.yaml --kubeconfig ~/.kube/config\n");
 }
 
-static int parse_args(int argc, char **argv, struct run *r)
+static int on_option(void *ctx, int key, const char *arg, long long ms)
 {
-	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"kubeconfig", required_argument, NULL, 'k'},
-	    {"context", required_argument, NULL, 'x'},
-	    {"log-level", required_argument, NULL, 'l'},
-	    {"verify-timeout", required_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	enum ds_log_level level;
+	struct run *r = ctx;
 	ds_err err = {0};
 	int64_t ns;
-	int c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			r->config = optarg;
-			break;
-		case 'k':
-			r->kubeconfig = optarg;
-			break;
-		case 'x':
-			r->context = optarg;
-			break;
-		case 'l':
-			if (ds_log_level_parse(optarg, &level) < 0) {
-				fprintf(
-				    stderr,
-				    "drasync-target run: --log-level: '%s' is not one of debug, "
-				    "info, warn, error\n",
-				    optarg);
-				return 2;
-			}
-			ds_log_set_level(level);
-			break;
-		case 'v':
-			if (ds_duration_parse(optarg, &ns, NULL, &err) < 0 || ns < 0) {
-				fprintf(stderr,
-					"drasync-target run: --verify-timeout: '%s': %s (a Go "
-					"duration, e.g. 90s, 5m; 0: do not verify)\n",
-					optarg, err.msg[0] ? err.msg : "negative");
-				return 2;
-			}
-			r->verify_timeout_ms = ns / 1000000;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, "Try 'drasync-target run --help'.\n");
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "drasync-target run: unexpected argument '%s' (try --help)\n",
-			argv[optind]);
+	(void)ms;
+	if (key != 'v' + DS_CLI_LONG_ONLY)
+		return 0;
+	/* Its own text: 0 turns the verifier off, which --timeout would refuse. */
+	if (ds_duration_parse(arg, &ns, NULL, &err) < 0 || ns < 0) {
+		fprintf(stderr,
+			"drasync-target run: --verify-timeout: '%s': %s (a Go duration, e.g. 90s, "
+			"5m; 0: do not verify)\n",
+			arg, err.msg[0] ? err.msg : "negative");
 		return 2;
 	}
-	if (!r->config) {
-		fprintf(stderr, "drasync-target run: --config FILE is required, e.g.\n"
-				"  drasync-target run --config /etc/drasync/target.yaml\n");
-		return 2;
-	}
-	return -1;
+	r->verify_timeout_ms = ns / 1000000;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct run *r)
+{
+	static const struct ds_cli_option own[] = {
+	    {"verify-timeout", 'v' + DS_CLI_LONG_ONLY, DS_CLI_STRING}, {NULL, 0, 0}};
+	const struct ds_cli_spec spec = {.prog = "drasync-target",
+					 .cmd = "run",
+					 .takes = DS_CLI_CONFIG | DS_CLI_KUBECONFIG |
+						  DS_CLI_CONTEXT | DS_CLI_LOG_LEVEL |
+						  DS_CLI_CONFIG_REQUIRED,
+					 .usage = usage,
+					 .config_example = "/etc/drasync/target.yaml",
+					 .options = own,
+					 .on_option = on_option,
+					 .ctx = r};
+	struct ds_cli_args args = {0};
+	int rc = ds_cli_parse(&spec, argc, argv, &args);
+
+	r->config = args.config;
+	r->kubeconfig = args.kubeconfig;
+	r->context = args.context;
+	return rc;
 }
 
 /* Everything the file must say for `run` (plan needs less), checked before binding. */
