@@ -93,8 +93,10 @@ size_t ds_config_holder_passed(ds_config_holder *h, uint64_t passes)
 	/* In the order replaced, so the passes only grow along the list. */
 	while (n_done < h->n_old && h->old[n_done].pass < passes)
 		ds_target_config_unref(h->old[n_done++].cfg);
-	memmove(h->old, h->old + n_done, (h->n_old - n_done) * sizeof(*h->old));
-	h->n_old -= n_done;
+	if (n_done) {
+		memmove(h->old, h->old + n_done, (h->n_old - n_done) * sizeof(*h->old));
+		h->n_old -= n_done;
+	}
 	left = h->n_old;
 	pthread_mutex_unlock(&h->mu);
 	return left;
