@@ -110,6 +110,22 @@ static void test_config_holder__ref_and_unref_are_null_safe(void **state)
 	ds_config_holder_free(NULL);
 }
 
+/* The applier's events ask before any reload: nothing to let go of (UBSan: no memmove of NULL). */
+static void test_config_holder__passes_before_any_reload(void **state)
+{
+	ds_target_config *cfg = empty(), *watch = ds_target_config_ref(cfg);
+	ds_config_holder *h = NULL;
+
+	(void)state;
+	assert_int_equal(ds_config_holder_new(&h, &cfg), 0);
+	assert_int_equal(ds_config_holder_passed(h, 1), 0);
+	assert_int_equal(ds_config_holder_passed(h, 2), 0);
+	assert_int_equal(ds_target_config_refs(watch), 2);
+	ds_config_holder_free(h);
+	assert_int_equal(ds_target_config_refs(watch), 1);
+	ds_target_config_unref(watch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -117,6 +133,7 @@ int main(void)
 		test_config_holder__reloads_free_each_old_config_once_its_users_are_done),
 	    cmocka_unit_test(test_config_holder__reloads_within_one_pass_wait_for_the_next),
 	    cmocka_unit_test(test_config_holder__ref_and_unref_are_null_safe),
+	    cmocka_unit_test(test_config_holder__passes_before_any_reload),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
