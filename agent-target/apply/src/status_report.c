@@ -5,6 +5,7 @@
  */
 #include "drasync/status_report.h"
 
+#include "drasync/clock.h"
 #include "drasync/namespace_mode.h"
 
 #include <errno.h>
@@ -76,7 +77,7 @@ static json_t *verification_json(const ds_ledger_status *st)
 /* How long the oldest record not applied yet has waited; 0 when none waits. */
 static int64_t lag_seconds(const ds_ledger_source *s)
 {
-	int64_t now = (int64_t)time(NULL);
+	int64_t now = ds_clock_wall_ms() / 1000; /* the ledger stores seconds of the wall clock */
 
 	return s->unapplied && s->oldest_unapplied && now > s->oldest_unapplied
 		   ? now - s->oldest_unapplied
