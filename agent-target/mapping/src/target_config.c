@@ -2,6 +2,7 @@
 
 #include "drasync/config_check.h"
 #include "drasync/kinds.h"
+#include "drasync/string_table.h"
 #include "drasync/yaml.h"
 
 #include <errno.h>
@@ -31,6 +32,12 @@ static int is_all(const char *s)
 {
 	return s && (strcmp(s, "ALL") == 0 || strcmp(s, "All") == 0);
 }
+
+static const char *const ds_mode_table[DS_MODE_MAX] = {
+    [DS_MODE_MIGRATE] = "migrate",
+    [DS_MODE_STANDBY] = "standby",
+};
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_mode, enum ds_mode)
 
 int ds_rule_object_type(const char *kind)
 {
@@ -487,15 +494,16 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 		return r;
 	cfg->mode = DS_MODE_STANDBY;
 	if (mode) {
-		if (strcmp(mode, "migrate") == 0) {
-			cfg->mode = DS_MODE_MIGRATE;
-		} else if (strcmp(mode, "standby") != 0) {
-			ds_config_mark m = ds_config_push_key(w, "mode");
+		int m = ds_mode_from_string(mode);
+
+		if (m < 0) {
+			ds_config_mark mark = ds_config_push_key(w, "mode");
 			r = ds_config_fail(w, false,
 					   "unknown mode '%s' (expected migrate or standby)", mode);
-			ds_config_pop(w, m);
+			ds_config_pop(w, mark);
 			return r;
 		}
+		cfg->mode = (enum ds_mode)m;
 	}
 	if ((r = ds_config_member_str(w, root, "listen", &cfg->listen)) < 0 ||
 	    (r = ds_config_member_str(w, root, "kubeconfig", &cfg->kubeconfig)) < 0 ||
@@ -672,5 +680,7 @@ const char *ds_target_config_metrics_listen(const ds_target_config *cfg)
 
 const char *ds_mode_name(enum ds_mode mode)
 {
-	return mode == DS_MODE_MIGRATE ? "migrate" : mode == DS_MODE_STANDBY ? "standby" : "?";
+	const char *s = ds_mode_to_string(mode);
+
+	return s ? s : "?";
 }
