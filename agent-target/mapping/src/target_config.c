@@ -51,9 +51,9 @@ int ds_rule_object_type(const char *kind)
 const char *ds_rule_object_type_name(int type)
 {
 	if (type == DS_RULE_PODGROUP)
-		return "PodGroup";
+		return ds_kind_get(DS_KIND_POD_GROUP)->name;
 	if (type == DS_RULE_WORKLOAD)
-		return "Workload";
+		return ds_kind_get(DS_KIND_WORKLOAD)->name;
 	if (type < 0)
 		return "All";
 	return ds_workload_name((enum ds_workload)type);
