@@ -20,31 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Every kind of SPEC §2, in the target's apply order (what a pass sends first
- * lands first). Namespace comes first: the others are filtered by it. */
-static const struct kind_def KINDS[NKINDS] = {
-    {"", "Namespace", false},
-    {"", "ServiceAccount", true},
-    {"", "ConfigMap", true},
-    {"", "Secret", true},
-    {"", "PersistentVolumeClaim", true},
-    {"", "Service", true},
-    {"resource.k8s.io", "DeviceClass", false},
-    {"resource.k8s.io", "ResourceClaimTemplate", true},
-    {"resource.k8s.io", "ResourceClaim", true},
-    {"scheduling.k8s.io", "Workload", true},
-    {"scheduling.k8s.io", "PodGroup", true},
-    {"apps", "Deployment", true},
-    {"apps", "ReplicaSet", true},
-    {"apps", "StatefulSet", true},
-    {"apps", "DaemonSet", true},
-    {"batch", "Job", true},
-    {"batch", "CronJob", true},
-    {"", "Pod", true},
-};
-
-_Static_assert(sizeof(KINDS) / sizeof(KINDS[0]) == NKINDS, "NKINDS counts KINDS");
-
 const char *ds_exporter_quote(const char *v, char *buf, size_t size)
 {
 	return ds_log_quote(v ? v : "", buf, size);
@@ -140,8 +115,8 @@ static int make_streams(ds_exporter *ex, ds_err *err)
 	char e[300];
 
 	ex->scoped = nns > 0 && nns <= DS_EXPORTER_SCOPED_NAMESPACES_MAX;
-	for (size_t i = 0; i < NKINDS; i++) {
-		bool per_ns = ex->scoped && (KINDS[i].namespaced || i == NS_KIND);
+	for (size_t i = 0; i < DS_KIND_MAX; i++) {
+		bool per_ns = ex->scoped && (ds_kind_at(i)->namespaced || i == DS_KIND_NAMESPACE);
 
 		for (size_t n = 0; n < (per_ns ? nns : 1); n++) {
 			struct stream *s;
@@ -163,7 +138,7 @@ static int make_streams(ds_exporter *ex, ds_err *err)
 				s->ns = strdup(ns);
 				if (!s->ns)
 					return -ENOMEM;
-				if (i == NS_KIND)
+				if (i == DS_KIND_NAMESPACE)
 					snprintf(s->field, sizeof(s->field), "metadata.name=%s",
 						 ns);
 			}
@@ -207,8 +182,10 @@ int ds_exporter_new(ds_exporter **out, const ds_exporter_config *cfg, ds_err *er
 		ex->cfg.watch_timeout_seconds = 300;
 	pthread_mutex_init(&ex->mu, NULL);
 	pthread_mutex_init(&ex->rmu, NULL);
-	for (size_t i = 0; i < NKINDS; i++) {
-		ex->kinds[i].def = &KINDS[i];
+	for (size_t i = 0; i < DS_KIND_MAX; i++) {
+		/* in the table's order, the target's apply order: what a pass sends
+		 * first lands first; Namespace first, the others are filtered by it */
+		ex->kinds[i].def = ds_kind_at(i);
 		ex->kinds[i].ex = ex;
 	}
 	rc = make_streams(ex, err);

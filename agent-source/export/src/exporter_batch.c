@@ -183,12 +183,12 @@ void ds_exporter_set_type(json_t *obj, const struct kind *k)
 	if (!json_is_string(json_object_get(obj, "apiVersion")))
 		json_object_set_new(obj, "apiVersion", json_string(k->api_version));
 	if (!json_is_string(json_object_get(obj, "kind")))
-		json_object_set_new(obj, "kind", json_string(k->def->kind));
+		json_object_set_new(obj, "kind", json_string(k->def->name));
 }
 
 int ds_exporter_object_key(const struct kind *k, const json_t *obj, char *key, size_t size)
 {
-	return ds_object_key(key, size, k->api_version, k->def->kind,
+	return ds_object_key(key, size, k->api_version, k->def->name,
 			     k->def->namespaced ? ds_obj_namespace(obj) : NULL, ds_obj_name(obj));
 }
 
@@ -271,7 +271,7 @@ int ds_exporter_process_object(ds_exporter *ex, const struct kind *k, json_t *ob
 	}
 	r->op = DS_RECORD_UPSERT;
 	r->api_version = own(b, ds_obj_api_version(obj));
-	r->kind = own(b, k->def->kind);
+	r->kind = own(b, k->def->name);
 	r->ns = own(b, k->def->namespaced && ds_obj_namespace(obj) ? ds_obj_namespace(obj) : "");
 	r->name = own(b, ds_obj_name(obj));
 	r->source_uid = own(b, uid ? uid : "");

@@ -11,6 +11,7 @@
 
 #include "drasync/change_queue.h"
 #include "drasync/exporter.h"
+#include "drasync/kinds.h"
 #include "drasync/object_index.h"
 #include "drasync/outbox.h"
 #include "drasync/selection.h"
@@ -22,23 +23,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One kind of SPEC §2 (KINDS in exporter.c, in the target's apply order). */
-struct kind_def {
-	const char *group;
-	const char *kind;
-	bool namespaced;
-};
-
 #define RETRY_MS 1000	    /* first retry of a kind whose list or watch failed */
 #define RETRY_MAX_MS 300000 /* backoff ceiling */
-
-#define NKINDS 18 /* the entries of KINDS (exporter.c) */
-#define NS_KIND 0
 
 struct ds_exporter;
 
 struct kind {
-	const struct kind_def *def;
+	const ds_kind *def;
 	struct ds_exporter *ex;
 	bool served; /* discovery found it and it is replicated */
 	struct ds_kube_resource res;
@@ -86,8 +77,8 @@ struct ds_exporter {
 	atomic_bool watch_stop; /* ends the watch threads (stop, or a snapshot) */
 	atomic_bool snapshot_wanted;
 	_Atomic uint64_t last_seq;
-	struct kind kinds[NKINDS];
-	/* the lists and watches, grouped by kind in KINDS order */
+	struct kind kinds[DS_KIND_MAX];
+	/* the lists and watches, grouped by kind in the kinds table's order */
 	struct stream *streams;
 	size_t nstreams, streamcap;
 	bool scoped; /* namespaced reads per selected namespace, not cluster-wide */

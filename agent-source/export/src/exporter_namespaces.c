@@ -165,7 +165,8 @@ static int namespace_exists(ds_exporter *ex, const char *ns, bool *exists)
 {
 	ds_kube_error ke = {0};
 	json_t *obj = NULL;
-	int rc = ds_kube_get(ex->cfg.kube, &ex->kinds[NS_KIND].res, NULL, ns, NULL, &obj, &ke);
+	int rc =
+	    ds_kube_get(ex->cfg.kube, &ex->kinds[DS_KIND_NAMESPACE].res, NULL, ns, NULL, &obj, &ke);
 
 	json_decref(obj);
 	*exists = rc != -ENOENT;
@@ -186,7 +187,7 @@ static int namespace_exists(ds_exporter *ex, const char *ns, bool *exists)
 int ds_exporter_pass_namespaces(ds_exporter *ex, struct stream *only, struct names *fresh,
 				ds_err *err)
 {
-	struct kind *k = &ex->kinds[NS_KIND];
+	struct kind *k = &ex->kinds[DS_KIND_NAMESPACE];
 	struct names all = {0}, matched = {0}, asked = {0};
 	struct ns_scan scan = {ex, &all, {0}};
 	char e[700];

@@ -36,7 +36,7 @@ static int find_kind(ds_exporter *ex, struct kind *k, const char *version, ds_ku
 		snprintf(k->api_version, sizeof(k->api_version), "%s/%s", k->def->group, version);
 	else
 		snprintf(k->api_version, sizeof(k->api_version), "%s", version);
-	return ds_kube_resource_find(ex->cfg.kube, k->api_version, k->def->kind, &k->res, ke);
+	return ds_kube_resource_find(ex->cfg.kube, k->api_version, k->def->name, &k->res, ke);
 }
 
 static int discover(ds_exporter *ex, ds_err *err)
@@ -46,77 +46,55 @@ static int discover(ds_exporter *ex, ds_err *err)
 
 	if (ex->discovered)
 		return 0;
-	for (size_t i = 0; i < NKINDS; i++) {
+	for (size_t i = 0; i < DS_KIND_MAX; i++) {
 		struct kind *k = &ex->kinds[i];
 		ds_kube_error ke = {0};
 		json_t *served = NULL;
 		size_t v;
 
 		k->served = false;
-		if (strcmp(k->def->kind, "DeviceClass") == 0 && !ex->cfg.replicate_device_classes) {
+		if (k->def->id == DS_KIND_DEVICE_CLASS && !ex->cfg.replicate_device_classes) {
 			ds_log(DS_LOG_INFO, "kind_not_replicated",
 			       "kind=DeviceClass reason=\"replicateDeviceClasses is off\"");
 			continue;
 		}
-		if (!k->def->group[0] || strcmp(k->def->group, "apps") == 0 ||
-		    strcmp(k->def->group, "batch") == 0) {
-			rc = find_kind(ex, k, "v1", &ke);
+		if (!k->def->versions[1]) {
+			rc = find_kind(ex, k, k->def->versions[0], &ke);
 		} else {
-			/* resource.k8s.io: v1, else v1beta2, else v1beta1; scheduling.k8s.io
-			 * (Workload, PodGroup): v1beta1 (1.37), else v1alpha2 (1.36), the
-			 * versions the target converts between; others: the versions in
-			 * the server's order, preferred first */
-			static const char *const dra_versions[] = {"v1", "v1beta2", "v1beta1",
-								   NULL};
-			static const char *const sched_versions[] = {"v1", "v1beta1", "v1alpha2",
-								     NULL};
-			const char *const *dra = strcmp(k->def->group, "scheduling.k8s.io") == 0
-						     ? sched_versions
-						     : dra_versions;
-			bool is_dra = strcmp(k->def->group, "resource.k8s.io") == 0 ||
-				      strcmp(k->def->group, "scheduling.k8s.io") == 0;
-
+			/* several versions (resource.k8s.io, scheduling.k8s.io): the first
+			 * of the table's, preferred first, that the server serves */
 			rc = ds_kube_group_versions(ex->cfg.kube, k->def->group, NULL, 0, &served,
 						    &ke);
 			if (rc == 0) {
 				rc = -ENOENT;
-				for (v = 0; rc == -ENOENT; v++) {
-					const char *ver = NULL;
-					if (is_dra) {
-						if (!dra[v])
+				for (v = 0; rc == -ENOENT && k->def->versions[v]; v++) {
+					const char *ver = k->def->versions[v];
+
+					for (size_t s = 0; s < json_array_size(served); s++)
+						if (strcmp(json_string_value(
+							       json_array_get(served, s)),
+							   ver) == 0) {
+							rc = find_kind(ex, k, ver, &ke);
 							break;
-						for (size_t s = 0; s < json_array_size(served); s++)
-							if (strcmp(json_string_value(
-								       json_array_get(served, s)),
-								   dra[v]) == 0)
-								ver = dra[v];
-						if (!ver)
-							continue;
-					} else {
-						if (v >= json_array_size(served))
-							break;
-						ver = json_string_value(json_array_get(served, v));
-					}
-					if (ver)
-						rc = find_kind(ex, k, ver, &ke);
+						}
 				}
 			}
 			json_decref(served);
 		}
 		if (rc == -ENOENT) {
-			ds_log(DS_LOG_INFO, "kind_not_served", "kind=%s group=%s", k->def->kind,
+			ds_log(DS_LOG_INFO, "kind_not_served", "kind=%s group=%s", k->def->name,
 			       k->def->group[0] ? k->def->group : "core");
 			rc = 0;
 			continue;
 		}
 		if (rc < 0) {
-			ds_err_set(err, "discovery of %s: %s", k->def->kind,
+			ds_err_set(err, "discovery of %s: %s", k->def->name,
 				   ds_kube_error_format(&ke, e, sizeof(e)));
 			return rc;
 		}
 		k->served = true;
 		ds_log(DS_LOG_DEBUG, "kind_served", "kind=%s apiVersion=%s resource=%s",
-		       k->def->kind, k->api_version, k->res.resource);
+		       k->def->name, k->api_version, k->res.resource);
 	}
 	ex->discovered = true;
 	return 0;
@@ -127,7 +105,7 @@ static int discover(ds_exporter *ex, ds_err *err)
 static void progress(ds_exporter *ex, const struct kind *k)
 {
 	if (ex->cfg.on_progress)
-		ex->cfg.on_progress(ex->cfg.progress_ud, k->def->kind, &ex->counts);
+		ex->cfg.on_progress(ex->cfg.progress_ud, k->def->name, &ex->counts);
 }
 
 /*
@@ -159,13 +137,13 @@ static int list_kind(ds_exporter *ex, struct kind *k, const char *ns, char *rv, 
 			/* the continue token expired midway: start over (the marks of
 			 * what was seen stay; nothing is sent twice) */
 			ds_log(DS_LOG_WARN, "list_restarted", "kind=%s reason=\"continue expired\"",
-			       k->def->kind);
+			       k->def->name);
 			token[0] = '\0';
 			restarted = true;
 			continue;
 		}
 		if (rc < 0) {
-			ds_err_set(err, "list %s: %s", k->def->kind,
+			ds_err_set(err, "list %s: %s", k->def->name,
 				   ds_kube_error_format(&ke, e, sizeof(e)));
 			return rc;
 		}
@@ -225,7 +203,7 @@ static int sweep(ds_exporter *ex, const struct kind *k, const char *ns, ds_err *
 		rc = ds_exporter_flush(ex, err);
 		if (rc < 0)
 			return rc;
-		rc = ds_object_index_unseen(ex->idx, k->def->kind, ns, sweep_row, &s, err);
+		rc = ds_object_index_unseen(ex->idx, k->def->name, ns, sweep_row, &s, err);
 		if (rc < 0)
 			return rc;
 		if (s.rc < 0)
@@ -313,7 +291,7 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 	rc = discover(ex, err);
 	if (rc < 0)
 		goto out;
-	if (!ex->kinds[NS_KIND].served) {
+	if (!ex->kinds[DS_KIND_NAMESPACE].served) {
 		ds_err_set(err, "the source serves no Namespaces");
 		rc = -ENOENT;
 		goto out;
@@ -361,7 +339,7 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 
 		if (!k->served)
 			continue;
-		if (ds_exporter_kind_index(ex, k) != NS_KIND) {
+		if (ds_exporter_kind_index(ex, k) != DS_KIND_NAMESPACE) {
 			ds_err_clear(&kerr);
 			rc = list_kind(ex, k, s->ns, s->list_rv, sizeof(s->list_rv), &kerr);
 			if (rc == -ECANCELED || rc == -ENOMEM || ex->local_failed) {
@@ -372,7 +350,7 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 				char e[300];
 				/* not listed: nothing of it is tombstoned */
 				ds_log(DS_LOG_ERROR, "list_failed", "kind=%s%s%s error=%s",
-				       k->def->kind, s->ns ? " namespace=" : "", s->ns ? s->ns : "",
+				       k->def->name, s->ns ? " namespace=" : "", s->ns ? s->ns : "",
 				       ds_exporter_quote(kerr.msg, e, sizeof(e)));
 				ds_exporter_keep_err(&first, err, rc, &kerr);
 				s->need_list = true;
@@ -381,10 +359,11 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 		}
 		s->need_list = false;
 		/* the Namespace objects: all of them were listed above */
-		if (ds_exporter_kind_index(ex, k) == NS_KIND &&
-		    s != ds_exporter_first_stream(ex, NS_KIND))
+		if (ds_exporter_kind_index(ex, k) == DS_KIND_NAMESPACE &&
+		    s != ds_exporter_first_stream(ex, DS_KIND_NAMESPACE))
 			continue;
-		rc = sweep(ex, k, ds_exporter_kind_index(ex, k) == NS_KIND ? NULL : s->ns, err);
+		rc = sweep(ex, k, ds_exporter_kind_index(ex, k) == DS_KIND_NAMESPACE ? NULL : s->ns,
+			   err);
 		if (rc < 0)
 			goto out;
 	}
@@ -446,9 +425,10 @@ static int sweep_gone_namespaces(ds_exporter *ex, ds_err *err)
 	 * are the ones deleted (the unmatched ones were forgotten) */
 	rc = ds_object_index_namespaces(ex->idx, gone_one, &g, err);
 	for (size_t i = 0; rc == 0 && i < g.v.n; i++)
-		for (size_t k = 0; rc == 0 && k < NKINDS; k++)
+		for (size_t k = 0; rc == 0 && k < DS_KIND_MAX; k++)
 			if (ex->kinds[k].served && ds_exporter_kind_listed(ex, k))
-				rc = sweep(ex, &ex->kinds[k], k == NS_KIND ? NULL : g.v.v[i], err);
+				rc = sweep(ex, &ex->kinds[k],
+					   k == DS_KIND_NAMESPACE ? NULL : g.v.v[i], err);
 	ds_exporter_names_dispose(&g.v);
 	return rc;
 }
@@ -479,7 +459,7 @@ static int on_event(void *user, enum ds_kube_event_type type, json_t *obj)
 	if (ds_change_queue_put(ex->q, key, (int)(k - ex->kinds), type == DS_KUBE_DELETED, obj,
 				ds_clock_mono_ms()) < 0)
 		ds_log(DS_LOG_ERROR, "watch_dropped", "kind=%s reason=\"out of memory\"",
-		       k->def->kind);
+		       k->def->name);
 	return 0;
 }
 
@@ -541,7 +521,7 @@ static bool drop_match(void *ud, const char *key, int tag, const json_t *obj)
 	(void)key;
 	if (d->tag >= 0)
 		return tag == d->tag && (!d->ns || (ns && strcmp(ns, d->ns) == 0));
-	return tag != NS_KIND && ns && strcmp(ns, d->ns) == 0;
+	return tag != DS_KIND_NAMESPACE && ns && strcmp(ns, d->ns) == 0;
 }
 
 /* A namespace began to match: all its objects, kind by kind, against the index. */
@@ -549,7 +529,7 @@ static int namespace_pass(ds_exporter *ex, const char *ns, ds_err *err)
 {
 	int rc = ds_object_index_begin_pass(ex->idx, NULL, err);
 
-	for (size_t i = 1; rc == 0 && i < NKINDS; i++) {
+	for (size_t i = 1; rc == 0 && i < DS_KIND_MAX; i++) {
 		struct kind *k = &ex->kinds[i];
 
 		if (!k->served || !k->def->namespaced)
@@ -566,7 +546,8 @@ static int namespace_pass(ds_exporter *ex, const char *ns, ds_err *err)
 static int relist(ds_exporter *ex, struct stream *s, ds_err *err)
 {
 	struct kind *k = s->k;
-	struct drop_ctx d = {(int)(k - ex->kinds), k - ex->kinds == NS_KIND ? NULL : s->ns};
+	struct drop_ctx d = {(int)(k - ex->kinds),
+			     k - ex->kinds == DS_KIND_NAMESPACE ? NULL : s->ns};
 	struct names fresh = {0};
 	int rc;
 
@@ -575,7 +556,7 @@ static int relist(ds_exporter *ex, struct stream *s, ds_err *err)
 	rc = ds_object_index_begin_pass(ex->idx, NULL, err);
 	if (rc < 0)
 		return rc;
-	if (k - ex->kinds == NS_KIND) {
+	if (k - ex->kinds == DS_KIND_NAMESPACE) {
 		rc = ds_exporter_pass_namespaces(ex, s, &fresh, err);
 		for (size_t i = 0; rc == 0 && i < fresh.n; i++)
 			rc = namespace_pass(ex, fresh.v[i], err);
@@ -584,15 +565,15 @@ static int relist(ds_exporter *ex, struct stream *s, ds_err *err)
 		rc = list_kind(ex, k, s->ns, s->list_rv, sizeof(s->list_rv), err);
 	}
 	if (rc == 0)
-		rc = sweep(ex, k, k - ex->kinds == NS_KIND ? NULL : s->ns, err);
-	if (rc == 0 && k - ex->kinds == NS_KIND)
+		rc = sweep(ex, k, k - ex->kinds == DS_KIND_NAMESPACE ? NULL : s->ns, err);
+	if (rc == 0 && k - ex->kinds == DS_KIND_NAMESPACE)
 		rc = sweep_gone_namespaces(ex, err);
 	return rc;
 }
 
 static int namespace_change(ds_exporter *ex, ds_change *c, ds_err *err)
 {
-	struct kind *k = &ex->kinds[NS_KIND];
+	struct kind *k = &ex->kinds[DS_KIND_NAMESPACE];
 	const char *name = ds_obj_name(c->obj);
 	bool was, now;
 	char e[300];
@@ -612,7 +593,7 @@ static int namespace_change(ds_exporter *ex, ds_change *c, ds_err *err)
 		rc = ds_exporter_process_deletion(ex, k, c->obj);
 		if (rc == 0)
 			rc = ds_object_index_begin_pass(ex->idx, NULL, err);
-		for (size_t i = 1; rc == 0 && i < NKINDS; i++)
+		for (size_t i = 1; rc == 0 && i < DS_KIND_MAX; i++)
 			if (ex->kinds[i].served && ex->kinds[i].def->namespaced)
 				rc = sweep(ex, &ex->kinds[i], name, err);
 		ds_log(DS_LOG_INFO, "namespace_deleted", "namespace=%s",
@@ -650,7 +631,7 @@ static int drain(ds_exporter *ex, bool all, ds_err *err)
 	while (rc == 0 && ds_change_queue_take(ex->q, now, &c) == 1) {
 		struct kind *k = &ex->kinds[c.tag];
 
-		if (c.tag == NS_KIND)
+		if (c.tag == DS_KIND_NAMESPACE)
 			rc = namespace_change(ex, &c, err);
 		else if (k->def->namespaced &&
 			 !ds_exporter_ns_selected(ex, ds_obj_namespace(c.obj)))
@@ -731,8 +712,8 @@ static int watch(ds_exporter *ex, ds_err *err)
 			*err = perr;
 			return rc == -ECANCELED ? 0 : rc;
 		}
-		if (ex->discovered && ex->kinds[NS_KIND].served &&
-		    ds_exporter_kind_listed(ex, NS_KIND))
+		if (ex->discovered && ex->kinds[DS_KIND_NAMESPACE].served &&
+		    ds_exporter_kind_listed(ex, DS_KIND_NAMESPACE))
 			break;
 		wait = backoff(&start);
 		ds_log(DS_LOG_ERROR, "pass_failed", "error=%s retry_ms=%lld",
@@ -762,7 +743,7 @@ static int watch(ds_exporter *ex, ds_err *err)
 		now = ds_clock_mono_ms();
 		for (size_t i = 0; i < ex->nstreams; i++) {
 			struct stream *k = &ex->streams[i];
-			const struct kind_def *def = k->k->def;
+			const ds_kind *def = k->k->def;
 
 			if (!k->k->served)
 				continue;
@@ -774,14 +755,14 @@ static int watch(ds_exporter *ex, ds_err *err)
 					ds_log(
 					    DS_LOG_INFO, "watch_expired",
 					    "kind=%s detail=\"resourceVersion too old: relisting\"",
-					    def->kind);
+					    def->name);
 				} else if (k->watch_rc < 0) {
 					/* a watch that served a while is not failing over and over
 					 */
 					if (now - k->started_at > 60000)
 						k->failures = 0;
 					ds_log(DS_LOG_ERROR, "watch_failed", "kind=%s error=%s",
-					       def->kind,
+					       def->name,
 					       ds_exporter_quote(k->watch_err, e, sizeof(e)));
 					k->retry_at = now + backoff(k);
 				}
@@ -802,7 +783,7 @@ static int watch(ds_exporter *ex, ds_err *err)
 						return rc == -ECANCELED ? 0 : rc;
 					}
 					ds_log(DS_LOG_ERROR, "list_failed", "kind=%s error=%s",
-					       def->kind,
+					       def->name,
 					       ds_exporter_quote(perr.msg, e, sizeof(e)));
 					k->retry_at = now + backoff(k);
 					continue;
