@@ -1,6 +1,8 @@
 #include "drasync/dra_convert.h"
 
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
+#include "drasync/string_table.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -9,7 +11,9 @@
 
 #define GROUP "resource.k8s.io"
 
-static const char *const versions[DS_DRA_VERSION_MAX] = {"v1alpha3", "v1beta1", "v1beta2", "v1"};
+static const char *const ds_dra_version_table[DS_DRA_VERSION_MAX] = {"v1alpha3", "v1beta1",
+								     "v1beta2", "v1"};
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_dra_version, enum ds_dra_version)
 static const char *const api_versions[DS_DRA_VERSION_MAX] = {GROUP "/v1alpha3", GROUP "/v1beta1",
 							     GROUP "/v1beta2", GROUP "/v1"};
 
@@ -28,17 +32,16 @@ static const char *const device_class_spec_fields[] = {
 
 int ds_dra_version_parse(const char *s, enum ds_dra_version *out)
 {
+	int v;
+
 	if (!s)
 		return -EINVAL;
 	if (strncmp(s, GROUP "/", sizeof(GROUP)) == 0)
 		s += sizeof(GROUP);
-	for (int i = 0; i < DS_DRA_VERSION_MAX; i++) {
-		if (strcmp(s, versions[i]) == 0) {
-			*out = (enum ds_dra_version)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	if ((v = ds_dra_version_from_string(s)) < 0)
+		return v;
+	*out = (enum ds_dra_version)v;
+	return 0;
 }
 
 const char *ds_dra_api_version(enum ds_dra_version v)
@@ -55,9 +58,7 @@ int ds_dra_is_convertible(const json_t *obj)
 {
 	const char *kind = ds_obj_kind(obj);
 
-	return kind && ds_obj_in_group(obj, GROUP) &&
-	       (strcmp(kind, "ResourceClaim") == 0 || strcmp(kind, "ResourceClaimTemplate") == 0 ||
-		strcmp(kind, "DeviceClass") == 0);
+	return kind && ds_obj_in_group(obj, GROUP) && ds_kind_is_dra(kind);
 }
 
 static bool in_list(const char *key, const char *const *list)
@@ -210,7 +211,7 @@ int ds_dra_convert(json_t *obj, enum ds_dra_version to, ds_err *err)
 	copy = json_deep_copy(obj);
 	if (!copy)
 		return ds_err_fallback(err, -ENOMEM);
-	if (strcmp(kind, "DeviceClass") == 0) {
+	if (ds_kind_is(kind, DS_KIND_DEVICE_CLASS)) {
 		const char *key;
 		json_t *v;
 
@@ -225,7 +226,7 @@ int ds_dra_convert(json_t *obj, enum ds_dra_version to, ds_err *err)
 				goto out;
 			}
 		}
-	} else if (strcmp(kind, "ResourceClaim") == 0) {
+	} else if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM)) {
 		r = convert_claim_spec(json_object_get(copy, "spec"), "spec", from, to, err);
 	} else {
 		r = convert_claim_spec(ds_json_path(copy, "spec.spec"), "spec.spec", from, to, err);

@@ -2,6 +2,7 @@
 
 #include "drasync/buf.h"
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -1200,10 +1201,9 @@ int ds_dra_map_group(const ds_dra_config *dra, json_t *obj, ds_report *rep)
 	size_t n = 0, i;
 	int r = 0;
 
-	if (!kind || !ds_obj_in_group(obj, "scheduling.k8s.io") ||
-	    (strcmp(kind, "PodGroup") != 0 && strcmp(kind, "Workload") != 0))
+	if (!kind || !ds_obj_in_group(obj, "scheduling.k8s.io") || !ds_kind_is_group(kind))
 		return 0;
-	podgroup = strcmp(kind, "PodGroup") == 0;
+	podgroup = ds_kind_is(kind, DS_KIND_POD_GROUP);
 	ds_obj_describe(obj, what, sizeof(what));
 	/* On a copy of the spec: it replaces the original only when all of it succeeded. */
 	copy = json_deep_copy(json_object_get(obj, "spec"));
@@ -1287,9 +1287,9 @@ int ds_dra_map_device_classes(const ds_dra_config *dra, json_t *obj, ds_report *
 
 	if (!kind || dra->n_device_classes == 0 || !ds_obj_in_group(obj, "resource.k8s.io"))
 		return 0;
-	if (strcmp(kind, "ResourceClaim") == 0)
+	if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM))
 		requests = ds_json_path(obj, "spec.devices.requests");
-	else if (strcmp(kind, "ResourceClaimTemplate") == 0)
+	else if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM_TEMPLATE))
 		requests = ds_json_path(obj, "spec.spec.devices.requests");
 	else
 		return 0;

@@ -1,6 +1,7 @@
 #include "drasync/preflight.h"
 
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 
 #include <string.h>
 
@@ -55,7 +56,7 @@ static int group_needs(const json_t *obj, const char *kind, const char *ns, ds_p
 	json_t *t;
 	int r;
 
-	if (strcmp(kind, "PodGroup") == 0) {
+	if (ds_kind_is(kind, DS_KIND_POD_GROUP)) {
 		const char *wl = ds_json_str(json_object_get(spec, "workloadRef"), "workloadName");
 
 		if (!wl)
@@ -65,7 +66,7 @@ static int group_needs(const json_t *obj, const char *kind, const char *ns, ds_p
 			return r;
 		return wl ? fn(ud, "Workload", ns, wl) : 0;
 	}
-	if (strcmp(kind, "Workload") == 0)
+	if (ds_kind_is(kind, DS_KIND_WORKLOAD))
 		json_array_foreach (json_object_get(spec, "podGroupTemplates"), i, t)
 			if ((r = claims(json_object_get(t, "resourceClaims"), ns, fn, ud)) < 0)
 				return r;
@@ -95,9 +96,9 @@ int ds_preflight_needs(const json_t *obj, ds_preflight_need_fn fn, void *ud)
 		return group_needs(obj, kind, ns, fn, ud);
 	if (!ds_obj_in_group(obj, "resource.k8s.io"))
 		return 0;
-	if (strcmp(kind, "ResourceClaim") == 0)
+	if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM))
 		return device_classes(ds_json_path(obj, "spec.devices.requests"), fn, ud);
-	if (strcmp(kind, "ResourceClaimTemplate") == 0)
+	if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM_TEMPLATE))
 		return device_classes(ds_json_path(obj, "spec.spec.devices.requests"), fn, ud);
 	return 0;
 }

@@ -1,6 +1,8 @@
 #include "drasync/sched_convert.h"
 
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
+#include "drasync/string_table.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -9,7 +11,10 @@
 
 #define GROUP "scheduling.k8s.io"
 
-static const char *const versions[DS_SCHED_VERSION_MAX] = {NULL, "v1alpha2", "v1beta1"};
+/* 0 is "no version" and has no name */
+static const char *const ds_sched_version_table[DS_SCHED_VERSION_MAX] = {NULL, "v1alpha2",
+									 "v1beta1"};
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_sched_version, enum ds_sched_version)
 static const char *const api_versions[DS_SCHED_VERSION_MAX] = {NULL, GROUP "/v1alpha2",
 							       GROUP "/v1beta1"};
 
@@ -54,17 +59,16 @@ static const char *const tpl_beta1[] = {
 
 int ds_sched_version_parse(const char *s, enum ds_sched_version *out)
 {
+	int v;
+
 	if (!s)
 		return -EINVAL;
 	if (strncmp(s, GROUP "/", sizeof(GROUP)) == 0)
 		s += sizeof(GROUP);
-	for (int i = 1; i < DS_SCHED_VERSION_MAX; i++) {
-		if (strcmp(s, versions[i]) == 0) {
-			*out = (enum ds_sched_version)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	if ((v = ds_sched_version_from_string(s)) < 0)
+		return v;
+	*out = (enum ds_sched_version)v;
+	return 0;
 }
 
 const char *ds_sched_api_version(enum ds_sched_version v)
@@ -76,8 +80,7 @@ int ds_sched_is_group(const json_t *obj)
 {
 	const char *kind = ds_obj_kind(obj);
 
-	return kind && ds_obj_in_group(obj, GROUP) &&
-	       (strcmp(kind, "Workload") == 0 || strcmp(kind, "PodGroup") == 0);
+	return kind && ds_obj_in_group(obj, GROUP) && ds_kind_is_group(kind);
 }
 
 static bool in_list(const char *key, const char *const *list)
@@ -267,7 +270,8 @@ int ds_sched_convert(json_t *obj, enum ds_sched_version to, ds_err *err)
 		return -ENOMEM;
 	spec = json_object_get(copy, "spec");
 	if (json_is_object(spec) &&
-	    (r = convert_spec(spec, strcmp(ds_obj_kind(obj), "PodGroup") == 0, from, to, err)) < 0)
+	    (r = convert_spec(spec, ds_kind_is(ds_obj_kind(obj), DS_KIND_POD_GROUP), from, to,
+			      err)) < 0)
 		goto out;
 	snprintf(api, sizeof(api), "%s", api_versions[to]);
 	if (json_object_set_new(copy, "apiVersion", json_string(api)) < 0 ||

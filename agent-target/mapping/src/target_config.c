@@ -1,6 +1,8 @@
 #include "drasync/target_config.h"
 
 #include "drasync/config_check.h"
+#include "drasync/kinds.h"
+#include "drasync/string_table.h"
 #include "drasync/yaml.h"
 
 #include <errno.h>
@@ -34,11 +36,17 @@ static int is_all(const char *s)
 	return s && (strcmp(s, "ALL") == 0 || strcmp(s, "All") == 0);
 }
 
+static const char *const ds_mode_table[DS_MODE_MAX] = {
+    [DS_MODE_MIGRATE] = "migrate",
+    [DS_MODE_STANDBY] = "standby",
+};
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_mode, enum ds_mode)
+
 int ds_rule_object_type(const char *kind)
 {
-	if (kind && strcmp(kind, "PodGroup") == 0)
+	if (ds_kind_is(kind, DS_KIND_POD_GROUP))
 		return DS_RULE_PODGROUP;
-	if (kind && strcmp(kind, "Workload") == 0)
+	if (ds_kind_is(kind, DS_KIND_WORKLOAD))
 		return DS_RULE_WORKLOAD;
 	return ds_workload_from_kind(kind);
 }
@@ -46,9 +54,9 @@ int ds_rule_object_type(const char *kind)
 const char *ds_rule_object_type_name(int type)
 {
 	if (type == DS_RULE_PODGROUP)
-		return "PodGroup";
+		return ds_kind_get(DS_KIND_POD_GROUP)->name;
 	if (type == DS_RULE_WORKLOAD)
-		return "Workload";
+		return ds_kind_get(DS_KIND_WORKLOAD)->name;
 	if (type < 0)
 		return "All";
 	return ds_workload_name((enum ds_workload)type);
@@ -489,15 +497,16 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 		return r;
 	cfg->mode = DS_MODE_STANDBY;
 	if (mode) {
-		if (strcmp(mode, "migrate") == 0) {
-			cfg->mode = DS_MODE_MIGRATE;
-		} else if (strcmp(mode, "standby") != 0) {
-			ds_config_mark m = ds_config_push_key(w, "mode");
+		int m = ds_mode_from_string(mode);
+
+		if (m < 0) {
+			ds_config_mark mark = ds_config_push_key(w, "mode");
 			r = ds_config_fail(w, false,
 					   "unknown mode '%s' (expected migrate or standby)", mode);
-			ds_config_pop(w, m);
+			ds_config_pop(w, mark);
 			return r;
 		}
+		cfg->mode = (enum ds_mode)m;
 	}
 	if ((r = ds_config_member_str(w, root, "listen", &cfg->listen)) < 0 ||
 	    (r = ds_config_member_str(w, root, "kubeconfig", &cfg->kubeconfig)) < 0 ||
@@ -699,5 +708,7 @@ const char *ds_target_config_metrics_listen(const ds_target_config *cfg)
 
 const char *ds_mode_name(enum ds_mode mode)
 {
-	return mode == DS_MODE_MIGRATE ? "migrate" : mode == DS_MODE_STANDBY ? "standby" : "?";
+	const char *s = ds_mode_to_string(mode);
+
+	return s ? s : "?";
 }

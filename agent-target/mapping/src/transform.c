@@ -2,6 +2,7 @@
 
 #include "drasync/dra_mapping.h"
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 #include "drasync/sanitize.h"
 #include "drasync/sched_convert.h"
 #include "drasync/selection.h"
@@ -25,7 +26,7 @@ static int map_namespace(const ds_transform_opts *o, json_t *obj, const char *wh
 	json_t *meta = json_object_get(obj, "metadata");
 	const char *from, *to;
 
-	if (strcmp(kind, "Namespace") == 0) {
+	if (ds_kind_is(kind, DS_KIND_NAMESPACE)) {
 		from = ds_obj_name(obj);
 		to = ds_target_config_map_namespace(o->cfg, from);
 		if (to == from)
@@ -33,7 +34,7 @@ static int map_namespace(const ds_transform_opts *o, json_t *obj, const char *wh
 		ds_report_add(rep, DS_REPORT_NAMESPACE, what, NULL, NULL, from, to, NULL);
 		return json_object_set_new(meta, "name", json_string(to)) < 0 ? -ENOMEM : 0;
 	}
-	if (!ds_selection_namespaced(kind)) {
+	if (!ds_kind_namespaced(kind)) {
 		json_object_del(meta, "namespace");
 		return 0;
 	}
@@ -83,7 +84,7 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 		const json_t *g = group;
 		const char *kind = ds_obj_kind(obj);
 
-		if (ds_sched_is_group(obj) && strcmp(kind, "PodGroup") == 0)
+		if (ds_sched_is_group(obj) && ds_kind_is(kind, DS_KIND_POD_GROUP))
 			g = obj;
 		if (g) {
 			const json_t *members =

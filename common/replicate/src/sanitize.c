@@ -1,6 +1,7 @@
 #include "drasync/sanitize.h"
 
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 
 #include <errno.h>
 #include <string.h>
@@ -109,20 +110,29 @@ int ds_sanitize(json_t *obj)
 	del_keys(json_object_get(meta, "annotations"), source_only_annotations);
 	if (!kind)
 		return 0;
-	if (strcmp(kind, "Pod") == 0) {
+	switch (ds_kind_id_from_name(kind)) {
+	case DS_KIND_POD:
 		json_object_del(spec, "nodeName");
-	} else if (strcmp(kind, "Service") == 0) {
+		break;
+	case DS_KIND_SERVICE:
 		sanitize_service(spec);
-	} else if (strcmp(kind, "PersistentVolumeClaim") == 0) {
+		break;
+	case DS_KIND_PERSISTENT_VOLUME_CLAIM:
 		json_object_del(spec, "volumeName");
 		del_keys(json_object_get(meta, "annotations"), pvc_bind_annotations);
-	} else if (strcmp(kind, "Job") == 0) {
+		break;
+	case DS_KIND_JOB:
 		sanitize_job(spec);
-	} else if (strcmp(kind, "ResourceClaim") == 0) {
+		break;
+	case DS_KIND_RESOURCE_CLAIM:
 		drop_finalizer(meta, "resource.kubernetes.io/delete-protection");
-	} else if (strcmp(kind, "PodGroup") == 0) {
+		break;
+	case DS_KIND_POD_GROUP:
 		/* The target's PodGroup protection controller sets its own. */
 		drop_finalizer(meta, "scheduling.k8s.io/podgroup-protection");
+		break;
+	default: /* nothing of its own to drop */
+		break;
 	}
 	if (json_is_object(json_object_get(meta, "annotations")) &&
 	    json_object_size(json_object_get(meta, "annotations")) == 0)

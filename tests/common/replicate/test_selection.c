@@ -151,12 +151,26 @@ static void test_selection__apply_order(void **state)
 	}
 }
 
+static void test_selection__no_kind_is_applied_last(void **state)
+{
+	/* An object without a kind ranks after everything known (it ranked with the
+	 * ServiceAccounts, before ConfigMaps and Secrets). */
+	json_t *none = json_pack("{s:s}", "apiVersion", "v1");
+	json_t *pod = json_pack("{s:s, s:s}", "apiVersion", "v1", "kind", "Pod");
+
+	(void)state;
+	assert_true(ds_selection_apply_rank(none) > ds_selection_apply_rank(pod));
+	json_decref(none);
+	json_decref(pod);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_selection__replicated_kinds),
 	    cmocka_unit_test(test_selection__skips_say_why),
 	    cmocka_unit_test(test_selection__apply_order),
+	    cmocka_unit_test(test_selection__no_kind_is_applied_last),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
