@@ -9,6 +9,7 @@
 #include "drasync/buf.h"
 #include "drasync/dra_mapping.h"
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 #include "drasync/preflight.h"
 #include "drasync/selection.h"
 #include "drasync/transform.h"
@@ -134,7 +135,7 @@ static int transform_all(ds_plan *p, ds_manifest *man, const ds_plan_opts *o)
 		json_t *obj = ds_manifest_object(man, i);
 		const char *kind = ds_obj_kind(obj);
 
-		if (kind && strcmp(kind, "PodGroup") == 0 && ds_obj_name(obj) &&
+		if (ds_kind_is(kind, DS_KIND_POD_GROUP) && ds_obj_name(obj) &&
 		    ds_obj_in_group(obj, "scheduling.k8s.io") &&
 		    json_array_append_new(p->groups, json_deep_copy(obj)) < 0)
 			return -ENOMEM;
@@ -233,7 +234,7 @@ static int extended_need(void *ud, const char *container, const char *resource)
 
 	json_array_foreach (p->out, i, o) {
 		const char *kind = ds_obj_kind(o);
-		if (kind && strcmp(kind, "DeviceClass") == 0 &&
+		if (ds_kind_is(kind, DS_KIND_DEVICE_CLASS) &&
 		    ds_preflight_class_serves(o, resource))
 			by = ds_obj_name(o);
 	}
