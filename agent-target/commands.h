@@ -6,12 +6,6 @@
 #include "drasync/kube_client.h"
 #include "drasync/target_config.h"
 
-struct ds_command {
-	const char *name;
-	const char *summary;
-	int (*run)(int argc, char **argv);
-};
-
 int ds_cmd_drill(int argc, char **argv);
 int ds_cmd_failback(int argc, char **argv);
 int ds_cmd_failover(int argc, char **argv);

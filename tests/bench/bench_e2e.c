@@ -69,7 +69,7 @@
  */
 #include "drasync/report.h"
 #include "drasync/sanitize.h"
-#include "drasync/selection.h"
+#include "drasync/kinds.h"
 #include "drasync/target_config.h"
 #include "drasync/transform.h"
 
@@ -950,7 +950,7 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 			if (!obj || !json_is_object(obj))
 				die("%s: %s", dump, obj ? "not an object" : jerr.text);
 			kind = json_string_value(json_object_get(obj, "kind"));
-			if (!kind || ds_selection_kind_rank(kind) != rank_pass ||
+			if (!kind || ds_kind_rank(kind) != rank_pass ||
 			    strcmp(kind, "Namespace") == 0) {
 				json_decref(obj);
 				continue;

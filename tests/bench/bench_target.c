@@ -46,7 +46,7 @@
 #include "drasync/outbox.h"
 #include "drasync/report.h"
 #include "drasync/sanitize.h"
-#include "drasync/selection.h"
+#include "drasync/kinds.h"
 #include "drasync/sender.h"
 #include "drasync/target_config.h"
 #include "drasync/transform.h"
@@ -367,7 +367,7 @@ static struct object *load_objects(const char *dump, const ds_target_config *cfg
 		o->name = xstrdup(json_string_value(json_object_get(meta, "name")));
 		o->ns = xstrdup(ns ? ns : "");
 		o->uid = xstrdup(uid);
-		o->rank = ds_selection_kind_rank(o->kind); /* the order the exporter sends in */
+		o->rank = ds_kind_rank(o->kind); /* the order the exporter sends in */
 		if (ds_sanitize(obj) < 0)
 			die("out of memory");
 		o->sanitized = obj;

@@ -6,6 +6,7 @@
 #include "drasync/k8s_object.h"
 #include "drasync/keys.h"
 #include "drasync/label_selector.h"
+#include "drasync/string_table.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -25,12 +26,13 @@ struct ds_source_config {
 	ds_schedule_config schedule;
 };
 
-static const char *const mode_names[DS_SCHEDULE_MODE_MAX] = {
+static const char *const ds_schedule_mode_table[DS_SCHEDULE_MODE_MAX] = {
     [DS_SCHEDULE_WATCH] = "watch",
     [DS_SCHEDULE_INTERVAL] = "interval",
     [DS_SCHEDULE_CRON] = "cron",
     [DS_SCHEDULE_ONCE] = "once",
 };
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_schedule_mode, enum ds_schedule_mode)
 
 /* Fail at member `key` of the node at hand (its value, or its key when at_key). */
 static int fail_at(ds_config_walk *w, const char *key, bool at_key, const char *fmt, ...)
@@ -115,7 +117,7 @@ static int check_mode_keys(ds_config_walk *w, const json_t *sched, enum ds_sched
 		if (own[i].mode == mode || !json_object_get(sched, own[i].key))
 			continue;
 		return fail_at(w, own[i].key, true, "only for mode %s (mode is %s)",
-			       mode_names[own[i].mode], mode_names[mode]);
+			       ds_schedule_mode_name(own[i].mode), ds_schedule_mode_name(mode));
 	}
 	return 0;
 }
@@ -162,10 +164,7 @@ static int load_schedule(ds_config_walk *w, const json_t *root, ds_schedule_conf
 		return r;
 	if (!mode)
 		return ds_config_fail(w, false, "missing 'mode' (watch, interval, cron or once)");
-	for (int i = 0; i < DS_SCHEDULE_MODE_MAX; i++)
-		if (strcmp(mode, mode_names[i]) == 0)
-			found = i;
-	if (found < 0)
+	if ((found = ds_schedule_mode_from_string(mode)) < 0)
 		return fail_at(w, "mode", false,
 			       "unknown mode '%s' (expected watch, interval, cron or once)", mode);
 	s->mode = (enum ds_schedule_mode)found;
@@ -438,5 +437,7 @@ const ds_schedule_config *ds_source_config_schedule(const ds_source_config *cfg)
 
 const char *ds_schedule_mode_name(enum ds_schedule_mode mode)
 {
-	return mode >= 0 && mode < DS_SCHEDULE_MODE_MAX ? mode_names[mode] : "?";
+	const char *s = ds_schedule_mode_to_string(mode);
+
+	return s ? s : "?";
 }

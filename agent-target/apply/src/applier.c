@@ -6,12 +6,12 @@
 #include "drasync/dra_mapping.h"
 #include "drasync/field_loss.h"
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 #include "drasync/ledger_objects.h"
 #include "drasync/namespace_mode.h"
 #include "drasync/preflight.h"
 #include "drasync/report.h"
 #include "drasync/sched_convert.h"
-#include "drasync/selection.h"
 #include "drasync/transform.h"
 
 #include <errno.h>
@@ -284,7 +284,7 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	for (size_t i = 0; i < n; i++) {
 		struct item *it = &items[i];
 		it->row = &rows[i];
-		it->rank = ds_selection_kind_rank(it->row->kind);
+		it->rank = ds_kind_rank(it->row->kind);
 		if (it->row->op == DS_RECORD_DELETE)
 			del[n_del++] = it;
 		else

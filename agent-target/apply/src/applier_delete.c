@@ -6,6 +6,7 @@
 #include "drasync/dra_mapping.h"
 #include "drasync/field_loss.h"
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 #include "drasync/ledger_objects.h"
 #include "drasync/namespace_mode.h"
 #include "drasync/preflight.h"
@@ -77,7 +78,7 @@ void ds_applier_guarded_delete(ds_applier *a, const ds_object_state_row *r, cons
 		snprintf(g->reason, sizeof(g->reason),
 			 "not deleted: %s %s%s%s was not created by drasync (no label %s=drasync)",
 			 r->kind, ns ? ns : "", ns ? "/" : "", name, DS_LABEL_MANAGED_BY);
-	} else if (strcmp(r->kind, "Namespace") == 0 &&
+	} else if (ds_kind_is(r->kind, DS_KIND_NAMESPACE) &&
 		   !ds_obj_annotation(obj, DS_ANNOTATION_CREATED)) {
 		g->state = DS_APPLY_KEPT;
 		snprintf(g->reason, sizeof(g->reason),

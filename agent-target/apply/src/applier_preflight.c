@@ -6,6 +6,7 @@
 #include "drasync/dra_mapping.h"
 #include "drasync/field_loss.h"
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 #include "drasync/ledger_objects.h"
 #include "drasync/namespace_mode.h"
 #include "drasync/preflight.h"
@@ -30,10 +31,9 @@
 /* The apiVersion the target serves kind under, for the kinds preflight names. */
 const char *ds_applier_need_api(const ds_applier *a, const char *kind)
 {
-	if (strcmp(kind, "ResourceClaim") == 0 || strcmp(kind, "ResourceClaimTemplate") == 0 ||
-	    strcmp(kind, "DeviceClass") == 0)
+	if (ds_kind_is_dra(kind))
 		return ds_dra_api_version(a->dra);
-	if (strcmp(kind, "PodGroup") == 0 || strcmp(kind, "Workload") == 0)
+	if (ds_kind_is_group(kind))
 		return ds_sched_api_version(a->sched);
 	return NULL;
 }
@@ -82,7 +82,7 @@ struct missing {
 
 bool ds_applier_is_claim_or_template(const char *kind)
 {
-	return strcmp(kind, "ResourceClaim") == 0 || strcmp(kind, "ResourceClaimTemplate") == 0;
+	return ds_kind_is_claim(kind);
 }
 
 void ds_applier_obj_key(const char *kind, const char *ns, const char *name, char *buf, size_t size)
@@ -122,7 +122,7 @@ static int need(void *ud, const char *kind, const char *ns, const char *name)
 	struct missing *m = ud;
 	int p;
 
-	if (!m->device_classes && strcmp(kind, "DeviceClass") == 0)
+	if (!m->device_classes && ds_kind_is(kind, DS_KIND_DEVICE_CLASS))
 		return 0;
 	p = present(m->a, kind, ns, name);
 	if (p < 0)

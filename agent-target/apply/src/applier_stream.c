@@ -6,6 +6,7 @@
 #include "drasync/dra_mapping.h"
 #include "drasync/field_loss.h"
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 #include "drasync/ledger_objects.h"
 #include "drasync/namespace_mode.h"
 #include "drasync/preflight.h"
@@ -176,7 +177,7 @@ static int mark_created_namespace(ds_applier *a, struct item *it)
 	bool ours;
 	int rc;
 
-	if (strcmp(ds_obj_kind(it->obj), "Namespace") != 0)
+	if (!ds_kind_is(ds_obj_kind(it->obj), DS_KIND_NAMESPACE))
 		return 0;
 	ds_kube_error_clear(&ke);
 	if (ds_kube_resource_find(a->cfg.kube, "v1", "Namespace", &res, &ke) < 0)

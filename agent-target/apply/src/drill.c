@@ -7,7 +7,7 @@
 #include "drasync/ledger_objects.h"
 #include "drasync/record.h"
 #include "drasync/report.h"
-#include "drasync/selection.h"
+#include "drasync/kinds.h"
 #include "drasync/transform.h"
 
 #include <errno.h>
@@ -190,7 +190,7 @@ static int prepare(struct drill *d, const ds_ledger_object *lo, enum ds_dra_vers
 	}
 	p->from = lo;
 	p->obj = obj;
-	p->rank = ds_selection_kind_rank(lo->kind);
+	p->rank = ds_kind_rank(lo->kind);
 	d->n++;
 	return 0;
 }

@@ -3,9 +3,11 @@
 #include "drasync/buf.h"
 #include "drasync/dra_mapping.h"
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 #include "drasync/ledger_objects.h"
 #include "drasync/object_state.h"
 #include "drasync/record.h"
+#include "drasync/string_table.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,32 +18,43 @@
 
 #define MAX_YAML (64u << 20)
 
-/* The kinds whose claims the inventory reads, in the order rows are sorted. */
-static const char *const kinds[] = {
-    "Pod", "Deployment", "ReplicaSet",	  "StatefulSet",	   "DaemonSet",
-    "Job", "CronJob",	 "ResourceClaim", "ResourceClaimTemplate", NULL,
-};
+/* The claims and templates, by enum ds_target_kind. */
+static const enum ds_kind_id target_kinds[DS_TARGET_KIND_MAX] = {DS_KIND_RESOURCE_CLAIM,
+								 DS_KIND_RESOURCE_CLAIM_TEMPLATE};
 
-static const char *const type_names[DS_INVENTORY_TYPE_MAX] = {"reference", "attach", "object",
-							      "broken"};
-static const char *const exists_names[DS_EXISTS_MAX] = {"unknown", "yes", "no"};
-static const char *const kind_keys[DS_TARGET_KIND_MAX] = {"resourceClaim", "resourceClaimTemplate"};
-static const char *const kind_names[DS_TARGET_KIND_MAX] = {"ResourceClaim",
-							   "ResourceClaimTemplate"};
+static const char *const ds_inventory_type_table[DS_INVENTORY_TYPE_MAX] = {"reference", "attach",
+									   "object", "broken"};
+static const char *const ds_inventory_exists_table[DS_EXISTS_MAX] = {"unknown", "yes", "no"};
+static const char *const ds_inventory_kind_key_table[DS_TARGET_KIND_MAX] = {
+    "resourceClaim", "resourceClaimTemplate"};
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_inventory_type, enum ds_inventory_type)
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_inventory_exists, enum ds_inventory_exists)
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_inventory_kind_key, enum ds_target_kind)
+
+static const char *kind_name(enum ds_target_kind k)
+{
+	return ds_kind_get(target_kinds[k])->name;
+}
 
 const char *ds_inventory_type_name(enum ds_inventory_type t)
 {
-	return t < DS_INVENTORY_TYPE_MAX ? type_names[t] : "unknown";
+	const char *s = ds_inventory_type_to_string(t);
+
+	return s ? s : "unknown";
 }
 
 const char *ds_inventory_exists_name(enum ds_inventory_exists e)
 {
-	return e < DS_EXISTS_MAX ? exists_names[e] : "unknown";
+	const char *s = ds_inventory_exists_to_string(e);
+
+	return s ? s : "unknown";
 }
 
 const char *ds_inventory_kind_key(enum ds_target_kind k)
 {
-	return k < DS_TARGET_KIND_MAX ? kind_keys[k] : "unknown";
+	const char *s = ds_inventory_kind_key_to_string(k);
+
+	return s ? s : "unknown";
 }
 
 struct reader {
@@ -60,11 +73,17 @@ struct reader {
 	char dra_why[800];
 };
 
+/* The order rows are sorted in: the workloads (enum ds_workload), then claims and templates. */
 static int kind_rank(const char *kind)
 {
-	for (int i = 0; kinds[i]; i++)
-		if (strcmp(kinds[i], kind) == 0)
-			return i;
+	const ds_kind *k = ds_kind_from_name(kind);
+	int i;
+
+	if (k && k->workload >= 0)
+		return k->workload;
+	for (i = 0; k && i < DS_TARGET_KIND_MAX; i++)
+		if (k->id == target_kinds[i])
+			return DS_WORKLOAD_MAX + i;
 	return 99;
 }
 
@@ -89,8 +108,10 @@ static int cmp_obj(const void *pa, const void *pb)
 
 static int is_claim_kind(const char *kind, enum ds_target_kind *k)
 {
-	for (int i = 0; i < DS_TARGET_KIND_MAX; i++)
-		if (strcmp(kind, kind_names[i]) == 0) {
+	int id = ds_kind_id_from_name(kind);
+
+	for (int i = 0; id >= 0 && i < DS_TARGET_KIND_MAX; i++)
+		if ((enum ds_kind_id)id == target_kinds[i]) {
 			*k = (enum ds_target_kind)i;
 			return 1;
 		}
@@ -378,7 +399,7 @@ static int check_all(struct reader *rd)
 {
 	for (size_t i = 0; i < rd->inv->n_refs; i++) {
 		ds_inventory_ref *r = &rd->inv->refs[i];
-		const char *kind = kind_names[r->target_kind];
+		const char *kind = kind_name(r->target_kind);
 		char key[1200];
 		int rc;
 
@@ -396,6 +417,7 @@ static int check_all(struct reader *rd)
 int ds_inventory_read(const ds_inventory_opts *o, ds_inventory **out, ds_err *err)
 {
 	struct reader rd = {.o = o};
+	const char *kinds[DS_WORKLOAD_MAX + DS_TARGET_KIND_MAX + 1];
 	int rc;
 
 	if (!o || !o->ledger_path || !o->cfg) {
@@ -409,11 +431,17 @@ int ds_inventory_read(const ds_inventory_opts *o, ds_inventory **out, ds_err *er
 		rc = -ENOMEM;
 		goto out;
 	}
+	/* the kinds whose claims the inventory reads, in the order rows are sorted */
+	for (int w = 0; w < DS_WORKLOAD_MAX; w++)
+		kinds[w] = ds_workload_name((enum ds_workload)w);
+	for (int k = 0; k < DS_TARGET_KIND_MAX; k++)
+		kinds[DS_WORKLOAD_MAX + k] = kind_name((enum ds_target_kind)k);
+	kinds[DS_WORKLOAD_MAX + DS_TARGET_KIND_MAX] = NULL;
 	rc = ds_ledger_objects_read(o->ledger_path, kinds, &rd.objs, &rd.n_objs, err);
 	if (rc < 0)
 		goto out;
 	{
-		static const char *const group_kinds[] = {"PodGroup", NULL};
+		const char *const group_kinds[] = {ds_kind_get(DS_KIND_POD_GROUP)->name, NULL};
 
 		rc = ds_ledger_objects_read(o->ledger_path, group_kinds, &rd.groups, &rd.n_groups,
 					    err);
@@ -499,13 +527,14 @@ static json_t *ref_json(const ds_inventory_ref *r)
 	if (!o)
 		return NULL;
 	if (r->from)
-		from = json_pack("{ss ss}", "kind", kind_keys[r->kind], "name", r->from);
+		from =
+		    json_pack("{ss ss}", "kind", ds_inventory_kind_key(r->kind), "name", r->from);
 	if (r->target)
-		to = json_pack("{ss ss ss}", "kind", kind_keys[r->target_kind], "namespace",
-			       r->target_ns, "name", r->target);
+		to = json_pack("{ss ss ss}", "kind", ds_inventory_kind_key(r->target_kind),
+			       "namespace", r->target_ns, "name", r->target);
 	if (r->rule)
 		rule = json_pack("{ss si}", "name", r->rule, "line", r->rule_line);
-	if (json_object_set_new(o, "type", json_string(type_names[r->type])) < 0 ||
+	if (json_object_set_new(o, "type", json_string(ds_inventory_type_name(r->type))) < 0 ||
 	    json_object_set_new(o, "source", json_string(r->source)) < 0 ||
 	    json_object_set_new(o, "namespace", json_string(r->ns)) < 0 ||
 	    json_object_set_new(o, "targetNamespace", json_string(r->target_ns)) < 0 ||
@@ -523,9 +552,10 @@ static json_t *ref_json(const ds_inventory_ref *r)
 	    json_object_set_new(o, "rule", rule ? rule : json_null()) < 0 ||
 	    json_object_set_new(o, "mapped", json_boolean(r->rule != NULL)) < 0 ||
 	    json_object_set_new(o, "error", str_or_null(r->error)) < 0 ||
-	    json_object_set_new(
-		o, "targetExists",
-		json_string(r->target && !r->error ? exists_names[r->exists] : "unknown")) < 0 ||
+	    json_object_set_new(o, "targetExists",
+				json_string(r->target && !r->error
+						? ds_inventory_exists_name(r->exists)
+						: "unknown")) < 0 ||
 	    json_object_set_new(o, "targetExistsReason", str_or_null(r->exists_reason)) < 0 ||
 	    json_object_set_new(o, "replicated", json_boolean(r->replicated)) < 0 ||
 	    json_object_set_new(o, "missing", json_boolean(ds_inventory_ref_missing(r))) < 0) {
@@ -659,18 +689,18 @@ static void rule_comment(ds_str *s, const ds_inventory_ref *r)
 		    r->from);
 	if (r->exists == DS_EXISTS_YES)
 		ds_str_addf(s, "    #   the target has %s %s/%s: the name may stay\n",
-			    kind_names[r->kind], r->target_ns, r->from);
+			    kind_name(r->kind), r->target_ns, r->from);
 	else if (r->replicated)
 		ds_str_addf(s, "    #   %s %s/%s is replicated from the source as it is\n",
-			    kind_names[r->kind], r->target_ns, r->from);
+			    kind_name(r->kind), r->target_ns, r->from);
 	else if (r->exists == DS_EXISTS_NO)
-		ds_str_addf(s, "    #   the target has no %s %s/%s\n", kind_names[r->kind],
+		ds_str_addf(s, "    #   the target has no %s %s/%s\n", kind_name(r->kind),
 			    r->target_ns, r->from);
 	else
 		ds_str_addf(s, "    #   not known whether the target has %s %s/%s%s%s\n",
-			    kind_names[r->kind], r->target_ns, r->from,
-			    r->exists_reason ? ": " : "", r->exists_reason ? r->exists_reason : "");
-	ds_str_addf(s, "    #   TODO: the %s on the target, in namespace %s\n", kind_names[r->kind],
+			    kind_name(r->kind), r->target_ns, r->from, r->exists_reason ? ": " : "",
+			    r->exists_reason ? r->exists_reason : "");
+	ds_str_addf(s, "    #   TODO: the %s on the target, in namespace %s\n", kind_name(r->kind),
 		    r->target_ns);
 }
 
@@ -678,7 +708,7 @@ static void rules_of(ds_str *s, const ds_inventory *inv, enum ds_target_kind kin
 {
 	size_t n = 0;
 
-	ds_str_addf(s, "  %sMappings:", kind_keys[kind]);
+	ds_str_addf(s, "  %sMappings:", ds_inventory_kind_key(kind));
 	for (size_t i = 0; i < inv->n_refs; i++) {
 		const ds_inventory_ref *r = &inv->refs[i];
 		char todo[300];
@@ -724,7 +754,7 @@ static void rules_of(ds_str *s, const ds_inventory *inv, enum ds_target_kind kin
 			ds_str_adds(s, "ALL");
 		ds_str_adds(s, ", source: ");
 		scalar(s, r->entry);
-		ds_str_addf(s, ", %s: ", kind_keys[kind]);
+		ds_str_addf(s, ", %s: ", ds_inventory_kind_key(kind));
 		scalar(s, todo);
 		ds_str_adds(s, "}\n");
 	}

@@ -2,6 +2,7 @@
 
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
+#include "drasync/string_table.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -10,7 +11,9 @@
 
 #define GROUP "resource.k8s.io"
 
-static const char *const versions[DS_DRA_VERSION_MAX] = {"v1alpha3", "v1beta1", "v1beta2", "v1"};
+static const char *const ds_dra_version_table[DS_DRA_VERSION_MAX] = {"v1alpha3", "v1beta1",
+								     "v1beta2", "v1"};
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_dra_version, enum ds_dra_version)
 static const char *const api_versions[DS_DRA_VERSION_MAX] = {GROUP "/v1alpha3", GROUP "/v1beta1",
 							     GROUP "/v1beta2", GROUP "/v1"};
 
@@ -29,17 +32,16 @@ static const char *const device_class_spec_fields[] = {
 
 int ds_dra_version_parse(const char *s, enum ds_dra_version *out)
 {
+	int v;
+
 	if (!s)
 		return -EINVAL;
 	if (strncmp(s, GROUP "/", sizeof(GROUP)) == 0)
 		s += sizeof(GROUP);
-	for (int i = 0; i < DS_DRA_VERSION_MAX; i++) {
-		if (strcmp(s, versions[i]) == 0) {
-			*out = (enum ds_dra_version)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	if ((v = ds_dra_version_from_string(s)) < 0)
+		return v;
+	*out = (enum ds_dra_version)v;
+	return 0;
 }
 
 const char *ds_dra_api_version(enum ds_dra_version v)

@@ -1,6 +1,7 @@
 #include "drasync/report.h"
 
 #include "drasync/buf.h"
+#include "drasync/string_table.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -12,14 +13,17 @@ struct ds_report {
 	size_t n, cap;
 };
 
-static const char *const type_names[DS_REPORT_TYPE_MAX] = {
+static const char *const ds_report_type_table[DS_REPORT_TYPE_MAX] = {
     "rewrite", "split", "attach",  "resource", "deviceclass", "namespace", "convert",
     "standby", "hold",	"require", "skip",     "error",	      "extended",
 };
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_report_type, enum ds_report_type)
 
 const char *ds_report_type_name(enum ds_report_type type)
 {
-	return (unsigned)type < DS_REPORT_TYPE_MAX ? type_names[type] : "?";
+	const char *s = ds_report_type_to_string(type);
+
+	return s ? s : "?";
 }
 
 int ds_report_new(ds_report **out)

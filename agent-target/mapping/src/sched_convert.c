@@ -2,6 +2,7 @@
 
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
+#include "drasync/string_table.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -10,7 +11,10 @@
 
 #define GROUP "scheduling.k8s.io"
 
-static const char *const versions[DS_SCHED_VERSION_MAX] = {NULL, "v1alpha2", "v1beta1"};
+/* 0 is "no version" and has no name */
+static const char *const ds_sched_version_table[DS_SCHED_VERSION_MAX] = {NULL, "v1alpha2",
+									 "v1beta1"};
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_sched_version, enum ds_sched_version)
 static const char *const api_versions[DS_SCHED_VERSION_MAX] = {NULL, GROUP "/v1alpha2",
 							       GROUP "/v1beta1"};
 
@@ -55,17 +59,16 @@ static const char *const tpl_beta1[] = {
 
 int ds_sched_version_parse(const char *s, enum ds_sched_version *out)
 {
+	int v;
+
 	if (!s)
 		return -EINVAL;
 	if (strncmp(s, GROUP "/", sizeof(GROUP)) == 0)
 		s += sizeof(GROUP);
-	for (int i = 1; i < DS_SCHED_VERSION_MAX; i++) {
-		if (strcmp(s, versions[i]) == 0) {
-			*out = (enum ds_sched_version)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	if ((v = ds_sched_version_from_string(s)) < 0)
+		return v;
+	*out = (enum ds_sched_version)v;
+	return 0;
 }
 
 const char *ds_sched_api_version(enum ds_sched_version v)

@@ -2,16 +2,20 @@
 
 #include "drasync/config_check.h"
 #include "drasync/kinds.h"
+#include "drasync/string_table.h"
 #include "drasync/yaml.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct ds_target_config {
-	json_t *docs; /* owns every string the structures below point to */
+	atomic_uint refs; /* ds_target_config_ref/unref; the last unref frees */
+	json_t *docs;	  /* owns every string the structures below point to */
 	enum ds_mode mode;
 	ds_dra_rule *rules;
 	size_t n_rules;
@@ -32,6 +36,12 @@ static int is_all(const char *s)
 	return s && (strcmp(s, "ALL") == 0 || strcmp(s, "All") == 0);
 }
 
+static const char *const ds_mode_table[DS_MODE_MAX] = {
+    [DS_MODE_MIGRATE] = "migrate",
+    [DS_MODE_STANDBY] = "standby",
+};
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_mode, enum ds_mode)
+
 int ds_rule_object_type(const char *kind)
 {
 	if (ds_kind_is(kind, DS_KIND_POD_GROUP))
@@ -44,9 +54,9 @@ int ds_rule_object_type(const char *kind)
 const char *ds_rule_object_type_name(int type)
 {
 	if (type == DS_RULE_PODGROUP)
-		return "PodGroup";
+		return ds_kind_get(DS_KIND_POD_GROUP)->name;
 	if (type == DS_RULE_WORKLOAD)
-		return "Workload";
+		return ds_kind_get(DS_KIND_WORKLOAD)->name;
 	if (type < 0)
 		return "All";
 	return ds_workload_name((enum ds_workload)type);
@@ -487,15 +497,16 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 		return r;
 	cfg->mode = DS_MODE_STANDBY;
 	if (mode) {
-		if (strcmp(mode, "migrate") == 0) {
-			cfg->mode = DS_MODE_MIGRATE;
-		} else if (strcmp(mode, "standby") != 0) {
-			ds_config_mark m = ds_config_push_key(w, "mode");
+		int m = ds_mode_from_string(mode);
+
+		if (m < 0) {
+			ds_config_mark mark = ds_config_push_key(w, "mode");
 			r = ds_config_fail(w, false,
 					   "unknown mode '%s' (expected migrate or standby)", mode);
-			ds_config_pop(w, m);
+			ds_config_pop(w, mark);
 			return r;
 		}
+		cfg->mode = (enum ds_mode)m;
 	}
 	if ((r = ds_config_member_str(w, root, "listen", &cfg->listen)) < 0 ||
 	    (r = ds_config_member_str(w, root, "kubeconfig", &cfg->kubeconfig)) < 0 ||
@@ -560,6 +571,7 @@ static int build(ds_target_config **out, const char *path, const char *buf, size
 		ds_err_set(err, "out of memory");
 		return -ENOMEM;
 	}
+	atomic_init(&cfg->refs, 1);
 	r = ds_config_run(path, buf, len, filename, "TargetConfig", load_root_cb, cfg, &cfg->docs,
 			  err);
 	if (r < 0) {
@@ -588,6 +600,7 @@ int ds_target_config_new_empty(ds_target_config **out)
 
 	if (!cfg)
 		return -ENOMEM;
+	atomic_init(&cfg->refs, 1);
 	cfg->mode = DS_MODE_MIGRATE;
 	cfg->dra.require_target_objects = true;
 	finish(cfg);
@@ -595,9 +608,27 @@ int ds_target_config_new_empty(ds_target_config **out)
 	return 0;
 }
 
-void ds_target_config_free(ds_target_config *cfg)
+ds_target_config *ds_target_config_ref(const ds_target_config *cfg)
+{
+	/* The count is the one field a holder of a const configuration may change. */
+	ds_target_config *c = (ds_target_config *)(uintptr_t)cfg;
+
+	if (c)
+		atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+	return c;
+}
+
+unsigned ds_target_config_refs(const ds_target_config *cfg)
+{
+	return cfg ? atomic_load(&cfg->refs) : 0;
+}
+
+void ds_target_config_unref(ds_target_config *cfg)
 {
 	if (!cfg)
+		return;
+	/* Release: every user's reads happen before the last one frees. */
+	if (atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	free(cfg->rules);
 	free(cfg->ext);
@@ -606,6 +637,11 @@ void ds_target_config_free(ds_target_config *cfg)
 	free(cfg->nsm);
 	json_decref(cfg->docs);
 	free(cfg);
+}
+
+void ds_target_config_free(ds_target_config *cfg)
+{
+	ds_target_config_unref(cfg);
 }
 
 enum ds_mode ds_target_config_mode(const ds_target_config *cfg)
@@ -672,5 +708,7 @@ const char *ds_target_config_metrics_listen(const ds_target_config *cfg)
 
 const char *ds_mode_name(enum ds_mode mode)
 {
-	return mode == DS_MODE_MIGRATE ? "migrate" : mode == DS_MODE_STANDBY ? "standby" : "?";
+	const char *s = ds_mode_to_string(mode);
+
+	return s ? s : "?";
 }

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,11 +102,11 @@ static const ds_metric_def defs[] = {
 struct ds_target_monitor {
 	char *ledger_path, *config_path;
 	ds_kube *kube;
-	_Atomic(const ds_target_config *) cfg;
+	ds_target_config *cfg; /* a reference of the monitor's own */
 	ds_metrics *mx;
 	ds_kube_probe *probe;
 	ds_http_server *http;
-	pthread_mutex_t lock; /* guards applier, verifier, listening */
+	pthread_mutex_t lock; /* guards cfg, applier, verifier, listening */
 	ds_applier *applier;
 	ds_verifier *verifier;
 	char listening[256];
@@ -123,12 +122,26 @@ static const char *map_ns(void *ud, const char *source_ns)
 	return ds_target_config_map_namespace(ud, source_ns);
 }
 
+/* The configuration in force, a reference the caller drops: a reload may replace it meanwhile. */
+static ds_target_config *config_get(ds_target_monitor *m)
+{
+	ds_target_config *cfg;
+
+	pthread_mutex_lock(&m->lock);
+	cfg = ds_target_config_ref(m->cfg);
+	pthread_mutex_unlock(&m->lock);
+	return cfg;
+}
+
 static int read_status(ds_target_monitor *m, size_t max_items, ds_ledger_status **st, ds_err *err)
 {
-	const ds_target_config *cfg = atomic_load(&m->cfg);
+	ds_target_config *cfg = config_get(m);
+	int rc;
 
-	return ds_ledger_status_read_mapped(m->ledger_path, max_items, cfg ? map_ns : NULL,
-					    (void *)(uintptr_t)cfg, st, err);
+	rc = ds_ledger_status_read_mapped(m->ledger_path, max_items, cfg ? map_ns : NULL, cfg, st,
+					  err);
+	ds_target_config_unref(cfg);
+	return rc;
 }
 
 /* /readyz's conditions, in order; why says the first that fails. */
@@ -168,7 +181,7 @@ static void collect(void *ud, ds_metrics *mx)
 	ds_applier *a;
 	ds_verifier *v;
 	uint64_t unapplied = 0, modes[DS_MODE_MAX] = {0};
-	const ds_target_config *cfg = atomic_load(&m->cfg);
+	ds_target_config *cfg = config_get(m);
 	int64_t now = (int64_t)time(NULL);
 	char why[400];
 
@@ -250,6 +263,7 @@ static void collect(void *ud, ds_metrics *mx)
 			       (double)st->last_checked);
 	}
 	ds_ledger_status_free(st);
+	ds_target_config_unref(cfg);
 	ds_metrics_set(mx, "drasync_target_ready", NULL, ready(m, why, sizeof(why)) ? 1 : 0);
 }
 
@@ -262,7 +276,7 @@ int ds_target_monitor_new(ds_target_monitor **out, const ds_target_monitor_confi
 		return ds_err_fallback(err, rc);
 	pthread_mutex_init(&m->lock, NULL);
 	m->kube = cfg->kube;
-	atomic_store(&m->cfg, cfg->cfg);
+	m->cfg = ds_target_config_ref(cfg->cfg);
 	m->ledger_path = strdup(cfg->ledger_path);
 	m->config_path = strdup(cfg->config_path ? cfg->config_path : "");
 	if (!m->ledger_path || !m->config_path || ds_metrics_new(&m->mx) < 0)
@@ -292,6 +306,7 @@ void ds_target_monitor_free(ds_target_monitor *m)
 	ds_metrics_free(m->mx);
 	free(m->ledger_path);
 	free(m->config_path);
+	ds_target_config_unref(m->cfg);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -306,7 +321,13 @@ void ds_target_monitor_attach(ds_target_monitor *m, ds_applier *a, ds_verifier *
 
 void ds_target_monitor_set_config(ds_target_monitor *m, const ds_target_config *cfg)
 {
-	atomic_store(&m->cfg, cfg);
+	ds_target_config *was;
+
+	pthread_mutex_lock(&m->lock);
+	was = m->cfg;
+	m->cfg = ds_target_config_ref(cfg);
+	pthread_mutex_unlock(&m->lock);
+	ds_target_config_unref(was);
 }
 
 void ds_target_monitor_set_listening(ds_target_monitor *m, const char *endpoint)
@@ -437,7 +458,7 @@ static void get_readyz(void *ud, ds_http_reply *r)
 static void get_page(void *ud, ds_http_reply *r)
 {
 	ds_target_monitor *m = ud;
-	const ds_target_config *cfg = atomic_load(&m->cfg);
+	ds_target_config *cfg = config_get(m);
 	ds_status_page p = {.config_path = m->config_path,
 			    .ledger_path = m->ledger_path,
 			    .cfg = cfg,
@@ -468,6 +489,7 @@ static void get_page(void *ud, ds_http_reply *r)
 	ds_status_page_render(&r->body, &p);
 	ds_inventory_free(inv);
 	ds_ledger_status_free(st);
+	ds_target_config_unref(cfg);
 }
 
 int ds_target_monitor_serve(ds_target_monitor *m, const char *listen, ds_err *err)

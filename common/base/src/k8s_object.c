@@ -1,26 +1,28 @@
 #include "drasync/k8s_object.h"
 
+#include "drasync/string_table.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char *const workload_names[DS_WORKLOAD_MAX] = {
+static const char *const ds_workload_table[DS_WORKLOAD_MAX] = {
     "Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
 };
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_workload, enum ds_workload)
 
 const char *ds_workload_name(enum ds_workload w)
 {
-	return (unsigned)w < DS_WORKLOAD_MAX ? workload_names[w] : "?";
+	const char *s = ds_workload_to_string(w);
+
+	return s ? s : "?";
 }
 
 int ds_workload_from_kind(const char *kind)
 {
-	if (!kind)
-		return -1;
-	for (int i = 0; i < DS_WORKLOAD_MAX; i++)
-		if (strcmp(kind, workload_names[i]) == 0)
-			return i;
-	return -1;
+	int w = ds_workload_from_string(kind);
+
+	return w < 0 ? -1 : w;
 }
 
 const char *ds_json_str(const json_t *obj, const char *key)

@@ -1,5 +1,7 @@
 #include "drasync/log.h"
 
+#include "drasync/string_table.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,7 +10,8 @@
 
 static enum ds_log_level min_level = DS_LOG_INFO;
 
-static const char *const level_names[DS_LOG_LEVEL_MAX] = {"debug", "info", "warn", "error"};
+static const char *const ds_log_level_table[DS_LOG_LEVEL_MAX] = {"debug", "info", "warn", "error"};
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_log_level, enum ds_log_level)
 
 void ds_log_set_level(enum ds_log_level level)
 {
@@ -17,13 +20,12 @@ void ds_log_set_level(enum ds_log_level level)
 
 int ds_log_level_parse(const char *name, enum ds_log_level *out)
 {
-	for (int i = 0; i < DS_LOG_LEVEL_MAX; i++) {
-		if (name && strcmp(name, level_names[i]) == 0) {
-			*out = (enum ds_log_level)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	int l = ds_log_level_from_string(name);
+
+	if (l < 0)
+		return l;
+	*out = (enum ds_log_level)l;
+	return 0;
 }
 
 void ds_log(enum ds_log_level level, const char *event, const char *fields, ...)
@@ -41,7 +43,7 @@ void ds_log(enum ds_log_level level, const char *event, const char *fields, ...)
 	gmtime_r(&now.tv_sec, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	n = (size_t)snprintf(line, sizeof(line), "ts=%s.%03ldZ level=%s event=%s", ts,
-			     now.tv_nsec / 1000000, level_names[level], event);
+			     now.tv_nsec / 1000000, ds_log_level_to_string(level), event);
 	if (fields && fields[0] && n + 1 < sizeof(line)) {
 		line[n++] = ' ';
 		va_start(ap, fields);

@@ -1,5 +1,7 @@
 #include "drasync/metrics.h"
 
+#include "drasync/string_table.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -35,11 +37,15 @@ struct ds_metrics {
 	void *collect_ud;
 };
 
+static const char *const ds_metric_type_table[DS_METRIC_TYPE_MAX] = {"counter", "gauge",
+								     "histogram"};
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_metric_type, enum ds_metric_type)
+
 const char *ds_metric_type_name(enum ds_metric_type t)
 {
-	static const char *const names[] = {"counter", "gauge", "histogram"};
+	const char *s = ds_metric_type_to_string(t);
 
-	return t < DS_METRIC_TYPE_MAX ? names[t] : "untyped";
+	return s ? s : "untyped";
 }
 
 int ds_metrics_new(ds_metrics **out)

@@ -110,12 +110,7 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, ds_err 
 	return 1;
 }
 
-int ds_selection_kind_rank(const char *kind)
-{
-	return ds_kind_rank(kind);
-}
-
 int ds_selection_apply_rank(const json_t *obj)
 {
-	return ds_selection_kind_rank(ds_obj_kind(obj));
+	return ds_kind_rank(ds_obj_kind(obj));
 }

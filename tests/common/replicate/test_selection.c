@@ -160,7 +160,6 @@ static void test_selection__no_kind_is_applied_last(void **state)
 
 	(void)state;
 	assert_true(ds_selection_apply_rank(none) > ds_selection_apply_rank(pod));
-	assert_true(ds_selection_kind_rank(NULL) > ds_selection_kind_rank("Pod"));
 	json_decref(none);
 	json_decref(pod);
 }

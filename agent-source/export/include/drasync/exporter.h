@@ -50,6 +50,7 @@
 
 #include "drasync/err.h"
 #include "drasync/kube_client.h"
+#include "drasync/log.h"
 #include "drasync/record.h"
 #include "drasync/wire.h"
 
@@ -76,6 +77,21 @@ typedef struct ds_export_counts {
 /* Whether a Namespace object is selected (e.g. a label selector). */
 typedef bool (*ds_namespace_match_fn)(void *ud, const json_t *namespace_obj);
 
+/*
+ * Something the exporter noticed (a kind not served, a watch that failed, an
+ * object skipped and why...), for the agent to log: the exporter does not log
+ * by itself. Everything is borrowed for the call.
+ */
+typedef struct ds_exporter_event {
+	enum ds_log_level level;
+	const char *name;   /* "kind_not_served", "watch_failed", ... (docs/events.md) */
+	const char *fields; /* logfmt "key=value ...", never NULL */
+} ds_exporter_event;
+
+/* Called on the exporter's threads (the pass, the watches, the sender's results):
+ * it must be thread-safe (ds_export_log_event is). */
+typedef void (*ds_exporter_event_fn)(void *ud, const ds_exporter_event *ev);
+
 typedef struct ds_exporter_config {
 	ds_kube *kube;	       /* the source cluster (borrowed) */
 	const char *state_dir; /* where outbox.db lives (created when missing) */
@@ -96,6 +112,8 @@ typedef struct ds_exporter_config {
 	/* Records were pushed (may be NULL): e.g. ds_sender_wake(). */
 	void (*on_pushed)(void *ud, uint64_t last_seq);
 	void *pushed_ud;
+	ds_exporter_event_fn on_event; /* may be NULL: the events are dropped */
+	void *event_ud;
 } ds_exporter_config;
 
 /** Defaults; kube, state_dir and the namespaces stay unset. */

@@ -88,6 +88,21 @@ int ds_target_config_parse(ds_target_config **out, const char *buf, size_t len,
 /** A configuration with no rules, mode migrate (for tests and the plan defaults). */
 int ds_target_config_new_empty(ds_target_config **out);
 
+/**
+ * Another reference to cfg (NULL-safe), for a user on another thread that may
+ * outlive the caller's: the configuration lives until its last reference is
+ * dropped. Loading and ds_target_config_new_empty() give the first one.
+ * Safe from any thread. @return cfg
+ */
+ds_target_config *ds_target_config_ref(const ds_target_config *cfg);
+
+/** Drop a reference (NULL-safe); the last one frees. Safe from any thread. */
+void ds_target_config_unref(ds_target_config *cfg);
+
+/** How many references cfg has (0 for NULL): for tests and assertions. */
+unsigned ds_target_config_refs(const ds_target_config *cfg);
+
+/** ds_target_config_unref(): the owner of a configuration no one else holds frees it. */
 void ds_target_config_free(ds_target_config *cfg);
 
 enum ds_mode ds_target_config_mode(const ds_target_config *cfg);

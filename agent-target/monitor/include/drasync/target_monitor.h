@@ -24,7 +24,7 @@ typedef struct ds_target_monitor_config {
 	const char *ledger_path;     /* copied */
 	const char *config_path;     /* copied; shown on the status page */
 	ds_kube *kube;		     /* borrowed: /readyz probes its API server */
-	const ds_target_config *cfg; /* borrowed; see ds_target_monitor_set_config */
+	const ds_target_config *cfg; /* the monitor takes a reference of its own */
 } ds_target_monitor_config;
 
 /** Define the target's metrics in m (for tests: the list the agent exposes). */
@@ -39,7 +39,8 @@ void ds_target_monitor_free(ds_target_monitor *m);
 /** The applier and verifier whose counters a scrape reads (borrowed; either may be NULL). */
 void ds_target_monitor_attach(ds_target_monitor *m, ds_applier *a, ds_verifier *v);
 
-/** The configuration in force (SIGHUP); cfg must stay valid as long as the monitor. */
+/** The configuration in force (SIGHUP): the monitor takes a reference to cfg and drops the
+ *  one it held once no request still reads it. Safe from any thread. */
 void ds_target_monitor_set_config(ds_target_monitor *m, const ds_target_config *cfg);
 
 /** The receiver is bound on endpoint (copied): one condition of /readyz. */

@@ -25,11 +25,8 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, ds_err 
  * Rank of an object in the target's apply order (SPEC §5): Namespace,
  * ServiceAccount, ConfigMap, Secret, PVC, Service, DeviceClass,
  * ResourceClaimTemplate, ResourceClaim, Workload, PodGroup, then workloads
- * (lower first).
+ * (lower first); ds_kind_rank() of its kind, after everything known when it has none.
  */
 int ds_selection_apply_rank(const json_t *obj);
-
-/** ds_selection_apply_rank() of a kind name (NULL: after everything known); ds_kind_rank(). */
-int ds_selection_kind_rank(const char *kind);
 
 #endif

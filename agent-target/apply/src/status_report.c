@@ -1,0 +1,198 @@
+/*
+ * What `drasync-target status` shows of the ledger (ledger_status.h), as text
+ * or JSON: sources and their lag, namespaces and their modes, objects per
+ * state, those that need a look, the last verification.
+ */
+#include "drasync/status_report.h"
+
+#include "drasync/clock.h"
+#include "drasync/namespace_mode.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *when(int64_t t, char *buf, size_t size)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (t <= 0)
+		return "never";
+	gmtime_r(&tt, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+const char *ds_status_report_attention(const ds_ledger_status *st)
+{
+	if (st->states[DS_APPLY_FAILED])
+		return "objects failed to apply";
+	if (st->states[DS_APPLY_WAITING])
+		return "objects wait for objects they need";
+	if (st->not_verified)
+		return "workloads failed their last verification";
+	return NULL;
+}
+
+/* The last verification: totals, and each workload NOT verified with its reason. */
+static void print_verification_text(FILE *out, const ds_ledger_status *st)
+{
+	char b[40];
+
+	if (!st->verified && !st->not_verified) {
+		fprintf(out, "\nverification: never (drasync-target verify --config FILE)\n");
+		return;
+	}
+	fprintf(out, "\nverification: %llu verified, %llu NOT verified (last checked %s)\n",
+		(unsigned long long)st->verified, (unsigned long long)st->not_verified,
+		when(st->last_checked, b, sizeof(b)));
+	for (size_t i = 0; i < st->n_verifications; i++) {
+		const ds_ledger_verification *v = &st->verifications[i];
+		if (!v->verified)
+			fprintf(out, "  NOT verified %s %s/%s (%s, %s): %s\n", v->kind, v->ns,
+				v->name, v->form, when(v->checked_at, b, sizeof(b)), v->reason);
+	}
+}
+
+static json_t *verification_json(const ds_ledger_status *st)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < st->n_verifications; i++) {
+		const ds_ledger_verification *v = &st->verifications[i];
+		json_array_append_new(
+		    arr, json_pack("{ss ss ss ss sb ss sI sf}", "kind", v->kind, "namespace", v->ns,
+				   "name", v->name, "form", v->form, "verified", v->verified,
+				   "reason", v->reason, "checkedAt", (json_int_t)v->checked_at,
+				   "seconds", v->seconds));
+	}
+	return json_pack("{sI sI sI so}", "verified", (json_int_t)st->verified, "notVerified",
+			 (json_int_t)st->not_verified, "lastChecked", (json_int_t)st->last_checked,
+			 "workloads", arr);
+}
+
+/* How long the oldest record not applied yet has waited; 0 when none waits. */
+static int64_t lag_seconds(const ds_ledger_source *s)
+{
+	int64_t now = ds_clock_wall_ms() / 1000; /* the ledger stores seconds of the wall clock */
+
+	return s->unapplied && s->oldest_unapplied && now > s->oldest_unapplied
+		   ? now - s->oldest_unapplied
+		   : 0;
+}
+
+/* A namespace's mode: the ledger's (failover, failback), else the configuration's. */
+static const char *ns_mode(const ds_ledger_namespace *n, enum ds_mode conf)
+{
+	return ds_namespace_mode_word(n->recorded ? n->mode : conf);
+}
+
+void ds_status_report_text(FILE *out, const ds_ledger_status *st, const char *ledger,
+			   enum ds_mode conf)
+{
+	const char *mode = ds_mode_name(conf);
+	char b[40];
+
+	fprintf(out, "ledger:  %s\nmode:    %s\n", ledger, mode);
+	fprintf(out, "\n%-20s %-20s %20s %12s %-21s %10s %8s %9s\n", "SOURCE", "CLUSTER", "EPOCH",
+		"COMMITTED", "LAST CONTACT", "UNAPPLIED", "LAG", "OBJECTS");
+	for (size_t i = 0; i < st->n_sources; i++) {
+		const ds_ledger_source *s = &st->sources[i];
+		char lag[24];
+		snprintf(lag, sizeof(lag), "%llds", (long long)lag_seconds(s));
+		fprintf(out, "%-20s %-20s %20llu %12llu %-21s %10llu %8s %9llu\n", s->name,
+			s->cluster, (unsigned long long)s->epoch,
+			(unsigned long long)s->committed_seq, when(s->last_contact, b, sizeof(b)),
+			(unsigned long long)s->unapplied, lag, (unsigned long long)s->objects);
+	}
+	if (!st->n_sources)
+		fprintf(out, "(no source has connected yet)\n");
+	if (st->n_namespaces) {
+		fprintf(out, "\n%-32s %-8s %-21s %-11s %9s %6s\n", "NAMESPACE", "MODE", "SINCE",
+			"CHANGED BY", "OBJECTS", "HELD");
+		for (size_t i = 0; i < st->n_namespaces; i++) {
+			const ds_ledger_namespace *n = &st->namespaces[i];
+			fprintf(out, "%-32s %-8s %-21s %-11s %9llu %6llu\n", n->name,
+				ns_mode(n, conf), n->recorded ? when(n->since, b, sizeof(b)) : "-",
+				n->recorded ? n->changed_by : "config",
+				(unsigned long long)n->objects, (unsigned long long)n->held);
+		}
+	}
+	fprintf(out, "\nobjects:");
+	for (int s = 1; s < DS_APPLY_STATE_MAX; s++)
+		fprintf(out, " %s %llu", ds_apply_state_name((enum ds_apply_state)s),
+			(unsigned long long)st->states[s]);
+	fprintf(out, "\n");
+	if (st->n_items) {
+		fprintf(out, "\nobjects that need a look:\n");
+		for (size_t i = 0; i < st->n_items; i++) {
+			const ds_ledger_item *it = &st->items[i];
+			fprintf(out, "  %-7s %s %s%s%s (source %s): %s\n",
+				ds_apply_state_name(it->state), it->kind, it->ns,
+				it->ns[0] ? "/" : "", it->name, it->source, it->reason);
+		}
+		if (st->more_items)
+			fprintf(out, "  ... and %llu more\n", (unsigned long long)st->more_items);
+	}
+	print_verification_text(out, st);
+}
+
+int ds_status_report_json(FILE *out, const ds_ledger_status *st, const char *ledger,
+			  enum ds_mode conf)
+{
+	const char *mode = ds_mode_name(conf);
+	json_t *o = json_object(), *srcs = json_array(), *states = json_object(),
+	       *items = json_array(), *nss = json_array();
+	const char *why = ds_status_report_attention(st);
+	char *text;
+	int rc;
+
+	for (size_t i = 0; i < st->n_sources; i++) {
+		const ds_ledger_source *s = &st->sources[i];
+		json_array_append_new(
+		    srcs, json_pack("{ss ss sI sI sI sI sI sI}", "name", s->name, "cluster",
+				    s->cluster, "epoch", (json_int_t)s->epoch, "committedSeq",
+				    (json_int_t)s->committed_seq, "lastContact",
+				    (json_int_t)s->last_contact, "unapplied",
+				    (json_int_t)s->unapplied, "lagSeconds",
+				    (json_int_t)lag_seconds(s), "objects", (json_int_t)s->objects));
+	}
+	for (int s = 1; s < DS_APPLY_STATE_MAX; s++)
+		json_object_set_new(states, ds_apply_state_name((enum ds_apply_state)s),
+				    json_integer((json_int_t)st->states[s]));
+	for (size_t i = 0; i < st->n_items; i++) {
+		const ds_ledger_item *it = &st->items[i];
+		json_array_append_new(
+		    items, json_pack("{ss ss ss ss ss ss}", "state", ds_apply_state_name(it->state),
+				     "source", it->source, "kind", it->kind, "namespace", it->ns,
+				     "name", it->name, "reason", it->reason));
+	}
+	for (size_t i = 0; i < st->n_namespaces; i++) {
+		const ds_ledger_namespace *n = &st->namespaces[i];
+		json_array_append_new(
+		    nss, json_pack("{ss ss so ss sI sI}", "name", n->name, "mode", ns_mode(n, conf),
+				   "since", n->recorded ? json_integer(n->since) : json_null(),
+				   "changedBy", n->recorded ? n->changed_by : "config", "objects",
+				   (json_int_t)n->objects, "held", (json_int_t)n->held));
+	}
+	json_object_set_new(o, "ledger", json_string(ledger));
+	json_object_set_new(o, "mode", json_string(mode));
+	json_object_set_new(o, "sources", srcs);
+	json_object_set_new(o, "namespaces", nss);
+	json_object_set_new(o, "objects", states);
+	json_object_set_new(o, "needsLook", items);
+	json_object_set_new(o, "moreNeedLook", json_integer((json_int_t)st->more_items));
+	json_object_set_new(o, "verification", verification_json(st));
+	json_object_set_new(o, "healthy", json_boolean(!why));
+	json_object_set_new(o, "attention", why ? json_string(why) : json_null());
+	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (text)
+		fprintf(out, "%s\n", text);
+	rc = text ? 0 : -ENOMEM;
+	free(text);
+	json_decref(o);
+	return rc;
+}

@@ -1,0 +1,459 @@
+#include "drasync/target_agent.h"
+
+#include "drasync/apply_feedback.h"
+#include "drasync/config_holder.h"
+#include "drasync/log.h"
+#include "drasync/receiver.h"
+#include "drasync/stop_signals.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ds_target_agent {
+	ds_target_agent_config cfg; /* config_path and ledger_path copied below */
+	char *config_path, *ledger_path;
+	ds_keypair keys;
+	ds_config_holder *configs;  /* the one in force, and those the applier may still read */
+	ds_target_config *listened; /* the receiver's: it was given the file's strings */
+	pthread_mutex_t reload_mu;  /* one reload at a time */
+	ds_apply_feedback *feedback;
+	ds_applier *applier;
+	ds_receiver *receiver;
+	ds_verifier *verifier;
+	ds_verify_modes verify_modes;  /* the verifier's thread's, with its reference in .cfg */
+	size_t verified, not_verified; /* since the last summary (the verifier's thread's) */
+	pthread_t applier_thread, verifier_thread;
+	int applier_rc;
+};
+
+/* The configurations the applier has let go of (each pass takes the one in force). */
+static void release_passed(ds_target_agent *a)
+{
+	ds_applier_stats st;
+
+	ds_applier_stats_get(a->applier, &st);
+	ds_config_holder_passed(a->configs, st.passes);
+}
+
+/* A workload the applier just applied ("Kind ns/name"): verify it on the cluster. */
+static void verify_later(ds_target_agent *a, const ds_applier_event *ev)
+{
+	char kind[128], ns[256], name[512];
+
+	if (!a->verifier || ev->state != DS_APPLY_APPLIED || ev->unchanged ||
+	    ev->op != DS_RECORD_UPSERT || !ev->target ||
+	    sscanf(ev->target, "%127s %255[^/]/%511s", kind, ns, name) != 3)
+		return;
+	ds_verifier_add(a->verifier, kind, ns, name); /* -EINVAL: not a workload */
+}
+
+static enum ds_verify_form verify_form(void *ud, const char *ns)
+{
+	ds_target_agent *a = ud;
+
+	/* The verifier's thread alone: the file's mode as reloaded, the ledger kept open. */
+	ds_target_config_unref((ds_target_config *)(uintptr_t)a->verify_modes.cfg);
+	a->verify_modes.cfg = ds_config_holder_get(a->configs);
+	a->verify_modes.ledger_path = a->ledger_path;
+	return ds_verify_namespace_form(&a->verify_modes, ns);
+}
+
+/* A line per workload; a summary each time none is left to verify. */
+static void on_verified(void *ud, const ds_verify_item *it)
+{
+	ds_target_agent *a = ud;
+	char q[DS_VERIFY_REASON_MAX + 64];
+
+	if (a->cfg.hooks.on_verified)
+		a->cfg.hooks.on_verified(a->cfg.hooks.ud, it);
+	ds_log(it->verified ? DS_LOG_INFO : DS_LOG_WARN, it->verified ? "verified" : "not_verified",
+	       "kind=%s namespace=%s name=%s form=%s seconds=%.1f reason=%s", it->kind, it->ns,
+	       it->name, ds_verify_form_name(it->form), it->seconds,
+	       ds_log_quote(it->reason, q, sizeof(q)));
+	if (it->verified)
+		a->verified++;
+	else
+		a->not_verified++;
+	if (ds_verifier_pending(a->verifier) == 0) {
+		ds_log(a->not_verified ? DS_LOG_WARN : DS_LOG_INFO, "verification_summary",
+		       "verified=%zu not_verified=%zu%s", a->verified, a->not_verified,
+		       a->not_verified ? " detail=\"drasync-target status lists them with why\""
+				       : "");
+		a->verified = a->not_verified = 0;
+	}
+}
+
+/* Verification waits while a pass applies: its reads would slow a bulk apply down. */
+static bool applier_busy(void *ud)
+{
+	ds_target_agent *a = ud;
+
+	return ds_applier_busy(a->applier);
+}
+
+static void *verifier_main(void *arg)
+{
+	ds_target_agent *a = arg;
+	ds_err err = {0};
+
+	if (ds_verifier_run(a->verifier, &err) < 0)
+		ds_log(DS_LOG_ERROR, "verifier_failed", "error=%s", err.msg);
+	return NULL;
+}
+
+/* SPEC §3: every change the pipeline made, as `plan` would report it. */
+static void log_mapping(const ds_applier_event *ev)
+{
+	for (size_t i = 0; !ev->unchanged && ev->report && i < ev->report_n; i++) {
+		const ds_report_entry *e = ds_report_get(ev->report, ev->report_first + i);
+		char obj[400], ctr[200], ent[200], from[400], to[400], msg[600];
+		if (!e)
+			break;
+		ds_log(DS_LOG_INFO, "mapping",
+		       "type=%s object=%s container=%s entry=%s from=%s to=%s detail=%s",
+		       ds_report_type_name(e->type),
+		       ds_log_quote(e->object ? e->object : "", obj, sizeof(obj)),
+		       ds_log_quote(e->container ? e->container : "", ctr, sizeof(ctr)),
+		       ds_log_quote(e->entry ? e->entry : "", ent, sizeof(ent)),
+		       ds_log_quote(e->from ? e->from : "", from, sizeof(from)),
+		       ds_log_quote(e->to ? e->to : "", to, sizeof(to)),
+		       ds_log_quote(e->message ? e->message : "", msg, sizeof(msg)));
+	}
+}
+
+/* Every outcome of the apply stage as one log line, with its reason. */
+static void on_apply(void *ud, const ds_applier_event *ev)
+{
+	ds_target_agent *a = ud;
+	char reason[600];
+	enum ds_log_level level = DS_LOG_INFO;
+
+	release_passed(a); /* an event: a pass is under way, maybe with new rules */
+	if (a->cfg.hooks.on_apply)
+		a->cfg.hooks.on_apply(a->cfg.hooks.ud, ev);
+	verify_later(a, ev);
+	if (ev->unchanged)
+		level = DS_LOG_DEBUG;
+	else if (ev->state == DS_APPLY_FAILED || ev->takeover)
+		level = DS_LOG_WARN; /* a takeover: someone on the target changed what we own */
+	ds_log(level, "apply", "source=%s object=%s target=%s seq=%llu state=%s reason=%s",
+	       ev->source, ev->key, ev->target ? ev->target : "-", (unsigned long long)ev->seq,
+	       ds_apply_state_name(ev->state),
+	       ds_log_quote(ev->reason ? ev->reason : "", reason, sizeof(reason)));
+	log_mapping(ev);
+}
+
+/* The apply stage waits out a full ledger filesystem; it says so at each try. */
+static void on_ledger_full(void *ud, const char *msg, int retry_ms)
+{
+	ds_target_agent *a = ud;
+	char q[600];
+
+	ds_log(DS_LOG_ERROR, "ledger_error",
+	       "stage=apply ledger=%s error=%s detail=\"the outcomes of the last pass not "
+	       "committed: its objects are applied again in %d s; free space on the ledger's "
+	       "filesystem\"",
+	       a->ledger_path, ds_log_quote(msg, q, sizeof(q)), retry_ms / 1000);
+}
+
+static void *applier_main(void *arg)
+{
+	ds_target_agent *a = arg;
+	ds_err err = {0};
+
+	a->applier_rc = ds_applier_run(a->applier, &err);
+	if (a->applier_rc < 0) {
+		ds_log(DS_LOG_ERROR, "applier_failed", "error=%s", err.msg);
+		ds_receiver_stop(a->receiver);
+	}
+	return NULL;
+}
+
+void ds_target_agent_transport_opts(struct ds_kube_transport_opts *o, int max_parallel)
+{
+	/* The importer writes in bulk after an outage or a snapshot: the client's
+	 * own limit sits well above what one API server takes, which answers 429
+	 * (with Retry-After, honoured) when it has had enough. The default of 200/s
+	 * held the apply rate at half the server's ceiling (bench target). */
+	ds_kube_transport_opts_init(o);
+	o->qps = 2000;
+	o->burst = 2000;
+	/* An API server takes more writes at once than the client's default 64
+	 * (bench target: client-go gets 279/s with 16 workers, 375 with 64, 474
+	 * with 256 on a clean cluster); it queues what it cannot take yet (API
+	 * priority and fairness) and answers 429 beyond. */
+	o->max_parallel = max_parallel;
+}
+
+int ds_target_agent_new(ds_target_agent **out, const ds_target_agent_config *cfg, ds_err *err)
+{
+	ds_target_agent *a = NULL;
+	ds_target_config *own = NULL;
+	ds_applier_config ac = {0};
+	ds_verifier_config vc = {0};
+	int rc = -ENOMEM;
+
+	if (!cfg || !cfg->config_path || !cfg->cfg || !cfg->keys || !cfg->kube ||
+	    !cfg->ledger_path) {
+		ds_err_set(err, "target agent: config, keys, cluster and ledger are required");
+		return -EINVAL;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		goto out;
+	pthread_mutex_init(&a->reload_mu, NULL);
+	a->cfg = *cfg;
+	a->keys = *cfg->keys;
+	a->config_path = strdup(cfg->config_path);
+	a->ledger_path = strdup(cfg->ledger_path);
+	own = ds_target_config_ref(cfg->cfg);
+	if (!a->config_path || !a->ledger_path || ds_config_holder_new(&a->configs, &own) < 0)
+		goto out;
+	a->cfg.config_path = a->config_path;
+	a->cfg.ledger_path = a->ledger_path;
+	a->cfg.keys = &a->keys;
+	a->cfg.cfg = NULL; /* the holder's */
+	/* The verifier before the applier, whose events feed it. */
+	vc = (ds_verifier_config){.kube = cfg->kube,
+				  .ledger_path = a->ledger_path,
+				  .timeout_ms =
+				      cfg->verify_timeout_ms > 0 ? cfg->verify_timeout_ms : 0,
+				  .form_of = verify_form,
+				  .form_ud = a,
+				  .hold = applier_busy,
+				  .hold_ud = a,
+				  .on_result = on_verified,
+				  .result_ud = a};
+	rc = cfg->verify_timeout_ms ? ds_verifier_new(&a->verifier, &vc, err) : 0;
+	if (rc < 0)
+		goto out;
+	ac.ledger_path = a->ledger_path;
+	ac.kube = cfg->kube;
+	ac.cfg = ds_config_holder_peek(a->configs);
+	ac.on_event = on_apply;
+	ac.on_ledger_full = on_ledger_full;
+	ac.event_ud = a;
+	/* The applier before the receiver, whose handler wakes it. */
+	rc = ds_applier_new(&a->applier, &ac, err);
+	if (rc < 0)
+		goto out;
+	rc = ds_apply_feedback_open(&a->feedback, a->ledger_path, err);
+	if (rc < 0)
+		goto out;
+	*out = a;
+	a = NULL;
+out:
+	ds_target_config_unref(own);
+	ds_target_agent_free(a);
+	return ds_err_fallback(err, rc);
+}
+
+int ds_target_agent_listen(ds_target_agent *a, ds_err *err)
+{
+	ds_receiver_config rc_cfg;
+	ds_target_config *cfg = ds_config_holder_get(a->configs);
+	int rc;
+
+	ds_receiver_config_default(&rc_cfg);
+	rc_cfg.endpoint = ds_target_config_listen(cfg);
+	rc_cfg.keys = &a->keys;
+	rc_cfg.authorized_sources = ds_target_config_authorized_sources(cfg);
+	rc_cfg.inbox_path = a->ledger_path;
+	rc_cfg.handler = ds_applier_record_handler;
+	rc_cfg.handler_ud = a->applier;
+	rc_cfg.on_event = a->cfg.hooks.on_link_event;
+	rc_cfg.event_ud = a->cfg.hooks.ud;
+	rc_cfg.max_unapplied = ds_target_config_max_unapplied(cfg);
+	ds_apply_feedback_bind(a->feedback, &rc_cfg.feedback);
+	rc = ds_receiver_new(&a->receiver, &rc_cfg, err);
+	if (rc < 0) {
+		ds_target_config_unref(cfg);
+		return rc;
+	}
+	a->listened = cfg; /* the receiver's reference, dropped when it is freed */
+	if (a->cfg.hooks.on_listening)
+		a->cfg.hooks.on_listening(a->cfg.hooks.ud, a);
+	ds_log(DS_LOG_INFO, "started",
+	       "listen=%s mode=%s ledger=%s dra_api=%s authorized_sources=%s "
+	       "max_unapplied=%llu",
+	       ds_receiver_endpoint(a->receiver), ds_mode_name(ds_target_config_mode(cfg)),
+	       a->ledger_path, ds_applier_dra_api_version(a->applier),
+	       ds_target_config_authorized_sources(cfg),
+	       (unsigned long long)ds_target_config_max_unapplied(cfg));
+	return 0;
+}
+
+ds_applier *ds_target_agent_applier(ds_target_agent *a)
+{
+	return a->applier;
+}
+
+ds_verifier *ds_target_agent_verifier(ds_target_agent *a)
+{
+	return a->verifier;
+}
+
+const char *ds_target_agent_endpoint(const ds_target_agent *a)
+{
+	return a->receiver ? ds_receiver_endpoint(a->receiver) : NULL;
+}
+
+/* A key `run` reads only at start: say that changing it needs a restart. */
+static void restart_needed(const char *key, const char *was, const char *now)
+{
+	if (strcmp(was ? was : "", now ? now : "") != 0)
+		ds_log(DS_LOG_WARN, "reload_partial",
+		       "key=%s detail=\"changed in the file, takes effect at the next start\"",
+		       key);
+}
+
+static void restart_keys(const ds_target_config *was, const ds_target_config *cfg)
+{
+	restart_needed("listen", ds_target_config_listen(was), ds_target_config_listen(cfg));
+	restart_needed("keys.secretKeyFile", ds_target_config_secret_key_file(was),
+		       ds_target_config_secret_key_file(cfg));
+	restart_needed("keys.authorizedSources", ds_target_config_authorized_sources(was),
+		       ds_target_config_authorized_sources(cfg));
+	restart_needed("kubeconfig", ds_target_config_kubeconfig(was),
+		       ds_target_config_kubeconfig(cfg));
+	restart_needed("stateDir", ds_target_config_state_dir(was),
+		       ds_target_config_state_dir(cfg));
+	restart_needed("metrics.listen", ds_target_config_metrics_listen(was),
+		       ds_target_config_metrics_listen(cfg));
+}
+
+/*
+ * The applier takes the new rules at its next pass; sessions are not touched.
+ * The authorized sources need no signal: the ZAP handler re-reads that file
+ * whenever it changes.
+ */
+int ds_target_agent_reload(ds_target_agent *a, ds_err *err)
+{
+	ds_target_config *cfg = NULL, *was = NULL;
+	const ds_target_config *now;
+	ds_applier_stats st;
+	char msg[512], q[600];
+	size_t n_nsm = 0;
+	ds_err local = {0};
+	int rc;
+
+	if (!err)
+		err = &local;
+	pthread_mutex_lock(&a->reload_mu);
+	rc = ds_target_config_load(&cfg, a->config_path, err);
+	if (rc < 0) {
+		ds_log(DS_LOG_ERROR, "reload_failed", "config=%s error=%s detail=\"%s\"",
+		       a->config_path,
+		       ds_log_quote(ds_err_format(err, msg, sizeof(msg)), q, sizeof(q)),
+		       "the rules in force are kept");
+		goto out;
+	}
+	now = cfg;
+	was = ds_config_holder_get(a->configs);
+	rc = ds_config_holder_set(a->configs, &cfg);
+	if (rc < 0) {
+		ds_err_set(err, "out of memory");
+		ds_log(DS_LOG_ERROR, "reload_failed", "config=%s error=\"out of memory\"",
+		       a->config_path);
+		goto out;
+	}
+	restart_keys(was, now);
+	/* The holder keeps what it replaced until the applier's next pass has begun. */
+	ds_applier_set_config(a->applier, now);
+	ds_applier_stats_get(a->applier, &st);
+	ds_config_holder_handed(a->configs, st.passes);
+	release_passed(a);
+	if (a->cfg.hooks.on_config)
+		a->cfg.hooks.on_config(a->cfg.hooks.ud, now);
+	ds_target_config_namespaces(now, &n_nsm);
+	ds_log(DS_LOG_INFO, "reloaded",
+	       "config=%s mode=%s mapping_rules=%zu device_class_mappings=%zu "
+	       "namespace_mappings=%zu",
+	       a->config_path, ds_mode_name(ds_target_config_mode(now)),
+	       ds_target_config_dra(now)->n_rules, ds_target_config_dra(now)->n_device_classes,
+	       n_nsm);
+out:
+	pthread_mutex_unlock(&a->reload_mu);
+	ds_target_config_unref(was);
+	ds_target_config_unref(cfg);
+	return rc;
+}
+
+static void on_stop_signal(void *ud, int sig)
+{
+	(void)sig;
+	ds_target_agent_stop(ud);
+}
+
+static void on_reload_signal(void *ud)
+{
+	ds_err err = {0};
+
+	ds_target_agent_reload(ud, &err); /* logged */
+}
+
+void ds_target_agent_stop(ds_target_agent *a)
+{
+	ds_receiver_stop(a->receiver);
+}
+
+int ds_target_agent_run(ds_target_agent *a, ds_err *err)
+{
+	ds_stop_signals signals = {0};
+	bool applier_started = false, verifier_started = false;
+	int rc;
+
+	if (ds_stop_signals_start(&signals, on_stop_signal, on_reload_signal, a) < 0)
+		ds_log(DS_LOG_WARN, "no_signal_thread", "detail=\"SIGTERM will not stop cleanly\"");
+	if (pthread_create(&a->applier_thread, NULL, applier_main, a) != 0) {
+		ds_err_set(err, "cannot start the applier thread");
+		rc = -EAGAIN;
+		goto out;
+	}
+	applier_started = true;
+	if (a->verifier) { /* none with verify_timeout_ms 0 */
+		if (pthread_create(&a->verifier_thread, NULL, verifier_main, a) == 0)
+			verifier_started = true;
+		else
+			ds_log(DS_LOG_WARN, "no_verifier", "detail=\"workloads are not verified\"");
+	}
+	rc = ds_receiver_run(a->receiver, err);
+	if (rc < 0)
+		ds_log(DS_LOG_ERROR, "receiver_failed", "error=%s", err ? err->msg : "");
+out:
+	ds_applier_stop(a->applier);
+	ds_applier_notify(a->applier);
+	if (applier_started) {
+		pthread_join(a->applier_thread, NULL);
+		if (a->applier_rc < 0 && rc == 0)
+			rc = a->applier_rc;
+	}
+	if (verifier_started) {
+		ds_verifier_stop(a->verifier);
+		pthread_join(a->verifier_thread, NULL);
+	}
+	ds_stop_signals_end(&signals);
+	return rc;
+}
+
+void ds_target_agent_free(ds_target_agent *a)
+{
+	if (!a)
+		return;
+	ds_receiver_free(a->receiver);
+	ds_target_config_unref(a->listened);
+	ds_apply_feedback_free(a->feedback);
+	ds_applier_free(a->applier);
+	ds_verifier_free(a->verifier);
+	ds_target_config_unref((ds_target_config *)(uintptr_t)a->verify_modes.cfg);
+	ds_verify_modes_dispose(&a->verify_modes);
+	ds_config_holder_free(a->configs);
+	free(a->config_path);
+	free(a->ledger_path);
+	pthread_mutex_destroy(&a->reload_mu);
+	free(a);
+}

@@ -1,0 +1,120 @@
+/* status's report of a ledger, on a ds_ledger_status made here: no ledger file, no cluster. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drasync/status_report.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A writable string: the status structures hold char *, as the ledger's reader fills them. */
+#define S(lit) ((char[]){lit})
+
+/* What fn writes for st, as a string the caller frees. */
+static char *render(int json, const ds_ledger_status *st, enum ds_mode conf)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	if (json)
+		assert_int_equal(ds_status_report_json(f, st, "/var/lib/drasync/ledger.db", conf),
+				 0);
+	else
+		ds_status_report_text(f, st, "/var/lib/drasync/ledger.db", conf);
+	fclose(f);
+	return buf;
+}
+
+static void test_status_report__healthy_ledger_needs_no_attention(void **state)
+{
+	ds_ledger_status st = {0};
+	char *text;
+
+	(void)state;
+	st.states[DS_APPLY_APPLIED] = 3;
+	assert_null(ds_status_report_attention(&st));
+	text = render(0, &st, DS_MODE_STANDBY);
+	assert_non_null(strstr(text, "mode:    standby\n"));
+	assert_non_null(strstr(text, "(no source has connected yet)"));
+	assert_non_null(strstr(text, "verification: never"));
+	free(text);
+}
+
+static void test_status_report__failed_comes_before_waiting_and_verification(void **state)
+{
+	ds_ledger_status st = {0};
+
+	(void)state;
+	st.not_verified = 1;
+	assert_string_equal(ds_status_report_attention(&st),
+			    "workloads failed their last verification");
+	st.states[DS_APPLY_WAITING] = 1;
+	assert_string_equal(ds_status_report_attention(&st), "objects wait for objects they need");
+	st.states[DS_APPLY_FAILED] = 1;
+	assert_string_equal(ds_status_report_attention(&st), "objects failed to apply");
+}
+
+static void test_status_report__json_names_the_namespace_mode_and_the_failure(void **state)
+{
+	ds_ledger_namespace nss[] = {
+	    {.name = S("ml"),
+	     .recorded = true,
+	     .mode = DS_MODE_MIGRATE,
+	     .since = 10,
+	     .changed_by = S("failover"),
+	     .objects = 2},
+	    {.name = S("web"), .recorded = false, .changed_by = S(""), .objects = 1},
+	};
+	ds_ledger_item items[] = {{.source = S("east"),
+				   .kind = S("Deployment"),
+				   .ns = S("ml"),
+				   .name = S("train"),
+				   .state = DS_APPLY_FAILED,
+				   .reason = S("forbidden")}};
+	ds_ledger_status st = {.namespaces = nss, .n_namespaces = 2, .items = items, .n_items = 1};
+	json_error_t je;
+	json_t *o;
+	char *text;
+
+	(void)state;
+	st.states[DS_APPLY_FAILED] = 1;
+	text = render(1, &st, DS_MODE_STANDBY);
+	o = json_loads(text, 0, &je);
+	assert_non_null(o);
+	assert_false(json_is_true(json_object_get(o, "healthy")));
+	assert_string_equal(json_string_value(json_object_get(o, "attention")),
+			    "objects failed to apply");
+	/* Recorded: the ledger's mode; not recorded: the configuration's. */
+	assert_string_equal(json_string_value(json_object_get(
+				json_array_get(json_object_get(o, "namespaces"), 0), "changedBy")),
+			    "failover");
+	assert_string_equal(json_string_value(json_object_get(
+				json_array_get(json_object_get(o, "namespaces"), 1), "changedBy")),
+			    "config");
+	assert_string_equal(json_string_value(json_object_get(
+				json_array_get(json_object_get(o, "needsLook"), 0), "reason")),
+			    "forbidden");
+	json_decref(o);
+	free(text);
+	text = render(0, &st, DS_MODE_STANDBY);
+	assert_non_null(strstr(text, "objects that need a look:"));
+	assert_non_null(strstr(text, "Deployment ml/train (source east): forbidden"));
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_status_report__healthy_ledger_needs_no_attention),
+	    cmocka_unit_test(test_status_report__failed_comes_before_waiting_and_verification),
+	    cmocka_unit_test(test_status_report__json_names_the_namespace_mode_and_the_failure),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
