@@ -12,6 +12,7 @@
 
 #include "drasync/agent_state.h"
 #include "drasync/duration.h"
+#include "drasync/export_log.h"
 #include "drasync/exporter.h"
 #include "drasync/export_status.h"
 #include "drasync/keys.h"
@@ -733,6 +734,7 @@ static int start(struct run *r)
 	if (rc)
 		return rc;
 	ds_exporter_config_default(&ec);
+	ec.on_event = ds_export_log_event;
 	ec.kube = r->kube;
 	ec.state_dir = r->state_dir;
 	ec.namespaces = ns;
