@@ -2,6 +2,7 @@
 
 #include "drasync/applier.h"
 #include "drasync/buf.h"
+#include "drasync/clock.h"
 #include "drasync/k8s_object.h"
 #include "drasync/ledger_objects.h"
 #include "drasync/record.h"
@@ -34,14 +35,6 @@ struct drill {
 	json_t *failed; /* [{object, reason}] */
 	size_t applied, skipped;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void say(const struct drill *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -331,7 +324,7 @@ int ds_drill_run(const ds_drill_opts *o, json_t **report, ds_err *err)
 	ds_report *rep = NULL;
 	json_t *workloads = NULL;
 	size_t n_objs = 0, mine = 0;
-	double t0 = now_s();
+	double t0 = ds_clock_mono_s();
 	time_t started = time(NULL);
 	char when[32];
 	bool applied_ok = true, cleaned = false;
@@ -402,7 +395,7 @@ int ds_drill_run(const ds_drill_opts *o, json_t **report, ds_err *err)
 	gmtime_r(&started, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	*report = json_pack("{ss ss ss sf s{sI sI sO} sO sb sb sb}", "namespace", o->ns, "into",
-			    d.into, "startedAt", when, "seconds", now_s() - t0, "objects",
+			    d.into, "startedAt", when, "seconds", ds_clock_mono_s() - t0, "objects",
 			    "applied", (json_int_t)d.applied, "skipped", (json_int_t)d.skipped,
 			    "failed", d.failed, "workloads", workloads, "verified",
 			    applied_ok && !json_array_size(d.failed) && sum.not_verified == 0,
