@@ -10,6 +10,7 @@
  * (VmHWM: the most this process ever held resident, lists and pushes
  * included), the figure SPEC's 64 MB bound is about.
  */
+#include "drasync/export_log.h"
 #include "drasync/exporter.h"
 #include "drasync/k8s_object.h"
 #include "drasync/kube_client.h"
@@ -135,6 +136,7 @@ static int run_passes(ds_kube *k, const char *state_dir)
 	int rc;
 
 	ds_exporter_config_default(&cfg);
+	cfg.on_event = ds_export_log_event;
 	cfg.kube = k;
 	cfg.state_dir = state_dir;
 	cfg.ns_match = selected;

@@ -13,12 +13,27 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+void ds_exporter_emit(const ds_exporter *ex, enum ds_log_level level, const char *name,
+		      const char *fmt, ...)
+{
+	char fields[2048];
+	va_list ap;
+
+	if (!ex->cfg.on_event)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(fields, sizeof(fields), fmt, ap);
+	va_end(ap);
+	ex->cfg.on_event(ex->cfg.event_ud, &(ds_exporter_event){level, name, fields});
+}
 
 const char *ds_exporter_quote(const char *v, char *buf, size_t size)
 {
@@ -95,8 +110,8 @@ void ds_exporter_on_snapshot_required(void *ud, uint64_t target_committed_seq)
 {
 	ds_exporter *ex = ud;
 
-	ds_log(DS_LOG_WARN, "snapshot_requested", "target_committed_seq=%llu",
-	       (unsigned long long)target_committed_seq);
+	ds_exporter_emit(ex, DS_LOG_WARN, "snapshot_requested", "target_committed_seq=%llu",
+			 (unsigned long long)target_committed_seq);
 	ds_exporter_request_snapshot(ex);
 }
 
@@ -146,14 +161,16 @@ static int make_streams(ds_exporter *ex, ds_err *err)
 		}
 	}
 	if (ex->scoped)
-		ds_log(DS_LOG_INFO, "namespace_reads",
-		       "scope=namespaced namespaces=%zu watches_max=%zu", nns, ex->nstreams);
+		ds_exporter_emit(ex, DS_LOG_INFO, "namespace_reads",
+				 "scope=namespaced namespaces=%zu watches_max=%zu", nns,
+				 ex->nstreams);
 	else
-		ds_log(DS_LOG_INFO, "namespace_reads", "scope=cluster reason=%s watches_max=%zu",
-		       ds_exporter_quote(nns ? "more namespaces than read one by one"
-					     : "namespaceSelector",
-					 e, sizeof(e)),
-		       ex->nstreams);
+		ds_exporter_emit(ex, DS_LOG_INFO, "namespace_reads",
+				 "scope=cluster reason=%s watches_max=%zu",
+				 ds_exporter_quote(nns ? "more namespaces than read one by one"
+						       : "namespaceSelector",
+						   e, sizeof(e)),
+				 ex->nstreams);
 	return 0;
 }
 

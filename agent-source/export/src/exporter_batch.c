@@ -144,8 +144,8 @@ int ds_exporter_flush(ds_exporter *ex, ds_err *err)
 	if (rc < 0) {
 		char e[300];
 		ex->local_failed = true;
-		ds_log(DS_LOG_ERROR, "outbox_failed", "records=%zu error=%s", b->n,
-		       ds_exporter_quote(err ? err->msg : strerror(-rc), e, sizeof(e)));
+		ds_exporter_emit(ex, DS_LOG_ERROR, "outbox_failed", "records=%zu error=%s", b->n,
+				 ds_exporter_quote(err ? err->msg : strerror(-rc), e, sizeof(e)));
 	}
 	ds_exporter_batch_reset(b);
 	return rc;
@@ -223,10 +223,10 @@ int ds_exporter_process_object(ds_exporter *ex, const struct kind *k, json_t *ob
 	if (!ds_selection_check(obj, ex->cfg.replicate_device_classes, &why)) {
 		ex->counts.skipped++;
 		if (skip_note(ex, key, why.msg))
-			ds_log(DS_LOG_INFO, "skipped", "object=%s reason=%s",
-			       ds_exporter_quote(ds_obj_describe(obj, desc, sizeof(desc)), e1,
-						 sizeof(e1)),
-			       ds_exporter_quote(why.msg, e2, sizeof(e2)));
+			ds_exporter_emit(ex, DS_LOG_INFO, "skipped", "object=%s reason=%s",
+					 ds_exporter_quote(ds_obj_describe(obj, desc, sizeof(desc)),
+							   e1, sizeof(e1)),
+					 ds_exporter_quote(why.msg, e2, sizeof(e2)));
 		/* replicated before, not any more (e.g. adopted by a controller) */
 		return have ? ds_exporter_add_tombstone(ex, &row) : 0;
 	}

@@ -148,4 +148,11 @@ int ds_exporter_pass_namespaces(ds_exporter *ex, struct stream *only, struct nam
 /* exporter_watch.c */
 void ds_exporter_watches_stop(ds_exporter *ex);
 
+/**
+ * Report an event to cfg.on_event (nothing when it is NULL): the exporter's
+ * one way to tell; `fmt` formats its logfmt fields, as ds_log() would.
+ */
+void ds_exporter_emit(const struct ds_exporter *ex, enum ds_log_level level, const char *name,
+		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 #endif

@@ -134,10 +134,11 @@ int ds_exporter_unselect_namespace(ds_exporter *ex, const char *ns, ds_err *err)
 	rc = ds_object_index_forget_namespace(ex->idx, ns, &n, err);
 	if (rc < 0)
 		return rc;
-	ds_log(DS_LOG_INFO, "namespace_unselected",
-	       "namespace=%s forgotten=%zu detail=\"no longer replicated; nothing is deleted on "
-	       "the target\"",
-	       ds_exporter_quote(ns, e, sizeof(e)), n);
+	ds_exporter_emit(
+	    ex, DS_LOG_INFO, "namespace_unselected",
+	    "namespace=%s forgotten=%zu detail=\"no longer replicated; nothing is deleted on "
+	    "the target\"",
+	    ds_exporter_quote(ns, e, sizeof(e)), n);
 	return 0;
 }
 
@@ -230,9 +231,10 @@ int ds_exporter_pass_namespaces(ds_exporter *ex, struct stream *only, struct nam
 				if (rc == 0 && ds_exporter_ns_matches(ex, item)) {
 					rc = ds_exporter_names_add(&matched, name);
 					if (rc == 0 && !ds_exporter_ns_selected(ex, name)) {
-						ds_log(DS_LOG_INFO, "namespace_selected",
-						       "namespace=%s",
-						       ds_exporter_quote(name, e, sizeof(e)));
+						ds_exporter_emit(
+						    ex, DS_LOG_INFO, "namespace_selected",
+						    "namespace=%s",
+						    ds_exporter_quote(name, e, sizeof(e)));
 						if (fresh)
 							rc = ds_exporter_names_add(fresh, name);
 						if (rc == 0)

@@ -36,20 +36,25 @@ static int result_locked(ds_exporter *ex, uint64_t seq, enum ds_result_status st
 		ex->results[status]++;
 	rc = ds_object_index_result(ex->ridx, seq, status, message, &row, &changed, &err);
 	if (rc == 0 && changed && (status == DS_RESULT_FAILED || status == DS_RESULT_SKIPPED))
-		ds_log(DS_LOG_WARN, status == DS_RESULT_FAILED ? "target_failed" : "target_skipped",
-		       "object=%s seq=%llu reason=%s", ds_exporter_quote(row.key, e2, sizeof(e2)),
-		       (unsigned long long)seq, ds_exporter_quote(message, e1, sizeof(e1)));
+		ds_exporter_emit(
+		    ex, DS_LOG_WARN,
+		    status == DS_RESULT_FAILED ? "target_failed" : "target_skipped",
+		    "object=%s seq=%llu reason=%s", ds_exporter_quote(row.key, e2, sizeof(e2)),
+		    (unsigned long long)seq, ds_exporter_quote(message, e1, sizeof(e1)));
 	else if (rc == 0 && changed && status == DS_RESULT_WAITING)
-		ds_log(DS_LOG_INFO, "target_waiting", "object=%s seq=%llu reason=%s",
-		       ds_exporter_quote(row.key, e2, sizeof(e2)), (unsigned long long)seq,
-		       ds_exporter_quote(message, e1, sizeof(e1)));
+		ds_exporter_emit(ex, DS_LOG_INFO, "target_waiting", "object=%s seq=%llu reason=%s",
+				 ds_exporter_quote(row.key, e2, sizeof(e2)),
+				 (unsigned long long)seq,
+				 ds_exporter_quote(message, e1, sizeof(e1)));
 	else if (rc == 0 && changed && (status == DS_RESULT_APPLIED || status == DS_RESULT_HELD))
-		ds_log(DS_LOG_DEBUG, status == DS_RESULT_APPLIED ? "target_applied" : "target_held",
-		       "object=%s seq=%llu", ds_exporter_quote(row.key, e2, sizeof(e2)),
-		       (unsigned long long)seq);
+		ds_exporter_emit(ex, DS_LOG_DEBUG,
+				 status == DS_RESULT_APPLIED ? "target_applied" : "target_held",
+				 "object=%s seq=%llu", ds_exporter_quote(row.key, e2, sizeof(e2)),
+				 (unsigned long long)seq);
 	else if (rc < 0 && rc != -ENOENT)
-		ds_log(DS_LOG_ERROR, "result_not_recorded", "seq=%llu error=%s",
-		       (unsigned long long)seq, ds_exporter_quote(err.msg, e1, sizeof(e1)));
+		ds_exporter_emit(ex, DS_LOG_ERROR, "result_not_recorded", "seq=%llu error=%s",
+				 (unsigned long long)seq,
+				 ds_exporter_quote(err.msg, e1, sizeof(e1)));
 	return rc == -ENOENT ? 0 : rc;
 }
 
@@ -66,8 +71,9 @@ void ds_exporter_on_results(void *ud, const ds_wire_result *v, size_t n)
 	 * its own (two per object, an fsync each), as when begin fails. */
 	batch = n > 1 && ds_object_index_begin(ex->ridx, &err) == 0;
 	if (n > 1 && !batch)
-		ds_log(DS_LOG_WARN, "result_batch", "error=%s detail=\"one result at a time\"",
-		       ds_exporter_quote(err.msg, e, sizeof(e)));
+		ds_exporter_emit(ex, DS_LOG_WARN, "result_batch",
+				 "error=%s detail=\"one result at a time\"",
+				 ds_exporter_quote(err.msg, e, sizeof(e)));
 	for (size_t i = 0; i < n && (rc == 0 || !batch); i++)
 		rc = result_locked(ex, v[i].seq, v[i].status, v[i].message);
 	if (batch) {
@@ -76,8 +82,8 @@ void ds_exporter_on_results(void *ud, const ds_wire_result *v, size_t n)
 		else
 			ds_object_index_rollback(ex->ridx);
 		if (rc < 0)
-			ds_log(
-			    DS_LOG_ERROR, "result_not_recorded", "results=%zu error=%s", n,
+			ds_exporter_emit(
+			    ex, DS_LOG_ERROR, "result_not_recorded", "results=%zu error=%s", n,
 			    ds_exporter_quote(err.msg[0] ? err.msg : strerror(-rc), e, sizeof(e)));
 	}
 	pthread_mutex_unlock(&ex->rmu);

@@ -54,8 +54,9 @@ static int discover(ds_exporter *ex, ds_err *err)
 
 		k->served = false;
 		if (k->def->id == DS_KIND_DEVICE_CLASS && !ex->cfg.replicate_device_classes) {
-			ds_log(DS_LOG_INFO, "kind_not_replicated",
-			       "kind=DeviceClass reason=\"replicateDeviceClasses is off\"");
+			ds_exporter_emit(
+			    ex, DS_LOG_INFO, "kind_not_replicated",
+			    "kind=DeviceClass reason=\"replicateDeviceClasses is off\"");
 			continue;
 		}
 		if (!k->def->versions[1]) {
@@ -82,8 +83,8 @@ static int discover(ds_exporter *ex, ds_err *err)
 			json_decref(served);
 		}
 		if (rc == -ENOENT) {
-			ds_log(DS_LOG_INFO, "kind_not_served", "kind=%s group=%s", k->def->name,
-			       k->def->group[0] ? k->def->group : "core");
+			ds_exporter_emit(ex, DS_LOG_INFO, "kind_not_served", "kind=%s group=%s",
+					 k->def->name, k->def->group[0] ? k->def->group : "core");
 			rc = 0;
 			continue;
 		}
@@ -93,8 +94,9 @@ static int discover(ds_exporter *ex, ds_err *err)
 			return rc;
 		}
 		k->served = true;
-		ds_log(DS_LOG_DEBUG, "kind_served", "kind=%s apiVersion=%s resource=%s",
-		       k->def->name, k->api_version, k->res.resource);
+		ds_exporter_emit(ex, DS_LOG_DEBUG, "kind_served",
+				 "kind=%s apiVersion=%s resource=%s", k->def->name, k->api_version,
+				 k->res.resource);
 	}
 	ex->discovered = true;
 	return 0;
@@ -136,8 +138,8 @@ static int list_kind(ds_exporter *ex, struct kind *k, const char *ns, char *rv, 
 		if (rc == -EIDRM && token[0] && !restarted) {
 			/* the continue token expired midway: start over (the marks of
 			 * what was seen stay; nothing is sent twice) */
-			ds_log(DS_LOG_WARN, "list_restarted", "kind=%s reason=\"continue expired\"",
-			       k->def->name);
+			ds_exporter_emit(ex, DS_LOG_WARN, "list_restarted",
+					 "kind=%s reason=\"continue expired\"", k->def->name);
 			token[0] = '\0';
 			restarted = true;
 			continue;
@@ -245,9 +247,9 @@ static int push_marker(ds_exporter *ex, enum ds_record_op op, const char *id, ds
 	r->manifest_len = m.n;
 	rc = ds_exporter_flush(ex, err);
 	if (rc == 0)
-		ds_log(DS_LOG_INFO,
-		       op == DS_RECORD_SNAPSHOT_BEGIN ? "snapshot_begin" : "snapshot_end",
-		       "snapshot=%s objects=%zu", id, m.n);
+		ds_exporter_emit(ex, DS_LOG_INFO,
+				 op == DS_RECORD_SNAPSHOT_BEGIN ? "snapshot_begin" : "snapshot_end",
+				 "snapshot=%s objects=%zu", id, m.n);
 	ds_index_manifest_dispose(&m);
 	return rc;
 }
@@ -314,7 +316,7 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 		snprintf(snap_id, sizeof(snap_id), "%llx-%llu",
 			 (unsigned long long)ds_outbox_epoch(ex->ob), (unsigned long long)open_gen);
 		ex->snap_begin = (uint64_t)open_seq;
-		ds_log(DS_LOG_INFO, "snapshot_resumed", "snapshot=%s", snap_id);
+		ds_exporter_emit(ex, DS_LOG_INFO, "snapshot_resumed", "snapshot=%s", snap_id);
 		ex->force = true;
 	} else if (snapshot) {
 		uint64_t gen = ds_object_index_generation(ex->idx);
@@ -329,7 +331,8 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 		ex->snap_begin = atomic_load(&ex->last_seq);
 		ex->force = true;
 	}
-	ds_log(DS_LOG_INFO, "pass_started", "snapshot=%s", snapshot ? snap_id : "none");
+	ds_exporter_emit(ex, DS_LOG_INFO, "pass_started", "snapshot=%s",
+			 snapshot ? snap_id : "none");
 	rc = ds_exporter_pass_namespaces(ex, NULL, NULL, err);
 	if (rc < 0)
 		goto out;
@@ -349,9 +352,10 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 			if (rc < 0) {
 				char e[300];
 				/* not listed: nothing of it is tombstoned */
-				ds_log(DS_LOG_ERROR, "list_failed", "kind=%s%s%s error=%s",
-				       k->def->name, s->ns ? " namespace=" : "", s->ns ? s->ns : "",
-				       ds_exporter_quote(kerr.msg, e, sizeof(e)));
+				ds_exporter_emit(ex, DS_LOG_ERROR, "list_failed",
+						 "kind=%s%s%s error=%s", k->def->name,
+						 s->ns ? " namespace=" : "", s->ns ? s->ns : "",
+						 ds_exporter_quote(kerr.msg, e, sizeof(e)));
 				ds_exporter_keep_err(&first, err, rc, &kerr);
 				s->need_list = true;
 				continue;
@@ -376,7 +380,7 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 			goto out;
 	} else if (snapshot) {
 		/* a kind is missing from it: the next full pass goes on with it */
-		ds_log(DS_LOG_WARN, "snapshot_incomplete", "snapshot=%s", snap_id);
+		ds_exporter_emit(ex, DS_LOG_WARN, "snapshot_incomplete", "snapshot=%s", snap_id);
 	}
 	{
 		ds_outbox_state st;
@@ -390,11 +394,12 @@ out:
 	ex->snap_begin = 0;
 	ds_exporter_batch_reset(&ex->b);
 	save_pass(ex, started, rc);
-	ds_log(rc < 0 ? DS_LOG_WARN : DS_LOG_INFO, "pass_finished",
-	       "listed=%llu pushed=%llu unchanged=%llu skipped=%llu tombstoned=%llu rc=%d",
-	       (unsigned long long)ex->counts.listed, (unsigned long long)ex->counts.pushed,
-	       (unsigned long long)ex->counts.unchanged, (unsigned long long)ex->counts.skipped,
-	       (unsigned long long)ex->counts.tombstoned, rc);
+	ds_exporter_emit(
+	    ex, rc < 0 ? DS_LOG_WARN : DS_LOG_INFO, "pass_finished",
+	    "listed=%llu pushed=%llu unchanged=%llu skipped=%llu tombstoned=%llu rc=%d",
+	    (unsigned long long)ex->counts.listed, (unsigned long long)ex->counts.pushed,
+	    (unsigned long long)ex->counts.unchanged, (unsigned long long)ex->counts.skipped,
+	    (unsigned long long)ex->counts.tombstoned, rc);
 	if (out)
 		*out = ex->counts;
 	if (rc == -ECANCELED)
@@ -458,8 +463,8 @@ static int on_event(void *user, enum ds_kube_event_type type, json_t *obj)
 		return 0;
 	if (ds_change_queue_put(ex->q, key, (int)(k - ex->kinds), type == DS_KUBE_DELETED, obj,
 				ds_clock_mono_ms()) < 0)
-		ds_log(DS_LOG_ERROR, "watch_dropped", "kind=%s reason=\"out of memory\"",
-		       k->def->name);
+		ds_exporter_emit(ex, DS_LOG_ERROR, "watch_dropped",
+				 "kind=%s reason=\"out of memory\"", k->def->name);
 	return 0;
 }
 
@@ -596,8 +601,8 @@ static int namespace_change(ds_exporter *ex, ds_change *c, ds_err *err)
 		for (size_t i = 1; rc == 0 && i < DS_KIND_MAX; i++)
 			if (ex->kinds[i].served && ex->kinds[i].def->namespaced)
 				rc = sweep(ex, &ex->kinds[i], name, err);
-		ds_log(DS_LOG_INFO, "namespace_deleted", "namespace=%s",
-		       ds_exporter_quote(name, e, sizeof(e)));
+		ds_exporter_emit(ex, DS_LOG_INFO, "namespace_deleted", "namespace=%s",
+				 ds_exporter_quote(name, e, sizeof(e)));
 		return rc;
 	}
 	if (was && !now) {
@@ -610,8 +615,8 @@ static int namespace_change(ds_exporter *ex, ds_change *c, ds_err *err)
 		return 0;
 	rc = ds_exporter_process_object(ex, k, c->obj);
 	if (rc == 0 && !was) {
-		ds_log(DS_LOG_INFO, "namespace_selected", "namespace=%s",
-		       ds_exporter_quote(name, e, sizeof(e)));
+		ds_exporter_emit(ex, DS_LOG_INFO, "namespace_selected", "namespace=%s",
+				 ds_exporter_quote(name, e, sizeof(e)));
 		rc = ds_exporter_sel_add(ex, name);
 		if (rc == 0)
 			rc = ds_exporter_flush(ex, err);
@@ -716,8 +721,8 @@ static int watch(ds_exporter *ex, ds_err *err)
 		    ds_exporter_kind_listed(ex, DS_KIND_NAMESPACE))
 			break;
 		wait = backoff(&start);
-		ds_log(DS_LOG_ERROR, "pass_failed", "error=%s retry_ms=%lld",
-		       ds_exporter_quote(perr.msg, e, sizeof(e)), wait);
+		ds_exporter_emit(ex, DS_LOG_ERROR, "pass_failed", "error=%s retry_ms=%lld",
+				 ds_exporter_quote(perr.msg, e, sizeof(e)), wait);
 		for (long long until = ds_clock_mono_ms() + wait;
 		     ds_clock_mono_ms() < until && !atomic_load(&ex->stop);)
 			msleep(50);
@@ -752,8 +757,8 @@ static int watch(ds_exporter *ex, ds_err *err)
 				k->running = false;
 				k->need_list = true;
 				if (k->watch_rc == -EIDRM) {
-					ds_log(
-					    DS_LOG_INFO, "watch_expired",
+					ds_exporter_emit(
+					    ex, DS_LOG_INFO, "watch_expired",
 					    "kind=%s detail=\"resourceVersion too old: relisting\"",
 					    def->name);
 				} else if (k->watch_rc < 0) {
@@ -761,9 +766,10 @@ static int watch(ds_exporter *ex, ds_err *err)
 					 */
 					if (now - k->started_at > 60000)
 						k->failures = 0;
-					ds_log(DS_LOG_ERROR, "watch_failed", "kind=%s error=%s",
-					       def->name,
-					       ds_exporter_quote(k->watch_err, e, sizeof(e)));
+					ds_exporter_emit(
+					    ex, DS_LOG_ERROR, "watch_failed", "kind=%s error=%s",
+					    def->name,
+					    ds_exporter_quote(k->watch_err, e, sizeof(e)));
 					k->retry_at = now + backoff(k);
 				}
 			}
@@ -782,9 +788,9 @@ static int watch(ds_exporter *ex, ds_err *err)
 						ds_exporter_watches_stop(ex);
 						return rc == -ECANCELED ? 0 : rc;
 					}
-					ds_log(DS_LOG_ERROR, "list_failed", "kind=%s error=%s",
-					       def->name,
-					       ds_exporter_quote(perr.msg, e, sizeof(e)));
+					ds_exporter_emit(ex, DS_LOG_ERROR, "list_failed",
+							 "kind=%s error=%s", def->name,
+							 ds_exporter_quote(perr.msg, e, sizeof(e)));
 					k->retry_at = now + backoff(k);
 					continue;
 				}

@@ -13,6 +13,7 @@
 
 #include "drasync/agent_state.h"
 #include "drasync/clock.h"
+#include "drasync/export_log.h"
 #include "drasync/log.h"
 #include "drasync/object_index.h"
 #include "drasync/schedule.h"
@@ -541,6 +542,7 @@ static int make_exporter(ds_source_agent *a, ds_err *err)
 	size_t n_ns = 0;
 
 	ds_exporter_config_default(&ec);
+	ec.on_event = ds_export_log_event; /* the agent logs what the exporter reports */
 	ec.kube = a->cfg.kube;
 	ec.state_dir = a->state_dir;
 	ec.namespaces = ds_source_config_namespaces(a->cfg.cfg, &n_ns);

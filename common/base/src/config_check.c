@@ -1,5 +1,7 @@
 #include "drasync/config_check.h"
 
+#include "drasync/string_table.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -189,25 +191,19 @@ int ds_config_check_keys(ds_config_walk *w, const json_t *obj, const char *const
 	return 0;
 }
 
+/* What a user is told a value is; to_string only: true and false are both "a boolean". */
+static const char *const json_type_table[] = {
+    [JSON_OBJECT] = "a mapping",   [JSON_ARRAY] = "a list",  [JSON_STRING] = "a string",
+    [JSON_INTEGER] = "an integer", [JSON_REAL] = "a number", [JSON_TRUE] = "a boolean",
+    [JSON_FALSE] = "a boolean",	   [JSON_NULL] = "null",
+};
+DS_STRING_TABLE_TO_STRING(json_type, json_type, static)
+
 const char *ds_config_type_name(const json_t *v)
 {
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "a mapping";
-	case JSON_ARRAY:
-		return "a list";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "null";
-	}
+	const char *s = json_type_to_string(json_typeof(v));
+
+	return s ? s : "null";
 }
 
 int ds_config_member(ds_config_walk *w, const json_t *obj, const char *key, json_type type,

@@ -1,5 +1,6 @@
 #include "drasync/kubeconfig.h"
 #include "drasync/buf.h"
+#include "drasync/clock.h"
 
 #include "drasync/log.h"
 #include "drasync/yaml.h"
@@ -915,7 +916,7 @@ static int exec_run(const struct exec_plugin *e, char **out_stdout, char **out_s
 	bool fa_init = false;
 	pid_t pid = -1;
 	int rc = -ENOMEM, wst = 0;
-	struct timespec start, now;
+	int64_t deadline;
 
 	for (char **p = environ; *p; p++)
 		nenv++;
@@ -963,27 +964,23 @@ static int exec_run(const struct exec_plugin *e, char **out_stdout, char **out_s
 	close(outp[1]);
 	close(errp[1]);
 	outp[1] = errp[1] = -1;
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	deadline = ds_deadline_in(EXEC_TIMEOUT_MS);
 	{
 		struct pollfd pf[2] = {{outp[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
 		size_t caps[2] = {4096, 4096};
 		int open_fds = 2;
 
 		while (open_fds > 0) {
-			long elapsed;
 			int n;
 
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			elapsed = (now.tv_sec - start.tv_sec) * 1000L +
-				  (now.tv_nsec - start.tv_nsec) / 1000000L;
-			if (elapsed >= EXEC_TIMEOUT_MS) {
+			if (ds_deadline_passed(deadline)) {
 				kill(pid, SIGKILL);
 				ds_err_set(err, "exec plugin %s: no answer within %d s", e->command,
 					   EXEC_TIMEOUT_MS / 1000);
 				rc = -ETIMEDOUT;
 				goto out;
 			}
-			n = poll(pf, 2, (int)(EXEC_TIMEOUT_MS - elapsed));
+			n = poll(pf, 2, (int)ds_deadline_left(deadline));
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {

@@ -1,6 +1,7 @@
 #include "drasync/receiver.h"
 
 #include "drasync/buf.h"
+#include "drasync/clock.h"
 #include "drasync/version.h"
 #include "drasync/zap.h"
 #include "transport_internal.h"
@@ -608,7 +609,7 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 	s->epoch = h->epoch;
 	s->committed = committed;
 	s->granted = committed + credit_now(r);
-	s->last_seen = ds_now_ms();
+	s->last_seen = ds_clock_mono_ms();
 	memset(&w, 0, sizeof(w));
 	w.protocol_version = DS_PROTOCOL_VERSION;
 	w.agent_version = DS_VERSION;
@@ -642,7 +643,7 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 		drop_peer(r, fd, peer_ip, rid, rid_len, "batch before hello");
 		return;
 	}
-	s->last_seen = ds_now_ms();
+	s->last_seen = ds_clock_mono_ms();
 	if (first->epoch != s->epoch) {
 		drop_peer(r, fd, peer_ip, rid, rid_len, "batch of another epoch than the session");
 		return;
@@ -778,8 +779,8 @@ out:
 
 int ds_receiver_run(ds_receiver *r, ds_err *err)
 {
-	int64_t next_sweep = ds_now_ms() + 1000, next_feedback = 0;
-	int64_t next_presence = ds_now_ms() + PRESENCE_MS;
+	int64_t next_sweep = ds_clock_mono_ms() + 1000, next_feedback = 0;
+	int64_t next_presence = ds_clock_mono_ms() + PRESENCE_MS;
 
 	(void)err;
 	while (!atomic_load(&r->stop)) {
@@ -802,17 +803,17 @@ int ds_receiver_run(ds_receiver *r, ds_err *err)
 				break;
 			on_message(r);
 		}
-		if (ds_now_ms() >= next_feedback) {
+		if (ds_clock_mono_ms() >= next_feedback) {
 			send_feedback(r);
-			next_feedback = ds_now_ms() + r->cfg.feedback_ms;
+			next_feedback = ds_clock_mono_ms() + r->cfg.feedback_ms;
 		}
-		if (ds_now_ms() >= next_sweep) {
+		if (ds_clock_mono_ms() >= next_sweep) {
 			sweep_revoked(r);
-			next_sweep = ds_now_ms() + 1000;
+			next_sweep = ds_clock_mono_ms() + 1000;
 		}
-		if (ds_now_ms() >= next_presence) {
+		if (ds_clock_mono_ms() >= next_presence) {
 			presence_sweep(r);
-			next_presence = ds_now_ms() + PRESENCE_MS;
+			next_presence = ds_clock_mono_ms() + PRESENCE_MS;
 		}
 	}
 	/* Stopping: the sessions end with the receiver. */

@@ -1,5 +1,6 @@
 #include "drasync/sender.h"
 
+#include "drasync/clock.h"
 #include "drasync/outbox.h"
 #include "drasync/version.h"
 #include "transport_internal.h"
@@ -215,7 +216,7 @@ static void reset(ds_sender *s, bool backoff)
 {
 	close_socket(s);
 	s->state = S_IDLE;
-	s->next_attempt = ds_now_ms() + (backoff ? s->backoff : 0);
+	s->next_attempt = ds_clock_mono_ms() + (backoff ? s->backoff : 0);
 	if (backoff) {
 		s->backoff *= 2;
 		if (s->backoff > s->cfg.tuning.reconnect_ivl_max_ms)
@@ -334,7 +335,7 @@ static void send_hello(ds_sender *s)
 	/* ZMQ_IMMEDIATE: this only succeeds once a connection is up. */
 	if (zmq_send(s->sock, buf, len, ZMQ_DONTWAIT) >= 0) {
 		s->state = S_WELCOME;
-		s->hello_sent = ds_now_ms();
+		s->hello_sent = ds_clock_mono_ms();
 	}
 	free(buf);
 }
@@ -353,7 +354,7 @@ static bool resume(ds_sender *s)
 	if (rc == 0) {
 		s->next_seq = from;
 		s->state = S_STREAM;
-		s->last_progress = ds_now_ms();
+		s->last_progress = ds_clock_mono_ms();
 		return true;
 	}
 	ds_err_fallback(&err, rc);
@@ -364,7 +365,7 @@ static bool resume(ds_sender *s)
 			if (s->cfg.on_snapshot_required)
 				s->cfg.on_snapshot_required(s->cfg.ud, s->target_committed);
 		}
-		s->snapshot_check = ds_now_ms() + 200;
+		s->snapshot_check = ds_clock_mono_ms() + 200;
 		return false;
 	}
 	emit(s, DS_LOG_ERROR, "resume_failed", "%s", err.msg);
@@ -420,7 +421,7 @@ static void on_ack(ds_sender *s, const ds_wire_ack *a)
 	}
 	s->target_committed = a->committed_seq;
 	s->granted = a->committed_seq + a->credit;
-	s->last_progress = ds_now_ms();
+	s->last_progress = ds_clock_mono_ms();
 	atomic_store(&s->unapplied, a->unapplied);
 	if (s->cfg.on_results) {
 		if (a->n_results)
@@ -496,7 +497,7 @@ static int fill_window(ds_sender *s, ds_err *err)
 		rc = ds_wire_batch_encode(b.records, b.n, &frame, &len);
 		if (rc == 0) {
 			if (s->next_seq == s->target_committed + 1)
-				s->last_progress = ds_now_ms(); /* in flight from now */
+				s->last_progress = ds_clock_mono_ms(); /* in flight from now */
 			s->next_seq = b.last_seq + 1;
 			rc = try_send(s, &frame, len);
 		}
@@ -512,13 +513,13 @@ static int fill_window(ds_sender *s, ds_err *err)
 
 int ds_sender_run(ds_sender *s, uint64_t until_seq, int timeout_ms, ds_err *err)
 {
-	int64_t deadline = timeout_ms > 0 ? ds_now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? ds_clock_mono_ms() + timeout_ms : 0;
 	int rc = 0;
 
 	while (!atomic_load(&s->stop)) {
 		zmq_pollitem_t items[3];
 		int n = 0, wait = 50;
-		int64_t now = ds_now_ms();
+		int64_t now = ds_clock_mono_ms();
 		uint64_t drain;
 
 		if (until_seq && atomic_load(&s->acked) >= until_seq)

@@ -7,14 +7,6 @@
 #include <time.h>
 #include <zmq.h>
 
-int64_t ds_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int ds_sock_tune(void *sock, const ds_transport_tuning *t)
 {
 	int64_t maxmsg = (int64_t)t->limits.max_frame;

@@ -32,7 +32,4 @@ void ds_monitor_stop(struct ds_monitor *m, void *sock);
 /* Why a handshake failed, in words. */
 const char *ds_handshake_reason(uint16_t event, uint32_t value, char *buf, size_t len);
 
-/* Milliseconds on the monotonic clock. */
-int64_t ds_now_ms(void);
-
 #endif

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "drasync/buf.h"
+#include "drasync/export_log.h"
 #include "drasync/exporter.h"
 #include "drasync/export_status.h"
 #include "drasync/k8s_object.h"
@@ -164,6 +165,7 @@ static void agent_start(struct site *s, long page, size_t batch, int watch_timeo
 	ds_err err = {0};
 
 	ds_exporter_config_default(&cfg);
+	cfg.on_event = ds_export_log_event;
 	cfg.kube = s->k;
 	cfg.state_dir = s->state;
 	if (!s->ns_list[0] && by_list && list_ns[0])
@@ -731,6 +733,7 @@ static int child_pass(const char *state_dir, const char *label)
 		return 2;
 	}
 	ds_exporter_config_default(&cfg);
+	cfg.on_event = ds_export_log_event;
 	cfg.kube = k;
 	cfg.state_dir = state_dir;
 	cfg.ns_match = by_label;
