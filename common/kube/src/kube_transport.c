@@ -1,6 +1,7 @@
 #include "drasync/kube_transport.h"
 
 #include "drasync/buf.h"
+#include "drasync/clock.h"
 #include "drasync/version.h"
 
 #include <curl/curl.h>
@@ -46,14 +47,6 @@ static CURLcode global_rc;
 static void global_init(void)
 {
 	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void sleep_ms(long ms)
@@ -123,7 +116,7 @@ static long rate_reserve(ds_kube_transport *t)
 	if (t->opts.qps <= 0)
 		return 0;
 	pthread_mutex_lock(&t->rl_lock);
-	now = now_s();
+	now = ds_clock_mono_s();
 	t->tokens += (now - t->last) * t->opts.qps;
 	if (t->tokens > (double)t->opts.burst)
 		t->tokens = (double)t->opts.burst;
@@ -238,7 +231,7 @@ int ds_kube_transport_new(ds_kube_transport **out, ds_kubeconfig *kc,
 	pthread_mutex_init(&t->rl_lock, NULL);
 	pthread_mutex_init(&t->multi_lock, NULL);
 	t->tokens = (double)t->opts.burst;
-	t->last = now_s();
+	t->last = ds_clock_mono_s();
 	rc = -ENOMEM;
 	if (asprintf(&t->ua, "%s",
 		     t->opts.user_agent ? t->opts.user_agent : "drasync/" DS_VERSION) < 0) {
@@ -965,7 +958,7 @@ int ds_kube_transport_request_stream(ds_kube_transport *t, const struct ds_kube_
 	}
 	pthread_mutex_lock(&t->multi_lock);
 	for (;;) {
-		double now = now_s(), wake = now + 1.0;
+		double now = ds_clock_mono_s(), wake = now + 1.0;
 		int running = 0, numfds = 0;
 		CURLMsg *msg;
 		int left;
@@ -1061,7 +1054,7 @@ int ds_kube_transport_request_stream(ds_kube_transport *t, const struct ds_kube_
 				break; /* no more calls, or none until one ends: and none will */
 			if (nwaiting == 0)
 				continue;
-			d = wake - now_s();
+			d = wake - ds_clock_mono_s();
 			if (d > 0)
 				sleep_ms((long)(d * 1000.0) + 1);
 			continue;
@@ -1089,7 +1082,7 @@ int ds_kube_transport_request_stream(ds_kube_transport *t, const struct ds_kube_
 				if (kind != RETRY_AUTH)
 					sl->attempt++;
 				atomic_fetch_add(&t->retries, 1);
-				sl->ready = now_s() + (double)delay / 1000.0;
+				sl->ready = ds_clock_mono_s() + (double)delay / 1000.0;
 				waiting[nwaiting++] = (size_t)(sl - slots);
 				continue;
 			}
@@ -1099,7 +1092,7 @@ int ds_kube_transport_request_stream(ds_kube_transport *t, const struct ds_kube_
 			end_call(s, c, &failed);
 		}
 		if (active > 0) {
-			double d = wake - now_s();
+			double d = wake - ds_clock_mono_s();
 			int ms = d <= 0 ? 0 : (d > 1.0 ? 1000 : (int)(d * 1000.0) + 1);
 			curl_multi_poll(t->multi, NULL, 0, ms, &numfds);
 		}
