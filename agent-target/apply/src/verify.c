@@ -1,6 +1,8 @@
 #include "verify_internal.h"
 
+#include "drasync/kinds.h"
 #include "drasync/schemas.h"
+#include "drasync/string_table.h"
 
 #include "drasync/buf.h"
 #include "drasync/clock.h"
@@ -17,14 +19,17 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const form_names[DS_VERIFY_FORM_MAX] = {
+static const char *const ds_verify_form_table[DS_VERIFY_FORM_MAX] = {
     [DS_VERIFY_ACTIVE] = "active",
     [DS_VERIFY_STANDBY] = "standby",
 };
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_verify_form, enum ds_verify_form)
 
 const char *ds_verify_form_name(enum ds_verify_form f)
 {
-	return (int)f >= 0 && f < DS_VERIFY_FORM_MAX ? form_names[f] : "unknown";
+	const char *name = ds_verify_form_to_string(f);
+
+	return name ? name : "unknown";
 }
 
 enum ds_verify_form ds_verify_namespace_form(void *modes, const char *target_ns)
@@ -104,13 +109,11 @@ static bool ns_selected(const ds_verify_select *sel, const char *ns)
 	return false;
 }
 
-/* Workload kinds, as the ledger stores them (the source's kind names). */
+/* The rows that may be workloads; the kinds table says which are (the source's kind names). */
 static const char workload_rows_sql[] =
     "SELECT kind, target_namespace, namespace, coalesce(target_name, name), state, reason"
     " FROM object_state WHERE op = 1"
-    " AND state IN ('applied', 'held', 'pending', 'waiting', 'failed')"
-    " AND kind IN ('Pod', 'Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job',"
-    " 'CronJob')";
+    " AND state IN ('applied', 'held', 'pending', 'waiting', 'failed')";
 
 int ds_verify_items_from_ledger(const char *path, const ds_verify_select *sel,
 				ds_verify_item **items, size_t *n, ds_err *err)
@@ -147,6 +150,8 @@ int ds_verify_items_from_ledger(const char *path, const ds_verify_select *sel,
 		const char *ns = tns;
 		ds_verify_item *it;
 
+		if (!ds_kind_is_workload(kind))
+			continue;
 		if (!ns && sns)
 			ns = sel && sel->map_ns ? sel->map_ns(sel->map_ud, sns) : sns;
 		if (!ns || !ns_selected(sel, ns))

@@ -1,4 +1,5 @@
 #include "drasync/kube_error.h"
+#include "drasync/string_table.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -233,24 +234,21 @@ int ds_kube_error_from_response(ds_kube_error *ke, int http_code, const char *bo
 	return rc;
 }
 
+static const char *const ds_kube_tls_cause_table[DS_KUBE_TLS_CAUSE_MAX] = {
+    [DS_KUBE_TLS_OK] = "ok",
+    [DS_KUBE_TLS_UNKNOWN_CA] = "unknown CA",
+    [DS_KUBE_TLS_NAME_MISMATCH] = "name mismatch",
+    [DS_KUBE_TLS_EXPIRED] = "certificate expired or not yet valid",
+    [DS_KUBE_TLS_CLIENT_CERT] = "client certificate refused",
+    [DS_KUBE_TLS_HANDSHAKE] = "handshake failed",
+};
+DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_kube_tls_cause, enum ds_kube_tls_cause)
+
 const char *ds_kube_tls_cause_name(enum ds_kube_tls_cause cause)
 {
-	switch (cause) {
-	case DS_KUBE_TLS_OK:
-		return "ok";
-	case DS_KUBE_TLS_UNKNOWN_CA:
-		return "unknown CA";
-	case DS_KUBE_TLS_NAME_MISMATCH:
-		return "name mismatch";
-	case DS_KUBE_TLS_EXPIRED:
-		return "certificate expired or not yet valid";
-	case DS_KUBE_TLS_CLIENT_CERT:
-		return "client certificate refused";
-	case DS_KUBE_TLS_HANDSHAKE:
-	case DS_KUBE_TLS_CAUSE_MAX:
-		break;
-	}
-	return "handshake failed";
+	const char *name = ds_kube_tls_cause_to_string(cause);
+
+	return name ? name : "handshake failed";
 }
 
 const char *ds_kube_error_format(const ds_kube_error *ke, char *buf, size_t size)
