@@ -39,6 +39,17 @@ struct ds_kube_resource {
 int ds_kube_new(ds_kube **out, ds_kubeconfig **kc, const struct ds_kube_transport_opts *opts,
 		ds_err *err);
 
+/**
+ * An agent's client by the agents' rule (ds_kubeconfig_for_agent(): --kubeconfig,
+ * else the configuration file's, else $KUBECONFIG, else in-cluster).
+ * @return 0; -ENOKEY no credentials to be found (err says where it looked;
+ *         say DS_KUBE_CONNECT_HINT after it); another negative errno when the
+ *         client cannot start
+ */
+#define DS_KUBE_CONNECT_HINT "  (outside a cluster, pass --kubeconfig PATH [--context NAME])\n"
+int ds_kube_connect(ds_kube **out, const char *flag_path, const char *flag_context,
+		    const char *file_path, const struct ds_kube_transport_opts *opts, ds_err *err);
+
 void ds_kube_free(ds_kube *k);
 
 ds_kube_transport *ds_kube_get_transport(ds_kube *k);
