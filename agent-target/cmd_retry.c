@@ -7,11 +7,11 @@
  */
 #include "commands.h"
 
+#include "drasync/cli.h"
 #include "drasync/object_state.h"
 #include "drasync/target_config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,47 +84,51 @@ static int parse_object(struct retry *r)
 	return -1;
 }
 
+static int on_option(void *ctx, int key, const char *arg, long long ms)
+{
+	struct retry *r = ctx;
+
+	(void)ms;
+	if (key != 'n')
+		return 0;
+	if (!arg[0]) {
+		fprintf(stderr, "drasync-target retry: --namespace needs a name; "
+				"leave it out for cluster-scoped objects\n");
+		return 2;
+	}
+	r->ns = arg;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct retry *r)
 {
-	static const struct option longopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"namespace", required_argument, NULL, 'n'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	static const struct ds_cli_option own[] = {
+	    {"namespace", 'n', DS_CLI_STRING},
+	    {NULL, 0, DS_CLI_FLAG},
 	};
-	int c;
+	const struct ds_cli_spec spec = {.prog = "drasync-target",
+					 .cmd = "retry",
+					 .takes = DS_CLI_CONFIG,
+					 .usage = usage,
+					 .max_args = DS_CLI_ANY_ARGS,
+					 .options = own,
+					 .on_option = on_option,
+					 .ctx = r};
+	struct ds_cli_args args = {0};
+	int rc = ds_cli_parse(&spec, argc, argv, &args);
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:n:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			r->config = optarg;
-			break;
-		case 'n':
-			if (!optarg[0]) {
-				fprintf(stderr, "drasync-target retry: --namespace needs a name; "
-						"leave it out for cluster-scoped objects\n");
-				return 2;
-			}
-			r->ns = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, "Try 'drasync-target retry --help'.\n");
-			return 2;
-		}
-	}
-	if (argc - optind > 1) {
+	if (rc != DS_CLI_CONTINUE)
+		return rc;
+	r->config = args.config;
+	if (args.argc > 1) {
 		fprintf(stderr,
 			"drasync-target retry: one KIND/NAME at most ('%s' is extra); run it once "
 			"per object, or without KIND/NAME for every failed object\n",
-			argv[optind + 1]);
+			args.argv[1]);
 		return 2;
 	}
-	if (optind < argc)
-		r->object = argv[optind];
+	if (args.argc == 1)
+		r->object = args.argv[0];
 	if (!r->config) {
 		fprintf(stderr,
 			"drasync-target retry: --config FILE is required, e.g.\n"
