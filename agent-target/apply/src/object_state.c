@@ -1,29 +1,13 @@
-#include "drasync/object_state.h"
+#include "object_state_internal.h"
 
 #include "drasync/buf.h"
+#include "drasync/clock.h"
 
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-/* Records read per ingest transaction: bounds the time the write lock is held. */
-#define INGEST_CHUNK 2000
-
-#define KEPT_MAX 16
-
-struct ds_object_state {
-	sqlite3 *db;
-	char *messages; /* the arena of the last ds_object_state_results() */
-	size_t messages_cap;
-	/* The statements of the per-object calls, prepared once (kept()) */
-	struct {
-		const char *sql;
-		sqlite3_stmt *q;
-	} kept[KEPT_MAX];
-};
 
 static const char *const state_names[DS_APPLY_STATE_MAX] = {
     [DS_APPLY_PENDING] = "pending", [DS_APPLY_APPLIED] = "applied", [DS_APPLY_WAITING] = "waiting",
@@ -49,7 +33,7 @@ static const char schema[] =
     " epoch INTEGER NOT NULL, seq INTEGER NOT NULL, status INTEGER NOT NULL, message TEXT);"
     "CREATE INDEX IF NOT EXISTS apply_results_source ON apply_results(source, epoch, id);";
 
-static int fail(sqlite3 *db, int rc, const char *what, ds_err *err)
+int ds_object_state_fail(sqlite3 *db, int rc, const char *what, ds_err *err)
 {
 	ds_err_set(err, "%s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 	switch (rc & 0xff) {
@@ -73,18 +57,18 @@ static int fail(sqlite3 *db, int rc, const char *what, ds_err *err)
 	}
 }
 
-static int exec(sqlite3 *db, const char *sql, ds_err *err)
+int ds_object_state_exec(sqlite3 *db, const char *sql, ds_err *err)
 {
 	int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
 
-	return rc == SQLITE_OK ? 0 : fail(db, rc, sql, err);
+	return rc == SQLITE_OK ? 0 : ds_object_state_fail(db, rc, sql, err);
 }
 
-static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, ds_err *err)
+int ds_object_state_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, ds_err *err)
 {
 	int rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
 
-	return rc == SQLITE_OK ? 0 : fail(db, rc, "object_state statement", err);
+	return rc == SQLITE_OK ? 0 : ds_object_state_fail(db, rc, "object_state statement", err);
 }
 
 /*
@@ -94,7 +78,7 @@ static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, ds_err *err)
  * SQL parser took a sixth of the applier's CPU when every object prepared
  * its statements anew.
  */
-static int kept(ds_object_state *st, const char *sql, sqlite3_stmt **q, ds_err *err)
+int ds_object_state_keep(ds_object_state *st, const char *sql, sqlite3_stmt **q, ds_err *err)
 {
 	size_t i;
 	int rc;
@@ -108,19 +92,20 @@ static int kept(ds_object_state *st, const char *sql, sqlite3_stmt **q, ds_err *
 		}
 	}
 	if (i == KEPT_MAX) {
-		rc = prepare(st->db, sql, q, err);
+		rc = ds_object_state_prepare(st->db, sql, q, err);
 		return rc < 0 ? rc : 1; /* 1: not kept, the caller finalizes */
 	}
 	rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, q, NULL);
 	if (rc != SQLITE_OK)
-		return fail(st->db, rc, "object_state statement", err);
+		return ds_object_state_fail(st->db, rc, "object_state statement", err);
 	st->kept[i].sql = sql;
 	st->kept[i].q = *q;
 	return 0;
 }
 
-/* Done with a statement of kept(): reset (its locks let go), or finalized when not kept. */
-static void unkeep(int kept_rc, sqlite3_stmt *q)
+/* Done with a statement of ds_object_state_keep(): reset (its locks let go), or finalized when not
+ * kept. */
+void ds_object_state_unkeep(int kept_rc, sqlite3_stmt *q)
 {
 	if (kept_rc == 1)
 		sqlite3_finalize(q);
@@ -128,7 +113,7 @@ static void unkeep(int kept_rc, sqlite3_stmt *q)
 		sqlite3_reset(q);
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
+void ds_object_state_bind_text(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
 		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
@@ -136,9 +121,37 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
-static int64_t now_s(void)
+enum ds_apply_state ds_apply_state_parse(const char *s)
 {
-	return (int64_t)time(NULL);
+	for (int i = 1; s && i < DS_APPLY_STATE_MAX; i++)
+		if (strcmp(s, state_names[i]) == 0)
+			return (enum ds_apply_state)i;
+	return DS_APPLY_PENDING;
+}
+
+char *ds_object_state_col_dup(sqlite3_stmt *q, int i)
+{
+	const char *s = (const char *)sqlite3_column_text(q, i);
+
+	return s ? strdup(s) : NULL;
+}
+
+/* @return 1 when the inbox has created its records table, 0 before, or a negative errno */
+int ds_object_state_have_records(ds_object_state *st, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = ds_object_state_prepare(
+	    st->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'", &q,
+	    err);
+
+	if (rc == 0) {
+		rc = sqlite3_step(q);
+		rc = rc == SQLITE_ROW	 ? 1
+		     : rc == SQLITE_DONE ? 0
+					 : ds_object_state_fail(st->db, rc, "schema", err);
+	}
+	sqlite3_finalize(q);
+	return rc;
 }
 
 const char *ds_apply_state_name(enum ds_apply_state s)
@@ -146,14 +159,6 @@ const char *ds_apply_state_name(enum ds_apply_state s)
 	if ((int)s <= 0 || s >= DS_APPLY_STATE_MAX)
 		return "unknown";
 	return state_names[s];
-}
-
-static enum ds_apply_state state_parse(const char *s)
-{
-	for (int i = 1; s && i < DS_APPLY_STATE_MAX; i++)
-		if (strcmp(s, state_names[i]) == 0)
-			return (enum ds_apply_state)i;
-	return DS_APPLY_PENDING;
 }
 
 const char *ds_object_state_key(const char *api_version, const char *kind, const char *ns,
@@ -184,9 +189,9 @@ int ds_object_state_open(ds_object_state **out, const char *path, ds_err *err)
 	}
 	/* The receiver holds the write lock while it commits a batch; wait for it. */
 	sqlite3_busy_timeout(st->db, 10000);
-	rc = exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
+	rc = ds_object_state_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
 	if (rc == 0)
-		rc = exec(st->db, schema, err);
+		rc = ds_object_state_exec(st->db, schema, err);
 out:
 	if (rc < 0) {
 		ds_object_state_free(st);
@@ -207,258 +212,6 @@ void ds_object_state_free(ds_object_state *st)
 	free(st);
 }
 
-static char *col_dup(sqlite3_stmt *q, int i)
-{
-	const char *s = (const char *)sqlite3_column_text(q, i);
-
-	return s ? strdup(s) : NULL;
-}
-
-/* @return 1 when the inbox has created its records table, 0 before, or a negative errno */
-static int have_records(ds_object_state *st, ds_err *err)
-{
-	sqlite3_stmt *q = NULL;
-	int rc =
-	    prepare(st->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'",
-		    &q, err);
-
-	if (rc == 0) {
-		rc = sqlite3_step(q);
-		rc = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : fail(st->db, rc, "schema", err);
-	}
-	sqlite3_finalize(q);
-	return rc;
-}
-
-/*
- * The upsert of one record into its key's row. An unchanged record (same op,
- * same content hash) keeps the row's state: re-committing what is applied
- * costs nothing, and re-committing what failed is not a new version.
- */
-static const char upsert_sql[] =
-    "INSERT INTO object_state(source, key, api_version, kind, namespace, name, record_id,"
-    " seq, op, content_hash, state, attempts, next_try_at, updated_at)"
-    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', 0, 0, ?11)"
-    " ON CONFLICT(source, key) DO UPDATE SET"
-    " state = CASE WHEN op = excluded.op AND content_hash IS excluded.content_hash"
-    "   THEN state ELSE 'pending' END,"
-    " attempts = CASE WHEN op = excluded.op AND content_hash IS excluded.content_hash"
-    "   THEN attempts ELSE 0 END,"
-    " next_try_at = CASE WHEN op = excluded.op AND content_hash IS excluded.content_hash"
-    "   THEN next_try_at ELSE 0 END,"
-    " api_version = excluded.api_version, record_id = excluded.record_id,"
-    " seq = excluded.seq, op = excluded.op, content_hash = excluded.content_hash,"
-    " updated_at = excluded.updated_at"
-    " RETURNING state, reason";
-
-/* What the source hears of a state (SPEC §6: apply results in later Acks); 0: nothing. */
-static int result_status(enum ds_apply_state s)
-{
-	switch (s) {
-	case DS_APPLY_APPLIED:
-	case DS_APPLY_DELETED:
-		return DS_RESULT_APPLIED;
-	case DS_APPLY_WAITING:
-		return DS_RESULT_WAITING;
-	case DS_APPLY_HELD:
-		return DS_RESULT_HELD;
-	case DS_APPLY_FAILED:
-		return DS_RESULT_FAILED;
-	case DS_APPLY_SKIPPED:
-	case DS_APPLY_KEPT:
-		return DS_RESULT_SKIPPED;
-	default:
-		return 0; /* pending: the source hears when it is decided */
-	}
-}
-
-/* Queue the apply result of records.id record_id for its source's next Ack. */
-static int queue_result(ds_object_state *st, int64_t record_id, enum ds_apply_state s,
-			const char *reason, ds_err *err)
-{
-	sqlite3_stmt *q = NULL;
-	int status = result_status(s);
-	int rc, k;
-
-	if (!status)
-		return 0;
-	k = kept(st,
-		 "INSERT INTO apply_results(source, epoch, seq, status, message)"
-		 " SELECT source, epoch, seq, ?, ? FROM records WHERE id = ?",
-		 &q, err);
-	if (k < 0)
-		return k;
-	sqlite3_bind_int(q, 1, status);
-	bind_text(q, 2, reason);
-	sqlite3_bind_int64(q, 3, record_id);
-	rc = sqlite3_step(q);
-	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "apply result", err);
-	unkeep(k, q);
-	return rc;
-}
-
-/*
- * SPEC §6: a snapshot's end prunes what the source no longer holds. Every
- * live object of that source whose key is not in the snapshot's manifest
- * becomes a tombstone of its last upsert (so the guard of the apply stage
- * sees the uid drasync applied it with). Manifest keys name the core group
- * "" where ours say "core".
- */
-static int prune(ds_object_state *st, const char *source, int64_t epoch, int64_t seq, ds_err *err)
-{
-	sqlite3_stmt *q = NULL;
-	int rc = prepare(
-	    st->db,
-	    "UPDATE object_state SET op = 2, state = 'pending', attempts = 0, next_try_at = 0,"
-	    " reason = 'pruned: not in the snapshot that ended at seq ' || ?3, seq = ?3,"
-	    " updated_at = ?4"
-	    " WHERE source = ?1 AND op = 1 AND (CASE WHEN key LIKE 'core/%' THEN substr(key, 5)"
-	    " ELSE key END) NOT IN (SELECT key FROM manifests WHERE source = ?1 AND epoch = ?2"
-	    " AND seq = ?3)",
-	    &q, err);
-
-	if (rc < 0)
-		return rc;
-	bind_text(q, 1, source);
-	sqlite3_bind_int64(q, 2, epoch);
-	sqlite3_bind_int64(q, 3, seq);
-	sqlite3_bind_int64(q, 4, now_s());
-	rc = sqlite3_step(q);
-	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "snapshot prune", err);
-	sqlite3_finalize(q);
-	return rc;
-}
-
-/* One chunk of records after the cursor, in one transaction. @return records read, or < 0 */
-static int ingest_chunk(ds_object_state *st, ds_err *err)
-{
-	sqlite3_stmt *sel = NULL, *ups = NULL, *cur = NULL;
-	enum ds_apply_state state;
-	int64_t last = 0;
-	int rc, n = 0;
-
-	/* IMMEDIATE: waits for a receiver commit in progress, so that its records,
-	 * whose handler may have woken us, are visible. */
-	rc = exec(st->db, "BEGIN IMMEDIATE", err);
-	if (rc < 0)
-		return rc;
-	rc = prepare(st->db, "SELECT record_id FROM apply_cursor WHERE id = 1", &cur, err);
-	if (rc < 0)
-		goto out;
-	if (sqlite3_step(cur) == SQLITE_ROW)
-		last = sqlite3_column_int64(cur, 0);
-	sqlite3_finalize(cur);
-	cur = NULL;
-	rc = prepare(st->db,
-		     "SELECT id, source, seq, op, api_version, kind, namespace, name, content_hash,"
-		     " epoch FROM records WHERE id > ? ORDER BY id LIMIT ?",
-		     &sel, err);
-	if (rc == 0)
-		rc = prepare(st->db, upsert_sql, &ups, err);
-	if (rc < 0)
-		goto out;
-	sqlite3_bind_int64(sel, 1, last);
-	sqlite3_bind_int(sel, 2, INGEST_CHUNK);
-	while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
-		int op = sqlite3_column_int(sel, 3);
-		const char *av = (const char *)sqlite3_column_text(sel, 4);
-		const char *kind = (const char *)sqlite3_column_text(sel, 5);
-		const char *ns = (const char *)sqlite3_column_text(sel, 6);
-		const char *name = (const char *)sqlite3_column_text(sel, 7);
-		char key[1024];
-
-		n++;
-		last = sqlite3_column_int64(sel, 0);
-		if (op == DS_RECORD_SNAPSHOT_END) {
-			rc = prune(st, (const char *)sqlite3_column_text(sel, 1),
-				   sqlite3_column_int64(sel, 9), sqlite3_column_int64(sel, 2), err);
-			if (rc < 0)
-				goto out;
-			continue;
-		}
-		if (op != DS_RECORD_UPSERT && op != DS_RECORD_DELETE)
-			continue;
-		if (!kind || !name)
-			continue; /* not about an object: nothing to apply */
-		if (ns && !*ns)
-			ns = NULL;
-		ds_object_state_key(av, kind, ns, name, key, sizeof(key));
-		sqlite3_reset(ups);
-		sqlite3_clear_bindings(ups);
-		bind_text(ups, 1, (const char *)sqlite3_column_text(sel, 1));
-		bind_text(ups, 2, key);
-		bind_text(ups, 3, av);
-		bind_text(ups, 4, kind);
-		bind_text(ups, 5, ns);
-		bind_text(ups, 6, name);
-		sqlite3_bind_int64(ups, 7, last);
-		sqlite3_bind_int64(ups, 8, sqlite3_column_int64(sel, 2));
-		sqlite3_bind_int(ups, 9, op);
-		if (sqlite3_column_type(sel, 8) == SQLITE_BLOB)
-			sqlite3_bind_blob(ups, 10, sqlite3_column_blob(sel, 8),
-					  sqlite3_column_bytes(sel, 8), SQLITE_TRANSIENT);
-		else
-			sqlite3_bind_null(ups, 10);
-		sqlite3_bind_int64(ups, 11, now_s());
-		rc = sqlite3_step(ups);
-		if (rc != SQLITE_ROW) {
-			rc = fail(st->db, rc, "object_state upsert", err);
-			goto out;
-		}
-		/* Unchanged and already decided: this record's result is that decision. */
-		state = state_parse((const char *)sqlite3_column_text(ups, 0));
-		if (state != DS_APPLY_PENDING) {
-			char *reason = col_dup(ups, 1);
-			rc = queue_result(st, last, state, reason, err);
-			free(reason);
-			if (rc < 0)
-				goto out;
-		}
-		while ((rc = sqlite3_step(ups)) == SQLITE_ROW)
-			;
-	}
-	if (rc != SQLITE_DONE) {
-		rc = fail(st->db, rc, "records scan", err);
-		goto out;
-	}
-	rc = prepare(st->db, "UPDATE apply_cursor SET record_id = ? WHERE id = 1", &cur, err);
-	if (rc < 0)
-		goto out;
-	sqlite3_bind_int64(cur, 1, last);
-	rc = sqlite3_step(cur);
-	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "apply cursor", err);
-out:
-	sqlite3_finalize(sel);
-	sqlite3_finalize(ups);
-	sqlite3_finalize(cur);
-	if (rc < 0) {
-		exec(st->db, "ROLLBACK", NULL);
-		return rc;
-	}
-	rc = exec(st->db, "COMMIT", err);
-	if (rc < 0) {
-		exec(st->db, "ROLLBACK", NULL);
-		return rc;
-	}
-	return n;
-}
-
-int ds_object_state_ingest(ds_object_state *st, ds_err *err)
-{
-	int total = 0, rc;
-
-	rc = have_records(st, err);
-	if (rc <= 0)
-		return ds_err_fallback(err, rc);
-	do {
-		rc = ingest_chunk(st, err);
-		if (rc < 0)
-			return ds_err_fallback(err, rc);
-		total += rc;
-	} while (rc == INGEST_CHUNK && total < 1000000000);
-	return total;
-}
-
 /* The columns every row query selects, in this order. */
 #define ROW_COLUMNS                                                                                \
 	"o.id, o.source, o.key, o.api_version, o.kind, o.namespace, o.name, o.record_id, o.seq,"   \
@@ -470,12 +223,12 @@ static int read_row(sqlite3_stmt *q, ds_object_state_row *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->id = sqlite3_column_int64(q, 0);
-	r->source = col_dup(q, 1);
-	r->key = col_dup(q, 2);
-	r->api_version = col_dup(q, 3);
-	r->kind = col_dup(q, 4);
-	r->ns = col_dup(q, 5);
-	r->name = col_dup(q, 6);
+	r->source = ds_object_state_col_dup(q, 1);
+	r->key = ds_object_state_col_dup(q, 2);
+	r->api_version = ds_object_state_col_dup(q, 3);
+	r->kind = ds_object_state_col_dup(q, 4);
+	r->ns = ds_object_state_col_dup(q, 5);
+	r->name = ds_object_state_col_dup(q, 6);
 	r->record_id = sqlite3_column_int64(q, 7);
 	r->seq = (uint64_t)sqlite3_column_int64(q, 8);
 	r->op = (enum ds_record_op)sqlite3_column_int(q, 9);
@@ -486,11 +239,11 @@ static int read_row(sqlite3_stmt *q, ds_object_state_row *r)
 		r->has_applied_hash = true;
 	}
 	r->applied_record_id = sqlite3_column_int64(q, 12);
-	r->target_api_version = col_dup(q, 13);
-	r->target_ns = col_dup(q, 14);
-	r->target_name = col_dup(q, 15);
-	r->state = state_parse((const char *)sqlite3_column_text(q, 16));
-	r->reason = col_dup(q, 17);
+	r->target_api_version = ds_object_state_col_dup(q, 13);
+	r->target_ns = ds_object_state_col_dup(q, 14);
+	r->target_name = ds_object_state_col_dup(q, 15);
+	r->state = ds_apply_state_parse((const char *)sqlite3_column_text(q, 16));
+	r->reason = ds_object_state_col_dup(q, 17);
 	r->attempts = sqlite3_column_int(q, 18);
 	r->next_try_at = sqlite3_column_int64(q, 19);
 	if (!r->source || !r->key) {
@@ -542,13 +295,14 @@ int ds_object_state_pick_in(ds_object_state *st, int64_t now_ms, size_t max,
 	sqlite3_stmt *q = NULL;
 	int rc = SQLITE_DONE;
 
-	rc = prepare(st->db,
-		     "SELECT " ROW_COLUMNS ", r.payload, r.compression, r.source_uid,"
-		     " s.cluster_name FROM object_state o JOIN records r ON r.id = o.record_id"
-		     " LEFT JOIN sources s ON s.name = o.source"
-		     " WHERE o.state IN ('pending', 'waiting') AND o.next_try_at <= ?"
-		     " ORDER BY o.id LIMIT ?",
-		     &q, err);
+	rc = ds_object_state_prepare(
+	    st->db,
+	    "SELECT " ROW_COLUMNS ", r.payload, r.compression, r.source_uid,"
+	    " s.cluster_name FROM object_state o JOIN records r ON r.id = o.record_id"
+	    " LEFT JOIN sources s ON s.name = o.source"
+	    " WHERE o.state IN ('pending', 'waiting') AND o.next_try_at <= ?"
+	    " ORDER BY o.id LIMIT ?",
+	    &q, err);
 	if (rc < 0)
 		goto out;
 	sqlite3_bind_int64(q, 1, now_ms);
@@ -581,13 +335,13 @@ int ds_object_state_pick_in(ds_object_state *st, int64_t now_ms, size_t max,
 			bytes += (size_t)plen;
 		}
 		r->zstd = sqlite3_column_int(q, ROW_NCOL + 1);
-		r->source_uid = col_dup(q, ROW_NCOL + 2);
-		r->source_cluster = col_dup(q, ROW_NCOL + 3);
+		r->source_uid = ds_object_state_col_dup(q, ROW_NCOL + 2);
+		r->source_cluster = ds_object_state_col_dup(q, ROW_NCOL + 3);
 	}
 	/* Stopped at the byte bound or at max, the rest is for the next pick. */
 	rc = rc == SQLITE_DONE || rc == SQLITE_ROW || len == max
 		 ? 0
-		 : fail(st->db, rc, "object_state pick", err);
+		 : ds_object_state_fail(st->db, rc, "object_state pick", err);
 out:
 	sqlite3_finalize(q);
 	if (rc < 0) {
@@ -599,156 +353,35 @@ out:
 	return 0;
 }
 
-int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
-			const ds_object_state_result *res, ds_err *err)
-{
-	sqlite3_stmt *q = NULL;
-	bool news = false, own_txn = sqlite3_get_autocommit(st->db) != 0;
-	int rc, k = 0;
-
-	/* Inside ds_object_state_begin()'s transaction when the caller records a group. */
-	rc = own_txn ? exec(st->db, "BEGIN IMMEDIATE", err) : 0;
-	if (rc < 0)
-		return ds_err_fallback(err, rc);
-	if (res->applied_hash) {
-		/* What is on the target is a fact whatever arrived meanwhile. */
-		rc = k = kept(st,
-			      "UPDATE object_state SET applied_hash = ?, applied_record_id = ?,"
-			      " target_api_version = ?, target_namespace = ?, target_name = ?"
-			      " WHERE id = ?",
-			      &q, err);
-		if (rc < 0)
-			goto out;
-		sqlite3_bind_blob(q, 1, res->applied_hash, DS_HASH_LEN, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(q, 2, record_id);
-		bind_text(q, 3, res->target_api_version);
-		bind_text(q, 4, res->target_ns);
-		bind_text(q, 5, res->target_name);
-		sqlite3_bind_int64(q, 6, id);
-		rc = sqlite3_step(q);
-		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state applied", err);
-		unkeep(k, q);
-		q = NULL;
-		if (rc < 0)
-			goto out;
-	} else if (res->on_target && res->target_name) {
-		/* On the target but not as desired (it dropped fields): where, without a hash. */
-		rc = k =
-		    kept(st,
-			 "UPDATE object_state SET target_api_version = ?, target_namespace = ?,"
-			 " target_name = ? WHERE id = ?",
-			 &q, err);
-		if (rc < 0)
-			goto out;
-		bind_text(q, 1, res->target_api_version);
-		bind_text(q, 2, res->target_ns);
-		bind_text(q, 3, res->target_name);
-		sqlite3_bind_int64(q, 4, id);
-		rc = sqlite3_step(q);
-		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state target", err);
-		unkeep(k, q);
-		q = NULL;
-		if (rc < 0)
-			goto out;
-	} else if (res->forget_applied) {
-		rc = k = kept(st,
-			      "UPDATE object_state SET applied_hash = NULL,"
-			      " applied_record_id = NULL, target_api_version = NULL,"
-			      " target_namespace = NULL, target_name = NULL WHERE id = ?",
-			      &q, err);
-		if (rc < 0)
-			goto out;
-		sqlite3_bind_int64(q, 1, id);
-		rc = sqlite3_step(q);
-		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state forget", err);
-		unkeep(k, q);
-		q = NULL;
-		if (rc < 0)
-			goto out;
-	}
-	/* The source hears of a decision once: a workload that goes on waiting for
-	 * the same objects is not news. */
-	rc = k = kept(st, "SELECT state, reason FROM object_state WHERE id = ? AND record_id = ?",
-		      &q, err);
-	if (rc < 0)
-		goto out;
-	sqlite3_bind_int64(q, 1, id);
-	sqlite3_bind_int64(q, 2, record_id);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		const char *was = (const char *)sqlite3_column_text(q, 0);
-		const char *why = (const char *)sqlite3_column_text(q, 1);
-		news = state_parse(was) != res->state ||
-		       strcmp(why ? why : "", res->reason ? res->reason : "") != 0;
-		rc = 0;
-	} else {
-		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state read", err);
-	}
-	unkeep(k, q);
-	q = NULL;
-	if (rc == 0 && news)
-		rc = queue_result(st, record_id, res->state, res->reason, err);
-	if (rc < 0)
-		goto out;
-	rc = k =
-	    kept(st,
-		 "UPDATE object_state SET state = ?, reason = ?, attempts = ?, next_try_at = ?,"
-		 " updated_at = ? WHERE id = ? AND record_id = ?",
-		 &q, err);
-	if (rc < 0)
-		goto out;
-	bind_text(q, 1, ds_apply_state_name(res->state));
-	bind_text(q, 2, res->reason);
-	sqlite3_bind_int(q, 3, res->attempts);
-	sqlite3_bind_int64(q, 4, res->next_try_at);
-	sqlite3_bind_int64(q, 5, now_s());
-	sqlite3_bind_int64(q, 6, id);
-	sqlite3_bind_int64(q, 7, record_id);
-	rc = sqlite3_step(q);
-	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state result", err);
-out:
-	if (q)
-		unkeep(k, q);
-	if (!own_txn)
-		return ds_err_fallback(err, rc); /* the group's commit or rollback decides */
-	if (rc < 0) {
-		exec(st->db, "ROLLBACK", NULL);
-		return ds_err_fallback(err, rc);
-	}
-	rc = exec(st->db, "COMMIT", err);
-	if (rc < 0)
-		exec(st->db, "ROLLBACK", NULL);
-	return ds_err_fallback(err, rc);
-}
-
 int ds_object_state_begin(ds_object_state *st, ds_err *err)
 {
-	return ds_err_fallback(err, exec(st->db, "BEGIN IMMEDIATE", err));
+	return ds_err_fallback(err, ds_object_state_exec(st->db, "BEGIN IMMEDIATE", err));
 }
 
 int ds_object_state_commit(ds_object_state *st, ds_err *err)
 {
-	int rc = exec(st->db, "COMMIT", err);
+	int rc = ds_object_state_exec(st->db, "COMMIT", err);
 
 	if (rc < 0)
-		exec(st->db, "ROLLBACK", NULL);
+		ds_object_state_exec(st->db, "ROLLBACK", NULL);
 	return ds_err_fallback(err, rc);
 }
 
 void ds_object_state_rollback(ds_object_state *st)
 {
 	if (sqlite3_get_autocommit(st->db) == 0)
-		exec(st->db, "ROLLBACK", NULL);
+		ds_object_state_exec(st->db, "ROLLBACK", NULL);
 }
 
 int ds_object_state_reconsider(ds_object_state *st, ds_err *err)
 {
 	return ds_err_fallback(
 	    err,
-	    exec(st->db,
-		 "UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = 0"
-		 " WHERE op = 1 AND state IN ('applied', 'waiting', 'failed', 'held', 'skipped')",
-		 err));
+	    ds_object_state_exec(
+		st->db,
+		"UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = 0"
+		" WHERE op = 1 AND state IN ('applied', 'waiting', 'failed', 'held', 'skipped')",
+		err));
 }
 
 /* The rows of upserts (ROW_COLUMNS) in scope, one call of fn each; fn may stop with < 0. */
@@ -761,7 +394,7 @@ static int each_in(ds_object_state *st, const char *where, const ds_object_state
 
 	snprintf(sql, sizeof(sql),
 		 "SELECT " ROW_COLUMNS " FROM object_state o WHERE %s ORDER BY o.id", where);
-	rc = prepare(st->db, sql, &q, err);
+	rc = ds_object_state_prepare(st->db, sql, &q, err);
 	if (rc < 0)
 		return rc;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -774,7 +407,7 @@ static int each_in(ds_object_state *st, const char *where, const ds_object_state
 	if (rc == SQLITE_DONE)
 		rc = 0;
 	else if (rc > 0)
-		rc = fail(st->db, rc, "object_state scan", err);
+		rc = ds_object_state_fail(st->db, rc, "object_state scan", err);
 	sqlite3_finalize(q);
 	return rc;
 }
@@ -802,7 +435,7 @@ int ds_object_state_reconsider_in(ds_object_state *st, const ds_object_state_sco
 	int rc;
 
 	/* IMMEDIATE: an applier cannot record a pass's outcome between our read and write. */
-	rc = exec(st->db, "BEGIN IMMEDIATE", err);
+	rc = ds_object_state_exec(st->db, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
 		return ds_err_fallback(err, rc);
 	rc = each_in(st,
@@ -810,7 +443,7 @@ int ds_object_state_reconsider_in(ds_object_state *st, const ds_object_state_sco
 		     " 'pending')",
 		     scope, collect_id, &ids, err);
 	if (rc == 0)
-		rc = prepare(
+		rc = ds_object_state_prepare(
 		    st->db,
 		    "UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = 0"
 		    " WHERE id = ?",
@@ -819,17 +452,19 @@ int ds_object_state_reconsider_in(ds_object_state *st, const ds_object_state_sco
 		sqlite3_reset(up);
 		sqlite3_bind_int64(up, 1, ids.v[i]);
 		rc = sqlite3_step(up);
-		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state reconsider", err);
+		rc = rc == SQLITE_DONE
+			 ? 0
+			 : ds_object_state_fail(st->db, rc, "object_state reconsider", err);
 	}
 	sqlite3_finalize(up);
 	free(ids.v);
 	if (rc < 0) {
-		exec(st->db, "ROLLBACK", NULL);
+		ds_object_state_exec(st->db, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
-	rc = exec(st->db, "COMMIT", err);
+	rc = ds_object_state_exec(st->db, "COMMIT", err);
 	if (rc < 0) {
-		exec(st->db, "ROLLBACK", NULL);
+		ds_object_state_exec(st->db, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
 	return (int)ids.n;
@@ -845,7 +480,7 @@ static int count_due(void *ud, sqlite3_stmt *q)
 	struct due *d = ud;
 	int64_t at = sqlite3_column_int64(q, 19);
 
-	if (state_parse((const char *)sqlite3_column_text(q, 16)) == DS_APPLY_WAITING) {
+	if (ds_apply_state_parse((const char *)sqlite3_column_text(q, 16)) == DS_APPLY_WAITING) {
 		d->waiting++;
 		return 0;
 	}
@@ -990,7 +625,8 @@ int ds_object_state_wake_waiting(ds_object_state *st, ds_err *err)
 {
 	return ds_err_fallback(
 	    err,
-	    exec(st->db, "UPDATE object_state SET next_try_at = 0 WHERE state = 'waiting'", err));
+	    ds_object_state_exec(
+		st->db, "UPDATE object_state SET next_try_at = 0 WHERE state = 'waiting'", err));
 }
 
 int ds_object_state_target_owner(ds_object_state *st, const char *source, const char *kind,
@@ -998,19 +634,20 @@ int ds_object_state_target_owner(ds_object_state *st, const char *source, const 
 				 ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	int k = kept(st,
-		     "SELECT source FROM object_state WHERE kind = ? AND target_name = ?"
-		     " AND target_namespace IS ? AND (?4 IS NULL OR source != ?4)"
-		     " AND applied_hash IS NOT NULL"
-		     " AND op = 1 ORDER BY id LIMIT 1",
-		     &q, err),
+	int k = ds_object_state_keep(
+		st,
+		"SELECT source FROM object_state WHERE kind = ? AND target_name = ?"
+		" AND target_namespace IS ? AND (?4 IS NULL OR source != ?4)"
+		" AND applied_hash IS NOT NULL"
+		" AND op = 1 ORDER BY id LIMIT 1",
+		&q, err),
 	    rc = k < 0 ? k : 0;
 
 	if (rc == 0) {
-		bind_text(q, 1, kind);
-		bind_text(q, 2, name);
-		bind_text(q, 3, ns);
-		bind_text(q, 4, source);
+		ds_object_state_bind_text(q, 1, kind);
+		ds_object_state_bind_text(q, 2, name);
+		ds_object_state_bind_text(q, 3, ns);
+		ds_object_state_bind_text(q, 4, source);
 		rc = sqlite3_step(q);
 		if (rc == SQLITE_ROW) {
 			if (owner && size)
@@ -1018,18 +655,21 @@ int ds_object_state_target_owner(ds_object_state *st, const char *source, const 
 					 (const char *)sqlite3_column_text(q, 0));
 			rc = 1;
 		} else {
-			rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state owner", err);
+			rc = rc == SQLITE_DONE
+				 ? 0
+				 : ds_object_state_fail(st->db, rc, "object_state owner", err);
 		}
 	}
 	if (q)
-		unkeep(k, q);
+		ds_object_state_unkeep(k, q);
 	return ds_err_fallback(err, rc);
 }
 
 int ds_object_state_last_record_id(ds_object_state *st, int64_t *out, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	int rc = prepare(st->db, "SELECT coalesce(max(record_id), 0) FROM object_state", &q, err);
+	int rc = ds_object_state_prepare(
+	    st->db, "SELECT coalesce(max(record_id), 0) FROM object_state", &q, err);
 
 	if (rc == 0) {
 		rc = sqlite3_step(q);
@@ -1037,7 +677,7 @@ int ds_object_state_last_record_id(ds_object_state *st, int64_t *out, ds_err *er
 			*out = sqlite3_column_int64(q, 0);
 			rc = 0;
 		} else {
-			rc = fail(st->db, rc, "object_state last record", err);
+			rc = ds_object_state_fail(st->db, rc, "object_state last record", err);
 		}
 	}
 	sqlite3_finalize(q);
@@ -1070,25 +710,27 @@ int ds_object_state_retry(ds_object_state *st, const ds_object_state_match *m,
 	int rc, marked = 0;
 
 	/* IMMEDIATE: the applier cannot pick or set a row between our read and write. */
-	rc = exec(st->db, "BEGIN IMMEDIATE", err);
+	rc = ds_object_state_exec(st->db, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
 		return ds_err_fallback(err, rc);
-	rc = prepare(st->db,
-		     "SELECT " ROW_COLUMNS " FROM object_state o WHERE (o.state = 'failed'"
-		     " OR (o.state IN ('pending', 'waiting') AND o.next_try_at > 0))"
-		     " AND (?1 IS NULL OR o.kind = ?1 COLLATE NOCASE)"
-		     " AND (?2 IS NULL OR coalesce(o.target_name, o.name) = ?2) ORDER BY o.id",
-		     &q, err);
+	rc = ds_object_state_prepare(
+	    st->db,
+	    "SELECT " ROW_COLUMNS " FROM object_state o WHERE (o.state = 'failed'"
+	    " OR (o.state IN ('pending', 'waiting') AND o.next_try_at > 0))"
+	    " AND (?1 IS NULL OR o.kind = ?1 COLLATE NOCASE)"
+	    " AND (?2 IS NULL OR coalesce(o.target_name, o.name) = ?2) ORDER BY o.id",
+	    &q, err);
 	if (rc == 0)
-		rc = prepare(st->db,
-			     "UPDATE object_state SET state = CASE WHEN state = 'failed'"
-			     " THEN 'pending' ELSE state END, attempts = 0, next_try_at = 0,"
-			     " updated_at = ? WHERE id = ?",
-			     &up, err);
+		rc = ds_object_state_prepare(
+		    st->db,
+		    "UPDATE object_state SET state = CASE WHEN state = 'failed'"
+		    " THEN 'pending' ELSE state END, attempts = 0, next_try_at = 0,"
+		    " updated_at = ? WHERE id = ?",
+		    &up, err);
 	if (rc < 0)
 		goto out;
-	bind_text(q, 1, m->kind);
-	bind_text(q, 2, m->name);
+	ds_object_state_bind_text(q, 1, m->kind);
+	ds_object_state_bind_text(q, 2, m->name);
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		ds_object_state_row r;
 		const char *tns;
@@ -1108,25 +750,25 @@ int ds_object_state_retry(ds_object_state *st, const ds_object_state_match *m,
 		if (m->dry_run)
 			continue;
 		sqlite3_reset(up);
-		sqlite3_bind_int64(up, 1, now_s());
+		sqlite3_bind_int64(up, 1, (ds_clock_wall_ms() / 1000));
 		sqlite3_bind_int64(up, 2, sqlite3_column_int64(q, 0));
 		rc = sqlite3_step(up);
 		if (rc != SQLITE_DONE) {
-			rc = fail(st->db, rc, "object_state retry", err);
+			rc = ds_object_state_fail(st->db, rc, "object_state retry", err);
 			goto out;
 		}
 	}
-	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state retry", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_object_state_fail(st->db, rc, "object_state retry", err);
 out:
 	sqlite3_finalize(q);
 	sqlite3_finalize(up);
 	if (rc < 0) {
-		exec(st->db, "ROLLBACK", NULL);
+		ds_object_state_exec(st->db, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
-	rc = exec(st->db, "COMMIT", err);
+	rc = ds_object_state_exec(st->db, "COMMIT", err);
 	if (rc < 0) {
-		exec(st->db, "ROLLBACK", NULL);
+		ds_object_state_exec(st->db, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
 	}
 	return marked;
@@ -1145,14 +787,14 @@ int ds_object_state_get(ds_object_state *st, const char *source, const char *key
 {
 	sqlite3_stmt *q = NULL;
 	ds_object_state_row r;
-	int rc = prepare(
+	int rc = ds_object_state_prepare(
 	    st->db, "SELECT " ROW_COLUMNS " FROM object_state o WHERE o.source = ? AND o.key = ?",
 	    &q, err);
 
 	if (rc < 0)
 		goto out;
-	bind_text(q, 1, source);
-	bind_text(q, 2, key);
+	ds_object_state_bind_text(q, 1, source);
+	ds_object_state_bind_text(q, 2, key);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW) {
 		rc = read_row(q, &r);
@@ -1162,7 +804,7 @@ int ds_object_state_get(ds_object_state *st, const char *source, const char *key
 		ds_err_set(err, "no state for %s of source %s", key, source);
 		rc = -ENOENT;
 	} else {
-		rc = fail(st->db, rc, "object_state get", err);
+		rc = ds_object_state_fail(st->db, rc, "object_state get", err);
 	}
 out:
 	sqlite3_finalize(q);
@@ -1173,15 +815,16 @@ int ds_object_state_payload(ds_object_state *st, const char *source, const char 
 			    uint8_t **payload, size_t *len, int *zstd, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	int rc = prepare(st->db,
-			 "SELECT r.payload, r.compression FROM object_state o JOIN records r ON "
-			 "r.id = o.record_id WHERE o.source = ? AND o.key = ? AND r.op != ?",
-			 &q, err);
+	int rc = ds_object_state_prepare(
+	    st->db,
+	    "SELECT r.payload, r.compression FROM object_state o JOIN records r ON "
+	    "r.id = o.record_id WHERE o.source = ? AND o.key = ? AND r.op != ?",
+	    &q, err);
 
 	if (rc < 0)
 		goto out;
-	bind_text(q, 1, source);
-	bind_text(q, 2, key);
+	ds_object_state_bind_text(q, 1, source);
+	ds_object_state_bind_text(q, 2, key);
 	sqlite3_bind_int(q, 3, DS_RECORD_DELETE);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW) {
@@ -1202,7 +845,7 @@ int ds_object_state_payload(ds_object_state *st, const char *source, const char 
 		ds_err_set(err, "no live record for %s of source %s", key, source);
 		rc = -ENOENT;
 	} else {
-		rc = fail(st->db, rc, "object_state payload", err);
+		rc = ds_object_state_fail(st->db, rc, "object_state payload", err);
 	}
 out:
 	sqlite3_finalize(q);
@@ -1213,17 +856,17 @@ int ds_object_state_each_in(ds_object_state *st, const char *source, const char 
 			    ds_object_state_payload_fn fn, void *ud, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	int rc =
-	    prepare(st->db,
-		    "SELECT o.kind, r.payload, r.compression FROM object_state o JOIN records r"
-		    " ON r.id = o.record_id WHERE o.source = ? AND o.namespace = ? AND r.op != ?"
-		    " ORDER BY o.id",
-		    &q, err);
+	int rc = ds_object_state_prepare(
+	    st->db,
+	    "SELECT o.kind, r.payload, r.compression FROM object_state o JOIN records r"
+	    " ON r.id = o.record_id WHERE o.source = ? AND o.namespace = ? AND r.op != ?"
+	    " ORDER BY o.id",
+	    &q, err);
 
 	if (rc < 0)
 		goto out;
-	bind_text(q, 1, source);
-	bind_text(q, 2, ns);
+	ds_object_state_bind_text(q, 1, source);
+	ds_object_state_bind_text(q, 2, ns);
 	sqlite3_bind_int(q, 3, DS_RECORD_DELETE);
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		int plen = sqlite3_column_bytes(q, 1);
@@ -1235,7 +878,7 @@ int ds_object_state_each_in(ds_object_state *st, const char *source, const char 
 			goto out;
 		}
 	}
-	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "object_state each", err);
+	rc = rc == SQLITE_DONE ? 0 : ds_object_state_fail(st->db, rc, "object_state each", err);
 out:
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);
@@ -1244,13 +887,14 @@ out:
 int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	int rc = prepare(st->db, "SELECT count(*) FROM object_state WHERE state = ?", &q, err);
+	int rc = ds_object_state_prepare(
+	    st->db, "SELECT count(*) FROM object_state WHERE state = ?", &q, err);
 
 	if (rc == 0) {
-		bind_text(q, 1, ds_apply_state_name(s));
+		ds_object_state_bind_text(q, 1, ds_apply_state_name(s));
 		rc = sqlite3_step(q);
 		rc = rc == SQLITE_ROW ? sqlite3_column_int(q, 0)
-				      : fail(st->db, rc, "object_state count", err);
+				      : ds_object_state_fail(st->db, rc, "object_state count", err);
 	}
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);
@@ -1259,16 +903,18 @@ int ds_object_state_count(ds_object_state *st, enum ds_apply_state s, ds_err *er
 int ds_object_state_count_due(ds_object_state *st, int64_t now_ms, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
-	int rc = prepare(st->db,
-			 "SELECT count(*) FROM object_state"
-			 " WHERE state IN ('pending', 'waiting') AND next_try_at <= ?",
-			 &q, err);
+	int rc =
+	    ds_object_state_prepare(st->db,
+				    "SELECT count(*) FROM object_state"
+				    " WHERE state IN ('pending', 'waiting') AND next_try_at <= ?",
+				    &q, err);
 
 	if (rc == 0) {
 		sqlite3_bind_int64(q, 1, now_ms);
 		rc = sqlite3_step(q);
-		rc = rc == SQLITE_ROW ? sqlite3_column_int(q, 0)
-				      : fail(st->db, rc, "object_state count due", err);
+		rc = rc == SQLITE_ROW
+			 ? sqlite3_column_int(q, 0)
+			 : ds_object_state_fail(st->db, rc, "object_state count due", err);
 	}
 	sqlite3_finalize(q);
 	return ds_err_fallback(err, rc);
@@ -1299,104 +945,4 @@ void ds_object_state_rows_free(ds_object_state_row *rows, size_t n)
 	for (size_t i = 0; rows && i < n; i++)
 		ds_object_state_row_dispose(&rows[i]);
 	free(rows);
-}
-
-/* ---- apply results for the link ------------------------------------------------- */
-
-int ds_object_state_results(ds_object_state *st, const char *source, uint64_t epoch,
-			    ds_wire_result *out, size_t max, size_t *n, int64_t *token, ds_err *err)
-{
-	sqlite3_stmt *q = NULL;
-	size_t len = 0, used = 0, *offs = NULL;
-	int rc;
-
-	*n = 0;
-	*token = 0;
-	offs = calloc(max ? max : 1, sizeof(*offs));
-	if (!offs)
-		return ds_err_fallback(err, -ENOMEM);
-	rc = prepare(st->db,
-		     "SELECT id, seq, status, coalesce(message, '') FROM apply_results"
-		     " WHERE source = ? AND epoch = ? ORDER BY id LIMIT ?",
-		     &q, err);
-	if (rc < 0)
-		goto out;
-	bind_text(q, 1, source);
-	sqlite3_bind_int64(q, 2, (sqlite3_int64)epoch);
-	sqlite3_bind_int64(q, 3, (sqlite3_int64)max);
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *m = (const char *)sqlite3_column_text(q, 3);
-		size_t mlen = strlen(m ? m : "") + 1;
-		int status = sqlite3_column_int(q, 2);
-
-		*token = sqlite3_column_int64(q, 0);
-		if (status <= 0 || status >= DS_RESULT_STATUS_MAX)
-			continue;
-		if (ds_grow((void **)&st->messages, &st->messages_cap, used + mlen, 1) < 0) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		memcpy(st->messages + used, m ? m : "", mlen);
-		offs[len] = used;
-		used += mlen;
-		out[len].seq = (uint64_t)sqlite3_column_int64(q, 1);
-		out[len].status = (enum ds_result_status)status;
-		len++;
-	}
-	rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "apply results", err);
-	/* The arena may have moved while it grew: point into it only now. */
-	for (size_t i = 0; rc == 0 && i < len; i++)
-		out[i].message = st->messages + offs[i];
-	if (rc == 0)
-		*n = len;
-out:
-	sqlite3_finalize(q);
-	free(offs);
-	return ds_err_fallback(err, rc);
-}
-
-int ds_object_state_results_sent(ds_object_state *st, const char *source, uint64_t epoch,
-				 int64_t token, ds_err *err)
-{
-	sqlite3_stmt *q = NULL;
-	int rc = prepare(st->db,
-			 "DELETE FROM apply_results WHERE source = ? AND (id <= ? OR epoch != ?)",
-			 &q, err);
-
-	if (rc == 0) {
-		bind_text(q, 1, source);
-		sqlite3_bind_int64(q, 2, token);
-		sqlite3_bind_int64(q, 3, (sqlite3_int64)epoch);
-		rc = sqlite3_step(q);
-		rc = rc == SQLITE_DONE ? 0 : fail(st->db, rc, "apply results sent", err);
-	}
-	sqlite3_finalize(q);
-	return ds_err_fallback(err, rc);
-}
-
-int ds_object_state_unapplied(ds_object_state *st, uint64_t *n, ds_err *err)
-{
-	sqlite3_stmt *q = NULL;
-	int rc;
-
-	*n = 0;
-	rc = have_records(st, err);
-	if (rc <= 0)
-		return ds_err_fallback(err, rc);
-	rc = prepare(st->db,
-		     "SELECT (SELECT count(*) FROM object_state WHERE state = 'pending')"
-		     " + (SELECT count(*) FROM records WHERE id > (SELECT record_id FROM"
-		     " apply_cursor WHERE id = 1) AND op IN (1, 2))",
-		     &q, err);
-	if (rc == 0) {
-		rc = sqlite3_step(q);
-		if (rc == SQLITE_ROW) {
-			*n = (uint64_t)sqlite3_column_int64(q, 0);
-			rc = 0;
-		} else {
-			rc = fail(st->db, rc, "unapplied count", err);
-		}
-	}
-	sqlite3_finalize(q);
-	return ds_err_fallback(err, rc);
 }

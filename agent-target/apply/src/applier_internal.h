@@ -1,0 +1,148 @@
+#ifndef DRASYNC_APPLIER_INTERNAL_H
+#define DRASYNC_APPLIER_INTERNAL_H
+
+/*
+ * What the parts of the applier share. applier.c: the lifecycle and the run
+ * loop (the pass, settle, the ledger-full wait); applier_prepare.c: deciding
+ * and recording outcomes, preparing an object (payload, pipeline, hash);
+ * applier_preflight.c: what an object needs on the target first;
+ * applier_stream.c: applying the pass's upserts; applier_delete.c: tombstones.
+ */
+
+#include "drasync/applier.h"
+#include "drasync/dra_convert.h"
+#include "drasync/kube_client.h"
+#include "drasync/namespace_mode.h"
+#include "drasync/object_state.h"
+#include "drasync/report.h"
+#include "drasync/sched_convert.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define REASON_MAX 768
+
+struct ds_applier {
+	ds_applier_config cfg;
+	ds_object_state *st;
+	enum ds_dra_version dra;
+	unsigned long dra_gen;	/* the discovery generation dra was picked from */
+	unsigned long pass_gen; /* the discovery generation when the pass began */
+	double picked;		/* when the pass took its objects (ds_clock_mono_s) */
+	pthread_mutex_t mu;	/* guards stats, notified, stopping, next_cfg */
+	pthread_cond_t cond;
+	bool notified, stopping;
+	atomic_bool applying; /* a pass is applying objects it picked */
+	bool ingested;	      /* settle() folded records in: the pass wakes the waiting */
+	const ds_target_config *next_cfg; /* taken at the start of the next pass */
+	ds_applier_stats stats;
+	json_t *present; /* per pass: "kind/ns/name" -> whether it exists on the target */
+	json_t *objs;	 /* per pass: "kind/ns/name" -> a claim or template as on the target */
+	/* scheduling.k8s.io version the target serves (Workload, PodGroup) */
+	enum ds_sched_version sched;
+	json_t *groups;	 /* per pass: "source\nkey" -> a PodGroup as its source has it, or null */
+	json_t *classes; /* per pass, when asked: the target's DeviceClasses */
+	json_t *members; /* per pass: "source\nns\ngroup" -> the workloads that join it */
+	ds_object_state_scope scope; /* cfg.namespaces, when set */
+	ds_namespace_modes *nm;
+	ds_namespace_mode *modes; /* the ledger's namespace modes, read once per pass */
+	size_t n_modes;
+	uint64_t modes_pass; /* the pass they were read for; 0: never */
+	/* Rows desiring records up to this one were there when the applier
+	 * started: a run before it (killed) may have written them without
+	 * recording it. Before such a row is written, the object on the target
+	 * is looked at: with the annotation of the same hash, it is applied
+	 * already. 0 once a pass had no such row. */
+	int64_t verify_upto;
+	bool verify_seen; /* per pass: a row up to verify_upto came to be written */
+	json_t *live;	  /* per pass: "api|kind|ns" -> name -> its applied-hash annotation */
+};
+
+/* What guarded_delete() did: DELETED (reason empty: deleted, else why it was not there),
+ * KEPT (reason says why), or 0: the call `what` failed with rc and ke. */
+struct gone {
+	enum ds_apply_state state;
+	const char *what;
+	int rc;
+	ds_kube_error ke;
+	char reason[REASON_MAX];
+};
+
+/* One object of a pass. */
+struct item {
+	ds_object_state_row *row;
+	json_t *obj; /* the transformed object to apply */
+	int rank;
+	struct ds_kube_resource res;
+	uint8_t hash[DS_HASH_LEN];
+	bool decided, unchanged;
+	bool takeover; /* fields other managers owned were taken (the reason names them) */
+	size_t rep_first, rep_n; /* its entries in the pass's report */
+	ds_object_state_result out;
+	char reason[REASON_MAX];
+	/* while it is applied (the pass's stream) */
+	struct ds_kube_op op;
+	bool forced;		  /* sent again with force after a conflict */
+	char note[REASON_MAX];	  /* preflight's note (what a claim's DeviceClass lacks) */
+	char took[REASON_MAX];	  /* what a forced apply took over */
+	bool sent;		  /* handed to the client */
+	struct item **dependents; /* of the pass, waiting for it to be decided */
+	size_t n_dependents, cap_dependents;
+	size_t blockers; /* of the pass it waits for */
+	bool finished;	 /* decided (and on its way to the ledger) */
+};
+
+/* Add n to a stats field under the applier's lock. */
+void ds_applier_count(ds_applier *a, uint64_t *field, uint64_t n);
+
+/* Pick the DRA version again when discovery changed. @return whether it changed */
+bool ds_applier_follow_discovery(ds_applier *a);
+
+/* Decide it: its state and reason (printf-style). */
+void ds_applier_decide(struct item *it, enum ds_apply_state s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Try it again after a backoff (at least the server's Retry-After). */
+void ds_applier_decide_retry(ds_applier *a, struct item *it, const ds_kube_error *ke);
+
+/* The API call `what` failed with rc and ke: retry when transient, else fail it. */
+void ds_applier_decide_kube_failure(ds_applier *a, struct item *it, const char *what, int rc,
+				    const ds_kube_error *ke);
+
+/* Record n outcomes in one ledger transaction, then tell the agent. @return 0 or < 0 */
+int ds_applier_record_all(ds_applier *a, struct item **v, size_t n, const ds_report *rep,
+			  ds_err *err);
+
+void ds_applier_hash_hex(const uint8_t hash[DS_HASH_LEN], char hex[2 * DS_HASH_LEN + 1]);
+
+/* Prepare it for the target (payload, pipeline, hash) or decide it. @return 0 or < 0 */
+int ds_applier_prepare(ds_applier *a, struct item *it, ds_report *rep);
+
+/* The DRA apiVersion a kind is applied with, NULL when not a DRA kind. */
+const char *ds_applier_need_api(const ds_applier *a, const char *kind);
+
+bool ds_applier_is_claim_or_template(const char *kind);
+
+/* "kind/ns/name", the key of the pass's per-object caches. */
+void ds_applier_obj_key(const char *kind, const char *ns, const char *name, char *buf, size_t size);
+
+/* What it needs on the target first; decides it when that is missing (see applier_preflight.c).
+ * @return 0, -ENOMEM */
+int ds_applier_preflight(ds_applier *a, struct item *it, char *note, size_t note_size);
+
+/* Apply the pass's upserts through the client's stream. @return 0 or < 0 */
+int ds_applier_apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_report *rep,
+			     bool *applied_any, ds_err *err);
+
+/* Delete the target object when drasync made it for r (struct gone says what happened). */
+void ds_applier_guarded_delete(ds_applier *a, const ds_object_state_row *r, const char *api,
+			       const char *ns, const char *name, struct gone *g);
+
+/* Decide a tombstone. */
+void ds_applier_tombstone(ds_applier *a, struct item *it);
+
+#endif

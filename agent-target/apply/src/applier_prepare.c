@@ -1,0 +1,466 @@
+/*
+ * Deciding an object's outcome and recording it, and preparing it for the
+ * target: its payload through the mapping pipeline, its hash.
+ */
+
+#include "applier_internal.h"
+
+#include "drasync/buf.h"
+#include "drasync/clock.h"
+#include "drasync/dra_convert.h"
+#include "drasync/dra_mapping.h"
+#include "drasync/field_loss.h"
+#include "drasync/k8s_object.h"
+#include "drasync/ledger_objects.h"
+#include "drasync/namespace_mode.h"
+#include "drasync/preflight.h"
+#include "drasync/report.h"
+#include "drasync/sched_convert.h"
+#include "drasync/selection.h"
+#include "drasync/transform.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- deciding ---------------------------------------------------------------- */
+
+void ds_applier_decide(struct item *it, enum ds_apply_state s, const char *fmt, ...)
+{
+	va_list ap;
+
+	it->decided = true;
+	it->out.state = s;
+	it->out.attempts = 0;
+	it->out.next_try_at = 0;
+	it->reason[0] = '\0';
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(it->reason, sizeof(it->reason), fmt, ap);
+		va_end(ap);
+	}
+	it->out.reason = it->reason[0] ? it->reason : NULL;
+}
+
+/* Failures the client already retried that may pass later: try again with backoff. */
+static bool transient(int rc, const ds_kube_error *ke)
+{
+	if (ke && ds_kube_error_is_transient(ke->code))
+		return true;
+	return rc == -EAGAIN || rc == -EIO || rc == -ETIMEDOUT || rc == -ECONNREFUSED ||
+	       rc == -ECONNRESET || rc == -EHOSTUNREACH || rc == -ENETUNREACH;
+}
+
+void ds_applier_decide_retry(ds_applier *a, struct item *it, const ds_kube_error *ke)
+{
+	char buf[600];
+	long delay = a->cfg.backoff_ms;
+	int attempts = it->row->attempts + 1;
+
+	for (int i = 1; i < attempts && delay < a->cfg.backoff_max_ms; i++)
+		delay *= 2;
+	if (delay > a->cfg.backoff_max_ms)
+		delay = a->cfg.backoff_max_ms;
+	if (ke && ke->retry_after > 0 && (long)ke->retry_after * 1000 > delay)
+		delay = (long)ke->retry_after * 1000;
+	ds_applier_decide(it, DS_APPLY_PENDING, "attempt %d: %s; trying again in %ld ms", attempts,
+			  ke ? ds_kube_error_format(ke, buf, sizeof(buf)) : "failed", delay);
+	it->out.attempts = attempts;
+	it->out.next_try_at = ds_clock_wall_ms() + delay;
+	ds_applier_count(a, &a->stats.retried, 1);
+}
+
+void ds_applier_decide_kube_failure(ds_applier *a, struct item *it, const char *what, int rc,
+				    const ds_kube_error *ke)
+{
+	char buf[600];
+
+	if (transient(rc, ke)) {
+		ds_applier_decide_retry(a, it, ke);
+		return;
+	}
+	ds_applier_decide(it, DS_APPLY_FAILED, "%s: %s", what,
+			  ds_kube_error_format(ke, buf, sizeof(buf)));
+}
+
+/* Write the item's result to the ledger, count it and tell the agent. */
+static int record(ds_applier *a, struct item *it, ds_err *err)
+{
+	static const size_t offs[DS_APPLY_STATE_MAX] = {
+	    [DS_APPLY_APPLIED] = offsetof(ds_applier_stats, applied),
+	    [DS_APPLY_WAITING] = offsetof(ds_applier_stats, waiting),
+	    [DS_APPLY_FAILED] = offsetof(ds_applier_stats, failed),
+	    [DS_APPLY_HELD] = offsetof(ds_applier_stats, held),
+	    [DS_APPLY_SKIPPED] = offsetof(ds_applier_stats, skipped),
+	    [DS_APPLY_DELETED] = offsetof(ds_applier_stats, deleted),
+	    [DS_APPLY_KEPT] = offsetof(ds_applier_stats, kept),
+	};
+	size_t off = offs[it->out.state];
+
+	if (off && !it->unchanged)
+		ds_applier_count(a, (uint64_t *)(void *)((char *)&a->stats + off), 1);
+	return ds_object_state_set(a->st, it->row->id, it->row->record_id, &it->out, err);
+}
+
+/* Tell the agent, once the outcome is durable. */
+static void tell(ds_applier *a, const struct item *it, const ds_report *rep)
+{
+	char target[700];
+
+	if (!a->cfg.on_event)
+		return;
+	if (it->obj)
+		ds_obj_describe(it->obj, target, sizeof(target));
+	a->cfg.on_event(a->cfg.event_ud,
+			&(ds_applier_event){.source = it->row->source,
+					    .key = it->row->key,
+					    .target = it->obj ? target : NULL,
+					    .seq = it->row->seq,
+					    .op = it->row->op,
+					    .state = it->out.state,
+					    .reason = it->out.reason,
+					    .unchanged = it->unchanged,
+					    .takeover = it->takeover,
+					    .report = rep,
+					    .report_first = it->rep_first,
+					    .report_n = it->rep_n,
+					    .seconds = ds_clock_mono_s() - a->picked});
+}
+
+/*
+ * Record a group's outcomes in one ledger transaction (one fsync for the
+ * group, no API call while the receiver may wait for the lock), then tell the
+ * agent: what is logged is what the ledger holds.
+ */
+int ds_applier_record_all(ds_applier *a, struct item **v, size_t n, const ds_report *rep,
+			  ds_err *err)
+{
+	int rc;
+
+	if (!n)
+		return 0;
+	rc = ds_object_state_begin(a->st, err);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = record(a, v[i], err);
+	if (rc == 0)
+		rc = ds_object_state_commit(a->st, err);
+	else
+		ds_object_state_rollback(a->st);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		tell(a, v[i], rep);
+	return rc;
+}
+
+/* ---- preparing: payload, pipeline, hash -------------------------------------- */
+
+void ds_applier_hash_hex(const uint8_t hash[DS_HASH_LEN], char hex[2 * DS_HASH_LEN + 1])
+{
+	for (size_t i = 0; i < DS_HASH_LEN; i++)
+		snprintf(hex + 2 * i, 3, "%02x", hash[i]);
+}
+
+static int hash_object(const json_t *obj, uint8_t out[DS_HASH_LEN])
+{
+	char *s = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+
+	if (!s)
+		return -ENOMEM;
+	ds_record_hash(s, strlen(s), out);
+	free(s);
+	return 0;
+}
+
+/* The report's entries from `first` on of one type, joined into buf. */
+static const char *report_text(const ds_report *rep, size_t first, enum ds_report_type type,
+			       char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t k = first; k < ds_report_count(rep) && used + 1 < size; k++) {
+		const ds_report_entry *e = ds_report_get(rep, k);
+		int w;
+		if (e->type != type)
+			continue;
+		w = snprintf(buf + used, size - used, "%s%s", used ? "; " : "",
+			     e->message ? e->message : ds_report_type_name(e->type));
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	return buf;
+}
+
+/*
+ * The mode of target namespace ns: the ledger's (failover, failback), read
+ * once per pass so that another process's change is seen, else the
+ * configuration's. A ledger that cannot be read keeps the last modes read.
+ */
+static enum ds_mode mode_of(void *ud, const char *ns, enum ds_mode configured)
+{
+	ds_applier *a = ud;
+
+	if (a->modes_pass != a->stats.passes) {
+		ds_namespace_mode *rows = NULL;
+		size_t n = 0;
+		if (ds_namespace_modes_list(a->nm, &rows, &n, NULL) == 0) {
+			ds_namespace_mode_list_free(a->modes, a->n_modes);
+			a->modes = rows;
+			a->n_modes = n;
+		}
+		a->modes_pass = a->stats.passes;
+	}
+	return ds_namespace_mode_of(a->modes, a->n_modes, ns, configured);
+}
+
+/*
+ * Standby holds a bare Pod or Job in the ledger. One drasync created before
+ * (a failover made it) is taken off the target again, under the tombstones'
+ * guard, and forgotten as applied so that the next failover creates it.
+ */
+static void hold(ds_applier *a, struct item *it, const char *why)
+{
+	ds_object_state_row *r = it->row;
+	struct gone g;
+
+	if (!r->target_name || !r->has_applied_hash) {
+		ds_applier_decide(it, DS_APPLY_HELD, "%s", why);
+		return;
+	}
+	ds_applier_guarded_delete(a, r,
+				  r->target_api_version ? r->target_api_version : r->api_version,
+				  r->target_ns, r->target_name, &g);
+	if (g.state == DS_APPLY_DELETED) {
+		ds_applier_decide(
+		    it, DS_APPLY_HELD, "%s; %s %s%s%s %s", why, r->kind,
+		    r->target_ns ? r->target_ns : "", r->target_ns ? "/" : "", r->target_name,
+		    g.reason[0] ? "was already gone from the target"
+				: "deleted from the target (drasync created it at failover)");
+		it->out.forget_applied = true;
+	} else if (g.state == DS_APPLY_KEPT) {
+		ds_applier_decide(it, DS_APPLY_HELD, "%s; %s", why, g.reason);
+	} else {
+		ds_applier_decide_kube_failure(a, it, g.what, g.rc, &g.ke);
+	}
+}
+
+struct group_lookup {
+	ds_applier *a;
+	const char *source;
+};
+
+/* The PodGroup a workload's pods join, as the same source sent it (the ledger's
+ * desired record), read once per pass. @return borrowed, or NULL */
+static const json_t *group_of(void *ud, const char *ns, const char *name)
+{
+	struct group_lookup *g = ud;
+	char key[800];
+	uint8_t *payload = NULL;
+	size_t len = 0;
+	int zstd = 0;
+	json_t *obj = NULL, *seen;
+	char why[200];
+
+	snprintf(key, sizeof(key), "%s\nscheduling.k8s.io/PodGroup/%s/%s", g->source, ns ? ns : "",
+		 name);
+	seen = json_object_get(g->a->groups, key);
+	if (seen)
+		return json_is_object(seen) ? seen : NULL;
+	if (ds_object_state_payload(g->a->st, g->source, strchr(key, '\n') + 1, &payload, &len,
+				    &zstd, NULL) == 0 &&
+	    ds_ledger_payload_json(payload, len, zstd, &obj, why, sizeof(why)) < 0)
+		obj = NULL;
+	free(payload);
+	if (json_object_set_new(g->a->groups, key, obj ? obj : json_null()) < 0)
+		return NULL;
+	return obj;
+}
+
+struct member_scan {
+	const char *group;
+	json_t *list;
+};
+
+static int member_row(void *ud, const char *kind, const void *payload, size_t len, int zstd)
+{
+	struct member_scan *m = ud;
+	json_t *obj = NULL;
+	const char *g;
+	char why[200];
+
+	if (ds_workload_from_kind(kind) < 0 ||
+	    ds_ledger_payload_json(payload, len, zstd, &obj, why, sizeof(why)) < 0)
+		return 0;
+	g = ds_dra_group_of(obj);
+	if (g && strcmp(g, m->group) == 0 && json_array_append(m->list, obj) < 0) {
+		json_decref(obj);
+		return -ENOMEM;
+	}
+	json_decref(obj);
+	return 0;
+}
+
+/* The workloads of the same source and source namespace whose pods join the
+ * PodGroup, as the ledger holds them, read once per pass. @return borrowed, or NULL */
+static const json_t *members_of(void *ud, const char *ns, const char *group)
+{
+	struct group_lookup *g = ud;
+	struct member_scan m = {.group = group, .list = NULL};
+	char key[800];
+	json_t *seen;
+
+	if (!ns)
+		return NULL;
+	snprintf(key, sizeof(key), "%s\n%s\n%s", g->source, ns, group);
+	seen = json_object_get(g->a->members, key);
+	if (seen)
+		return seen;
+	m.list = json_array();
+	if (!m.list || ds_object_state_each_in(g->a->st, g->source, ns, member_row, &m, NULL) < 0 ||
+	    json_object_set_new(g->a->members, key, m.list) < 0) {
+		/* Unknown: the member is still checked against its group alone. */
+		return NULL;
+	}
+	return m.list;
+}
+
+/*
+ * Decode the payload and run the pipeline. Decides the item unless it is to be
+ * applied. *again (when not NULL) is set instead when discovery, read again
+ * because the target did not serve the object's kind, changed the
+ * resource.k8s.io version to convert to: the object is to be prepared again.
+ */
+static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *again)
+{
+	ds_object_state_row *r = it->row;
+	struct group_lookup gl = {.a = a, .source = r->source};
+	ds_transform_opts topts = {.cfg = a->cfg.cfg,
+				   .dra_version = a->dra,
+				   .source_cluster = r->source_cluster,
+				   .source_uid = r->source_uid,
+				   .mode_of = mode_of,
+				   .mode_ud = a,
+				   .sched_version = a->sched,
+				   .group_of = group_of,
+				   .members_of = members_of,
+				   .group_ud = &gl};
+	size_t first = ds_report_count(rep);
+	ds_kube_error ke;
+	char text[REASON_MAX];
+	int t, rc;
+
+	rc = ds_ledger_payload_json(r->payload, r->payload_len, r->zstd, &it->obj, text,
+				    sizeof(text));
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0) {
+		ds_applier_decide(it, DS_APPLY_FAILED, "%s", text);
+		return 0;
+	}
+	it->rep_first = first;
+	t = ds_transform_object(&topts, it->obj, rep);
+	if (t < 0)
+		return t;
+	it->rep_n = ds_report_count(rep) - first;
+	switch (t) {
+	case DS_TRANSFORM_SKIP:
+		ds_applier_decide(it, DS_APPLY_SKIPPED, "%s",
+				  report_text(rep, first, DS_REPORT_SKIP, text, sizeof(text)));
+		return 0;
+	case DS_TRANSFORM_HOLD:
+		hold(a, it, report_text(rep, first, DS_REPORT_HOLD, text, sizeof(text)));
+		return 0;
+	case DS_TRANSFORM_APPLY:
+		break;
+	default:
+		ds_applier_decide(it, DS_APPLY_FAILED, "%s",
+				  report_text(rep, first, DS_REPORT_ERROR, text, sizeof(text)));
+		return 0;
+	}
+	it->rank = ds_selection_apply_rank(it->obj);
+	/* Two sources writing one object would overwrite each other: the first
+	 * keeps it, the second is refused and told why. */
+	{
+		char owner[256];
+		int c = ds_object_state_target_owner(
+		    a->st, r->source, ds_obj_kind(it->obj), ds_obj_namespace(it->obj),
+		    ds_obj_name(it->obj), owner, sizeof(owner), NULL);
+		if (c < 0)
+			return c;
+		if (c > 0) {
+			ds_obj_describe(it->obj, text, sizeof(text));
+			ds_applier_decide(
+			    it, DS_APPLY_FAILED,
+			    "conflict: %s on the target is replicated from source %s; source "
+			    "%s may not write it too (map its namespace elsewhere)",
+			    text, owner, r->source);
+			return 0;
+		}
+	}
+	rc = hash_object(it->obj, it->hash);
+	if (rc < 0)
+		return rc;
+	if (r->has_applied_hash && memcmp(r->applied_hash, it->hash, DS_HASH_LEN) == 0) {
+		ds_applier_decide(it, DS_APPLY_APPLIED, NULL);
+		it->unchanged = true;
+		ds_applier_count(a, &a->stats.unchanged, 1);
+		return 0;
+	}
+	{
+		/* What the object on the target was applied from (see already_there). */
+		char hex[2 * DS_HASH_LEN + 1];
+
+		ds_applier_hash_hex(it->hash, hex);
+		if (ds_obj_set_annotation(it->obj, DS_ANNOTATION_APPLIED_HASH, hex) < 0)
+			return -ENOMEM;
+	}
+	ds_kube_error_clear(&ke);
+	rc = ds_kube_resource_of(a->cfg.kube, it->obj, &it->res, &ke);
+	if (rc == -ENOENT) {
+		/* Maybe new on the target (a CRD, an upgrade): read discovery again
+		 * (at most once per discovery_refresh_ms) and look once more. */
+		ds_kube_discovery_refresh(a->cfg.kube, NULL);
+		if (ds_applier_follow_discovery(a) && again &&
+		    (ds_obj_in_group(it->obj, "resource.k8s.io") || ds_sched_is_group(it->obj))) {
+			*again = true;
+			return 0;
+		}
+		ds_kube_error_clear(&ke);
+		rc = ds_kube_resource_of(a->cfg.kube, it->obj, &it->res, &ke);
+	}
+	if (rc < 0) {
+		char buf[600];
+		if (rc == -ENOENT)
+			ds_applier_decide(
+			    it, DS_APPLY_FAILED,
+			    "the target does not serve %s %s (drasync-target retry once it "
+			    "does)",
+			    ds_obj_api_version(it->obj), ds_obj_kind(it->obj));
+		else if (transient(rc, &ke))
+			ds_applier_decide_retry(a, it, &ke);
+		else
+			ds_applier_decide(it, DS_APPLY_FAILED, "discovery: %s",
+					  ds_kube_error_format(&ke, buf, sizeof(buf)));
+	}
+	return 0;
+}
+
+int ds_applier_prepare(ds_applier *a, struct item *it, ds_report *rep)
+{
+	bool again = false;
+	int rc = prepare_once(a, it, rep, &again);
+
+	if (rc < 0 || !again)
+		return rc;
+	/* Converted for a version the target no longer serves: for the one it does. */
+	json_decref(it->obj);
+	it->obj = NULL;
+	return prepare_once(a, it, rep, NULL);
+}
