@@ -8,7 +8,9 @@ Checks, in each Markdown file:
     docs name in brackets) is defined or called in a C, Go or shell source;
   - paths: agent-source/..., agent-target/..., common/..., tests/...,
     scripts/..., deploy/..., proto/... name a file or folder of the tree
-    (`*` and {a,b} as the shell reads them);
+    (`*` and {a,b} as the shell reads them), and a file named alone in a
+    code span (`applier.c`) is one somewhere in the tree (or one a script of
+    the tree writes, as scripts/demo.sh writes stop.sh);
   - commands: `drasync-source SUB` and `drasync-target SUB` in code (code
     spans and fenced blocks) name a subcommand of that agent, and each --flag
     after it is an option some C file of that agent or of common/ declares.
@@ -31,6 +33,7 @@ FUNC_RE = re.compile(r'`\[?([A-Za-z_]\w*)\(\)\]?`|\[`([A-Za-z_]\w*)\(\)`\]|\b(ds
 CMD_RE = re.compile(r'\b(drasync-source|drasync-target)[ \t]+([a-z][a-z-]*)\b(?![/.])')
 FLAG_RE = re.compile(r'(?<![\w-])--([a-z][a-z0-9-]*)')
 SPAN_RE = re.compile(r'`([^`\n]+)`')
+BARE_RE = re.compile(r'`([\w-]+\.(?:c|h|sh|py|go|proto|cmake))`')
 
 
 def docs():
@@ -116,6 +119,10 @@ def main():
                          p.startswith(os.path.join(ROOT, 'common') + os.sep))
         options[cmd] = set(re.findall(r'"(?:--)?([a-z][a-z0-9-]*)', both))
 
+    basenames = set()
+    for top in CODE_DIRS:
+        for _, _, filenames in os.walk(os.path.join(ROOT, top)):
+            basenames.update(filenames)
     missing = []
     for doc in docs():
         rel = os.path.relpath(doc, ROOT)
@@ -125,6 +132,9 @@ def main():
                 name = m.group(1) or m.group(2) or m.group(3)
                 if name not in defined:
                     missing.append(f'{rel}:{n}: function {name}() is not in the tree')
+            for m in BARE_RE.finditer(line):
+                if m.group(1) not in basenames and m.group(1) not in other_text:
+                    missing.append(f'{rel}:{n}: file {m.group(1)} is not in the tree')
             for m in PATH_RE.finditer(line):
                 if not path_exists(m.group(1)):
                     missing.append(f'{rel}:{n}: path {m.group(1).rstrip(".,:;)")} '
