@@ -34,45 +34,17 @@ static void msleep(long ms)
 
 /* ---- applying ----------------------------------------------------------------- */
 
-/* Whether the API server refused the change because fields cannot change in place. */
-static bool immutable(int rc, const ds_kube_error *ke)
-{
-	if (rc != -EINVAL || ke->code != 422)
-		return false;
-	return strstr(ke->message, "immutable") || strstr(ke->causes, "immutable") ||
-	       strstr(ke->message, "may not change fields") ||
-	       strstr(ke->message, "updates to") /* "updates to statefulset spec ... are
-						     forbidden" */
-	    ;
-}
-
 /*
  * The object's namespace is not on the target (yet): its Namespace may be
  * further down the stream, past this pass, or made by someone else. The
  * object waits for it like a workload waits for its claims, and is looked at
  * again when something is applied.
  */
-static bool namespace_missing(const ds_kube_error *ke)
-{
-	return ke->code == 404 && strcmp(ke->details_kind, "namespaces") == 0 &&
-	       ke->details_name[0];
-}
-
 static void decide_wait_namespace(ds_applier *a, struct item *it, const char *ns)
 {
 	ds_applier_decide(it, DS_APPLY_WAITING, "waits for Namespace %s (not on the target yet)",
 			  ns);
 	it->out.next_try_at = ds_clock_wall_ms() + a->cfg.wait_retry_ms;
-}
-
-/*
- * A 404 for the resource type itself: discovery said it is served, the server
- * does not serve it (a CRD or a version removed). A missing namespace or
- * object names itself in the Status details; this does not.
- */
-static bool type_not_served(int rc, const ds_kube_error *ke)
-{
-	return rc == -ENOENT && ke->code == 404 && !ke->details_name[0];
 }
 
 /* Read discovery again and try once more, at once; fail when it was read again already. */
@@ -216,12 +188,6 @@ static int mark_created_namespace(ds_applier *a, struct item *it)
 	if (!ours)
 		return 0;
 	return ds_obj_set_annotation(it->obj, DS_ANNOTATION_CREATED, "true") < 0 ? -ENOMEM : 0;
-}
-
-/* Whether the server-side apply was refused because other managers own fields we set. */
-static bool apply_conflict(int rc, const ds_kube_error *ke)
-{
-	return rc == -ESTALE && ke->code == 409;
 }
 
 /*
@@ -578,15 +544,16 @@ static void stream_done(void *ud, struct ds_kube_op *op)
 		it->takeover = true;
 	} else if (op->rc == 0) {
 		decide_applied(it, it->note[0] ? it->note : NULL);
-	} else if (!it->forced && apply_conflict(op->rc, &op->error)) {
+	} else if (!it->forced && ds_kube_error_is_conflict(&op->error)) {
 		/* Without force first: a field another manager owns is a conflict
 		 * we report, then take over (the source is the truth). */
 		takeover_text(&op->error, it->took, sizeof(it->took));
 		s->again[s->n_again++] = it;
 		return;
-	} else if (namespace_missing(&op->error)) {
+	} else if (ds_kube_error_is_namespace_missing(&op->error)) {
 		decide_wait_namespace(a, it, op->error.details_name);
-	} else if (immutable(op->rc, &op->error) || type_not_served(op->rc, &op->error)) {
+	} else if (ds_kube_error_is_immutable(&op->error) ||
+		   ds_kube_error_is_type_not_served(&op->error)) {
 		s->later[s->n_later++] = it;
 		return;
 	} else {
@@ -628,7 +595,7 @@ int ds_applier_apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_
 	/* Synchronous follow-ups, after the stream: re-create, discovery read again. */
 	for (size_t i = 0; i < s.n_later; i++) {
 		struct item *it = s.later[i];
-		if (immutable(it->op.rc, &it->op.error))
+		if (ds_kube_error_is_immutable(&it->op.error))
 			recreate(a, it, &it->op.error);
 		else
 			not_served(a, it, &it->op.error);

@@ -1,6 +1,7 @@
 #include "drasync/verifier.h"
 
 #include "drasync/buf.h"
+#include "drasync/clock.h"
 #include "drasync/k8s_object.h"
 
 #include <errno.h>
@@ -8,7 +9,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* While held, how often hold() is asked again. */
 #define HOLD_POLL_MS 50
@@ -34,14 +34,6 @@ struct ds_verifier {
 	unsigned long long checks;
 };
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int ds_verifier_new(ds_verifier **out, const ds_verifier_config *cfg, ds_err *err)
 {
 	ds_verifier *v = calloc(1, sizeof(*v));
@@ -66,7 +58,7 @@ int ds_verifier_new(ds_verifier **out, const ds_verifier_config *cfg, ds_err *er
 		return rc;
 	}
 	pthread_mutex_init(&v->mu, NULL);
-	pthread_cond_init(&v->cond, NULL);
+	ds_cond_init_monotonic(&v->cond);
 	*out = v;
 	return 0;
 }
@@ -129,7 +121,7 @@ static enum ds_verify_form form_of(ds_verifier *v, const char *ns)
 int ds_verifier_add(ds_verifier *v, const char *kind, const char *ns, const char *name)
 {
 	struct entry *e;
-	long long now = now_ms();
+	long long now = ds_clock_mono_ms();
 	int rc = 0;
 
 	if (!kind || ds_workload_from_kind(kind) < 0 || !name)
@@ -232,7 +224,7 @@ int ds_verifier_step(ds_verifier *v, ds_err *err)
 	for (;;) {
 		ds_verify_item it;
 		struct entry *e = NULL;
-		long long now = now_ms(), added = 0;
+		long long now = ds_clock_mono_ms(), added = 0;
 		unsigned gen = 0;
 		bool last = false;
 
@@ -284,7 +276,7 @@ int ds_verifier_step(ds_verifier *v, ds_err *err)
 			ds_verify_item_dispose(&it);
 			return ds_err_fallback(err, -ENOMEM);
 		}
-		it.seconds = (double)(now_ms() - added) / 1000.0;
+		it.seconds = (double)(ds_clock_mono_ms() - added) / 1000.0;
 		pthread_mutex_lock(&v->mu);
 		e = find(v, it.kind, it.ns, it.name);
 		/* Added again meanwhile: a newer version, with its own deadline. */
@@ -324,21 +316,13 @@ int ds_verifier_run(ds_verifier *v, ds_err *err)
 			next = v->next_check_ms;
 		if (!v->stop) {
 			/* Until the next one is due (at most a second), an add, or stop. */
-			struct timespec ts;
-			long long wait = next < 0 ? 1000 : next - now_ms();
+			long long wait = next < 0 ? 1000 : next - ds_clock_mono_ms();
 			if (wait > 1000)
 				wait = 1000;
 			if (v->held) /* looked at again soon: the pass may be over */
 				wait = HOLD_POLL_MS;
 			if (wait > 0) {
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_sec += (time_t)(wait / 1000);
-				ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-				if (ts.tv_nsec >= 1000000000L) {
-					ts.tv_sec++;
-					ts.tv_nsec -= 1000000000L;
-				}
-				pthread_cond_timedwait(&v->cond, &v->mu, &ts);
+				ds_cond_wait_until(&v->cond, &v->mu, ds_deadline_in(wait));
 			}
 		}
 		pthread_mutex_unlock(&v->mu);

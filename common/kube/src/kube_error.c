@@ -69,6 +69,41 @@ bool ds_kube_error_is_transient(int http_code)
 	return http_code == 429 || (http_code >= 500 && http_code <= 599);
 }
 
+/*
+ * An immutable field is reported as reason Invalid (422), the reason of
+ * every validation failure, and its causes' type (FieldValueInvalid, or
+ * FieldValueForbidden for a StatefulSet's spec) is the one of any invalid or
+ * forbidden value: neither the reason, the code nor the cause type tells "may
+ * not change" from "wrong value". So after the reason and code, the message
+ * and the causes are read for the apiserver's words: "field is immutable"
+ * (apimachinery's ValidateImmutableField, a ConfigMap or Secret with
+ * immutable: true), "may not change fields" (a PersistentVolumeClaim's spec),
+ * "updates to statefulset spec for fields other than ... are forbidden".
+ */
+bool ds_kube_error_is_immutable(const ds_kube_error *ke)
+{
+	if (!ke || ke->code != 422 || (ke->reason[0] && strcmp(ke->reason, "Invalid") != 0))
+		return false;
+	return strstr(ke->message, "immutable") || strstr(ke->causes, "immutable") ||
+	       strstr(ke->message, "may not change fields") || strstr(ke->message, "updates to");
+}
+
+bool ds_kube_error_is_namespace_missing(const ds_kube_error *ke)
+{
+	return ke && ke->code == 404 && strcmp(ke->details_kind, "namespaces") == 0 &&
+	       ke->details_name[0];
+}
+
+bool ds_kube_error_is_type_not_served(const ds_kube_error *ke)
+{
+	return ke && ke->code == 404 && !ke->details_name[0];
+}
+
+bool ds_kube_error_is_conflict(const ds_kube_error *ke)
+{
+	return ke && ke->code == 409 && strcmp(ke->reason, "AlreadyExists") != 0;
+}
+
 static void copy_str(char *dst, size_t size, const json_t *v)
 {
 	const char *s = json_string_value(v);

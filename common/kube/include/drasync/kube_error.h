@@ -96,4 +96,39 @@ const char *ds_kube_error_format(const ds_kube_error *ke, char *buf, size_t size
 /** True when the request may be retried as far as the server's answer goes (429, 5xx). */
 bool ds_kube_error_is_transient(int http_code);
 
+/*
+ * What an API Status says, decided on its HTTP code, its reason
+ * (metav1.StatusReason: NotFound 404, AlreadyExists and Conflict 409, Gone
+ * and Expired 410, Invalid 422, ...) and its details. NULL-safe: NULL is
+ * "no". Only where the reason and code cannot tell does one read the message
+ * (ds_kube_error_is_immutable() says why).
+ */
+
+/**
+ * The write was refused because fields cannot change in place (a Job's
+ * template, a StatefulSet's spec beyond what it may update, an immutable
+ * ConfigMap): 422 Invalid naming an immutable field.
+ */
+bool ds_kube_error_is_immutable(const ds_kube_error *ke);
+
+/**
+ * 404 NotFound for the object's namespace: details.kind "namespaces" and
+ * details.name the namespace.
+ */
+bool ds_kube_error_is_namespace_missing(const ds_kube_error *ke);
+
+/**
+ * 404 for the resource type itself (a CRD or a version the server no longer
+ * serves): a missing namespace or object names itself in details.name, this
+ * does not.
+ */
+bool ds_kube_error_is_type_not_served(const ds_kube_error *ke);
+
+/**
+ * 409 Conflict: a stale resourceVersion, or a server-side apply that other
+ * field managers own fields of (details.causes name them). Not 409
+ * AlreadyExists.
+ */
+bool ds_kube_error_is_conflict(const ds_kube_error *ke);
+
 #endif

@@ -1,0 +1,317 @@
+#include "exporter_internal.h"
+
+#include "drasync/buf.h"
+#include "drasync/clock.h"
+#include "drasync/change_queue.h"
+#include "drasync/k8s_object.h"
+#include "drasync/log.h"
+#include "drasync/object_index.h"
+#include "drasync/outbox.h"
+#include "drasync/sanitize.h"
+#include "drasync/selection.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- skips: logged once per object and reason ------------------------------ */
+
+static uint64_t fnv(const char *s, uint64_t h)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* true when this (key, reason) was not noted before */
+static bool skip_note(ds_exporter *ex, const char *key, const char *why)
+{
+	uint64_t h = fnv(why, fnv("\n", fnv(key, 1469598103934665603ull)));
+	size_t i;
+
+	if (h == 0)
+		h = 1;
+	if (ex->nskips * 2 >= ex->skipcap) {
+		/* Bounded: past a million remembered skips start over (some are logged again). */
+		size_t ncap = ex->skipcap ? ex->skipcap * 2 : 1024;
+		uint64_t *n;
+
+		if (ncap > (1u << 21))
+			ncap = 1u << 21;
+		n = calloc(ncap, sizeof(*n));
+		if (!n)
+			return true;
+		if (ncap > ex->skipcap)
+			for (size_t k = 0; k < ex->skipcap; k++) {
+				uint64_t v = ex->skips[k];
+				if (!v)
+					continue;
+				for (i = v % ncap; n[i]; i = (i + 1) % ncap)
+					;
+				n[i] = v;
+			}
+		else
+			ex->nskips = 0;
+		free(ex->skips);
+		ex->skips = n;
+		ex->skipcap = ncap;
+	}
+	for (i = h % ex->skipcap; ex->skips[i]; i = (i + 1) % ex->skipcap)
+		if (ex->skips[i] == h)
+			return false;
+	ex->skips[i] = h;
+	ex->nskips++;
+	return true;
+}
+
+/* ---- the batch ----------------------------------------------------------------- */
+
+static const char *own(struct batch *b, const char *s)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	if (ds_grow((void **)&b->owned, &b->owncap, b->nown + 1, sizeof(*b->owned)) < 0)
+		return NULL;
+	d = strdup(s);
+	if (d)
+		b->owned[b->nown++] = d;
+	return d;
+}
+
+static char *own_take(struct batch *b, char *s)
+{
+	if (!s || ds_grow((void **)&b->owned, &b->owncap, b->nown + 1, sizeof(*b->owned)) < 0) {
+		free(s);
+		return NULL;
+	}
+	b->owned[b->nown++] = s;
+	return s;
+}
+
+ds_record *ds_exporter_add_record(struct batch *b)
+{
+	ds_record *r;
+
+	if (ds_grow((void **)&b->recs, &b->cap, b->n + 1, sizeof(*b->recs)) < 0)
+		return NULL;
+	r = &b->recs[b->n++];
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+void ds_exporter_batch_reset(struct batch *b)
+{
+	for (size_t i = 0; i < b->nown; i++)
+		free(b->owned[i]);
+	b->nown = 0;
+	b->n = 0;
+	b->nmarks = 0;
+}
+
+void ds_exporter_batch_dispose(struct batch *b)
+{
+	ds_exporter_batch_reset(b);
+	free(b->owned);
+	free(b->recs);
+	free(b->marks);
+	memset(b, 0, sizeof(*b));
+}
+
+int ds_exporter_flush(ds_exporter *ex, ds_err *err)
+{
+	struct batch *b = &ex->b;
+	uint64_t last = 0;
+	int rc = 0;
+
+	if (b->nmarks)
+		rc = ds_object_index_mark(ex->idx, b->marks, b->nmarks, err);
+	if (rc == 0 && b->n) {
+		rc = ds_object_index_push(ex->idx, ex->ob, b->recs, b->n, &last, err);
+		if (rc == 0) {
+			atomic_store(&ex->last_seq, last);
+			if (ex->cfg.on_pushed)
+				ex->cfg.on_pushed(ex->cfg.pushed_ud, last);
+		}
+	}
+	if (rc < 0) {
+		char e[300];
+		ex->local_failed = true;
+		ds_log(DS_LOG_ERROR, "outbox_failed", "records=%zu error=%s", b->n,
+		       ds_exporter_quote(err ? err->msg : strerror(-rc), e, sizeof(e)));
+	}
+	ds_exporter_batch_reset(b);
+	return rc;
+}
+
+int ds_exporter_maybe_flush(ds_exporter *ex, ds_err *err)
+{
+	if (ex->b.n + ex->b.nmarks >= ex->cfg.batch_records)
+		return ds_exporter_flush(ex, err);
+	return 0;
+}
+
+int ds_exporter_add_tombstone(ds_exporter *ex, const ds_index_row *row)
+{
+	struct batch *b = &ex->b;
+	ds_record *r = ds_exporter_add_record(b);
+
+	if (!r)
+		return -ENOMEM;
+	r->op = DS_RECORD_DELETE;
+	r->api_version = own(b, row->api_version);
+	r->kind = own(b, row->kind);
+	r->ns = own(b, row->ns);
+	r->name = own(b, row->name);
+	r->source_uid = own(b, row->uid);
+	if (!r->api_version || !r->kind || !r->ns || !r->name || !r->source_uid)
+		return -ENOMEM;
+	ex->counts.tombstoned++;
+	return 0;
+}
+
+/* Items of a List carry neither apiVersion nor kind: give them the served ones. */
+void ds_exporter_set_type(json_t *obj, const struct kind *k)
+{
+	if (!json_is_string(json_object_get(obj, "apiVersion")))
+		json_object_set_new(obj, "apiVersion", json_string(k->api_version));
+	if (!json_is_string(json_object_get(obj, "kind")))
+		json_object_set_new(obj, "kind", json_string(k->def->kind));
+}
+
+int ds_exporter_object_key(const struct kind *k, const json_t *obj, char *key, size_t size)
+{
+	return ds_object_key(key, size, k->api_version, k->def->kind,
+			     k->def->namespaced ? ds_obj_namespace(obj) : NULL, ds_obj_name(obj));
+}
+
+/*
+ * One object as the source has it now: selection, sanitizing, canonical
+ * JSON, hash; queued for the outbox when it differs from what the index
+ * says was pushed (or always, in a snapshot).
+ */
+int ds_exporter_process_object(ds_exporter *ex, const struct kind *k, json_t *obj)
+{
+	struct batch *b = &ex->b;
+	char key[DS_OBJECT_KEY_MAX], desc[300], e1[300], e2[400];
+	ds_err why = {0};
+	const char *uid, *rv;
+	uint8_t hash[DS_HASH_LEN];
+	ds_index_row row;
+	json_t *copy = NULL;
+	char *payload = NULL;
+	ds_record *r;
+	ds_err err = {0};
+	int rc, have;
+
+	ds_exporter_set_type(obj, k);
+	if (ds_exporter_object_key(k, obj, key, sizeof(key)) < 0)
+		return 0; /* nameless: nothing to replicate */
+	have = ds_object_index_get(ex->idx, key, &row, &err);
+	if (have < 0 && have != -ENOENT) {
+		ex->local_failed = true;
+		return have;
+	}
+	have = have == 0 && !row.deleted;
+	if (!ds_selection_check(obj, ex->cfg.replicate_device_classes, &why)) {
+		ex->counts.skipped++;
+		if (skip_note(ex, key, why.msg))
+			ds_log(DS_LOG_INFO, "skipped", "object=%s reason=%s",
+			       ds_exporter_quote(ds_obj_describe(obj, desc, sizeof(desc)), e1,
+						 sizeof(e1)),
+			       ds_exporter_quote(why.msg, e2, sizeof(e2)));
+		/* replicated before, not any more (e.g. adopted by a controller) */
+		return have ? ds_exporter_add_tombstone(ex, &row) : 0;
+	}
+	uid = ds_json_str(json_object_get(obj, "metadata"), "uid");
+	rv = ds_json_str(json_object_get(obj, "metadata"), "resourceVersion");
+	copy = json_deep_copy(obj);
+	if (!copy)
+		return -ENOMEM;
+	rc = ds_sanitize(copy);
+	if (rc < 0)
+		goto out;
+	payload = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT);
+	if (!payload) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	ds_record_hash(payload, strlen(payload), hash);
+	/* In a snapshot, what was pushed after its SNAPSHOT_BEGIN (before a
+	 * crash, when it resumes) is in it already. */
+	if (have && !(ex->force && row.seq < ex->snap_begin) &&
+	    strcmp(row.uid, uid ? uid : "") == 0 && memcmp(row.hash, hash, DS_HASH_LEN) == 0) {
+		const char *kd = own(b, key);
+		if (!kd || ds_grow((void **)&b->marks, &b->markcap, b->nmarks + 1,
+				   sizeof(*b->marks)) < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		b->marks[b->nmarks++] = kd;
+		ex->counts.unchanged++;
+		goto out;
+	}
+	/* the same name under a new uid: the old object is gone, this is another one */
+	if (have && row.uid[0] && uid && strcmp(row.uid, uid) != 0) {
+		rc = ds_exporter_add_tombstone(ex, &row);
+		if (rc < 0)
+			goto out;
+	}
+	r = ds_exporter_add_record(b);
+	if (!r) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	r->op = DS_RECORD_UPSERT;
+	r->api_version = own(b, ds_obj_api_version(obj));
+	r->kind = own(b, k->def->kind);
+	r->ns = own(b, k->def->namespaced && ds_obj_namespace(obj) ? ds_obj_namespace(obj) : "");
+	r->name = own(b, ds_obj_name(obj));
+	r->source_uid = own(b, uid ? uid : "");
+	r->source_resource_version = own(b, rv ? rv : "");
+	r->payload = (const uint8_t *)own_take(b, payload);
+	r->payload_len = strlen(payload);
+	payload = NULL;
+	if (!r->api_version || !r->kind || !r->ns || !r->name || !r->source_uid ||
+	    !r->source_resource_version || !r->payload) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	ex->counts.pushed++;
+out:
+	free(payload);
+	json_decref(copy);
+	return rc;
+}
+
+/* The object was deleted on the source: a tombstone when the index holds it
+ * (under that uid: a re-created object has its own). */
+int ds_exporter_process_deletion(ds_exporter *ex, const struct kind *k, json_t *obj)
+{
+	const char *uid = ds_json_str(json_object_get(obj, "metadata"), "uid");
+	char key[DS_OBJECT_KEY_MAX];
+	ds_index_row row;
+	ds_err err = {0};
+	int rc;
+
+	ds_exporter_set_type(obj, k);
+	if (ds_exporter_object_key(k, obj, key, sizeof(key)) < 0)
+		return 0;
+	rc = ds_object_index_get(ex->idx, key, &row, &err);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0) {
+		ex->local_failed = true;
+		return rc;
+	}
+	if (row.deleted || (uid && row.uid[0] && strcmp(uid, row.uid) != 0))
+		return 0;
+	return ds_exporter_add_tombstone(ex, &row);
+}
