@@ -1,5 +1,6 @@
 #include "drasync/kube_probe.h"
 
+#include "drasync/clock.h"
 #include "drasync/kube_transport.h"
 
 #include <errno.h>
@@ -7,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct ds_kube_probe {
 	pthread_mutex_t lock;
@@ -17,14 +17,6 @@ struct ds_kube_probe {
 	bool ok;
 	char why[1024];
 };
-
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int ds_kube_probe_new(ds_kube_probe **out, ds_kube *k, long timeout_ms, long cache_ms, ds_err *err)
 {
@@ -68,7 +60,7 @@ bool ds_kube_probe_reachable(ds_kube_probe *p, char *why, size_t why_size)
 
 	/* One probe at a time: the others wait for its answer and reuse it. */
 	pthread_mutex_lock(&p->lock);
-	if (!p->checked_ms || mono_ms() - p->checked_ms >= p->cache_ms) {
+	if (!p->checked_ms || ds_clock_mono_ms() - p->checked_ms >= p->cache_ms) {
 		memset(&ke, 0, sizeof(ke));
 		if (ds_kube_transport_request(p->t, &req, &resp, &ke) == 0 ||
 		    (ke.code >= 400 && ke.code < 500)) {
@@ -82,7 +74,7 @@ bool ds_kube_probe_reachable(ds_kube_probe *p, char *why, size_t why_size)
 				 ke.message[0] ? ke.message : "no answer");
 		}
 		ds_kube_response_dispose(&resp);
-		p->checked_ms = mono_ms();
+		p->checked_ms = ds_clock_mono_ms();
 	}
 	ok = p->ok;
 	if (why && why_size)

@@ -1,6 +1,7 @@
-#include "drasync/kube_transport.h"
+#include "kube_transport_internal.h"
 
 #include "drasync/buf.h"
+#include "drasync/clock.h"
 #include "drasync/version.h"
 
 #include <curl/curl.h>
@@ -16,30 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-struct ds_kube_transport {
-	ds_kubeconfig *kc;
-	struct ds_kube_transport_opts opts;
-	char *base;		       /* URL prefix the request paths are appended to */
-	struct curl_slist *connect_to; /* tls-server-name: connect to the real host */
-	char *ua;
-
-	CURLSH *share; /* DNS cache and TLS sessions, across pooled handles */
-	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
-
-	pthread_mutex_t pool_lock;
-	CURL **pool;
-	size_t npool, pool_cap;
-
-	pthread_mutex_t rl_lock; /* token bucket */
-	double tokens;
-	double last; /* monotonic seconds of the last refill */
-
-	pthread_mutex_t multi_lock; /* one batch at a time keeps the multi's connections */
-	CURLM *multi;
-
-	atomic_ulong requests, retries, connections, http2;
-};
-
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc;
 
@@ -48,15 +25,7 @@ static void global_init(void)
 	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(long ms)
+void ds_kube_sleep_ms(long ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
@@ -116,14 +85,14 @@ long ds_kube_backoff_ms(const struct ds_kube_transport_opts *o, int attempt, int
 /* ---- rate limit ------------------------------------------------------------ */
 
 /* Take one token; @return how long to wait (ms) before the request may go. */
-static long rate_reserve(ds_kube_transport *t)
+long ds_kube_rate_reserve(ds_kube_transport *t)
 {
 	double now, wait = 0;
 
 	if (t->opts.qps <= 0)
 		return 0;
 	pthread_mutex_lock(&t->rl_lock);
-	now = now_s();
+	now = ds_clock_mono_s();
 	t->tokens += (now - t->last) * t->opts.qps;
 	if (t->tokens > (double)t->opts.burst)
 		t->tokens = (double)t->opts.burst;
@@ -238,7 +207,7 @@ int ds_kube_transport_new(ds_kube_transport **out, ds_kubeconfig *kc,
 	pthread_mutex_init(&t->rl_lock, NULL);
 	pthread_mutex_init(&t->multi_lock, NULL);
 	t->tokens = (double)t->opts.burst;
-	t->last = now_s();
+	t->last = ds_clock_mono_s();
 	rc = -ENOMEM;
 	if (asprintf(&t->ua, "%s",
 		     t->opts.user_agent ? t->opts.user_agent : "drasync/" DS_VERSION) < 0) {
@@ -315,7 +284,7 @@ static CURL *pool_get(ds_kube_transport *t)
 	return h ? h : curl_easy_init();
 }
 
-static void pool_put(ds_kube_transport *t, CURL *h)
+void ds_kube_pool_put(ds_kube_transport *t, CURL *h)
 {
 	if (!h)
 		return;
@@ -333,24 +302,8 @@ static void pool_put(ds_kube_transport *t, CURL *h)
 
 /* ---- one transfer ------------------------------------------------------------- */
 
-struct xfer {
-	ds_kube_transport *t;
-	CURL *h;
-	struct curl_slist *hdrs;
-	ds_str body; /* the answer, bounded by opts.max_body */
-	bool too_big;
-	int retry_after;
-	char phrase[64]; /* the status line's reason phrase (HTTP/1.1 only) */
-	char errbuf[CURL_ERROR_SIZE];
-	/* streams */
-	ds_kube_line_fn fn;
-	void *user;
-	const atomic_bool *stop;
-	bool stopped;
-};
-
 /* A transfer of t with a pooled handle. @return 0 or -ENOMEM */
-static int xfer_init(struct xfer *x, ds_kube_transport *t)
+int ds_kube_xfer_init(struct xfer *x, ds_kube_transport *t)
 {
 	memset(x, 0, sizeof(*x));
 	x->t = t;
@@ -359,7 +312,7 @@ static int xfer_init(struct xfer *x, ds_kube_transport *t)
 	return x->h ? 0 : -ENOMEM;
 }
 
-static void xfer_dispose(struct xfer *x)
+void ds_kube_xfer_dispose(struct xfer *x)
 {
 	curl_slist_free_all(x->hdrs);
 	x->hdrs = NULL;
@@ -488,8 +441,8 @@ static bool is_idempotent(const struct ds_kube_request *req)
 }
 
 /* Configure x->h (a pooled handle) for one attempt of `req`. */
-static int xfer_setup(struct xfer *x, const struct ds_kube_request *req, bool stream,
-		      ds_kube_error *ke)
+int ds_kube_xfer_setup(struct xfer *x, const struct ds_kube_request *req, bool stream,
+		       ds_kube_error *ke)
 {
 	ds_kube_transport *t = x->t;
 	ds_kubeconfig *kc = t->kc;
@@ -609,13 +562,6 @@ out:
 	return rc;
 }
 
-enum retry_kind {
-	RETRY_NO,
-	RETRY_ANY,	  /* the request was certainly not processed */
-	RETRY_IDEMPOTENT, /* may have been processed */
-	RETRY_AUTH,	  /* 401: fresh credentials */
-};
-
 static enum ds_kube_tls_cause tls_cause(CURL *h, CURLcode cc, const char *errbuf)
 {
 	long vr = 0;
@@ -703,8 +649,8 @@ static bool answer_arrived(struct xfer *x, CURLcode cc, long *code)
 }
 
 /* Turn the outcome of one attempt into rc/resp/ke and a retry decision. */
-static int xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLcode cc,
-		       struct ds_kube_response *resp, ds_kube_error *ke, enum retry_kind *retry)
+int ds_kube_xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLcode cc,
+			struct ds_kube_response *resp, ds_kube_error *ke, enum retry_kind *retry)
 {
 	ds_kube_transport *t = x->t;
 	long code = 0, nconn = 0;
@@ -810,9 +756,9 @@ static int xfer_finish(struct xfer *x, const struct ds_kube_request *req, CURLco
 }
 
 /* Whether to try again, and after how long. */
-static bool retry_decide(ds_kube_transport *t, const struct ds_kube_request *req,
-			 enum retry_kind kind, int attempt, bool *auth_retried, int retry_after,
-			 long *delay_ms)
+bool ds_kube_retry_decide(ds_kube_transport *t, const struct ds_kube_request *req,
+			  enum retry_kind kind, int attempt, bool *auth_retried, int retry_after,
+			  long *delay_ms)
 {
 	*delay_ms = 0;
 	switch (kind) {
@@ -847,35 +793,36 @@ int ds_kube_transport_request(ds_kube_transport *t, const struct ds_kube_request
 	if (!ke)
 		ke = &local;
 	ds_kube_error_clear(ke);
-	if (xfer_init(&x, t) < 0)
+	if (ds_kube_xfer_init(&x, t) < 0)
 		return -ENOMEM;
 	for (;;) {
 		struct ds_kube_response r = {0};
 		enum retry_kind kind;
-		long wait = rate_reserve(t), delay;
+		long wait = ds_kube_rate_reserve(t), delay;
 		CURLcode cc;
 
 		if (wait > 0)
-			sleep_ms(wait);
-		rc = xfer_setup(&x, req, false, ke);
+			ds_kube_sleep_ms(wait);
+		rc = ds_kube_xfer_setup(&x, req, false, ke);
 		if (rc < 0)
 			break;
 		cc = curl_easy_perform(x.h);
 		ke->attempts++;
-		rc = xfer_finish(&x, req, cc, &r, ke, &kind);
+		rc = ds_kube_xfer_finish(&x, req, cc, &r, ke, &kind);
 		if (rc == 0) {
 			*resp = r;
 			break;
 		}
-		if (!retry_decide(t, req, kind, attempt, &auth_retried, ke->retry_after, &delay))
+		if (!ds_kube_retry_decide(t, req, kind, attempt, &auth_retried, ke->retry_after,
+					  &delay))
 			break;
 		if (kind != RETRY_AUTH)
 			attempt++;
 		atomic_fetch_add(&t->retries, 1);
-		sleep_ms(delay);
+		ds_kube_sleep_ms(delay);
 	}
-	xfer_dispose(&x);
-	pool_put(t, x.h);
+	ds_kube_xfer_dispose(&x);
+	ds_kube_pool_put(t, x.h);
 	return rc;
 }
 
@@ -893,15 +840,15 @@ int ds_kube_transport_stream(ds_kube_transport *t, const struct ds_kube_request 
 	if (!ke)
 		ke = &local;
 	ds_kube_error_clear(ke);
-	if (xfer_init(&x, t) < 0)
+	if (ds_kube_xfer_init(&x, t) < 0)
 		return -ENOMEM;
 	x.fn = fn;
 	x.user = user;
 	x.stop = stop;
-	wait = rate_reserve(t);
+	wait = ds_kube_rate_reserve(t);
 	if (wait > 0)
-		sleep_ms(wait);
-	rc = xfer_setup(&x, req, true, ke);
+		ds_kube_sleep_ms(wait);
+	rc = ds_kube_xfer_setup(&x, req, true, ke);
 	if (rc < 0)
 		goto out;
 	/* a non-2xx answer is buffered whole, not split into lines */
@@ -915,240 +862,14 @@ int ds_kube_transport_stream(ds_kube_transport *t, const struct ds_kube_request 
 			cc = CURLE_OK;
 		}
 	}
-	rc = xfer_finish(&x, req, cc, NULL, ke, &kind);
+	rc = ds_kube_xfer_finish(&x, req, cc, NULL, ke, &kind);
 	if (rc == 0 && x.fn && ds_str_len(&x.body) > 0 && !x.stopped) {
 		/* a last line without '\n' */
 		if (fn(user, ds_str_ptr(&x.body), ds_str_len(&x.body)) != 0)
 			rc = 1;
 	}
 out:
-	xfer_dispose(&x);
-	pool_put(t, x.h);
+	ds_kube_xfer_dispose(&x);
+	ds_kube_pool_put(t, x.h);
 	return rc;
-}
-
-/* ---- the concurrent path ------------------------------------------------------ */
-
-struct slot {
-	struct xfer x;
-	struct ds_kube_call *call;
-	int attempt;
-	bool auth_retried;
-	bool inited;  /* x holds a pooled handle */
-	double ready; /* monotonic time it may be (re)started */
-	bool busy;
-	bool has_token; /* parked for the rate limit: its token is taken, ready is its turn */
-};
-
-/* A call that ends here (done, failed, not started): its caller hears of it. */
-static void end_call(const struct ds_kube_call_stream *s, struct ds_kube_call *c, int *failed)
-{
-	if (c->rc < 0)
-		(*failed)++;
-	if (s->done)
-		s->done(s->ud, c);
-}
-
-int ds_kube_transport_request_stream(ds_kube_transport *t, const struct ds_kube_call_stream *s)
-{
-	size_t nslots = (size_t)t->opts.max_parallel, active = 0;
-	struct slot *slots = NULL;
-	size_t *waiting = NULL, nwaiting = 0; /* slots waiting for a retry or their turn */
-	bool ended = false, paused = false;   /* paused: next() said "not now" */
-	int failed = 0, rc = 0;
-
-	slots = calloc(nslots, sizeof(*slots));
-	waiting = calloc(nslots, sizeof(*waiting));
-	if (!slots || !waiting) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	pthread_mutex_lock(&t->multi_lock);
-	for (;;) {
-		double now = now_s(), wake = now + 1.0;
-		int running = 0, numfds = 0;
-		CURLMsg *msg;
-		int left;
-
-		/* start what may start: due retries first, then fresh calls */
-		for (size_t i = 0; i < nslots; i++) {
-			struct slot *sl = &slots[i];
-			bool retry_due = false;
-			long wait;
-
-			if (sl->busy)
-				continue;
-			for (size_t w = 0; w < nwaiting; w++)
-				if (waiting[w] == i)
-					retry_due = true;
-			if (retry_due && sl->ready > now) {
-				if (sl->ready < wake)
-					wake = sl->ready;
-				continue;
-			}
-			if (!retry_due) {
-				struct ds_kube_call *c = NULL;
-				int r;
-
-				if (ended || paused)
-					continue;
-				r = s->next(s->ud, &c);
-				if (r < 0 || (r > 0 && !c)) {
-					ended = true;
-					continue;
-				}
-				if (r == 0) {
-					paused = true;
-					continue;
-				}
-				ds_kube_error_clear(&c->error);
-				memset(&c->resp, 0, sizeof(c->resp));
-				c->rc = -EINPROGRESS;
-				if (!sl->inited) {
-					if (xfer_init(&sl->x, t) < 0) {
-						sl->x.h = NULL;
-						c->rc = -ENOMEM;
-						c->error.attempts = 0;
-						end_call(s, c, &failed);
-						continue;
-					}
-					sl->inited = true;
-				}
-				sl->call = c;
-				sl->attempt = 0;
-				sl->auth_retried = false;
-			} else {
-				for (size_t w = 0; w < nwaiting; w++)
-					if (waiting[w] == i) {
-						waiting[w] = waiting[--nwaiting];
-						break;
-					}
-			}
-			/* A start parked for the rate limit already took its token. */
-			wait = sl->has_token ? 0 : rate_reserve(t);
-			sl->has_token = false;
-			sl->ready = now + (double)wait / 1000.0;
-			sl->busy = true;
-			if (wait > 0) {
-				/* not yet: park it as a due-later start */
-				sl->busy = false;
-				sl->has_token = true;
-				waiting[nwaiting++] = i;
-				if (sl->ready < wake)
-					wake = sl->ready;
-				continue;
-			}
-			{
-				int sr =
-				    xfer_setup(&sl->x, &sl->call->req, false, &sl->call->error);
-				curl_easy_setopt(sl->x.h, CURLOPT_PRIVATE, sl);
-				if (sr == 0 && curl_multi_add_handle(t->multi, sl->x.h) != CURLM_OK)
-					sr = -ENOMEM;
-				sl->call->rc = sr;
-			}
-			if (sl->call->rc < 0) {
-				sl->busy = false;
-				end_call(s, sl->call, &failed);
-				sl->call = NULL;
-				continue;
-			}
-			sl->call->rc = -EINPROGRESS;
-			active++;
-		}
-		if (active == 0) {
-			double d;
-			if (nwaiting == 0 && (ended || paused))
-				break; /* no more calls, or none until one ends: and none will */
-			if (nwaiting == 0)
-				continue;
-			d = wake - now_s();
-			if (d > 0)
-				sleep_ms((long)(d * 1000.0) + 1);
-			continue;
-		}
-		curl_multi_perform(t->multi, &running);
-		while ((msg = curl_multi_info_read(t->multi, &left))) {
-			struct slot *sl = NULL;
-			struct ds_kube_call *c;
-			enum retry_kind kind;
-			long delay;
-			int r;
-
-			if (msg->msg != CURLMSG_DONE)
-				continue;
-			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&sl);
-			curl_multi_remove_handle(t->multi, sl->x.h);
-			active--;
-			sl->busy = false;
-			c = sl->call;
-			c->error.attempts++;
-			r = xfer_finish(&sl->x, &c->req, msg->data.result, &c->resp, &c->error,
-					&kind);
-			if (r != 0 && retry_decide(t, &c->req, kind, sl->attempt, &sl->auth_retried,
-						   c->error.retry_after, &delay)) {
-				if (kind != RETRY_AUTH)
-					sl->attempt++;
-				atomic_fetch_add(&t->retries, 1);
-				sl->ready = now_s() + (double)delay / 1000.0;
-				waiting[nwaiting++] = (size_t)(sl - slots);
-				continue;
-			}
-			c->rc = r;
-			sl->call = NULL;
-			paused = false; /* a call ended: the caller may have more now */
-			end_call(s, c, &failed);
-		}
-		if (active > 0) {
-			double d = wake - now_s();
-			int ms = d <= 0 ? 0 : (d > 1.0 ? 1000 : (int)(d * 1000.0) + 1);
-			curl_multi_poll(t->multi, NULL, 0, ms, &numfds);
-		}
-	}
-	rc = failed;
-	for (size_t i = 0; i < nslots; i++) {
-		if (slots[i].busy)
-			curl_multi_remove_handle(t->multi, slots[i].x.h);
-		if (!slots[i].inited)
-			continue;
-		xfer_dispose(&slots[i].x);
-		if (slots[i].x.h) {
-			curl_easy_setopt(slots[i].x.h, CURLOPT_PRIVATE, NULL);
-			pool_put(t, slots[i].x.h);
-		}
-	}
-	pthread_mutex_unlock(&t->multi_lock);
-out:
-	free(slots);
-	free(waiting);
-	return rc;
-}
-
-struct call_array {
-	struct ds_kube_call *calls;
-	size_t n, next;
-};
-
-static int array_next(void *ud, struct ds_kube_call **out)
-{
-	struct call_array *a = ud;
-
-	if (a->next >= a->n)
-		return -1;
-	*out = &a->calls[a->next++];
-	return 1;
-}
-
-int ds_kube_transport_request_many(ds_kube_transport *t, struct ds_kube_call *calls, size_t n)
-{
-	struct call_array a = {calls, n, 0};
-	struct ds_kube_call_stream s = {.next = array_next, .ud = &a};
-
-	if (n == 0)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		ds_kube_error_clear(&calls[i].error);
-		memset(&calls[i].resp, 0, sizeof(calls[i].resp));
-		calls[i].rc = -EINPROGRESS;
-	}
-	return ds_kube_transport_request_stream(t, &s);
 }
