@@ -67,11 +67,13 @@
  *   rss_mb_target=N
  * (a phase not run prints -1 for its figures).
  */
+#include "drasync/clock.h"
 #include "drasync/report.h"
 #include "drasync/sanitize.h"
 #include "drasync/selection.h"
 #include "drasync/target_config.h"
 #include "drasync/transform.h"
+#include "benchutil.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -97,204 +99,6 @@
 #define RSS_PREFIX "rss"
 #define RSS_NAMESPACES 4
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void msleep(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-/* ---- children: die() stops every one still running ------------------------ */
-
-#define MAX_CHILDREN 16
-static pid_t children[MAX_CHILDREN];
-
-static void child_add(pid_t pid)
-{
-	for (int i = 0; i < MAX_CHILDREN; i++)
-		if (children[i] == 0) {
-			children[i] = pid;
-			return;
-		}
-}
-
-static void child_forget(pid_t pid)
-{
-	for (int i = 0; i < MAX_CHILDREN; i++)
-		if (children[i] == pid)
-			children[i] = 0;
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	for (int i = 0; i < MAX_CHILDREN; i++)
-		if (children[i] > 0) {
-			kill(children[i], SIGKILL);
-			waitpid(children[i], NULL, 0);
-			children[i] = 0;
-		}
-	va_start(ap, fmt);
-	fprintf(stderr, "bench e2e: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static char *xstrdup(const char *s)
-{
-	char *d = strdup(s ? s : "");
-
-	if (!d)
-		die("out of memory");
-	return d;
-}
-
-static char *read_file(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
-
-	if (!f)
-		return xstrdup("");
-	do {
-		if (len + 65536 + 1 > cap) {
-			cap = (len + 65536 + 1) * 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				die("out of memory");
-		}
-		n = fread(buf + len, 1, 65536, f);
-		len += n;
-	} while (n > 0);
-	fclose(f);
-	buf[len] = '\0';
-	return buf;
-}
-
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-		die("cannot write %s: %s", path, strerror(errno));
-}
-
-/*
- * Start argv, stdout to out_path (NULL: the log), stderr appended to log.
- * Returns once the program has exec'd (from then on /proc shows its own
- * memory, not the copy of ours that fork made).
- */
-static pid_t spawn(const char *const argv[], const char *out_path, const char *log)
-{
-	int exec_pipe[2];
-	char byte;
-	pid_t pid;
-
-	if (pipe2(exec_pipe, O_CLOEXEC) < 0)
-		die("pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		int ofd = out_path ? open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : lfd;
-		int nul = open("/dev/null", O_RDONLY);
-		close(exec_pipe[0]);
-		if (lfd < 0 || ofd < 0 || nul < 0)
-			_exit(126);
-		dup2(nul, 0);
-		dup2(ofd, 1);
-		dup2(lfd, 2);
-		execv(argv[0], (char *const *)argv);
-		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-		if (write(exec_pipe[1], "x", 1) < 0)
-			_exit(126);
-		_exit(127);
-	}
-	close(exec_pipe[1]);
-	while (read(exec_pipe[0], &byte, 1) < 0 && errno == EINTR)
-		;
-	close(exec_pipe[0]);
-	child_add(pid);
-	return pid;
-}
-
-static int wait_child(pid_t pid)
-{
-	int st;
-
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			die("waitpid: %s", strerror(errno));
-	child_forget(pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static void show_tail(const char *log)
-{
-	char cmd[700];
-
-	snprintf(cmd, sizeof(cmd), "tail -n 30 '%s' >&2", log);
-	if (system(cmd) != 0)
-		fprintf(stderr, "bench e2e: (could not show %s)\n", log);
-}
-
-/* Run argv to its end; its stdout (caller frees); dies unless it exits 0. */
-static char *run(const char *const argv[], const char *work, const char *tag)
-{
-	char out[600], log[600];
-	int status;
-
-	snprintf(out, sizeof(out), "%s/%s.out", work, tag);
-	snprintf(log, sizeof(log), "%s/%s.log", work, tag);
-	status = wait_child(spawn(argv, out, log));
-	if (status != 0) {
-		show_tail(log);
-		die("%s (%s) exited %d (log: %s)", argv[0], tag, status, log);
-	}
-	return read_file(out);
-}
-
-/* The last line of text that starts with prefix (borrowed), or die. */
-static const char *last_line(const char *text, const char *prefix)
-{
-	const char *found = NULL;
-
-	for (const char *p = text; p && *p;) {
-		if (strncmp(p, prefix, strlen(prefix)) == 0)
-			found = p;
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	if (!found)
-		die("no line '%s...' in:\n%s", prefix, text);
-	return found;
-}
-
-static double field(const char *line, const char *key)
-{
-	const char *p = strstr(line, key);
-
-	if (!p)
-		die("no %s in '%.200s'", key, line);
-	return strtod(p + strlen(key), NULL);
-}
-
 static long vm_hwm_kib(pid_t pid)
 {
 	char path[64], line[256];
@@ -314,31 +118,9 @@ static long vm_hwm_kib(pid_t pid)
 	return kib;
 }
 
-/* CPU seconds (user + system) process pid has used so far; -1 when unknown. */
-static double proc_cpu_s(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long ut = 0, st = 0;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p ||
-	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static void machine_load(const char *phase)
 {
-	char *la = read_file("/proc/loadavg");
+	char *la = bu_read_file("/proc/loadavg");
 
 	la[strcspn(la, "\n")] = '\0';
 	printf("%s: machine: %ld CPUs, load average %s\n", phase, sysconf(_SC_NPROCESSORS_ONLN),
@@ -358,7 +140,7 @@ static int free_port(void)
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
-		die("cannot find a free port: %s", strerror(errno));
+		bu_die("cannot find a free port: %s", strerror(errno));
 	port = ntohs(a.sin_port);
 	close(fd);
 	return port;
@@ -390,16 +172,6 @@ static bool phase_on(const struct opts *o, const char *phase)
 	return false;
 }
 
-/* "PREFIX-0,PREFIX-1,..." into buf. */
-static void ns_list(char *buf, size_t size, const char *prefix, unsigned n)
-{
-	size_t o = 0;
-
-	buf[0] = '\0';
-	for (unsigned i = 0; i < n && o < size; i++)
-		o += (size_t)snprintf(buf + o, size - o, "%s%s-%u", i ? "," : "", prefix, i);
-}
-
 /* ---- the target API server ------------------------------------------------ */
 
 static char *kubectl(const struct opts *o, const char *kc, const char *tag, const char *const *args)
@@ -410,7 +182,7 @@ static char *kubectl(const struct opts *o, const char *kc, const char *tag, cons
 	for (; *args && n < 31; args++)
 		argv[n++] = *args;
 	argv[n] = NULL;
-	return run(argv, o->work, tag);
+	return bu_run(argv, o->work, tag);
 }
 
 /*
@@ -461,7 +233,7 @@ static double api_writes(const struct opts *o, const char *resource, char *detai
 static void drop_namespaces(const struct opts *o, const char *prefix)
 {
 	char cmd[4096];
-	double t0 = now_s();
+	double t0 = ds_clock_mono_s();
 
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' kubectl --kubeconfig '%s' get namespaces -o name | grep '^namespace/%s' "
@@ -469,9 +241,9 @@ static void drop_namespaces(const struct opts *o, const char *prefix)
 		 ">/dev/null",
 		 o->kube_bin, o->target_admin, prefix, o->kube_bin, o->target_admin);
 	if (system(cmd) != 0)
-		die("could not delete the namespaces %s* (%s)", prefix, cmd);
+		bu_die("could not delete the namespaces %s* (%s)", prefix, cmd);
 	printf("settle: the target's namespaces %s* and their objects deleted in %.1f s\n", prefix,
-	       now_s() - t0);
+	       ds_clock_mono_s() - t0);
 }
 
 /* ---- keys and configurations --------------------------------------------- */
@@ -483,7 +255,7 @@ struct keys {
 /* The Z85 key of a .pub file: its first line that is not a comment. */
 static void pub_key(const char *path, char *out, size_t size)
 {
-	char *text = read_file(path);
+	char *text = bu_read_file(path);
 
 	out[0] = '\0';
 	for (char *p = text; p && *p;) {
@@ -498,7 +270,7 @@ static void pub_key(const char *path, char *out, size_t size)
 	}
 	free(text);
 	if (strlen(out) != 40)
-		die("no Z85 key in %s", path);
+		bu_die("no Z85 key in %s", path);
 }
 
 static void make_keys(const struct opts *o, struct keys *k)
@@ -510,18 +282,18 @@ static void make_keys(const struct opts *o, struct keys *k)
 	snprintf(path, sizeof(path), "%s/keys", o->work);
 	if (mkdir(path, 0700) < 0 || mkdir(k->target_dir, 0700) < 0 ||
 	    mkdir(k->source_dir, 0700) < 0)
-		die("cannot make %s/...: %s", path, strerror(errno));
-	free(run((const char *[]){o->target_agent, "keygen", "--out", k->target_dir, NULL}, o->work,
-		 "keygen-target"));
-	free(run((const char *[]){o->source_agent, "keygen", "--out", k->source_dir, NULL}, o->work,
-		 "keygen-source"));
+		bu_die("cannot make %s/...: %s", path, strerror(errno));
+	free(bu_run((const char *[]){o->target_agent, "keygen", "--out", k->target_dir, NULL},
+		    o->work, "keygen-target"));
+	free(bu_run((const char *[]){o->source_agent, "keygen", "--out", k->source_dir, NULL},
+		    o->work, "keygen-source"));
 	snprintf(path, sizeof(path), "%s/target.pub", k->target_dir);
 	pub_key(path, k->target_pub, sizeof(k->target_pub));
 	snprintf(path, sizeof(path), "%s/source.pub", k->source_dir);
 	pub_key(path, src_pub, sizeof(src_pub));
 	snprintf(k->auth, sizeof(k->auth), "%s/authorized_sources", k->target_dir);
 	snprintf(line, sizeof(line), "%s %s\n", SOURCE_CLUSTER, src_pub);
-	write_file(k->auth, line);
+	bu_write_file(k->auth, line);
 }
 
 /* One pair of agents: configurations, state, processes, the proxy between them. */
@@ -557,8 +329,8 @@ static void write_target_config(const struct opts *o, struct session *s, const s
 		used += (size_t)snprintf(text + used, sizeof(text) - used, "  %s-%u: %s-%u\n",
 					 src_prefix, i, dst_prefix, i);
 	if (used >= sizeof(text))
-		die("target configuration too long");
-	write_file(s->target_cfg, text);
+		bu_die("target configuration too long");
+	bu_write_file(s->target_cfg, text);
 }
 
 static void session_init(const struct opts *o, struct session *s, const struct keys *k,
@@ -567,7 +339,7 @@ static void session_init(const struct opts *o, struct session *s, const struct k
 {
 	memset(s, 0, sizeof(*s));
 	s->tag = tag;
-	ns_list(s->src_ns, sizeof(s->src_ns), src_prefix, n);
+	bu_ns_list(s->src_ns, sizeof(s->src_ns), src_prefix, n);
 	snprintf(s->target_cfg, sizeof(s->target_cfg), "%s/%s-target.yaml", o->work, tag);
 	snprintf(s->source_cfg, sizeof(s->source_cfg), "%s/%s-source.yaml", o->work, tag);
 	snprintf(s->target_log, sizeof(s->target_log), "%s/%s-target.log", o->work, tag);
@@ -583,12 +355,12 @@ static void target_start(const struct opts *o, struct session *s)
 {
 	const char *argv[] = {o->target_agent, "run",	     "--config", s->target_cfg,
 			      "--log-level",   o->log_level, NULL};
-	double end = now_s() + 60;
+	double end = ds_clock_mono_s() + 60;
 
-	write_file(s->target_log, "");
-	s->target = spawn(argv, NULL, s->target_log);
+	bu_write_file(s->target_log, "");
+	s->target = bu_spawn(argv, NULL, s->target_log);
 	for (;;) {
-		char *log = read_file(s->target_log);
+		char *log = bu_read_file(s->target_log);
 		const char *p = strstr(log, "event=started listen=");
 		int st;
 
@@ -601,16 +373,16 @@ static void target_start(const struct opts *o, struct session *s)
 		}
 		free(log);
 		if (waitpid(s->target, &st, WNOHANG) == s->target) {
-			child_forget(s->target);
-			show_tail(s->target_log);
-			die("drasync-target run exited before it listened (log: %s)",
-			    s->target_log);
+			bu_child_forget(s->target);
+			bu_show_tail(s->target_log);
+			bu_die("drasync-target run exited before it listened (log: %s)",
+			       s->target_log);
 		}
-		if (now_s() > end) {
-			show_tail(s->target_log);
-			die("drasync-target run did not start within 60 s");
+		if (ds_clock_mono_s() > end) {
+			bu_show_tail(s->target_log);
+			bu_die("drasync-target run did not start within 60 s");
 		}
-		msleep(50);
+		bu_msleep(50);
 	}
 }
 
@@ -626,9 +398,9 @@ static json_t *proxy_stats(const struct opts *o, int port)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/stats", port);
 	snprintf(out, sizeof(out), "%s/proxy-stats.out", o->work);
 	snprintf(log, sizeof(log), "%s/proxy-stats.log", o->work);
-	if (wait_child(spawn(argv, out, log)) != 0)
+	if (bu_wait_child(bu_spawn(argv, out, log)) != 0)
 		return NULL;
-	text = read_file(out);
+	text = bu_read_file(out);
 	j = json_loads(text, 0, NULL);
 	free(text);
 	return j;
@@ -640,7 +412,7 @@ static double proxy_bytes(const struct opts *o, const struct session *s)
 	double b;
 
 	if (!j)
-		die("the faultproxy's /stats does not answer (log: %s)", s->proxy_log);
+		bu_die("the faultproxy's /stats does not answer (log: %s)", s->proxy_log);
 	b = json_number_value(json_object_get(j, "bytes_up")) +
 	    json_number_value(json_object_get(j, "bytes_down"));
 	json_decref(j);
@@ -655,28 +427,28 @@ static void proxy_start(const struct opts *o, struct session *s)
 	const char *argv[] = {o->faultproxy, "tcp",   "--listen",     listen, "--to",	     to,
 			      "--control",   control, "--latency-ms", lat,    "--rate-kbit", rate,
 			      NULL};
-	double end = now_s() + 30;
+	double end = ds_clock_mono_s() + 30;
 	json_t *j;
 
 	if (!host_port)
-		die("endpoint %s is not tcp://HOST:PORT", s->endpoint);
+		bu_die("endpoint %s is not tcp://HOST:PORT", s->endpoint);
 	snprintf(to, sizeof(to), "%s", host_port + 3);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
 	s->proxy_control = free_port();
 	snprintf(control, sizeof(control), "127.0.0.1:%d", s->proxy_control);
 	snprintf(lat, sizeof(lat), "%u", o->wan_latency_ms);
 	snprintf(rate, sizeof(rate), "%u", o->wan_rate_kbit);
-	s->proxy = spawn(argv, NULL, s->proxy_log);
+	s->proxy = bu_spawn(argv, NULL, s->proxy_log);
 	while (!(j = proxy_stats(o, s->proxy_control))) {
 		int st;
 		if (waitpid(s->proxy, &st, WNOHANG) == s->proxy) {
-			child_forget(s->proxy);
-			show_tail(s->proxy_log);
-			die("the faultproxy exited (log: %s)", s->proxy_log);
+			bu_child_forget(s->proxy);
+			bu_show_tail(s->proxy_log);
+			bu_die("the faultproxy exited (log: %s)", s->proxy_log);
 		}
-		if (now_s() > end)
-			die("the faultproxy did not answer on %s within 30 s", control);
-		msleep(100);
+		if (ds_clock_mono_s() > end)
+			bu_die("the faultproxy did not answer on %s within 30 s", control);
+		bu_msleep(100);
 	}
 	json_decref(j);
 	snprintf(ep, sizeof(ep), "tcp://%s", listen);
@@ -703,9 +475,9 @@ static void source_start(const struct opts *o, struct session *s, const struct k
 		 "schedule: {mode: watch}\n",
 		 SOURCE_CLUSTER, s->endpoint, k->target_pub, k->source_dir, o->source_kc,
 		 s->source_state, s->src_ns);
-	write_file(s->source_cfg, text);
-	write_file(s->source_log, "");
-	s->source = spawn(argv, NULL, s->source_log);
+	bu_write_file(s->source_cfg, text);
+	bu_write_file(s->source_log, "");
+	s->source = bu_spawn(argv, NULL, s->source_log);
 }
 
 static void stop(pid_t *pid, const char *what)
@@ -719,15 +491,15 @@ static void stop(pid_t *pid, const char *what)
 		if (waitpid(*pid, &st, WNOHANG) == *pid) {
 			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 				fprintf(stderr, "bench e2e: %s ended with status %d\n", what, st);
-			child_forget(*pid);
+			bu_child_forget(*pid);
 			*pid = 0;
 			return;
 		}
-		msleep(100);
+		bu_msleep(100);
 	}
 	kill(*pid, SIGKILL);
 	waitpid(*pid, &st, 0);
-	child_forget(*pid);
+	bu_child_forget(*pid);
 	*pid = 0;
 	fprintf(stderr, "bench e2e: %s did not stop on SIGTERM within 30 s\n", what);
 }
@@ -756,7 +528,7 @@ static long ledger_applied(struct session *s, const char *prefix)
 		if (stat(s->ledger, &sb) < 0)
 			return -1;
 		if (sqlite3_open_v2(s->ledger, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-			die("cannot open %s: %s", s->ledger, sqlite3_errmsg(s->db));
+			bu_die("cannot open %s: %s", s->ledger, sqlite3_errmsg(s->db));
 		sqlite3_busy_timeout(s->db, 2000);
 	}
 	if (sqlite3_prepare_v2(s->db,
@@ -785,7 +557,7 @@ static long long ledger_applied_seq(struct session *s, const char *name)
 			       "SELECT seq FROM object_state WHERE kind = 'ConfigMap' AND "
 			       "name = ? AND state = 'applied'",
 			       -1, &q, NULL) != SQLITE_OK)
-		die("ledger %s: cannot read", s->ledger);
+		bu_die("ledger %s: cannot read", s->ledger);
 	sqlite3_bind_text(q, 1, name, -1, SQLITE_TRANSIENT);
 	if (sqlite3_step(q) == SQLITE_ROW)
 		seq = sqlite3_column_int64(q, 0);
@@ -817,10 +589,11 @@ static void check_alive(struct session *s)
 	for (int i = 0; i < 3; i++) {
 		int st;
 		if (*p[i] > 0 && waitpid(*p[i], &st, WNOHANG) == *p[i]) {
-			child_forget(*p[i]);
+			bu_child_forget(*p[i]);
 			*p[i] = 0;
-			show_tail(what[i]);
-			die("%s: a process exited with status %d (log: %s)", s->tag, st, what[i]);
+			bu_show_tail(what[i]);
+			bu_die("%s: a process exited with status %d (log: %s)", s->tag, st,
+			       what[i]);
 		}
 	}
 }
@@ -833,15 +606,15 @@ static void check_alive(struct session *s)
 static double wait_applied(const struct opts *o, struct session *s, const char *prefix, long want,
 			   double t0)
 {
-	double last_progress = now_s();
+	double last_progress = ds_clock_mono_s();
 	long last = -1;
 
 	for (;;) {
 		double now;
 		long applied;
 
-		msleep(200);
-		now = now_s();
+		bu_msleep(200);
+		now = ds_clock_mono_s();
 		applied = ledger_applied(s, prefix);
 		if (applied >= want)
 			return now - t0;
@@ -855,10 +628,10 @@ static double wait_applied(const struct opts *o, struct session *s, const char *
 				"bench e2e: %s: %ld of %ld applied after %.1f s; some rows:\n",
 				s->tag, applied, want, now - t0);
 			ledger_show_unapplied(s);
-			show_tail(s->source_log);
-			show_tail(s->target_log);
-			die("%s: the target did not apply every object (logs: %s, %s)", s->tag,
-			    s->source_log, s->target_log);
+			bu_show_tail(s->source_log);
+			bu_show_tail(s->target_log);
+			bu_die("%s: the target did not apply every object (logs: %s, %s)", s->tag,
+			       s->source_log, s->target_log);
 		}
 	}
 }
@@ -876,14 +649,14 @@ static double source_pushed(const struct opts *o, const struct session *s)
 	/* exit 1 with the JSON: the status needs attention (said on stderr) */
 	snprintf(out_path, sizeof(out_path), "%s/source-status.out", o->work);
 	snprintf(log, sizeof(log), "%s/source-status.log", o->work);
-	rc = wait_child(spawn(argv, out_path, log));
-	out = read_file(out_path);
+	rc = bu_wait_child(bu_spawn(argv, out_path, log));
+	out = bu_read_file(out_path);
 	j = json_loads(out, 0, NULL);
 	if (rc != 0 && rc != 1)
-		die("drasync-source status exited %d (log: %s)", rc, log);
+		bu_die("drasync-source status exited %d (log: %s)", rc, log);
 
 	if (!j || !json_object_get(j, "pushedSeq"))
-		die("drasync-source status -o json: no pushedSeq in:\n%s", out);
+		bu_die("drasync-source status -o json: no pushedSeq in:\n%s", out);
 	v = json_number_value(json_object_get(j, "pushedSeq"));
 	json_decref(j);
 	free(out);
@@ -905,7 +678,7 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 	ssize_t len;
 	double t0;
 
-	ns_list(src_ns, sizeof(src_ns), "bench-src", o->namespaces);
+	bu_ns_list(src_ns, sizeof(src_ns), "bench-src", o->namespaces);
 	snprintf(dump, sizeof(dump), "%s/source.ndjson", o->work);
 	snprintf(n_str, sizeof(n_str), "%u", o->objects);
 	{
@@ -913,31 +686,31 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 				      "mixed",	  "-namespaces", src_ns,	  "-count",
 				      n_str,	  "-prefix",	 OBJ_PREFIX,	  "-dump",
 				      dump,	  NULL};
-		free(run(argv, o->work, "dump"));
+		free(bu_run(argv, o->work, "dump"));
 	}
-	t0 = now_s();
+	t0 = ds_clock_mono_s();
 	{
 		const char *argv[] = {o->loadgen, "-kubeconfig", o->source_admin, "-mode",
 				      "mixed",	  "-namespaces", src_ns,	  "-count",
 				      n_str,	  "-prefix",	 OBJ_PREFIX,	  NULL};
-		char *res = run(argv, o->work, "loadgen");
-		const char *l = last_line(res, "loadgen created=");
+		char *res = bu_run(argv, o->work, "loadgen");
+		const char *l = bu_last_line(res, "loadgen created=");
 		printf("objects: %u mixed objects in %u namespaces of the source made in %.1f s "
 		       "(%.*s)\n",
-		       o->objects, o->namespaces, now_s() - t0, (int)strcspn(l, "\n"), l);
+		       o->objects, o->namespaces, ds_clock_mono_s() - t0, (int)strcspn(l, "\n"), l);
 		free(res);
 	}
 
 	/* The ceiling's objects: sanitized as the exporter does, transformed as the
 	 * importer does (the sync phase's configuration), in the exporter's order. */
 	if (ds_target_config_load(&cfg, target_cfg, &err) < 0)
-		die("%s: %s", target_cfg, err.msg);
+		bu_die("%s: %s", target_cfg, err.msg);
 	if (ds_report_new(&rep) < 0)
-		die("out of memory");
+		bu_die("out of memory");
 	in = fopen(dump, "r");
 	out = fopen(ceiling_path, "w");
 	if (!in || !out)
-		die("cannot open %s or %s", dump, ceiling_path);
+		bu_die("cannot open %s or %s", dump, ceiling_path);
 	for (int rank_pass = 0; rank_pass < 64; rank_pass++) {
 		rewind(in);
 		while ((len = getline(&line, &linecap, in)) > 0) {
@@ -948,7 +721,7 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 			int r;
 
 			if (!obj || !json_is_object(obj))
-				die("%s: %s", dump, obj ? "not an object" : jerr.text);
+				bu_die("%s: %s", dump, obj ? "not an object" : jerr.text);
 			kind = json_string_value(json_object_get(obj, "kind"));
 			if (!kind || ds_selection_kind_rank(kind) != rank_pass ||
 			    strcmp(kind, "Namespace") == 0) {
@@ -957,23 +730,24 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 			}
 			meta = json_object_get(obj, "metadata");
 			/* a copy: sanitizing drops metadata.uid */
-			uid = xstrdup(json_string_value(json_object_get(meta, "uid")));
+			uid = bu_xstrdup(json_string_value(json_object_get(meta, "uid")));
 			{
 				ds_transform_opts topts = {.cfg = cfg,
 							   .dra_version = DS_DRA_V1,
 							   .source_cluster = SOURCE_CLUSTER,
 							   .source_uid = uid};
 				if (ds_sanitize(obj) < 0)
-					die("out of memory");
+					bu_die("out of memory");
 				r = ds_transform_object(&topts, obj, rep);
 			}
 			free(uid);
 			if (r != DS_TRANSFORM_APPLY)
-				die("the importer's pipeline does not apply a %s of the dump (%d)",
+				bu_die(
+				    "the importer's pipeline does not apply a %s of the dump (%d)",
 				    kind, r);
 			s = json_dumps(obj, JSON_SORT_KEYS | JSON_COMPACT);
 			if (!s || fprintf(out, "%s\n", s) < 0)
-				die("cannot write %s", ceiling_path);
+				bu_die("cannot write %s", ceiling_path);
 			free(s);
 			json_decref(obj);
 			n++;
@@ -982,11 +756,11 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 	free(line);
 	fclose(in);
 	if (fclose(out) != 0)
-		die("cannot write %s", ceiling_path);
+		bu_die("cannot write %s", ceiling_path);
 	ds_report_free(rep);
 	ds_target_config_free(cfg);
 	if (n != o->objects)
-		die("the ceiling has %zu objects, not %u", n, o->objects);
+		bu_die("the ceiling has %zu objects, not %u", n, o->objects);
 	return n;
 }
 
@@ -1008,13 +782,13 @@ static double ceiling(const struct opts *o, const char *ceiling_path, char *summ
 
 		snprintf(prefix, sizeof(prefix), "ceil-w%s", w);
 		snprintf(tag, sizeof(tag), "ceiling-w%s", w);
-		out = run(argv, o->work, tag);
-		line = last_line(out, "loadgen applied=");
-		rate = field(line, "per_s=");
+		out = bu_run(argv, o->work, tag);
+		line = bu_last_line(out, "loadgen applied=");
+		rate = bu_field(line, "per_s=");
 		printf("ceiling: client-go, %s workers: %.0f objects in %.2f s: %.0f objects/s "
 		       "(server-side apply of the importer's objects into the target, its "
 		       "ServiceAccount)\n",
-		       w, field(line, "applied="), field(line, "seconds="), rate);
+		       w, bu_field(line, "applied="), bu_field(line, "seconds="), rate);
 		if (used < size)
 			used += (size_t)snprintf(summary + used, size - used, "%sW=%s:%.0f",
 						 used ? " " : "", w, rate);
@@ -1052,7 +826,7 @@ static double log_ts(const char *line)
 /* How long the source's first pass took by its log: its first line to event=pass_finished. */
 static double source_pass_s(const struct session *s)
 {
-	char *log = read_file(s->source_log);
+	char *log = bu_read_file(s->source_log);
 	const char *fin = strstr(log, "event=pass_finished");
 	double secs = -1;
 
@@ -1075,11 +849,11 @@ static double sync_session(const struct opts *o, struct session *s, const struct
 	target_start(o, s);
 	if (wan)
 		proxy_start(o, s);
-	t0 = now_s();
+	t0 = ds_clock_mono_s();
 	source_start(o, s, k);
 	secs = wait_applied(o, s, prefix, want, t0);
-	cpu_s = proc_cpu_s(s->source);
-	cpu_t = proc_cpu_s(s->target);
+	cpu_s = bu_proc_cpu_s(s->source);
+	cpu_t = bu_proc_cpu_s(s->target);
 	printf("%s: %ld objects from the source's start to all applied in the target's ledger: "
 	       "%.2f s, %.0f objects/s (CPU: the source %.1f s, the target %.1f s)\n",
 	       s->tag, want, secs, (double)want / secs, cpu_s, cpu_t);
@@ -1109,20 +883,20 @@ static void phase_rpo(const struct opts *o, struct results *r)
 	char *out;
 	const char *line;
 
-	msleep(3000); /* what the first pass left in flight (acks, results) is not the news */
+	bu_msleep(3000); /* what the first pass left in flight (acks, results) is not the news */
 	machine_load("rpo");
-	ns_list(src_ns, sizeof(src_ns), "bench-src", o->namespaces);
-	ns_list(dst_ns, sizeof(dst_ns), "e2e", o->namespaces);
+	bu_ns_list(src_ns, sizeof(src_ns), "bench-src", o->namespaces);
+	bu_ns_list(dst_ns, sizeof(dst_ns), "e2e", o->namespaces);
 	snprintf(n, sizeof(n), "%u", o->rpo_changes);
 	snprintf(iv, sizeof(iv), "%ums", o->rpo_interval_ms);
-	out = run(argv, o->work, "rpo");
-	line = last_line(out, "loadgen rpo ");
-	r->rpo_p50 = field(line, "p50_s=");
-	r->rpo_p99 = field(line, "p99_s=");
+	out = bu_run(argv, o->work, "rpo");
+	line = bu_last_line(out, "loadgen rpo ");
+	r->rpo_p50 = bu_field(line, "p50_s=");
+	r->rpo_p99 = bu_field(line, "p99_s=");
 	printf("rpo: %u ConfigMap changes on the source, one every %u ms, each timed until a "
 	       "watch on the target shows it: %.*s\n",
 	       o->rpo_changes, o->rpo_interval_ms, (int)strcspn(line, "\n"), line);
-	if (field(line, "seen=") < o->rpo_changes)
+	if (bu_field(line, "seen=") < o->rpo_changes)
 		printf("rpo: NOT every change reached the target (the missing count as the "
 		       "timeout)\n");
 	free(out);
@@ -1147,7 +921,7 @@ static void phase_kubectl(const struct opts *o, struct results *r)
 					 i ? "," : "", i, ns);
 	}
 	for (unsigned i = 0; i < o->namespaces; i++) {
-		double end = now_s() + 60;
+		double end = ds_clock_mono_s() + 60;
 		char ns[64];
 		snprintf(ns, sizeof(ns), "kubectl-%u", i);
 		for (;;) {
@@ -1157,9 +931,9 @@ static void phase_kubectl(const struct opts *o, struct results *r)
 				 o->kube_bin, o->target_admin, ns);
 			if (system(cmd) == 0)
 				break;
-			if (now_s() > end)
-				die("no ServiceAccount default in %s after 60 s", ns);
-			msleep(200);
+			if (ds_clock_mono_s() > end)
+				bu_die("no ServiceAccount default in %s after 60 s", ns);
+			bu_msleep(200);
 		}
 	}
 	snprintf(stats, sizeof(stats), "%s/kubectl-stats.txt", o->work);
@@ -1175,17 +949,18 @@ static void phase_kubectl(const struct opts *o, struct results *r)
 	    o->work, o->kube_bin, o->source_admin, o->sanitizer, map, stats, o->kube_bin,
 	    o->target_admin, o->work);
 	snprintf(log, sizeof(log), "%s/kubectl-apply.log", o->work);
-	t0 = now_s();
-	if (wait_child(spawn((const char *[]){"/bin/bash", "-c", cmd, NULL}, NULL, log)) != 0) {
-		show_tail(log);
-		die("the kubectl pipeline failed: %s", cmd);
+	t0 = ds_clock_mono_s();
+	if (bu_wait_child(bu_spawn((const char *[]){"/bin/bash", "-c", cmd, NULL}, NULL, log)) !=
+	    0) {
+		bu_show_tail(log);
+		bu_die("the kubectl pipeline failed: %s", cmd);
 	}
-	secs = now_s() - t0;
-	st = read_file(stats);
+	secs = ds_clock_mono_s() - t0;
+	st = bu_read_file(stats);
 	{
-		double objs = field(st, "objects="), bytes = field(st, "json_bytes=");
+		double objs = bu_field(st, "objects="), bytes = bu_field(st, "json_bytes=");
 		if (objs < o->objects)
-			die("kubectl get returned %.0f objects, not %u", objs, o->objects);
+			bu_die("kubectl get returned %.0f objects, not %u", objs, o->objects);
 		r->kubectl_per_s = objs / secs;
 		r->json_per_obj = bytes / objs;
 		printf("kubectl: kubectl get -o json | sanitize | kubectl apply --server-side: "
@@ -1211,25 +986,25 @@ static void phase_one_change(const struct opts *o, struct session *s, struct res
 	snprintf(target, sizeof(target), "bench-src-%u/%s", (idx / 9) % o->namespaces, name);
 	seq0 = ledger_applied_seq(s, name);
 	if (seq0 == 0)
-		die("one change: %s is not applied on the target", name);
-	msleep(3000); /* let what the first pass left settle */
+		bu_die("one change: %s is not applied on the target", name);
+	bu_msleep(3000); /* let what the first pass left settle */
 	rec0 = source_pushed(o, s);
 	b0 = proxy_bytes(o, s);
 	w0 = api_writes(o, "configmaps", d0, sizeof(d0));
 	a0 = api_writes(o, NULL, NULL, 0);
-	t0 = now_s();
-	free(run(
+	t0 = ds_clock_mono_s();
+	free(bu_run(
 	    (const char *[]){o->loadgen, "-kubeconfig", o->source_admin, "-patch", target, NULL},
 	    o->work, "patch"));
 	while ((seq = ledger_applied_seq(s, name)) == seq0) {
 		check_alive(s);
-		if (now_s() - t0 > 60)
-			die("one change: %s not applied again within 60 s", name);
-		msleep(25);
+		if (ds_clock_mono_s() - t0 > 60)
+			bu_die("one change: %s not applied again within 60 s", name);
+		bu_msleep(25);
 	}
 	printf("one change: %s applied on the target %.2f s after the patch\n", target,
-	       now_s() - t0);
-	msleep(2000); /* what may still be in flight */
+	       ds_clock_mono_s() - t0);
+	bu_msleep(2000); /* what may still be in flight */
 	rec1 = source_pushed(o, s);
 	b1 = proxy_bytes(o, s);
 	w1 = api_writes(o, "configmaps", d1, sizeof(d1));
@@ -1240,7 +1015,8 @@ static void phase_one_change(const struct opts *o, struct session *s, struct res
 	printf("one change: records pushed by the source %.0f, bytes on the wire %.0f (both "
 	       "directions, %.1f s), ConfigMap writes on the target %.0f (before: %s; after: %s), "
 	       "writes of every resource on the target %.0f\n",
-	       r->one_records, r->one_bytes, now_s() - t0 + 3, r->one_writes, d0, d1, a1 - a0);
+	       r->one_records, r->one_bytes, ds_clock_mono_s() - t0 + 3, r->one_writes, d0, d1,
+	       a1 - a0);
 }
 
 static void phase_rss(const struct opts *o, const struct keys *k, struct results *r)
@@ -1251,22 +1027,22 @@ static void phase_rss(const struct opts *o, const struct keys *k, struct results
 	long hs, ht;
 
 	machine_load("rss");
-	ns_list(src_ns, sizeof(src_ns), "rss-src", RSS_NAMESPACES);
+	bu_ns_list(src_ns, sizeof(src_ns), "rss-src", RSS_NAMESPACES);
 	snprintf(n_str, sizeof(n_str), "%u", o->rss_objects);
-	t0 = now_s();
+	t0 = ds_clock_mono_s();
 	{
 		const char *argv[] = {o->loadgen,   "-kubeconfig", o->source_admin, "-mode",
 				      "configmaps", "-namespaces", src_ns,	    "-count",
 				      n_str,	    "-prefix",	   RSS_PREFIX,	    "-workers",
 				      "64",	    NULL};
-		free(run(argv, o->work, "loadgen-rss"));
+		free(bu_run(argv, o->work, "loadgen-rss"));
 	}
 	printf("rss: %u ConfigMaps in %u namespaces of the source made in %.1f s\n", o->rss_objects,
-	       RSS_NAMESPACES, now_s() - t0);
+	       RSS_NAMESPACES, ds_clock_mono_s() - t0);
 	session_init(o, &s, k, "rss", "rss-src", "rss-dst", RSS_NAMESPACES);
 	secs = sync_session(o, &s, k, false, RSS_PREFIX, (long)o->rss_objects);
 	(void)secs;
-	msleep(1000);
+	bu_msleep(1000);
 	hs = vm_hwm_kib(s.source);
 	ht = vm_hwm_kib(s.target);
 	r->rss_source = (double)hs / 1024.0;
@@ -1311,7 +1087,7 @@ static int bench(const struct opts *o)
 	if (phase_on(o, "wan")) {
 		double secs, bytes;
 		if (!strcmp(o->faultproxy, "-"))
-			die("the wan phase needs --faultproxy");
+			bu_die("the wan phase needs --faultproxy");
 		machine_load("wan");
 		drop_namespaces(o, "e2e-");
 		drop_namespaces(o, "kubectl-");
@@ -1364,6 +1140,7 @@ int main(int argc, char **argv)
 			 .wan_rate_kbit = 100000,
 			 .timeout = 1800};
 
+	bu_init("bench e2e");
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 1; i + 1 < argc; i += 2) {
@@ -1413,15 +1190,16 @@ int main(int argc, char **argv)
 		else if (strcmp(k, "--timeout") == 0)
 			o.timeout = strtod(v, NULL);
 		else
-			die("unknown option %s", k);
+			bu_die("unknown option %s", k);
 	}
 	if (!o.source_agent || !o.target_agent || !o.loadgen || !o.kube_bin || !o.sanitizer ||
 	    !o.source_kc || !o.target_kc || !o.source_admin || !o.target_admin || !o.work ||
 	    o.namespaces == 0 || o.objects < 9 * o.namespaces || o.rpo_changes == 0 ||
 	    o.rss_objects == 0)
-		die("%s", "usage: bench_e2e --source-agent BIN --target-agent BIN --loadgen BIN "
-			  "--kube-bin BIN --sanitizer PY --source-kubeconfig KC "
-			  "--target-kubeconfig KC --source-admin KC --target-admin KC --work DIR "
-			  "[...] (objects >= 9 per namespace)");
+		bu_die("%s",
+		       "usage: bench_e2e --source-agent BIN --target-agent BIN --loadgen BIN "
+		       "--kube-bin BIN --sanitizer PY --source-kubeconfig KC "
+		       "--target-kubeconfig KC --source-admin KC --target-admin KC --work DIR "
+		       "[...] (objects >= 9 per namespace)");
 	return bench(&o);
 }
