@@ -74,6 +74,7 @@
 #include "drasync/target_config.h"
 #include "drasync/transform.h"
 #include "benchutil.h"
+#include "e2e_session.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -94,7 +95,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SOURCE_CLUSTER "bench-source"
 #define OBJ_PREFIX "mixed"
 #define RSS_PREFIX "rss"
 #define RSS_NAMESPACES 4
@@ -128,34 +128,7 @@ static void machine_load(const char *phase)
 	free(la);
 }
 
-/* A TCP port of 127.0.0.1 free at the time of the call. */
-static int free_port(void)
-{
-	struct sockaddr_in a;
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
-		bu_die("cannot find a free port: %s", strerror(errno));
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 /* ---- options -------------------------------------------------------------- */
-
-struct opts {
-	const char *source_agent, *target_agent, *loadgen, *kube_bin, *faultproxy, *sanitizer;
-	const char *source_kc, *target_kc, *source_admin, *target_admin, *work, *log_level;
-	const char *ceiling_workers, *phases;
-	unsigned objects, namespaces, rpo_changes, rpo_interval_ms, rss_objects;
-	unsigned wan_latency_ms, wan_rate_kbit;
-	double timeout;
-};
 
 static bool phase_on(const struct opts *o, const char *phase)
 {
@@ -247,423 +220,6 @@ static void drop_namespaces(const struct opts *o, const char *prefix)
 }
 
 /* ---- keys and configurations --------------------------------------------- */
-
-struct keys {
-	char target_dir[600], source_dir[600], auth[700], target_pub[64];
-};
-
-/* The Z85 key of a .pub file: its first line that is not a comment. */
-static void pub_key(const char *path, char *out, size_t size)
-{
-	char *text = bu_read_file(path);
-
-	out[0] = '\0';
-	for (char *p = text; p && *p;) {
-		size_t k = strcspn(p, "\n");
-		if (*p != '#' && k > 0) {
-			snprintf(out, size, "%.*s", (int)k, p);
-			break;
-		}
-		p += k;
-		if (*p)
-			p++;
-	}
-	free(text);
-	if (strlen(out) != 40)
-		bu_die("no Z85 key in %s", path);
-}
-
-static void make_keys(const struct opts *o, struct keys *k)
-{
-	char src_pub[64], line[200], path[700];
-
-	snprintf(k->target_dir, sizeof(k->target_dir), "%s/keys/target", o->work);
-	snprintf(k->source_dir, sizeof(k->source_dir), "%s/keys/source", o->work);
-	snprintf(path, sizeof(path), "%s/keys", o->work);
-	if (mkdir(path, 0700) < 0 || mkdir(k->target_dir, 0700) < 0 ||
-	    mkdir(k->source_dir, 0700) < 0)
-		bu_die("cannot make %s/...: %s", path, strerror(errno));
-	free(bu_run((const char *[]){o->target_agent, "keygen", "--out", k->target_dir, NULL},
-		    o->work, "keygen-target"));
-	free(bu_run((const char *[]){o->source_agent, "keygen", "--out", k->source_dir, NULL},
-		    o->work, "keygen-source"));
-	snprintf(path, sizeof(path), "%s/target.pub", k->target_dir);
-	pub_key(path, k->target_pub, sizeof(k->target_pub));
-	snprintf(path, sizeof(path), "%s/source.pub", k->source_dir);
-	pub_key(path, src_pub, sizeof(src_pub));
-	snprintf(k->auth, sizeof(k->auth), "%s/authorized_sources", k->target_dir);
-	snprintf(line, sizeof(line), "%s %s\n", SOURCE_CLUSTER, src_pub);
-	bu_write_file(k->auth, line);
-}
-
-/* One pair of agents: configurations, state, processes, the proxy between them. */
-struct session {
-	const char *tag;
-	char src_ns[4096]; /* the source's namespaces, comma-separated */
-	char target_cfg[700], source_cfg[700], target_log[700], source_log[700], proxy_log[700];
-	char target_state[600], source_state[600], ledger[700], endpoint[256];
-	pid_t target, source, proxy;
-	int proxy_control;
-	sqlite3 *db;
-};
-
-/* TargetConfig for sources src_prefix-i -> dst_prefix-i (i < n). */
-static void write_target_config(const struct opts *o, struct session *s, const struct keys *k,
-				const char *src_prefix, const char *dst_prefix, unsigned n)
-{
-	char text[16384];
-	size_t used;
-
-	used =
-	    (size_t)snprintf(text, sizeof(text),
-			     "apiVersion: drasync.io/v1alpha1\n"
-			     "kind: TargetConfig\n"
-			     "listen: \"tcp://127.0.0.1:*\"\n"
-			     "keys: {secretKeyFile: \"%s/target.key\", authorizedSources: \"%s\"}\n"
-			     "kubeconfig: \"%s\"\n"
-			     "stateDir: \"%s\"\n"
-			     "mode: migrate\n"
-			     "namespaceMappings:\n",
-			     k->target_dir, k->auth, o->target_kc, s->target_state);
-	for (unsigned i = 0; i < n && used < sizeof(text); i++)
-		used += (size_t)snprintf(text + used, sizeof(text) - used, "  %s-%u: %s-%u\n",
-					 src_prefix, i, dst_prefix, i);
-	if (used >= sizeof(text))
-		bu_die("target configuration too long");
-	bu_write_file(s->target_cfg, text);
-}
-
-static void session_init(const struct opts *o, struct session *s, const struct keys *k,
-			 const char *tag, const char *src_prefix, const char *dst_prefix,
-			 unsigned n)
-{
-	memset(s, 0, sizeof(*s));
-	s->tag = tag;
-	bu_ns_list(s->src_ns, sizeof(s->src_ns), src_prefix, n);
-	snprintf(s->target_cfg, sizeof(s->target_cfg), "%s/%s-target.yaml", o->work, tag);
-	snprintf(s->source_cfg, sizeof(s->source_cfg), "%s/%s-source.yaml", o->work, tag);
-	snprintf(s->target_log, sizeof(s->target_log), "%s/%s-target.log", o->work, tag);
-	snprintf(s->source_log, sizeof(s->source_log), "%s/%s-source.log", o->work, tag);
-	snprintf(s->proxy_log, sizeof(s->proxy_log), "%s/%s-proxy.log", o->work, tag);
-	snprintf(s->target_state, sizeof(s->target_state), "%s/%s-target-state", o->work, tag);
-	snprintf(s->source_state, sizeof(s->source_state), "%s/%s-source-state", o->work, tag);
-	snprintf(s->ledger, sizeof(s->ledger), "%s/ledger.db", s->target_state);
-	write_target_config(o, s, k, src_prefix, dst_prefix, n);
-}
-
-static void target_start(const struct opts *o, struct session *s)
-{
-	const char *argv[] = {o->target_agent, "run",	     "--config", s->target_cfg,
-			      "--log-level",   o->log_level, NULL};
-	double end = ds_clock_mono_s() + 60;
-
-	bu_write_file(s->target_log, "");
-	s->target = bu_spawn(argv, NULL, s->target_log);
-	for (;;) {
-		char *log = bu_read_file(s->target_log);
-		const char *p = strstr(log, "event=started listen=");
-		int st;
-
-		if (p) {
-			p += strlen("event=started listen=");
-			snprintf(s->endpoint, sizeof(s->endpoint), "%.*s", (int)strcspn(p, " \n"),
-				 p);
-			free(log);
-			return;
-		}
-		free(log);
-		if (waitpid(s->target, &st, WNOHANG) == s->target) {
-			bu_child_forget(s->target);
-			bu_show_tail(s->target_log);
-			bu_die("drasync-target run exited before it listened (log: %s)",
-			       s->target_log);
-		}
-		if (ds_clock_mono_s() > end) {
-			bu_show_tail(s->target_log);
-			bu_die("drasync-target run did not start within 60 s");
-		}
-		bu_msleep(50);
-	}
-}
-
-/* GET http://127.0.0.1:PORT/stats of the proxy, parsed; NULL when it does not answer. */
-static json_t *proxy_stats(const struct opts *o, int port)
-{
-	char url[64];
-	const char *argv[] = {"/usr/bin/curl", "-sS", "--max-time", "5", url, NULL};
-	char out[600], log[600];
-	json_t *j;
-	char *text;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/stats", port);
-	snprintf(out, sizeof(out), "%s/proxy-stats.out", o->work);
-	snprintf(log, sizeof(log), "%s/proxy-stats.log", o->work);
-	if (bu_wait_child(bu_spawn(argv, out, log)) != 0)
-		return NULL;
-	text = bu_read_file(out);
-	j = json_loads(text, 0, NULL);
-	free(text);
-	return j;
-}
-
-static double proxy_bytes(const struct opts *o, const struct session *s)
-{
-	json_t *j = proxy_stats(o, s->proxy_control);
-	double b;
-
-	if (!j)
-		bu_die("the faultproxy's /stats does not answer (log: %s)", s->proxy_log);
-	b = json_number_value(json_object_get(j, "bytes_up")) +
-	    json_number_value(json_object_get(j, "bytes_down"));
-	json_decref(j);
-	return b;
-}
-
-/* The faultproxy between the agents: listen -> the target's endpoint. */
-static void proxy_start(const struct opts *o, struct session *s)
-{
-	char listen[64], to[256], control[64], lat[16], rate[16], ep[128];
-	const char *host_port = strstr(s->endpoint, "://");
-	const char *argv[] = {o->faultproxy, "tcp",   "--listen",     listen, "--to",	     to,
-			      "--control",   control, "--latency-ms", lat,    "--rate-kbit", rate,
-			      NULL};
-	double end = ds_clock_mono_s() + 30;
-	json_t *j;
-
-	if (!host_port)
-		bu_die("endpoint %s is not tcp://HOST:PORT", s->endpoint);
-	snprintf(to, sizeof(to), "%s", host_port + 3);
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
-	s->proxy_control = free_port();
-	snprintf(control, sizeof(control), "127.0.0.1:%d", s->proxy_control);
-	snprintf(lat, sizeof(lat), "%u", o->wan_latency_ms);
-	snprintf(rate, sizeof(rate), "%u", o->wan_rate_kbit);
-	s->proxy = bu_spawn(argv, NULL, s->proxy_log);
-	while (!(j = proxy_stats(o, s->proxy_control))) {
-		int st;
-		if (waitpid(s->proxy, &st, WNOHANG) == s->proxy) {
-			bu_child_forget(s->proxy);
-			bu_show_tail(s->proxy_log);
-			bu_die("the faultproxy exited (log: %s)", s->proxy_log);
-		}
-		if (ds_clock_mono_s() > end)
-			bu_die("the faultproxy did not answer on %s within 30 s", control);
-		bu_msleep(100);
-	}
-	json_decref(j);
-	snprintf(ep, sizeof(ep), "tcp://%s", listen);
-	printf("%s: faultproxy tcp %s -> %s, %u ms each way (RTT %u ms), %u kbit/s each way\n",
-	       s->tag, listen, to, o->wan_latency_ms, 2 * o->wan_latency_ms, o->wan_rate_kbit);
-	snprintf(s->endpoint, sizeof(s->endpoint), "%s", ep);
-}
-
-static void source_start(const struct opts *o, struct session *s, const struct keys *k)
-{
-	char text[8192];
-	const char *argv[] = {o->source_agent, "run",	     "--config", s->source_cfg,
-			      "--log-level",   o->log_level, NULL};
-
-	snprintf(text, sizeof(text),
-		 "apiVersion: drasync.io/v1alpha1\n"
-		 "kind: SourceConfig\n"
-		 "clusterName: %s\n"
-		 "target: {endpoint: \"%s\", serverPublicKey: \"%s\"}\n"
-		 "keys: {secretKeyFile: \"%s/source.key\"}\n"
-		 "kubeconfig: \"%s\"\n"
-		 "stateDir: \"%s\"\n"
-		 "namespaces: [%s]\n"
-		 "schedule: {mode: watch}\n",
-		 SOURCE_CLUSTER, s->endpoint, k->target_pub, k->source_dir, o->source_kc,
-		 s->source_state, s->src_ns);
-	bu_write_file(s->source_cfg, text);
-	bu_write_file(s->source_log, "");
-	s->source = bu_spawn(argv, NULL, s->source_log);
-}
-
-static void stop(pid_t *pid, const char *what)
-{
-	int st;
-
-	if (*pid <= 0)
-		return;
-	kill(*pid, SIGTERM);
-	for (int i = 0; i < 300; i++) {
-		if (waitpid(*pid, &st, WNOHANG) == *pid) {
-			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-				fprintf(stderr, "bench e2e: %s ended with status %d\n", what, st);
-			bu_child_forget(*pid);
-			*pid = 0;
-			return;
-		}
-		bu_msleep(100);
-	}
-	kill(*pid, SIGKILL);
-	waitpid(*pid, &st, 0);
-	bu_child_forget(*pid);
-	*pid = 0;
-	fprintf(stderr, "bench e2e: %s did not stop on SIGTERM within 30 s\n", what);
-}
-
-static void session_stop(struct session *s)
-{
-	stop(&s->source, "drasync-source run");
-	stop(&s->target, "drasync-target run");
-	stop(&s->proxy, "faultproxy");
-	if (s->db)
-		sqlite3_close(s->db);
-	s->db = NULL;
-}
-
-/* ---- the target's ledger ---------------------------------------------------- */
-
-/* Rows of object_state named PREFIX-... that are applied; -1 before the ledger exists. */
-static long ledger_applied(struct session *s, const char *prefix)
-{
-	sqlite3_stmt *q = NULL;
-	char like[64];
-	long c = -1;
-
-	if (!s->db) {
-		struct stat sb;
-		if (stat(s->ledger, &sb) < 0)
-			return -1;
-		if (sqlite3_open_v2(s->ledger, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-			bu_die("cannot open %s: %s", s->ledger, sqlite3_errmsg(s->db));
-		sqlite3_busy_timeout(s->db, 2000);
-	}
-	if (sqlite3_prepare_v2(s->db,
-			       "SELECT count(*) FROM object_state WHERE state = 'applied' AND "
-			       "name LIKE ?",
-			       -1, &q, NULL) != SQLITE_OK) {
-		sqlite3_finalize(q); /* the applier may not have made the table yet */
-		return -1;
-	}
-	snprintf(like, sizeof(like), "%s-%%", prefix);
-	sqlite3_bind_text(q, 1, like, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(q) == SQLITE_ROW)
-		c = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return c;
-}
-
-/* seq of the ledger's row for ConfigMap name when it is applied, else 0. */
-static long long ledger_applied_seq(struct session *s, const char *name)
-{
-	sqlite3_stmt *q = NULL;
-	long long seq = 0;
-
-	if (!s->db ||
-	    sqlite3_prepare_v2(s->db,
-			       "SELECT seq FROM object_state WHERE kind = 'ConfigMap' AND "
-			       "name = ? AND state = 'applied'",
-			       -1, &q, NULL) != SQLITE_OK)
-		bu_die("ledger %s: cannot read", s->ledger);
-	sqlite3_bind_text(q, 1, name, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(q) == SQLITE_ROW)
-		seq = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return seq;
-}
-
-static void ledger_show_unapplied(struct session *s)
-{
-	sqlite3_stmt *q = NULL;
-
-	if (!s->db || sqlite3_prepare_v2(s->db,
-					 "SELECT key, state, reason FROM object_state WHERE state "
-					 "!= 'applied' LIMIT 10",
-					 -1, &q, NULL) != SQLITE_OK)
-		return;
-	while (sqlite3_step(q) == SQLITE_ROW)
-		fprintf(stderr, "  %s: %s: %s\n", sqlite3_column_text(q, 0),
-			sqlite3_column_text(q, 1),
-			sqlite3_column_text(q, 2) ? (const char *)sqlite3_column_text(q, 2) : "");
-	sqlite3_finalize(q);
-}
-
-static void check_alive(struct session *s)
-{
-	pid_t *p[] = {&s->target, &s->source, &s->proxy};
-	const char *what[] = {s->target_log, s->source_log, s->proxy_log};
-
-	for (int i = 0; i < 3; i++) {
-		int st;
-		if (*p[i] > 0 && waitpid(*p[i], &st, WNOHANG) == *p[i]) {
-			bu_child_forget(*p[i]);
-			*p[i] = 0;
-			bu_show_tail(what[i]);
-			bu_die("%s: a process exited with status %d (log: %s)", s->tag, st,
-			       what[i]);
-		}
-	}
-}
-
-/*
- * Wait until want objects named prefix-... are applied; the seconds since t0.
- * Every 200 ms: the count reads the whole ledger, and polling it every 25 ms
- * took 6 CPU s of a 55 s sync from the agents and API servers it measures.
- */
-static double wait_applied(const struct opts *o, struct session *s, const char *prefix, long want,
-			   double t0)
-{
-	double last_progress = ds_clock_mono_s();
-	long last = -1;
-
-	for (;;) {
-		double now;
-		long applied;
-
-		bu_msleep(200);
-		now = ds_clock_mono_s();
-		applied = ledger_applied(s, prefix);
-		if (applied >= want)
-			return now - t0;
-		if (applied != last) {
-			last = applied;
-			last_progress = now;
-		}
-		check_alive(s);
-		if (now - last_progress > 120 || now - t0 > o->timeout) {
-			fprintf(stderr,
-				"bench e2e: %s: %ld of %ld applied after %.1f s; some rows:\n",
-				s->tag, applied, want, now - t0);
-			ledger_show_unapplied(s);
-			bu_show_tail(s->source_log);
-			bu_show_tail(s->target_log);
-			bu_die("%s: the target did not apply every object (logs: %s, %s)", s->tag,
-			       s->source_log, s->target_log);
-		}
-	}
-}
-
-/* The source's records pushed so far: `drasync-source status -o json`, pushedSeq. */
-static double source_pushed(const struct opts *o, const struct session *s)
-{
-	const char *argv[] = {o->source_agent, "status", "--config", s->source_cfg, "-o",
-			      "json",	       NULL};
-	char out_path[600], log[600], *out;
-	json_t *j;
-	double v;
-	int rc;
-
-	/* exit 1 with the JSON: the status needs attention (said on stderr) */
-	snprintf(out_path, sizeof(out_path), "%s/source-status.out", o->work);
-	snprintf(log, sizeof(log), "%s/source-status.log", o->work);
-	rc = bu_wait_child(bu_spawn(argv, out_path, log));
-	out = bu_read_file(out_path);
-	j = json_loads(out, 0, NULL);
-	if (rc != 0 && rc != 1)
-		bu_die("drasync-source status exited %d (log: %s)", rc, log);
-
-	if (!j || !json_object_get(j, "pushedSeq"))
-		bu_die("drasync-source status -o json: no pushedSeq in:\n%s", out);
-	v = json_number_value(json_object_get(j, "pushedSeq"));
-	json_decref(j);
-	free(out);
-	return v;
-}
-
-/* ---- the objects ---------------------------------------------------------- */
 
 /* loadgen -dump, then the real objects; the transformed dump into ceiling_path. */
 static size_t make_objects(const struct opts *o, const char *target_cfg, const char *ceiling_path)
@@ -846,12 +402,12 @@ static double sync_session(const struct opts *o, struct session *s, const struct
 {
 	double t0, secs, cpu_t, cpu_s;
 
-	target_start(o, s);
+	e2e_target_start(o, s);
 	if (wan)
-		proxy_start(o, s);
+		e2e_proxy_start(o, s);
 	t0 = ds_clock_mono_s();
-	source_start(o, s, k);
-	secs = wait_applied(o, s, prefix, want, t0);
+	e2e_source_start(o, s, k);
+	secs = e2e_wait_applied(o, s, prefix, want, t0);
 	cpu_s = bu_proc_cpu_s(s->source);
 	cpu_t = bu_proc_cpu_s(s->target);
 	printf("%s: %ld objects from the source's start to all applied in the target's ledger: "
@@ -984,20 +540,20 @@ static void phase_one_change(const struct opts *o, struct session *s, struct res
 	machine_load("one change");
 	snprintf(name, sizeof(name), "%s-configmap-%u", OBJ_PREFIX, idx);
 	snprintf(target, sizeof(target), "bench-src-%u/%s", (idx / 9) % o->namespaces, name);
-	seq0 = ledger_applied_seq(s, name);
+	seq0 = e2e_ledger_applied_seq(s, name);
 	if (seq0 == 0)
 		bu_die("one change: %s is not applied on the target", name);
 	bu_msleep(3000); /* let what the first pass left settle */
-	rec0 = source_pushed(o, s);
-	b0 = proxy_bytes(o, s);
+	rec0 = e2e_source_pushed(o, s);
+	b0 = e2e_proxy_bytes(o, s);
 	w0 = api_writes(o, "configmaps", d0, sizeof(d0));
 	a0 = api_writes(o, NULL, NULL, 0);
 	t0 = ds_clock_mono_s();
 	free(bu_run(
 	    (const char *[]){o->loadgen, "-kubeconfig", o->source_admin, "-patch", target, NULL},
 	    o->work, "patch"));
-	while ((seq = ledger_applied_seq(s, name)) == seq0) {
-		check_alive(s);
+	while ((seq = e2e_ledger_applied_seq(s, name)) == seq0) {
+		e2e_check_alive(s);
 		if (ds_clock_mono_s() - t0 > 60)
 			bu_die("one change: %s not applied again within 60 s", name);
 		bu_msleep(25);
@@ -1005,8 +561,8 @@ static void phase_one_change(const struct opts *o, struct session *s, struct res
 	printf("one change: %s applied on the target %.2f s after the patch\n", target,
 	       ds_clock_mono_s() - t0);
 	bu_msleep(2000); /* what may still be in flight */
-	rec1 = source_pushed(o, s);
-	b1 = proxy_bytes(o, s);
+	rec1 = e2e_source_pushed(o, s);
+	b1 = e2e_proxy_bytes(o, s);
 	w1 = api_writes(o, "configmaps", d1, sizeof(d1));
 	a1 = api_writes(o, NULL, NULL, 0);
 	r->one_records = rec1 - rec0;
@@ -1039,7 +595,7 @@ static void phase_rss(const struct opts *o, const struct keys *k, struct results
 	}
 	printf("rss: %u ConfigMaps in %u namespaces of the source made in %.1f s\n", o->rss_objects,
 	       RSS_NAMESPACES, ds_clock_mono_s() - t0);
-	session_init(o, &s, k, "rss", "rss-src", "rss-dst", RSS_NAMESPACES);
+	e2e_session_init(o, &s, k, "rss", "rss-src", "rss-dst", RSS_NAMESPACES);
 	secs = sync_session(o, &s, k, false, RSS_PREFIX, (long)o->rss_objects);
 	(void)secs;
 	bu_msleep(1000);
@@ -1050,7 +606,7 @@ static void phase_rss(const struct opts *o, const struct keys *k, struct results
 	printf("rss: peak RSS (VmHWM) at %u objects: drasync-source %.1f MB, drasync-target "
 	       "%.1f MB\n",
 	       o->rss_objects, r->rss_source, r->rss_target);
-	session_stop(&s);
+	e2e_session_stop(&s);
 }
 
 static int bench(const struct opts *o)
@@ -1063,8 +619,8 @@ static int bench(const struct opts *o)
 			    phase_on(o, "kubectl") || phase_on(o, "wan");
 
 	machine_load("start");
-	make_keys(o, &k);
-	session_init(o, &sync, &k, "sync", "bench-src", "e2e", o->namespaces);
+	e2e_make_keys(o, &k);
+	e2e_session_init(o, &sync, &k, "sync", "bench-src", "e2e", o->namespaces);
 	snprintf(ceiling_path, sizeof(ceiling_path), "%s/ceiling.ndjson", o->work);
 	if (need_objects)
 		make_objects(o, sync.target_cfg, ceiling_path);
@@ -1080,7 +636,7 @@ static int bench(const struct opts *o)
 		r.sync_per_s = (double)o->objects / secs;
 		if (phase_on(o, "rpo"))
 			phase_rpo(o, &r);
-		session_stop(&sync);
+		e2e_session_stop(&sync);
 	}
 	if (phase_on(o, "kubectl"))
 		phase_kubectl(o, &r);
@@ -1091,9 +647,9 @@ static int bench(const struct opts *o)
 		machine_load("wan");
 		drop_namespaces(o, "e2e-");
 		drop_namespaces(o, "kubectl-");
-		session_init(o, &wan, &k, "wan", "bench-src", "wan", o->namespaces);
+		e2e_session_init(o, &wan, &k, "wan", "bench-src", "wan", o->namespaces);
 		secs = sync_session(o, &wan, &k, true, OBJ_PREFIX, (long)o->objects);
-		bytes = proxy_bytes(o, &wan);
+		bytes = e2e_proxy_bytes(o, &wan);
 		r.wan_s = secs;
 		r.wire_per_obj = bytes / o->objects;
 		printf("wan: %.0f bytes on the wire (both directions): %.0f an object", bytes,
@@ -1103,7 +659,7 @@ static int bench(const struct opts *o)
 			       r.wire_per_obj / r.json_per_obj);
 		printf("\n");
 		phase_one_change(o, &wan, &r);
-		session_stop(&wan);
+		e2e_session_stop(&wan);
 		drop_namespaces(o, "wan-");
 	}
 	if (phase_on(o, "rss"))
