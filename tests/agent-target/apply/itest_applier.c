@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "drasync/applier.h"
+#include "drasync/clock.h"
 #include "drasync/k8s_object.h"
 #include "drasync/kube_client.h"
 #include "dstest.h"
@@ -641,9 +642,9 @@ static void test_itest_applier__every_fixture_applies_and_its_pods_run(void **st
 				 (unsigned long long)s.applied, n, (unsigned long long)s.failed,
 				 (unsigned long long)s.waiting);
 		}
-		end = tu_now_ms() + 60000;
+		end = ds_clock_mono_ms() + 60000;
 		while (must_run && !pods_run_with_claims(e, pods, why, sizeof(why))) {
-			if (tu_now_ms() > end) {
+			if (ds_clock_mono_ms() > end) {
 				json_decref(docs);
 				fail_msg("%s on the target: %s", fixtures[f], why);
 			}

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "drasync/clock.h"
 #include "drasync/kube_client.h"
 #include "testutil.h"
 #include "tu_kube.h"
@@ -358,14 +359,14 @@ static void *watch_thread(void *arg)
 
 static bool wait_done(struct watch_log *w, double secs)
 {
-	long long end = tu_now_ms() + (long long)(secs * 1000);
+	long long end = ds_clock_mono_ms() + (long long)(secs * 1000);
 	bool done;
 
 	for (;;) {
 		pthread_mutex_lock(&w->mu);
 		done = w->done;
 		pthread_mutex_unlock(&w->mu);
-		if (done || tu_now_ms() > end)
+		if (done || ds_clock_mono_ms() > end)
 			return done;
 		tu_msleep(50);
 	}
