@@ -67,11 +67,14 @@
  *   rss_mb_target=N
  * (a phase not run prints -1 for its figures).
  */
+#include "drasync/clock.h"
 #include "drasync/report.h"
 #include "drasync/sanitize.h"
 #include "drasync/kinds.h"
 #include "drasync/target_config.h"
 #include "drasync/transform.h"
+#include "benchutil.h"
+#include "e2e_session.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -92,208 +95,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SOURCE_CLUSTER "bench-source"
 #define OBJ_PREFIX "mixed"
 #define RSS_PREFIX "rss"
 #define RSS_NAMESPACES 4
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void msleep(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-/* ---- children: die() stops every one still running ------------------------ */
-
-#define MAX_CHILDREN 16
-static pid_t children[MAX_CHILDREN];
-
-static void child_add(pid_t pid)
-{
-	for (int i = 0; i < MAX_CHILDREN; i++)
-		if (children[i] == 0) {
-			children[i] = pid;
-			return;
-		}
-}
-
-static void child_forget(pid_t pid)
-{
-	for (int i = 0; i < MAX_CHILDREN; i++)
-		if (children[i] == pid)
-			children[i] = 0;
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	for (int i = 0; i < MAX_CHILDREN; i++)
-		if (children[i] > 0) {
-			kill(children[i], SIGKILL);
-			waitpid(children[i], NULL, 0);
-			children[i] = 0;
-		}
-	va_start(ap, fmt);
-	fprintf(stderr, "bench e2e: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static char *xstrdup(const char *s)
-{
-	char *d = strdup(s ? s : "");
-
-	if (!d)
-		die("out of memory");
-	return d;
-}
-
-static char *read_file(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
-
-	if (!f)
-		return xstrdup("");
-	do {
-		if (len + 65536 + 1 > cap) {
-			cap = (len + 65536 + 1) * 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				die("out of memory");
-		}
-		n = fread(buf + len, 1, 65536, f);
-		len += n;
-	} while (n > 0);
-	fclose(f);
-	buf[len] = '\0';
-	return buf;
-}
-
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-		die("cannot write %s: %s", path, strerror(errno));
-}
-
-/*
- * Start argv, stdout to out_path (NULL: the log), stderr appended to log.
- * Returns once the program has exec'd (from then on /proc shows its own
- * memory, not the copy of ours that fork made).
- */
-static pid_t spawn(const char *const argv[], const char *out_path, const char *log)
-{
-	int exec_pipe[2];
-	char byte;
-	pid_t pid;
-
-	if (pipe2(exec_pipe, O_CLOEXEC) < 0)
-		die("pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		int ofd = out_path ? open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : lfd;
-		int nul = open("/dev/null", O_RDONLY);
-		close(exec_pipe[0]);
-		if (lfd < 0 || ofd < 0 || nul < 0)
-			_exit(126);
-		dup2(nul, 0);
-		dup2(ofd, 1);
-		dup2(lfd, 2);
-		execv(argv[0], (char *const *)argv);
-		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-		if (write(exec_pipe[1], "x", 1) < 0)
-			_exit(126);
-		_exit(127);
-	}
-	close(exec_pipe[1]);
-	while (read(exec_pipe[0], &byte, 1) < 0 && errno == EINTR)
-		;
-	close(exec_pipe[0]);
-	child_add(pid);
-	return pid;
-}
-
-static int wait_child(pid_t pid)
-{
-	int st;
-
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			die("waitpid: %s", strerror(errno));
-	child_forget(pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static void show_tail(const char *log)
-{
-	char cmd[700];
-
-	snprintf(cmd, sizeof(cmd), "tail -n 30 '%s' >&2", log);
-	if (system(cmd) != 0)
-		fprintf(stderr, "bench e2e: (could not show %s)\n", log);
-}
-
-/* Run argv to its end; its stdout (caller frees); dies unless it exits 0. */
-static char *run(const char *const argv[], const char *work, const char *tag)
-{
-	char out[600], log[600];
-	int status;
-
-	snprintf(out, sizeof(out), "%s/%s.out", work, tag);
-	snprintf(log, sizeof(log), "%s/%s.log", work, tag);
-	status = wait_child(spawn(argv, out, log));
-	if (status != 0) {
-		show_tail(log);
-		die("%s (%s) exited %d (log: %s)", argv[0], tag, status, log);
-	}
-	return read_file(out);
-}
-
-/* The last line of text that starts with prefix (borrowed), or die. */
-static const char *last_line(const char *text, const char *prefix)
-{
-	const char *found = NULL;
-
-	for (const char *p = text; p && *p;) {
-		if (strncmp(p, prefix, strlen(prefix)) == 0)
-			found = p;
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	if (!found)
-		die("no line '%s...' in:\n%s", prefix, text);
-	return found;
-}
-
-static double field(const char *line, const char *key)
-{
-	const char *p = strstr(line, key);
-
-	if (!p)
-		die("no %s in '%.200s'", key, line);
-	return strtod(p + strlen(key), NULL);
-}
 
 static long vm_hwm_kib(pid_t pid)
 {
@@ -314,31 +118,9 @@ static long vm_hwm_kib(pid_t pid)
 	return kib;
 }
 
-/* CPU seconds (user + system) process pid has used so far; -1 when unknown. */
-static double proc_cpu_s(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long ut = 0, st = 0;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p ||
-	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static void machine_load(const char *phase)
 {
-	char *la = read_file("/proc/loadavg");
+	char *la = bu_read_file("/proc/loadavg");
 
 	la[strcspn(la, "\n")] = '\0';
 	printf("%s: machine: %ld CPUs, load average %s\n", phase, sysconf(_SC_NPROCESSORS_ONLN),
@@ -346,34 +128,7 @@ static void machine_load(const char *phase)
 	free(la);
 }
 
-/* A TCP port of 127.0.0.1 free at the time of the call. */
-static int free_port(void)
-{
-	struct sockaddr_in a;
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
-		die("cannot find a free port: %s", strerror(errno));
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 /* ---- options -------------------------------------------------------------- */
-
-struct opts {
-	const char *source_agent, *target_agent, *loadgen, *kube_bin, *faultproxy, *sanitizer;
-	const char *source_kc, *target_kc, *source_admin, *target_admin, *work, *log_level;
-	const char *ceiling_workers, *phases;
-	unsigned objects, namespaces, rpo_changes, rpo_interval_ms, rss_objects;
-	unsigned wan_latency_ms, wan_rate_kbit;
-	double timeout;
-};
 
 static bool phase_on(const struct opts *o, const char *phase)
 {
@@ -390,16 +145,6 @@ static bool phase_on(const struct opts *o, const char *phase)
 	return false;
 }
 
-/* "PREFIX-0,PREFIX-1,..." into buf. */
-static void ns_list(char *buf, size_t size, const char *prefix, unsigned n)
-{
-	size_t o = 0;
-
-	buf[0] = '\0';
-	for (unsigned i = 0; i < n && o < size; i++)
-		o += (size_t)snprintf(buf + o, size - o, "%s%s-%u", i ? "," : "", prefix, i);
-}
-
 /* ---- the target API server ------------------------------------------------ */
 
 static char *kubectl(const struct opts *o, const char *kc, const char *tag, const char *const *args)
@@ -410,7 +155,7 @@ static char *kubectl(const struct opts *o, const char *kc, const char *tag, cons
 	for (; *args && n < 31; args++)
 		argv[n++] = *args;
 	argv[n] = NULL;
-	return run(argv, o->work, tag);
+	return bu_run(argv, o->work, tag);
 }
 
 /*
@@ -461,7 +206,7 @@ static double api_writes(const struct opts *o, const char *resource, char *detai
 static void drop_namespaces(const struct opts *o, const char *prefix)
 {
 	char cmd[4096];
-	double t0 = now_s();
+	double t0 = ds_clock_mono_s();
 
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' kubectl --kubeconfig '%s' get namespaces -o name | grep '^namespace/%s' "
@@ -469,428 +214,12 @@ static void drop_namespaces(const struct opts *o, const char *prefix)
 		 ">/dev/null",
 		 o->kube_bin, o->target_admin, prefix, o->kube_bin, o->target_admin);
 	if (system(cmd) != 0)
-		die("could not delete the namespaces %s* (%s)", prefix, cmd);
+		bu_die("could not delete the namespaces %s* (%s)", prefix, cmd);
 	printf("settle: the target's namespaces %s* and their objects deleted in %.1f s\n", prefix,
-	       now_s() - t0);
+	       ds_clock_mono_s() - t0);
 }
 
 /* ---- keys and configurations --------------------------------------------- */
-
-struct keys {
-	char target_dir[600], source_dir[600], auth[700], target_pub[64];
-};
-
-/* The Z85 key of a .pub file: its first line that is not a comment. */
-static void pub_key(const char *path, char *out, size_t size)
-{
-	char *text = read_file(path);
-
-	out[0] = '\0';
-	for (char *p = text; p && *p;) {
-		size_t k = strcspn(p, "\n");
-		if (*p != '#' && k > 0) {
-			snprintf(out, size, "%.*s", (int)k, p);
-			break;
-		}
-		p += k;
-		if (*p)
-			p++;
-	}
-	free(text);
-	if (strlen(out) != 40)
-		die("no Z85 key in %s", path);
-}
-
-static void make_keys(const struct opts *o, struct keys *k)
-{
-	char src_pub[64], line[200], path[700];
-
-	snprintf(k->target_dir, sizeof(k->target_dir), "%s/keys/target", o->work);
-	snprintf(k->source_dir, sizeof(k->source_dir), "%s/keys/source", o->work);
-	snprintf(path, sizeof(path), "%s/keys", o->work);
-	if (mkdir(path, 0700) < 0 || mkdir(k->target_dir, 0700) < 0 ||
-	    mkdir(k->source_dir, 0700) < 0)
-		die("cannot make %s/...: %s", path, strerror(errno));
-	free(run((const char *[]){o->target_agent, "keygen", "--out", k->target_dir, NULL}, o->work,
-		 "keygen-target"));
-	free(run((const char *[]){o->source_agent, "keygen", "--out", k->source_dir, NULL}, o->work,
-		 "keygen-source"));
-	snprintf(path, sizeof(path), "%s/target.pub", k->target_dir);
-	pub_key(path, k->target_pub, sizeof(k->target_pub));
-	snprintf(path, sizeof(path), "%s/source.pub", k->source_dir);
-	pub_key(path, src_pub, sizeof(src_pub));
-	snprintf(k->auth, sizeof(k->auth), "%s/authorized_sources", k->target_dir);
-	snprintf(line, sizeof(line), "%s %s\n", SOURCE_CLUSTER, src_pub);
-	write_file(k->auth, line);
-}
-
-/* One pair of agents: configurations, state, processes, the proxy between them. */
-struct session {
-	const char *tag;
-	char src_ns[4096]; /* the source's namespaces, comma-separated */
-	char target_cfg[700], source_cfg[700], target_log[700], source_log[700], proxy_log[700];
-	char target_state[600], source_state[600], ledger[700], endpoint[256];
-	pid_t target, source, proxy;
-	int proxy_control;
-	sqlite3 *db;
-};
-
-/* TargetConfig for sources src_prefix-i -> dst_prefix-i (i < n). */
-static void write_target_config(const struct opts *o, struct session *s, const struct keys *k,
-				const char *src_prefix, const char *dst_prefix, unsigned n)
-{
-	char text[16384];
-	size_t used;
-
-	used =
-	    (size_t)snprintf(text, sizeof(text),
-			     "apiVersion: drasync.io/v1alpha1\n"
-			     "kind: TargetConfig\n"
-			     "listen: \"tcp://127.0.0.1:*\"\n"
-			     "keys: {secretKeyFile: \"%s/target.key\", authorizedSources: \"%s\"}\n"
-			     "kubeconfig: \"%s\"\n"
-			     "stateDir: \"%s\"\n"
-			     "mode: migrate\n"
-			     "namespaceMappings:\n",
-			     k->target_dir, k->auth, o->target_kc, s->target_state);
-	for (unsigned i = 0; i < n && used < sizeof(text); i++)
-		used += (size_t)snprintf(text + used, sizeof(text) - used, "  %s-%u: %s-%u\n",
-					 src_prefix, i, dst_prefix, i);
-	if (used >= sizeof(text))
-		die("target configuration too long");
-	write_file(s->target_cfg, text);
-}
-
-static void session_init(const struct opts *o, struct session *s, const struct keys *k,
-			 const char *tag, const char *src_prefix, const char *dst_prefix,
-			 unsigned n)
-{
-	memset(s, 0, sizeof(*s));
-	s->tag = tag;
-	ns_list(s->src_ns, sizeof(s->src_ns), src_prefix, n);
-	snprintf(s->target_cfg, sizeof(s->target_cfg), "%s/%s-target.yaml", o->work, tag);
-	snprintf(s->source_cfg, sizeof(s->source_cfg), "%s/%s-source.yaml", o->work, tag);
-	snprintf(s->target_log, sizeof(s->target_log), "%s/%s-target.log", o->work, tag);
-	snprintf(s->source_log, sizeof(s->source_log), "%s/%s-source.log", o->work, tag);
-	snprintf(s->proxy_log, sizeof(s->proxy_log), "%s/%s-proxy.log", o->work, tag);
-	snprintf(s->target_state, sizeof(s->target_state), "%s/%s-target-state", o->work, tag);
-	snprintf(s->source_state, sizeof(s->source_state), "%s/%s-source-state", o->work, tag);
-	snprintf(s->ledger, sizeof(s->ledger), "%s/ledger.db", s->target_state);
-	write_target_config(o, s, k, src_prefix, dst_prefix, n);
-}
-
-static void target_start(const struct opts *o, struct session *s)
-{
-	const char *argv[] = {o->target_agent, "run",	     "--config", s->target_cfg,
-			      "--log-level",   o->log_level, NULL};
-	double end = now_s() + 60;
-
-	write_file(s->target_log, "");
-	s->target = spawn(argv, NULL, s->target_log);
-	for (;;) {
-		char *log = read_file(s->target_log);
-		const char *p = strstr(log, "event=started listen=");
-		int st;
-
-		if (p) {
-			p += strlen("event=started listen=");
-			snprintf(s->endpoint, sizeof(s->endpoint), "%.*s", (int)strcspn(p, " \n"),
-				 p);
-			free(log);
-			return;
-		}
-		free(log);
-		if (waitpid(s->target, &st, WNOHANG) == s->target) {
-			child_forget(s->target);
-			show_tail(s->target_log);
-			die("drasync-target run exited before it listened (log: %s)",
-			    s->target_log);
-		}
-		if (now_s() > end) {
-			show_tail(s->target_log);
-			die("drasync-target run did not start within 60 s");
-		}
-		msleep(50);
-	}
-}
-
-/* GET http://127.0.0.1:PORT/stats of the proxy, parsed; NULL when it does not answer. */
-static json_t *proxy_stats(const struct opts *o, int port)
-{
-	char url[64];
-	const char *argv[] = {"/usr/bin/curl", "-sS", "--max-time", "5", url, NULL};
-	char out[600], log[600];
-	json_t *j;
-	char *text;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/stats", port);
-	snprintf(out, sizeof(out), "%s/proxy-stats.out", o->work);
-	snprintf(log, sizeof(log), "%s/proxy-stats.log", o->work);
-	if (wait_child(spawn(argv, out, log)) != 0)
-		return NULL;
-	text = read_file(out);
-	j = json_loads(text, 0, NULL);
-	free(text);
-	return j;
-}
-
-static double proxy_bytes(const struct opts *o, const struct session *s)
-{
-	json_t *j = proxy_stats(o, s->proxy_control);
-	double b;
-
-	if (!j)
-		die("the faultproxy's /stats does not answer (log: %s)", s->proxy_log);
-	b = json_number_value(json_object_get(j, "bytes_up")) +
-	    json_number_value(json_object_get(j, "bytes_down"));
-	json_decref(j);
-	return b;
-}
-
-/* The faultproxy between the agents: listen -> the target's endpoint. */
-static void proxy_start(const struct opts *o, struct session *s)
-{
-	char listen[64], to[256], control[64], lat[16], rate[16], ep[128];
-	const char *host_port = strstr(s->endpoint, "://");
-	const char *argv[] = {o->faultproxy, "tcp",   "--listen",     listen, "--to",	     to,
-			      "--control",   control, "--latency-ms", lat,    "--rate-kbit", rate,
-			      NULL};
-	double end = now_s() + 30;
-	json_t *j;
-
-	if (!host_port)
-		die("endpoint %s is not tcp://HOST:PORT", s->endpoint);
-	snprintf(to, sizeof(to), "%s", host_port + 3);
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
-	s->proxy_control = free_port();
-	snprintf(control, sizeof(control), "127.0.0.1:%d", s->proxy_control);
-	snprintf(lat, sizeof(lat), "%u", o->wan_latency_ms);
-	snprintf(rate, sizeof(rate), "%u", o->wan_rate_kbit);
-	s->proxy = spawn(argv, NULL, s->proxy_log);
-	while (!(j = proxy_stats(o, s->proxy_control))) {
-		int st;
-		if (waitpid(s->proxy, &st, WNOHANG) == s->proxy) {
-			child_forget(s->proxy);
-			show_tail(s->proxy_log);
-			die("the faultproxy exited (log: %s)", s->proxy_log);
-		}
-		if (now_s() > end)
-			die("the faultproxy did not answer on %s within 30 s", control);
-		msleep(100);
-	}
-	json_decref(j);
-	snprintf(ep, sizeof(ep), "tcp://%s", listen);
-	printf("%s: faultproxy tcp %s -> %s, %u ms each way (RTT %u ms), %u kbit/s each way\n",
-	       s->tag, listen, to, o->wan_latency_ms, 2 * o->wan_latency_ms, o->wan_rate_kbit);
-	snprintf(s->endpoint, sizeof(s->endpoint), "%s", ep);
-}
-
-static void source_start(const struct opts *o, struct session *s, const struct keys *k)
-{
-	char text[8192];
-	const char *argv[] = {o->source_agent, "run",	     "--config", s->source_cfg,
-			      "--log-level",   o->log_level, NULL};
-
-	snprintf(text, sizeof(text),
-		 "apiVersion: drasync.io/v1alpha1\n"
-		 "kind: SourceConfig\n"
-		 "clusterName: %s\n"
-		 "target: {endpoint: \"%s\", serverPublicKey: \"%s\"}\n"
-		 "keys: {secretKeyFile: \"%s/source.key\"}\n"
-		 "kubeconfig: \"%s\"\n"
-		 "stateDir: \"%s\"\n"
-		 "namespaces: [%s]\n"
-		 "schedule: {mode: watch}\n",
-		 SOURCE_CLUSTER, s->endpoint, k->target_pub, k->source_dir, o->source_kc,
-		 s->source_state, s->src_ns);
-	write_file(s->source_cfg, text);
-	write_file(s->source_log, "");
-	s->source = spawn(argv, NULL, s->source_log);
-}
-
-static void stop(pid_t *pid, const char *what)
-{
-	int st;
-
-	if (*pid <= 0)
-		return;
-	kill(*pid, SIGTERM);
-	for (int i = 0; i < 300; i++) {
-		if (waitpid(*pid, &st, WNOHANG) == *pid) {
-			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-				fprintf(stderr, "bench e2e: %s ended with status %d\n", what, st);
-			child_forget(*pid);
-			*pid = 0;
-			return;
-		}
-		msleep(100);
-	}
-	kill(*pid, SIGKILL);
-	waitpid(*pid, &st, 0);
-	child_forget(*pid);
-	*pid = 0;
-	fprintf(stderr, "bench e2e: %s did not stop on SIGTERM within 30 s\n", what);
-}
-
-static void session_stop(struct session *s)
-{
-	stop(&s->source, "drasync-source run");
-	stop(&s->target, "drasync-target run");
-	stop(&s->proxy, "faultproxy");
-	if (s->db)
-		sqlite3_close(s->db);
-	s->db = NULL;
-}
-
-/* ---- the target's ledger ---------------------------------------------------- */
-
-/* Rows of object_state named PREFIX-... that are applied; -1 before the ledger exists. */
-static long ledger_applied(struct session *s, const char *prefix)
-{
-	sqlite3_stmt *q = NULL;
-	char like[64];
-	long c = -1;
-
-	if (!s->db) {
-		struct stat sb;
-		if (stat(s->ledger, &sb) < 0)
-			return -1;
-		if (sqlite3_open_v2(s->ledger, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-			die("cannot open %s: %s", s->ledger, sqlite3_errmsg(s->db));
-		sqlite3_busy_timeout(s->db, 2000);
-	}
-	if (sqlite3_prepare_v2(s->db,
-			       "SELECT count(*) FROM object_state WHERE state = 'applied' AND "
-			       "name LIKE ?",
-			       -1, &q, NULL) != SQLITE_OK) {
-		sqlite3_finalize(q); /* the applier may not have made the table yet */
-		return -1;
-	}
-	snprintf(like, sizeof(like), "%s-%%", prefix);
-	sqlite3_bind_text(q, 1, like, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(q) == SQLITE_ROW)
-		c = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return c;
-}
-
-/* seq of the ledger's row for ConfigMap name when it is applied, else 0. */
-static long long ledger_applied_seq(struct session *s, const char *name)
-{
-	sqlite3_stmt *q = NULL;
-	long long seq = 0;
-
-	if (!s->db ||
-	    sqlite3_prepare_v2(s->db,
-			       "SELECT seq FROM object_state WHERE kind = 'ConfigMap' AND "
-			       "name = ? AND state = 'applied'",
-			       -1, &q, NULL) != SQLITE_OK)
-		die("ledger %s: cannot read", s->ledger);
-	sqlite3_bind_text(q, 1, name, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(q) == SQLITE_ROW)
-		seq = sqlite3_column_int64(q, 0);
-	sqlite3_finalize(q);
-	return seq;
-}
-
-static void ledger_show_unapplied(struct session *s)
-{
-	sqlite3_stmt *q = NULL;
-
-	if (!s->db || sqlite3_prepare_v2(s->db,
-					 "SELECT key, state, reason FROM object_state WHERE state "
-					 "!= 'applied' LIMIT 10",
-					 -1, &q, NULL) != SQLITE_OK)
-		return;
-	while (sqlite3_step(q) == SQLITE_ROW)
-		fprintf(stderr, "  %s: %s: %s\n", sqlite3_column_text(q, 0),
-			sqlite3_column_text(q, 1),
-			sqlite3_column_text(q, 2) ? (const char *)sqlite3_column_text(q, 2) : "");
-	sqlite3_finalize(q);
-}
-
-static void check_alive(struct session *s)
-{
-	pid_t *p[] = {&s->target, &s->source, &s->proxy};
-	const char *what[] = {s->target_log, s->source_log, s->proxy_log};
-
-	for (int i = 0; i < 3; i++) {
-		int st;
-		if (*p[i] > 0 && waitpid(*p[i], &st, WNOHANG) == *p[i]) {
-			child_forget(*p[i]);
-			*p[i] = 0;
-			show_tail(what[i]);
-			die("%s: a process exited with status %d (log: %s)", s->tag, st, what[i]);
-		}
-	}
-}
-
-/*
- * Wait until want objects named prefix-... are applied; the seconds since t0.
- * Every 200 ms: the count reads the whole ledger, and polling it every 25 ms
- * took 6 CPU s of a 55 s sync from the agents and API servers it measures.
- */
-static double wait_applied(const struct opts *o, struct session *s, const char *prefix, long want,
-			   double t0)
-{
-	double last_progress = now_s();
-	long last = -1;
-
-	for (;;) {
-		double now;
-		long applied;
-
-		msleep(200);
-		now = now_s();
-		applied = ledger_applied(s, prefix);
-		if (applied >= want)
-			return now - t0;
-		if (applied != last) {
-			last = applied;
-			last_progress = now;
-		}
-		check_alive(s);
-		if (now - last_progress > 120 || now - t0 > o->timeout) {
-			fprintf(stderr,
-				"bench e2e: %s: %ld of %ld applied after %.1f s; some rows:\n",
-				s->tag, applied, want, now - t0);
-			ledger_show_unapplied(s);
-			show_tail(s->source_log);
-			show_tail(s->target_log);
-			die("%s: the target did not apply every object (logs: %s, %s)", s->tag,
-			    s->source_log, s->target_log);
-		}
-	}
-}
-
-/* The source's records pushed so far: `drasync-source status -o json`, pushedSeq. */
-static double source_pushed(const struct opts *o, const struct session *s)
-{
-	const char *argv[] = {o->source_agent, "status", "--config", s->source_cfg, "-o",
-			      "json",	       NULL};
-	char out_path[600], log[600], *out;
-	json_t *j;
-	double v;
-	int rc;
-
-	/* exit 1 with the JSON: the status needs attention (said on stderr) */
-	snprintf(out_path, sizeof(out_path), "%s/source-status.out", o->work);
-	snprintf(log, sizeof(log), "%s/source-status.log", o->work);
-	rc = wait_child(spawn(argv, out_path, log));
-	out = read_file(out_path);
-	j = json_loads(out, 0, NULL);
-	if (rc != 0 && rc != 1)
-		die("drasync-source status exited %d (log: %s)", rc, log);
-
-	if (!j || !json_object_get(j, "pushedSeq"))
-		die("drasync-source status -o json: no pushedSeq in:\n%s", out);
-	v = json_number_value(json_object_get(j, "pushedSeq"));
-	json_decref(j);
-	free(out);
-	return v;
-}
-
-/* ---- the objects ---------------------------------------------------------- */
 
 /* loadgen -dump, then the real objects; the transformed dump into ceiling_path. */
 static size_t make_objects(const struct opts *o, const char *target_cfg, const char *ceiling_path)
@@ -905,7 +234,7 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 	ssize_t len;
 	double t0;
 
-	ns_list(src_ns, sizeof(src_ns), "bench-src", o->namespaces);
+	bu_ns_list(src_ns, sizeof(src_ns), "bench-src", o->namespaces);
 	snprintf(dump, sizeof(dump), "%s/source.ndjson", o->work);
 	snprintf(n_str, sizeof(n_str), "%u", o->objects);
 	{
@@ -913,31 +242,31 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 				      "mixed",	  "-namespaces", src_ns,	  "-count",
 				      n_str,	  "-prefix",	 OBJ_PREFIX,	  "-dump",
 				      dump,	  NULL};
-		free(run(argv, o->work, "dump"));
+		free(bu_run(argv, o->work, "dump"));
 	}
-	t0 = now_s();
+	t0 = ds_clock_mono_s();
 	{
 		const char *argv[] = {o->loadgen, "-kubeconfig", o->source_admin, "-mode",
 				      "mixed",	  "-namespaces", src_ns,	  "-count",
 				      n_str,	  "-prefix",	 OBJ_PREFIX,	  NULL};
-		char *res = run(argv, o->work, "loadgen");
-		const char *l = last_line(res, "loadgen created=");
+		char *res = bu_run(argv, o->work, "loadgen");
+		const char *l = bu_last_line(res, "loadgen created=");
 		printf("objects: %u mixed objects in %u namespaces of the source made in %.1f s "
 		       "(%.*s)\n",
-		       o->objects, o->namespaces, now_s() - t0, (int)strcspn(l, "\n"), l);
+		       o->objects, o->namespaces, ds_clock_mono_s() - t0, (int)strcspn(l, "\n"), l);
 		free(res);
 	}
 
 	/* The ceiling's objects: sanitized as the exporter does, transformed as the
 	 * importer does (the sync phase's configuration), in the exporter's order. */
 	if (ds_target_config_load(&cfg, target_cfg, &err) < 0)
-		die("%s: %s", target_cfg, err.msg);
+		bu_die("%s: %s", target_cfg, err.msg);
 	if (ds_report_new(&rep) < 0)
-		die("out of memory");
+		bu_die("out of memory");
 	in = fopen(dump, "r");
 	out = fopen(ceiling_path, "w");
 	if (!in || !out)
-		die("cannot open %s or %s", dump, ceiling_path);
+		bu_die("cannot open %s or %s", dump, ceiling_path);
 	for (int rank_pass = 0; rank_pass < 64; rank_pass++) {
 		rewind(in);
 		while ((len = getline(&line, &linecap, in)) > 0) {
@@ -948,7 +277,7 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 			int r;
 
 			if (!obj || !json_is_object(obj))
-				die("%s: %s", dump, obj ? "not an object" : jerr.text);
+				bu_die("%s: %s", dump, obj ? "not an object" : jerr.text);
 			kind = json_string_value(json_object_get(obj, "kind"));
 			if (!kind || ds_kind_rank(kind) != rank_pass ||
 			    strcmp(kind, "Namespace") == 0) {
@@ -957,23 +286,24 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 			}
 			meta = json_object_get(obj, "metadata");
 			/* a copy: sanitizing drops metadata.uid */
-			uid = xstrdup(json_string_value(json_object_get(meta, "uid")));
+			uid = bu_xstrdup(json_string_value(json_object_get(meta, "uid")));
 			{
 				ds_transform_opts topts = {.cfg = cfg,
 							   .dra_version = DS_DRA_V1,
 							   .source_cluster = SOURCE_CLUSTER,
 							   .source_uid = uid};
 				if (ds_sanitize(obj) < 0)
-					die("out of memory");
+					bu_die("out of memory");
 				r = ds_transform_object(&topts, obj, rep);
 			}
 			free(uid);
 			if (r != DS_TRANSFORM_APPLY)
-				die("the importer's pipeline does not apply a %s of the dump (%d)",
+				bu_die(
+				    "the importer's pipeline does not apply a %s of the dump (%d)",
 				    kind, r);
 			s = json_dumps(obj, JSON_SORT_KEYS | JSON_COMPACT);
 			if (!s || fprintf(out, "%s\n", s) < 0)
-				die("cannot write %s", ceiling_path);
+				bu_die("cannot write %s", ceiling_path);
 			free(s);
 			json_decref(obj);
 			n++;
@@ -982,11 +312,11 @@ static size_t make_objects(const struct opts *o, const char *target_cfg, const c
 	free(line);
 	fclose(in);
 	if (fclose(out) != 0)
-		die("cannot write %s", ceiling_path);
+		bu_die("cannot write %s", ceiling_path);
 	ds_report_free(rep);
 	ds_target_config_free(cfg);
 	if (n != o->objects)
-		die("the ceiling has %zu objects, not %u", n, o->objects);
+		bu_die("the ceiling has %zu objects, not %u", n, o->objects);
 	return n;
 }
 
@@ -1008,13 +338,13 @@ static double ceiling(const struct opts *o, const char *ceiling_path, char *summ
 
 		snprintf(prefix, sizeof(prefix), "ceil-w%s", w);
 		snprintf(tag, sizeof(tag), "ceiling-w%s", w);
-		out = run(argv, o->work, tag);
-		line = last_line(out, "loadgen applied=");
-		rate = field(line, "per_s=");
+		out = bu_run(argv, o->work, tag);
+		line = bu_last_line(out, "loadgen applied=");
+		rate = bu_field(line, "per_s=");
 		printf("ceiling: client-go, %s workers: %.0f objects in %.2f s: %.0f objects/s "
 		       "(server-side apply of the importer's objects into the target, its "
 		       "ServiceAccount)\n",
-		       w, field(line, "applied="), field(line, "seconds="), rate);
+		       w, bu_field(line, "applied="), bu_field(line, "seconds="), rate);
 		if (used < size)
 			used += (size_t)snprintf(summary + used, size - used, "%sW=%s:%.0f",
 						 used ? " " : "", w, rate);
@@ -1052,7 +382,7 @@ static double log_ts(const char *line)
 /* How long the source's first pass took by its log: its first line to event=pass_finished. */
 static double source_pass_s(const struct session *s)
 {
-	char *log = read_file(s->source_log);
+	char *log = bu_read_file(s->source_log);
 	const char *fin = strstr(log, "event=pass_finished");
 	double secs = -1;
 
@@ -1072,14 +402,14 @@ static double sync_session(const struct opts *o, struct session *s, const struct
 {
 	double t0, secs, cpu_t, cpu_s;
 
-	target_start(o, s);
+	e2e_target_start(o, s);
 	if (wan)
-		proxy_start(o, s);
-	t0 = now_s();
-	source_start(o, s, k);
-	secs = wait_applied(o, s, prefix, want, t0);
-	cpu_s = proc_cpu_s(s->source);
-	cpu_t = proc_cpu_s(s->target);
+		e2e_proxy_start(o, s);
+	t0 = ds_clock_mono_s();
+	e2e_source_start(o, s, k);
+	secs = e2e_wait_applied(o, s, prefix, want, t0);
+	cpu_s = bu_proc_cpu_s(s->source);
+	cpu_t = bu_proc_cpu_s(s->target);
 	printf("%s: %ld objects from the source's start to all applied in the target's ledger: "
 	       "%.2f s, %.0f objects/s (CPU: the source %.1f s, the target %.1f s)\n",
 	       s->tag, want, secs, (double)want / secs, cpu_s, cpu_t);
@@ -1109,20 +439,20 @@ static void phase_rpo(const struct opts *o, struct results *r)
 	char *out;
 	const char *line;
 
-	msleep(3000); /* what the first pass left in flight (acks, results) is not the news */
+	bu_msleep(3000); /* what the first pass left in flight (acks, results) is not the news */
 	machine_load("rpo");
-	ns_list(src_ns, sizeof(src_ns), "bench-src", o->namespaces);
-	ns_list(dst_ns, sizeof(dst_ns), "e2e", o->namespaces);
+	bu_ns_list(src_ns, sizeof(src_ns), "bench-src", o->namespaces);
+	bu_ns_list(dst_ns, sizeof(dst_ns), "e2e", o->namespaces);
 	snprintf(n, sizeof(n), "%u", o->rpo_changes);
 	snprintf(iv, sizeof(iv), "%ums", o->rpo_interval_ms);
-	out = run(argv, o->work, "rpo");
-	line = last_line(out, "loadgen rpo ");
-	r->rpo_p50 = field(line, "p50_s=");
-	r->rpo_p99 = field(line, "p99_s=");
+	out = bu_run(argv, o->work, "rpo");
+	line = bu_last_line(out, "loadgen rpo ");
+	r->rpo_p50 = bu_field(line, "p50_s=");
+	r->rpo_p99 = bu_field(line, "p99_s=");
 	printf("rpo: %u ConfigMap changes on the source, one every %u ms, each timed until a "
 	       "watch on the target shows it: %.*s\n",
 	       o->rpo_changes, o->rpo_interval_ms, (int)strcspn(line, "\n"), line);
-	if (field(line, "seen=") < o->rpo_changes)
+	if (bu_field(line, "seen=") < o->rpo_changes)
 		printf("rpo: NOT every change reached the target (the missing count as the "
 		       "timeout)\n");
 	free(out);
@@ -1147,7 +477,7 @@ static void phase_kubectl(const struct opts *o, struct results *r)
 					 i ? "," : "", i, ns);
 	}
 	for (unsigned i = 0; i < o->namespaces; i++) {
-		double end = now_s() + 60;
+		double end = ds_clock_mono_s() + 60;
 		char ns[64];
 		snprintf(ns, sizeof(ns), "kubectl-%u", i);
 		for (;;) {
@@ -1157,9 +487,9 @@ static void phase_kubectl(const struct opts *o, struct results *r)
 				 o->kube_bin, o->target_admin, ns);
 			if (system(cmd) == 0)
 				break;
-			if (now_s() > end)
-				die("no ServiceAccount default in %s after 60 s", ns);
-			msleep(200);
+			if (ds_clock_mono_s() > end)
+				bu_die("no ServiceAccount default in %s after 60 s", ns);
+			bu_msleep(200);
 		}
 	}
 	snprintf(stats, sizeof(stats), "%s/kubectl-stats.txt", o->work);
@@ -1175,17 +505,18 @@ static void phase_kubectl(const struct opts *o, struct results *r)
 	    o->work, o->kube_bin, o->source_admin, o->sanitizer, map, stats, o->kube_bin,
 	    o->target_admin, o->work);
 	snprintf(log, sizeof(log), "%s/kubectl-apply.log", o->work);
-	t0 = now_s();
-	if (wait_child(spawn((const char *[]){"/bin/bash", "-c", cmd, NULL}, NULL, log)) != 0) {
-		show_tail(log);
-		die("the kubectl pipeline failed: %s", cmd);
+	t0 = ds_clock_mono_s();
+	if (bu_wait_child(bu_spawn((const char *[]){"/bin/bash", "-c", cmd, NULL}, NULL, log)) !=
+	    0) {
+		bu_show_tail(log);
+		bu_die("the kubectl pipeline failed: %s", cmd);
 	}
-	secs = now_s() - t0;
-	st = read_file(stats);
+	secs = ds_clock_mono_s() - t0;
+	st = bu_read_file(stats);
 	{
-		double objs = field(st, "objects="), bytes = field(st, "json_bytes=");
+		double objs = bu_field(st, "objects="), bytes = bu_field(st, "json_bytes=");
 		if (objs < o->objects)
-			die("kubectl get returned %.0f objects, not %u", objs, o->objects);
+			bu_die("kubectl get returned %.0f objects, not %u", objs, o->objects);
 		r->kubectl_per_s = objs / secs;
 		r->json_per_obj = bytes / objs;
 		printf("kubectl: kubectl get -o json | sanitize | kubectl apply --server-side: "
@@ -1209,29 +540,29 @@ static void phase_one_change(const struct opts *o, struct session *s, struct res
 	machine_load("one change");
 	snprintf(name, sizeof(name), "%s-configmap-%u", OBJ_PREFIX, idx);
 	snprintf(target, sizeof(target), "bench-src-%u/%s", (idx / 9) % o->namespaces, name);
-	seq0 = ledger_applied_seq(s, name);
+	seq0 = e2e_ledger_applied_seq(s, name);
 	if (seq0 == 0)
-		die("one change: %s is not applied on the target", name);
-	msleep(3000); /* let what the first pass left settle */
-	rec0 = source_pushed(o, s);
-	b0 = proxy_bytes(o, s);
+		bu_die("one change: %s is not applied on the target", name);
+	bu_msleep(3000); /* let what the first pass left settle */
+	rec0 = e2e_source_pushed(o, s);
+	b0 = e2e_proxy_bytes(o, s);
 	w0 = api_writes(o, "configmaps", d0, sizeof(d0));
 	a0 = api_writes(o, NULL, NULL, 0);
-	t0 = now_s();
-	free(run(
+	t0 = ds_clock_mono_s();
+	free(bu_run(
 	    (const char *[]){o->loadgen, "-kubeconfig", o->source_admin, "-patch", target, NULL},
 	    o->work, "patch"));
-	while ((seq = ledger_applied_seq(s, name)) == seq0) {
-		check_alive(s);
-		if (now_s() - t0 > 60)
-			die("one change: %s not applied again within 60 s", name);
-		msleep(25);
+	while ((seq = e2e_ledger_applied_seq(s, name)) == seq0) {
+		e2e_check_alive(s);
+		if (ds_clock_mono_s() - t0 > 60)
+			bu_die("one change: %s not applied again within 60 s", name);
+		bu_msleep(25);
 	}
 	printf("one change: %s applied on the target %.2f s after the patch\n", target,
-	       now_s() - t0);
-	msleep(2000); /* what may still be in flight */
-	rec1 = source_pushed(o, s);
-	b1 = proxy_bytes(o, s);
+	       ds_clock_mono_s() - t0);
+	bu_msleep(2000); /* what may still be in flight */
+	rec1 = e2e_source_pushed(o, s);
+	b1 = e2e_proxy_bytes(o, s);
 	w1 = api_writes(o, "configmaps", d1, sizeof(d1));
 	a1 = api_writes(o, NULL, NULL, 0);
 	r->one_records = rec1 - rec0;
@@ -1240,7 +571,8 @@ static void phase_one_change(const struct opts *o, struct session *s, struct res
 	printf("one change: records pushed by the source %.0f, bytes on the wire %.0f (both "
 	       "directions, %.1f s), ConfigMap writes on the target %.0f (before: %s; after: %s), "
 	       "writes of every resource on the target %.0f\n",
-	       r->one_records, r->one_bytes, now_s() - t0 + 3, r->one_writes, d0, d1, a1 - a0);
+	       r->one_records, r->one_bytes, ds_clock_mono_s() - t0 + 3, r->one_writes, d0, d1,
+	       a1 - a0);
 }
 
 static void phase_rss(const struct opts *o, const struct keys *k, struct results *r)
@@ -1251,22 +583,22 @@ static void phase_rss(const struct opts *o, const struct keys *k, struct results
 	long hs, ht;
 
 	machine_load("rss");
-	ns_list(src_ns, sizeof(src_ns), "rss-src", RSS_NAMESPACES);
+	bu_ns_list(src_ns, sizeof(src_ns), "rss-src", RSS_NAMESPACES);
 	snprintf(n_str, sizeof(n_str), "%u", o->rss_objects);
-	t0 = now_s();
+	t0 = ds_clock_mono_s();
 	{
 		const char *argv[] = {o->loadgen,   "-kubeconfig", o->source_admin, "-mode",
 				      "configmaps", "-namespaces", src_ns,	    "-count",
 				      n_str,	    "-prefix",	   RSS_PREFIX,	    "-workers",
 				      "64",	    NULL};
-		free(run(argv, o->work, "loadgen-rss"));
+		free(bu_run(argv, o->work, "loadgen-rss"));
 	}
 	printf("rss: %u ConfigMaps in %u namespaces of the source made in %.1f s\n", o->rss_objects,
-	       RSS_NAMESPACES, now_s() - t0);
-	session_init(o, &s, k, "rss", "rss-src", "rss-dst", RSS_NAMESPACES);
+	       RSS_NAMESPACES, ds_clock_mono_s() - t0);
+	e2e_session_init(o, &s, k, "rss", "rss-src", "rss-dst", RSS_NAMESPACES);
 	secs = sync_session(o, &s, k, false, RSS_PREFIX, (long)o->rss_objects);
 	(void)secs;
-	msleep(1000);
+	bu_msleep(1000);
 	hs = vm_hwm_kib(s.source);
 	ht = vm_hwm_kib(s.target);
 	r->rss_source = (double)hs / 1024.0;
@@ -1274,7 +606,7 @@ static void phase_rss(const struct opts *o, const struct keys *k, struct results
 	printf("rss: peak RSS (VmHWM) at %u objects: drasync-source %.1f MB, drasync-target "
 	       "%.1f MB\n",
 	       o->rss_objects, r->rss_source, r->rss_target);
-	session_stop(&s);
+	e2e_session_stop(&s);
 }
 
 static int bench(const struct opts *o)
@@ -1287,8 +619,8 @@ static int bench(const struct opts *o)
 			    phase_on(o, "kubectl") || phase_on(o, "wan");
 
 	machine_load("start");
-	make_keys(o, &k);
-	session_init(o, &sync, &k, "sync", "bench-src", "e2e", o->namespaces);
+	e2e_make_keys(o, &k);
+	e2e_session_init(o, &sync, &k, "sync", "bench-src", "e2e", o->namespaces);
 	snprintf(ceiling_path, sizeof(ceiling_path), "%s/ceiling.ndjson", o->work);
 	if (need_objects)
 		make_objects(o, sync.target_cfg, ceiling_path);
@@ -1304,20 +636,20 @@ static int bench(const struct opts *o)
 		r.sync_per_s = (double)o->objects / secs;
 		if (phase_on(o, "rpo"))
 			phase_rpo(o, &r);
-		session_stop(&sync);
+		e2e_session_stop(&sync);
 	}
 	if (phase_on(o, "kubectl"))
 		phase_kubectl(o, &r);
 	if (phase_on(o, "wan")) {
 		double secs, bytes;
 		if (!strcmp(o->faultproxy, "-"))
-			die("the wan phase needs --faultproxy");
+			bu_die("the wan phase needs --faultproxy");
 		machine_load("wan");
 		drop_namespaces(o, "e2e-");
 		drop_namespaces(o, "kubectl-");
-		session_init(o, &wan, &k, "wan", "bench-src", "wan", o->namespaces);
+		e2e_session_init(o, &wan, &k, "wan", "bench-src", "wan", o->namespaces);
 		secs = sync_session(o, &wan, &k, true, OBJ_PREFIX, (long)o->objects);
-		bytes = proxy_bytes(o, &wan);
+		bytes = e2e_proxy_bytes(o, &wan);
 		r.wan_s = secs;
 		r.wire_per_obj = bytes / o->objects;
 		printf("wan: %.0f bytes on the wire (both directions): %.0f an object", bytes,
@@ -1327,7 +659,7 @@ static int bench(const struct opts *o)
 			       r.wire_per_obj / r.json_per_obj);
 		printf("\n");
 		phase_one_change(o, &wan, &r);
-		session_stop(&wan);
+		e2e_session_stop(&wan);
 		drop_namespaces(o, "wan-");
 	}
 	if (phase_on(o, "rss"))
@@ -1364,6 +696,7 @@ int main(int argc, char **argv)
 			 .wan_rate_kbit = 100000,
 			 .timeout = 1800};
 
+	bu_init("bench e2e");
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 1; i + 1 < argc; i += 2) {
@@ -1413,15 +746,16 @@ int main(int argc, char **argv)
 		else if (strcmp(k, "--timeout") == 0)
 			o.timeout = strtod(v, NULL);
 		else
-			die("unknown option %s", k);
+			bu_die("unknown option %s", k);
 	}
 	if (!o.source_agent || !o.target_agent || !o.loadgen || !o.kube_bin || !o.sanitizer ||
 	    !o.source_kc || !o.target_kc || !o.source_admin || !o.target_admin || !o.work ||
 	    o.namespaces == 0 || o.objects < 9 * o.namespaces || o.rpo_changes == 0 ||
 	    o.rss_objects == 0)
-		die("%s", "usage: bench_e2e --source-agent BIN --target-agent BIN --loadgen BIN "
-			  "--kube-bin BIN --sanitizer PY --source-kubeconfig KC "
-			  "--target-kubeconfig KC --source-admin KC --target-admin KC --work DIR "
-			  "[...] (objects >= 9 per namespace)");
+		bu_die("%s",
+		       "usage: bench_e2e --source-agent BIN --target-agent BIN --loadgen BIN "
+		       "--kube-bin BIN --sanitizer PY --source-kubeconfig KC "
+		       "--target-kubeconfig KC --source-admin KC --target-admin KC --work DIR "
+		       "[...] (objects >= 9 per namespace)");
 	return bench(&o);
 }

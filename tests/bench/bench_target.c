@@ -41,6 +41,7 @@
  *                [--log-level L] [--timeout SECONDS]
  * Last line: RESULT apply_per_s=N ceiling_per_s=N ratio=X burst_writes=N
  */
+#include "drasync/clock.h"
 #include "drasync/keys.h"
 #include "drasync/object_state.h"
 #include "drasync/outbox.h"
@@ -50,6 +51,7 @@
 #include "drasync/sender.h"
 #include "drasync/target_config.h"
 #include "drasync/transform.h"
+#include "benchutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,130 +74,7 @@
 #define SOURCE_CLUSTER "bench-source"
 #define PUSH_CHUNK 512 /* records per outbox push, as an exporter's batch */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void msleep(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-/* The target agent while it runs: die() stops it too. */
-static pid_t agent_pid;
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (agent_pid > 0) {
-		kill(agent_pid, SIGKILL);
-		waitpid(agent_pid, NULL, 0);
-		agent_pid = 0;
-	}
-	va_start(ap, fmt);
-	fprintf(stderr, "bench target: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
-}
-
-static char *xstrdup(const char *s)
-{
-	char *d = strdup(s ? s : "");
-
-	if (!d)
-		die("out of memory");
-	return d;
-}
-
-static char *read_file(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
-
-	if (!f)
-		return xstrdup("");
-	do {
-		if (len + 65536 + 1 > cap) {
-			cap = (len + 65536 + 1) * 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				die("out of memory");
-		}
-		n = fread(buf + len, 1, 65536, f);
-		len += n;
-	} while (n > 0);
-	fclose(f);
-	buf[len] = '\0';
-	return buf;
-}
-
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
-		die("cannot write %s: %s", path, strerror(errno));
-}
-
 /* ---- child processes ------------------------------------------------------ */
-
-/* Start argv with stdout to out_path (NULL: the log) and stderr appended to log. */
-static pid_t spawn(const char *const argv[], const char *out_path, const char *log)
-{
-	pid_t pid = fork();
-
-	if (pid < 0)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		int ofd = out_path ? open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : lfd;
-		int nul = open("/dev/null", O_RDONLY);
-		if (lfd < 0 || ofd < 0 || nul < 0)
-			_exit(126);
-		dup2(nul, 0);
-		dup2(ofd, 1);
-		dup2(lfd, 2);
-		execv(argv[0], (char *const *)argv);
-		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	return pid;
-}
-
-/* CPU seconds (user + system) process pid has used so far; -1 when unknown. */
-static double proc_cpu_s(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long ut = 0, st = 0;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* after "(comm)": state is field 3, utime 14, stime 15 */
-	p = strrchr(buf, ')');
-	if (!p ||
-	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
 
 /* CPU seconds of this process (who, RUSAGE_SELF) or of its waited-for children. */
 static double rusage_cpu_s(int who)
@@ -208,67 +87,6 @@ static double rusage_cpu_s(int who)
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-static int wait_child(pid_t pid)
-{
-	int st;
-
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			die("waitpid: %s", strerror(errno));
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static void show_tail(const char *log)
-{
-	char cmd[700];
-
-	snprintf(cmd, sizeof(cmd), "tail -n 30 '%s' >&2", log);
-	if (system(cmd) != 0)
-		fprintf(stderr, "bench target: (could not show %s)\n", log);
-}
-
-/* Run argv to its end; its stdout (returned, caller frees); dies unless it exits 0. */
-static char *run(const char *const argv[], const char *work, const char *tag)
-{
-	char out[600], log[600];
-	int status;
-
-	snprintf(out, sizeof(out), "%s/%s.out", work, tag);
-	snprintf(log, sizeof(log), "%s/%s.log", work, tag);
-	status = wait_child(spawn(argv, out, log));
-	if (status != 0) {
-		show_tail(log);
-		die("%s (%s) exited %d (log: %s)", argv[0], tag, status, log);
-	}
-	return read_file(out);
-}
-
-/* The last line of a program's output that starts with prefix (borrowed), or die. */
-static const char *last_line(const char *text, const char *prefix)
-{
-	const char *found = NULL;
-
-	for (const char *p = text; p && *p;) {
-		if (strncmp(p, prefix, strlen(prefix)) == 0)
-			found = p;
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	if (!found)
-		die("no line '%s...' in:\n%s", prefix, text);
-	return found;
-}
-
-static double field(const char *line, const char *key)
-{
-	const char *p = strstr(line, key);
-
-	if (!p)
-		die("no %s in '%.200s'", key, line);
-	return strtod(p + strlen(key), NULL);
-}
-
 /* ---- options -------------------------------------------------------------- */
 
 struct opts {
@@ -277,16 +95,6 @@ struct opts {
 	unsigned mixed, namespaces, burst, burst_objects;
 	double timeout;
 };
-
-/* "PREFIX-0,PREFIX-1,..." into buf. */
-static void ns_list(char *buf, size_t size, const char *prefix, unsigned n)
-{
-	size_t o = 0;
-
-	buf[0] = '\0';
-	for (unsigned i = 0; i < n && o < size; i++)
-		o += (size_t)snprintf(buf + o, size - o, "%s%s-%u", i ? "," : "", prefix, i);
-}
 
 /* ---- the objects as records ------------------------------------------------ */
 
@@ -339,9 +147,9 @@ static struct object *load_objects(const char *dump, const ds_target_config *cfg
 	ds_report *rep = NULL;
 
 	if (!in)
-		die("cannot read %s", dump);
+		bu_die("cannot read %s", dump);
 	if (ds_report_new(&rep) < 0)
-		die("out of memory");
+		bu_die("out of memory");
 	while ((len = getline(&line, &linecap, in)) > 0) {
 		json_error_t jerr;
 		json_t *obj = json_loadb(line, (size_t)len, 0, &jerr), *meta;
@@ -349,12 +157,12 @@ static struct object *load_objects(const char *dump, const ds_target_config *cfg
 		const char *uid, *ns;
 
 		if (!obj || !json_is_object(obj))
-			die("%s:%zu: %s", dump, n + 1, obj ? "not an object" : jerr.text);
+			bu_die("%s:%zu: %s", dump, n + 1, obj ? "not an object" : jerr.text);
 		if (n == cap) {
 			cap = cap ? cap * 2 : 1024;
 			objs = realloc(objs, cap * sizeof(*objs));
 			if (!objs)
-				die("out of memory");
+				bu_die("out of memory");
 		}
 		o = &objs[n];
 		memset(o, 0, sizeof(*o));
@@ -362,18 +170,18 @@ static struct object *load_objects(const char *dump, const ds_target_config *cfg
 		meta = json_object_get(obj, "metadata");
 		uid = json_string_value(json_object_get(meta, "uid"));
 		ns = json_string_value(json_object_get(meta, "namespace"));
-		o->api_version = xstrdup(json_string_value(json_object_get(obj, "apiVersion")));
-		o->kind = xstrdup(json_string_value(json_object_get(obj, "kind")));
-		o->name = xstrdup(json_string_value(json_object_get(meta, "name")));
-		o->ns = xstrdup(ns ? ns : "");
-		o->uid = xstrdup(uid);
+		o->api_version = bu_xstrdup(json_string_value(json_object_get(obj, "apiVersion")));
+		o->kind = bu_xstrdup(json_string_value(json_object_get(obj, "kind")));
+		o->name = bu_xstrdup(json_string_value(json_object_get(meta, "name")));
+		o->ns = bu_xstrdup(ns ? ns : "");
+		o->uid = bu_xstrdup(uid);
 		o->rank = ds_kind_rank(o->kind); /* the order the exporter sends in */
 		if (ds_sanitize(obj) < 0)
-			die("out of memory");
+			bu_die("out of memory");
 		o->sanitized = obj;
 		o->payload = json_dumps(obj, JSON_SORT_KEYS | JSON_COMPACT);
 		if (!o->payload)
-			die("out of memory");
+			bu_die("out of memory");
 	}
 	free(line);
 	fclose(in);
@@ -381,7 +189,7 @@ static struct object *load_objects(const char *dump, const ds_target_config *cfg
 
 	out = fopen(ceiling_path, "w");
 	if (!out)
-		die("cannot write %s", ceiling_path);
+		bu_die("cannot write %s", ceiling_path);
 	for (size_t i = 0; i < n; i++) {
 		ds_transform_opts topts = {.cfg = cfg,
 					   .dra_version = DS_DRA_V1,
@@ -392,19 +200,19 @@ static struct object *load_objects(const char *dump, const ds_target_config *cfg
 		int r;
 
 		if (!t)
-			die("out of memory");
+			bu_die("out of memory");
 		r = ds_transform_object(&topts, t, rep);
 		if (r != DS_TRANSFORM_APPLY)
-			die("the importer's pipeline does not apply %s %s/%s (%d)", objs[i].kind,
-			    objs[i].ns, objs[i].name, r);
+			bu_die("the importer's pipeline does not apply %s %s/%s (%d)", objs[i].kind,
+			       objs[i].ns, objs[i].name, r);
 		s = json_dumps(t, JSON_SORT_KEYS | JSON_COMPACT);
 		if (!s || fprintf(out, "%s\n", s) < 0)
-			die("cannot write %s", ceiling_path);
+			bu_die("cannot write %s", ceiling_path);
 		free(s);
 		json_decref(t);
 	}
 	if (fclose(out) != 0)
-		die("cannot write %s", ceiling_path);
+		bu_die("cannot write %s", ceiling_path);
 	ds_report_free(rep);
 	*n_out = n;
 	return objs;
@@ -418,7 +226,7 @@ static uint64_t push(ds_outbox *ob, const ds_record *recs, size_t n)
 	for (size_t i = 0; i < n; i += PUSH_CHUNK) {
 		size_t k = n - i < PUSH_CHUNK ? n - i : PUSH_CHUNK;
 		if (ds_outbox_push(ob, recs + i, k, &last, &err) < 0)
-			die("outbox push: %s", err.msg);
+			bu_die("outbox push: %s", err.msg);
 	}
 	return last;
 }
@@ -450,21 +258,20 @@ static void write_target_config(const struct opts *o, const char *path, const ch
 		used += (size_t)snprintf(text + used, sizeof(text) - used,
 					 "  bench-src-%u: bench-dst-%u\n", i, i);
 	if (used >= sizeof(text))
-		die("target configuration too long");
-	write_file(path, text);
+		bu_die("target configuration too long");
+	bu_write_file(path, text);
 }
 
 static void target_start(const struct opts *o, struct target *t)
 {
 	const char *argv[] = {o->agent,	     "run",	    "--config",	  t->config, "--kubeconfig",
 			      o->kubeconfig, "--log-level", o->log_level, NULL};
-	double end = now_s() + 60;
+	double end = ds_clock_mono_s() + 60;
 
-	write_file(t->log, "");
-	t->pid = spawn(argv, NULL, t->log);
-	agent_pid = t->pid;
+	bu_write_file(t->log, "");
+	t->pid = bu_spawn(argv, NULL, t->log);
 	for (;;) {
-		char *log = read_file(t->log);
+		char *log = bu_read_file(t->log);
 		const char *p = strstr(log, "event=started listen=");
 		int st;
 
@@ -477,15 +284,15 @@ static void target_start(const struct opts *o, struct target *t)
 		}
 		free(log);
 		if (waitpid(t->pid, &st, WNOHANG) == t->pid) {
-			agent_pid = 0;
-			show_tail(t->log);
-			die("drasync-target run exited before it listened (log: %s)", t->log);
+			bu_child_forget(t->pid);
+			bu_show_tail(t->log);
+			bu_die("drasync-target run exited before it listened (log: %s)", t->log);
 		}
-		if (now_s() > end) {
-			show_tail(t->log);
-			die("drasync-target run did not start within 60 s");
+		if (ds_clock_mono_s() > end) {
+			bu_show_tail(t->log);
+			bu_die("drasync-target run did not start within 60 s");
 		}
-		msleep(50);
+		bu_msleep(50);
 	}
 }
 
@@ -493,7 +300,7 @@ static void target_stop(struct target *t)
 {
 	int st;
 
-	agent_pid = 0;
+	bu_child_forget(t->pid);
 	kill(t->pid, SIGTERM);
 	for (int i = 0; i < 300; i++) {
 		if (waitpid(t->pid, &st, WNOHANG) == t->pid) {
@@ -502,7 +309,7 @@ static void target_stop(struct target *t)
 					st);
 			return;
 		}
-		msleep(100);
+		bu_msleep(100);
 	}
 	kill(t->pid, SIGKILL);
 	waitpid(t->pid, &st, 0);
@@ -520,7 +327,7 @@ static sqlite3 *ledger_open(const char *path)
 	sqlite3 *db = NULL;
 
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-		die("cannot open %s: %s", path, db ? sqlite3_errmsg(db) : "?");
+		bu_die("cannot open %s: %s", path, db ? sqlite3_errmsg(db) : "?");
 	sqlite3_busy_timeout(db, 2000);
 	return db;
 }
@@ -585,7 +392,7 @@ static long ledger_applied_at(sqlite3 *db, char *const *keys, const uint64_t *se
 			       "SELECT count(*) FROM object_state WHERE key = ? AND seq = ? AND "
 			       "state = 'applied'",
 			       -1, &q, NULL) != SQLITE_OK)
-		die("ledger: %s", sqlite3_errmsg(db));
+		bu_die("ledger: %s", sqlite3_errmsg(db));
 	for (size_t i = 0; i < n; i++) {
 		sqlite3_reset(q);
 		sqlite3_bind_text(q, 1, keys[i], -1, SQLITE_STATIC);
@@ -626,7 +433,7 @@ static double configmap_writes(const struct opts *o, char *detail, size_t size)
 					    "DELETE", "CREATE", "UPDATE", "DELETECOLLECTION"};
 	enum { NV = sizeof(verbs) / sizeof(verbs[0]) };
 	double per[NV] = {0}, total = 0;
-	char *text = run(argv, o->work, "metrics");
+	char *text = bu_run(argv, o->work, "metrics");
 	size_t used = 0;
 
 	for (char *p = text; p && *p;) {
@@ -661,7 +468,7 @@ static double throttled(const struct opts *o)
 {
 	const char *argv[] = {o->kube_bin, "kubectl", "--kubeconfig", o->admin_kubeconfig,
 			      "get",	   "--raw",   "/metrics",     NULL};
-	char *text = run(argv, o->work, "metrics");
+	char *text = bu_run(argv, o->work, "metrics");
 	double total = 0;
 
 	for (char *p = text; p && *p;) {
@@ -689,7 +496,7 @@ static double throttled(const struct opts *o)
 static void drop_namespaces(const struct opts *o, const char *prefix)
 {
 	char cmd[4096];
-	double t0 = now_s();
+	double t0 = ds_clock_mono_s();
 
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' kubectl --kubeconfig '%s' get namespaces -o name | grep '^namespace/%s' "
@@ -697,9 +504,9 @@ static void drop_namespaces(const struct opts *o, const char *prefix)
 		 ">/dev/null",
 		 o->kube_bin, o->admin_kubeconfig, prefix, o->kube_bin, o->admin_kubeconfig);
 	if (system(cmd) != 0)
-		die("could not delete the namespaces %s* (%s)", prefix, cmd);
+		bu_die("could not delete the namespaces %s* (%s)", prefix, cmd);
 	printf("settle: namespaces %s* and their objects deleted in %.1f s\n", prefix,
-	       now_s() - t0);
+	       ds_clock_mono_s() - t0);
 }
 
 static double ceiling(const struct opts *o, const char *ceiling_path, char *summary, size_t size)
@@ -722,15 +529,15 @@ static double ceiling(const struct opts *o, const char *ceiling_path, char *summ
 
 		snprintf(prefix, sizeof(prefix), "ceil-w%s", w);
 		snprintf(tag, sizeof(tag), "ceiling-w%s", w);
-		out = run(argv, o->work, tag);
-		line = last_line(out, "loadgen applied=");
-		rate = field(line, "per_s=");
-		secs = field(line, "seconds=");
+		out = bu_run(argv, o->work, tag);
+		line = bu_last_line(out, "loadgen applied=");
+		rate = bu_field(line, "per_s=");
+		secs = bu_field(line, "seconds=");
 		printf("ceiling: client-go, %s workers: %.0f objects in %.2f s: %.0f objects/s "
 		       "(server-side apply, the importer's objects, its ServiceAccount; the "
 		       "generator used %.1f CPU s; %.0f answers 429)\n",
-		       w, field(line, "applied="), secs, rate, rusage_cpu_s(RUSAGE_CHILDREN) - cpu0,
-		       throttled(o) - t429);
+		       w, bu_field(line, "applied="), secs, rate,
+		       rusage_cpu_s(RUSAGE_CHILDREN) - cpu0, throttled(o) - t429);
 		if (used < size)
 			used += (size_t)snprintf(summary + used, size - used, "%sW=%s:%.0f",
 						 used ? " " : "", w, rate);
@@ -768,24 +575,24 @@ static int bench(const struct opts *o)
 	memset(&t, 0, sizeof(t));
 	memset(&feed, 0, sizeof(feed));
 	if (ds_keys_generate(&server, &err) < 0 || ds_keys_generate(&source, &err) < 0)
-		die("keys: %s", err.msg);
+		bu_die("keys: %s", err.msg);
 	snprintf(keydir, sizeof(keydir), "%s/keys", o->work);
 	if (ds_keys_write(keydir, "target", &server, true, &err) < 0)
-		die("keys: %s", err.msg);
+		bu_die("keys: %s", err.msg);
 	snprintf(auth, sizeof(auth), "%s/authorized_sources", keydir);
 	{
 		char line[200];
 		snprintf(line, sizeof(line), "%s %s\n", SOURCE_CLUSTER, source.public_z85);
-		write_file(auth, line);
+		bu_write_file(auth, line);
 	}
 	snprintf(cfg_path, sizeof(cfg_path), "%s/target.yaml", o->work);
 	snprintf(state, sizeof(state), "%s/target-state", o->work);
 	write_target_config(o, cfg_path, keydir, auth, state);
 	if (ds_target_config_load(&cfg, cfg_path, &err) < 0)
-		die("%s: %s", cfg_path, err.msg);
+		bu_die("%s: %s", cfg_path, err.msg);
 
 	/* (a) the objects */
-	ns_list(src_ns, sizeof(src_ns), "bench-src", o->namespaces);
+	bu_ns_list(src_ns, sizeof(src_ns), "bench-src", o->namespaces);
 	snprintf(dump, sizeof(dump), "%s/source.ndjson", o->work);
 	snprintf(ceiling_path, sizeof(ceiling_path), "%s/ceiling.ndjson", o->work);
 	snprintf(n_str, sizeof(n_str), "%u", o->mixed);
@@ -795,15 +602,15 @@ static int bench(const struct opts *o)
 				      src_ns,	  "-count",	 n_str,
 				      "-prefix",  "mixed",	 "-dump",
 				      dump,	  NULL};
-		char *out = run(argv, o->work, "dump");
-		const char *line = last_line(out, "loadgen dumped=");
+		char *out = bu_run(argv, o->work, "dump");
+		const char *line = bu_last_line(out, "loadgen dumped=");
 		printf("objects: %.*s\n", (int)strcspn(line, "\n"), line);
 		free(out);
 	}
 	objs = load_objects(dump, cfg, ceiling_path, &n);
 	recs = calloc(n, sizeof(*recs));
 	if (!recs)
-		die("out of memory");
+		bu_die("out of memory");
 	for (size_t i = 0; i < n; i++)
 		recs[i] = record_of(&objs[i], objs[i].payload);
 	{
@@ -820,7 +627,7 @@ static int bench(const struct opts *o)
 	/* (c) apply */
 	snprintf(outbox_path, sizeof(outbox_path), "%s/outbox.db", o->work);
 	if (ds_outbox_open(&ob, outbox_path, NULL, &err) < 0)
-		die("outbox: %s", err.msg);
+		bu_die("outbox: %s", err.msg);
 	last_seq = push(ob, recs, n);
 	snprintf(t.config, sizeof(t.config), "%s", cfg_path);
 	snprintf(t.log, sizeof(t.log), "%s/target.log", o->work);
@@ -833,20 +640,20 @@ static int bench(const struct opts *o)
 	sc.outbox_path = outbox_path;
 	sc.cluster_name = SOURCE_CLUSTER;
 	if (ds_sender_new(&feed.sender, &sc, &err) < 0)
-		die("sender: %s", err.msg);
+		bu_die("sender: %s", err.msg);
 	db = ledger_open(t.ledger);
-	agent_cpu0 = proc_cpu_s(t.pid);
+	agent_cpu0 = bu_proc_cpu_s(t.pid);
 	t429 = throttled(o);
 	self_cpu0 = rusage_cpu_s(RUSAGE_SELF);
-	t0 = now_s();
+	t0 = ds_clock_mono_s();
 	if (pthread_create(&feed.thread, NULL, feed_run, &feed) != 0)
-		die("cannot start the sender thread");
+		bu_die("cannot start the sender thread");
 	last_progress = t0;
 	for (;;) {
 		double now;
 
-		msleep(25);
-		now = now_s();
+		bu_msleep(25);
+		now = ds_clock_mono_s();
 		if (!t_acked && ds_sender_acked(feed.sender) >= last_seq)
 			t_acked = now;
 		ledger_states(db, &s);
@@ -864,8 +671,8 @@ static int bench(const struct opts *o)
 				"waiting %ld, failed %ld, other %ld); some rows:\n",
 				s.applied, n, now - t0, s.pending, s.waiting, s.failed, s.other);
 			ledger_show_unapplied(db);
-			show_tail(t.log);
-			die("the importer did not apply every object (log: %s)", t.log);
+			bu_show_tail(t.log);
+			bu_die("the importer did not apply every object (log: %s)", t.log);
 		}
 	}
 	apply_rate = (double)n / (t_applied - t0);
@@ -874,7 +681,7 @@ static int bench(const struct opts *o)
 	       n, t_applied - t0, apply_rate, t_acked ? t_acked - t0 : -1);
 	printf("apply: CPU used meanwhile: the importer %.1f s, this program's sender and "
 	       "ledger polling %.1f s; %.0f answers 429\n",
-	       proc_cpu_s(t.pid) - agent_cpu0, rusage_cpu_s(RUSAGE_SELF) - self_cpu0,
+	       bu_proc_cpu_s(t.pid) - agent_cpu0, rusage_cpu_s(RUSAGE_SELF) - self_cpu0,
 	       throttled(o) - t429);
 
 	/* (d) burst */
@@ -890,21 +697,21 @@ static int bench(const struct opts *o)
 		bool ok = true;
 
 		if (!cms || !keys || !seqs || !bodies || !brecs)
-			die("out of memory");
+			bu_die("out of memory");
 		for (size_t i = 0; i < n && found < k; i++)
 			if (strcmp(objs[i].kind, "ConfigMap") == 0)
 				cms[found++] = &objs[i];
 		if (found < k)
-			die("only %zu ConfigMaps for the burst", found);
+			bu_die("only %zu ConfigMaps for the burst", found);
 		for (size_t j = 0; j < k; j++) {
 			char kb[600];
 			ds_object_state_key(cms[j]->api_version, cms[j]->kind, cms[j]->ns,
 					    cms[j]->name, kb, sizeof(kb));
-			keys[j] = xstrdup(kb);
+			keys[j] = bu_xstrdup(kb);
 		}
-		msleep(2000); /* what the importer may still write (nothing: all applied) */
+		bu_msleep(2000); /* what the importer may still write (nothing: all applied) */
 		writes_before = configmap_writes(o, detail_before, sizeof(detail_before));
-		b0 = now_s();
+		b0 = ds_clock_mono_s();
 		for (size_t r = 0; r < rounds; r++) {
 			size_t m = 0;
 			uint64_t last = 0;
@@ -912,7 +719,7 @@ static int bench(const struct opts *o)
 				json_t *obj = json_deep_copy(cms[j]->sanitized), *data;
 				char v[32];
 				if (!obj)
-					die("out of memory");
+					bu_die("out of memory");
 				data = json_object_get(obj, "data");
 				if (!data) {
 					data = json_object();
@@ -924,28 +731,28 @@ static int bench(const struct opts *o)
 				bodies[j] = json_dumps(obj, JSON_SORT_KEYS | JSON_COMPACT);
 				json_decref(obj);
 				if (!bodies[j])
-					die("out of memory");
+					bu_die("out of memory");
 				brecs[m++] = record_of(cms[j], bodies[j]);
 			}
 			if (ds_outbox_push(ob, brecs, m, &last, &err) < 0)
-				die("outbox push: %s", err.msg);
+				bu_die("outbox push: %s", err.msg);
 			for (size_t j = 0; j < m; j++)
 				seqs[j] = last - (m - 1) + j;
 			ds_sender_wake(feed.sender);
 		}
 		printf("burst: %zu updates to %zu ConfigMaps pushed in %zu rounds in %.2f s\n",
-		       sent, k, rounds, now_s() - b0);
+		       sent, k, rounds, ds_clock_mono_s() - b0);
 		for (;;) {
 			if (ds_sender_acked(feed.sender) >= seqs[k - 1] &&
 			    ledger_applied_at(db, keys, seqs, k) == (long)k)
 				break;
-			if (now_s() - b0 > 120) {
+			if (ds_clock_mono_s() - b0 > 120) {
 				ledger_show_unapplied(db);
-				die("the burst's last versions were not applied within 120 s");
+				bu_die("the burst's last versions were not applied within 120 s");
 			}
-			msleep(25);
+			bu_msleep(25);
 		}
-		b_applied = now_s();
+		b_applied = ds_clock_mono_s();
 		/* The last version is what the API server holds. */
 		for (size_t j = 0; j < k; j++) {
 			char ns[300], jp[64], tag[32];
@@ -959,7 +766,7 @@ static int bench(const struct opts *o)
 			snprintf(jp, sizeof(jp), "jsonpath={.data.burst}");
 			snprintf(tag, sizeof(tag), "burst-get");
 			snprintf(want, sizeof(want), "%zu", rounds - 1);
-			out = run(argv, o->work, tag);
+			out = bu_run(argv, o->work, tag);
 			if (strcmp(out, want) != 0) {
 				fprintf(stderr, "bench target: %s/%s holds %s, not %s\n", ns,
 					cms[j]->name, out, want);
@@ -967,7 +774,7 @@ static int bench(const struct opts *o)
 			}
 			free(out);
 		}
-		msleep(2000); /* a write still in flight would count */
+		bu_msleep(2000); /* a write still in flight would count */
 		writes_after = configmap_writes(o, detail_after, sizeof(detail_after));
 		printf("burst: the last version of each applied %.2f s after the first push; %s "
 		       "on the API server\n",
@@ -976,7 +783,7 @@ static int bench(const struct opts *o)
 		printf("burst: ConfigMap writes on the API server: %.0f (before: %s; after: %s)\n",
 		       writes_after - writes_before, detail_before, detail_after);
 		if (!ok)
-			die("the burst's final state is wrong");
+			bu_die("the burst's final state is wrong");
 		for (size_t j = 0; j < k; j++) {
 			free(keys[j]);
 			free(bodies[j]);
@@ -1027,6 +834,7 @@ int main(int argc, char **argv)
 			 .burst_objects = 10,
 			 .timeout = 1800};
 
+	bu_init("bench target");
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 1; i + 1 < argc; i += 2) {
@@ -1058,11 +866,11 @@ int main(int argc, char **argv)
 		else if (strcmp(k, "--timeout") == 0)
 			o.timeout = strtod(v, NULL);
 		else
-			die("unknown option %s", k);
+			bu_die("unknown option %s", k);
 	}
 	if (!o.agent || !o.loadgen || !o.kube_bin || !o.kubeconfig || !o.admin_kubeconfig ||
 	    !o.work || o.namespaces == 0 || o.burst_objects == 0 || o.burst < o.burst_objects)
-		die("%s", "usage: bench_target --agent BIN --loadgen BIN --kube-bin BIN "
-			  "--kubeconfig AGENT_KC --admin-kubeconfig KC --work DIR [...]");
+		bu_die("%s", "usage: bench_target --agent BIN --loadgen BIN --kube-bin BIN "
+			     "--kubeconfig AGENT_KC --admin-kubeconfig KC --work DIR [...]");
 	return bench(&o);
 }

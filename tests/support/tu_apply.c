@@ -11,6 +11,7 @@
 #include "testutil.h"
 #include "tu_kube.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,4 +118,81 @@ void tu_apply_settle(tu_apply *e)
 {
 	while (tu_apply_pass(e) > 0)
 		;
+}
+
+json_t *tu_apply_target_get(tu_apply *e, const char *api, const char *kind, const char *name)
+{
+	struct ds_kube_resource r = tu_kube_resource(e->k, api, kind);
+	ds_kube_error ke;
+	json_t *obj = NULL;
+	char b[800];
+	int rc = ds_kube_get(e->k, &r, r.namespaced ? e->dst : NULL, name, NULL, &obj, &ke);
+
+	if (rc == -ENOENT)
+		return NULL;
+	if (rc < 0)
+		fail_msg("get %s %s: %s", kind, name, ds_kube_error_format(&ke, b, sizeof(b)));
+	return obj;
+}
+
+json_t *tu_objf(const char *fmt, ...)
+{
+	char text[2000];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	return dt_object(text);
+}
+
+void tu_apply_commit_configmaps(tu_apply *e, const char *const *names, size_t n)
+{
+	json_t *objs[8];
+
+	assert_true(n <= 8);
+	for (size_t i = 0; i < n; i++)
+		objs[i] =
+		    tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: "
+			    "'%s'}\ndata: {a: '1'}\n",
+			    names[i], e->src);
+	tu_apply_commit(e, objs, n);
+	for (size_t i = 0; i < n; i++)
+		json_decref(objs[i]);
+}
+
+ds_applier_stats tu_apply_stats(tu_apply *e)
+{
+	ds_applier_stats s;
+
+	ds_applier_stats_get(e->a, &s);
+	return s;
+}
+
+ds_object_state_row tu_apply_row(tu_apply *e, const char *api, const char *kind, const char *name,
+				 bool cluster_scoped)
+{
+	ds_object_state *st = NULL;
+	ds_object_state_row r;
+	ds_err err = {0};
+	char key[600];
+
+	ds_object_state_key(api, kind, cluster_scoped ? NULL : e->src, name, key, sizeof(key));
+	assert_int_equal(ds_object_state_open(&st, e->path, &err), 0);
+	if (ds_object_state_get(st, SOURCE, key, &r, &err) < 0)
+		fail_msg("row %s: %s", key, err.msg);
+	ds_object_state_free(st);
+	return r;
+}
+
+void tu_apply_assert_state(tu_apply *e, const char *api, const char *kind, const char *name,
+			   enum ds_apply_state want, const char *reason_part)
+{
+	ds_object_state_row r = tu_apply_row(e, api, kind, name, false);
+
+	if (r.state != want || (reason_part && (!r.reason || !strcasestr(r.reason, reason_part))))
+		fail_msg("%s %s: state %s (%s), want %s with reason containing '%s'", kind, name,
+			 ds_apply_state_name(r.state), r.reason ? r.reason : "no reason",
+			 ds_apply_state_name(want), reason_part ? reason_part : "");
+	ds_object_state_row_dispose(&r);
 }

@@ -11,10 +11,12 @@
 
 #include "drasync/applier.h"
 #include "drasync/kube_client.h"
+#include "drasync/object_state.h"
 #include "drasync/target_config.h"
 #include "tu_ledger.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct tu_apply {
@@ -55,5 +57,26 @@ int tu_apply_pass(tu_apply *e);
 
 /** Passes until one decides nothing. */
 void tu_apply_settle(tu_apply *e);
+
+/** The object name of kind in the target namespace (or cluster-scoped), or NULL when absent. */
+json_t *tu_apply_target_get(tu_apply *e, const char *api, const char *kind, const char *name);
+
+/** One YAML document, printf-formatted (tests pass the source namespace); caller decrefs. */
+json_t *tu_objf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** Commit ConfigMaps names[0..n) (n <= 8) with data {a: '1'} in the source namespace, as one batch.
+ */
+void tu_apply_commit_configmaps(tu_apply *e, const char *const *names, size_t n);
+
+/** The applier's counters. */
+ds_applier_stats tu_apply_stats(tu_apply *e);
+
+/** The ledger row of an object of the source (source names); the caller disposes. */
+ds_object_state_row tu_apply_row(tu_apply *e, const char *api, const char *kind, const char *name,
+				 bool cluster_scoped);
+
+/** Fail unless the object's ledger row is in state want, its reason containing reason_part. */
+void tu_apply_assert_state(tu_apply *e, const char *api, const char *kind, const char *name,
+			   enum ds_apply_state want, const char *reason_part);
 
 #endif

@@ -10,9 +10,9 @@
 #include <cmocka.h>
 
 #include "drasync/applier.h"
+#include "drasync/clock.h"
 #include "drasync/k8s_object.h"
 #include "drasync/kube_client.h"
-#include "drasync/yaml.h"
 #include "dstest.h"
 #include "testutil.h"
 #include "tu_apply.h"
@@ -24,16 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #define SOURCE "prod-east"
-
-/* The site of a test: tests/support/tu_apply.h. */
-static void msleep(long ms)
-{
-	tu_msleep(ms);
-}
 
 static tu_apply *env_new_refresh(const char *src, int refresh_ms)
 {
@@ -42,120 +34,10 @@ static tu_apply *env_new_refresh(const char *src, int refresh_ms)
 	return tu_apply_new(src, &o);
 }
 
-static tu_apply *env_new(const char *src)
-{
-	return tu_apply_new(src, NULL);
-}
-
-static void env_free(tu_apply *e)
-{
-	tu_apply_free(e);
-}
-
-static struct ds_kube_resource resource(ds_kube *k, const char *api, const char *kind)
-{
-	return tu_kube_resource(k, api, kind);
-}
-
-/* The object on the target, or NULL when it is not there. */
-static json_t *target_get(tu_apply *e, const char *api, const char *kind, const char *name)
-{
-	struct ds_kube_resource r = resource(e->k, api, kind);
-	ds_kube_error ke;
-	json_t *obj = NULL;
-	char b[800];
-	int rc = ds_kube_get(e->k, &r, r.namespaced ? e->dst : NULL, name, NULL, &obj, &ke);
-
-	if (rc == -ENOENT)
-		return NULL;
-	if (rc < 0)
-		fail_msg("get %s %s: %s", kind, name, ds_kube_error_format(&ke, b, sizeof(b)));
-	return obj;
-}
-
-/* One YAML document, printf-formatted (the tests pass the source namespace). */
-static json_t *objf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *objf(const char *fmt, ...)
-{
-	char text[2000];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	return dt_object(text);
-}
-
-static void commit(tu_apply *e, json_t *const *objs, size_t n)
-{
-	tu_apply_commit(e, objs, n);
-}
-
-static void commit1(tu_apply *e, json_t *obj)
-{
-	tu_apply_commit1(e, obj);
-}
-
 static void commit_namespace(tu_apply *e)
 {
-	commit1(e, objf("apiVersion: v1\nkind: Namespace\nmetadata: {name: '%s'}\n", e->src));
-}
-
-/* ConfigMaps names[0..n) with data {a: '1'} in the source namespace, as one batch. */
-static void commit_configmaps(tu_apply *e, const char *const *names, size_t n)
-{
-	json_t *objs[8];
-
-	assert_true(n <= 8);
-	for (size_t i = 0; i < n; i++)
-		objs[i] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: "
-			       "'%s'}\ndata: {a: '1'}\n",
-			       names[i], e->src);
-	commit(e, objs, n);
-	for (size_t i = 0; i < n; i++)
-		json_decref(objs[i]);
-}
-
-static int pass(tu_apply *e)
-{
-	return tu_apply_pass(e);
-}
-
-static ds_applier_stats stats(tu_apply *e)
-{
-	ds_applier_stats s;
-
-	ds_applier_stats_get(e->a, &s);
-	return s;
-}
-
-/* The ledger row of an object (source names). Caller disposes. */
-static ds_object_state_row row(tu_apply *e, const char *api, const char *kind, const char *name,
-			       bool cluster_scoped)
-{
-	ds_object_state *st = NULL;
-	ds_object_state_row r;
-	ds_err err = {0};
-	char key[600];
-
-	ds_object_state_key(api, kind, cluster_scoped ? NULL : e->src, name, key, sizeof(key));
-	assert_int_equal(ds_object_state_open(&st, e->path, &err), 0);
-	if (ds_object_state_get(st, SOURCE, key, &r, &err) < 0)
-		fail_msg("row %s: %s", key, err.msg);
-	ds_object_state_free(st);
-	return r;
-}
-
-static void assert_state(tu_apply *e, const char *api, const char *kind, const char *name,
-			 enum ds_apply_state want, const char *reason_part)
-{
-	ds_object_state_row r = row(e, api, kind, name, false);
-
-	if (r.state != want || (reason_part && (!r.reason || !strcasestr(r.reason, reason_part))))
-		fail_msg("%s %s: state %s (%s), want %s with reason containing '%s'", kind, name,
-			 ds_apply_state_name(r.state), r.reason ? r.reason : "no reason",
-			 ds_apply_state_name(want), reason_part ? reason_part : "");
-	ds_object_state_row_dispose(&r);
+	tu_apply_commit1(
+	    e, tu_objf("apiVersion: v1\nkind: Namespace\nmetadata: {name: '%s'}\n", e->src));
 }
 
 /* ---- tests -------------------------------------------------------------------------- */
@@ -163,7 +45,7 @@ static void assert_state(tu_apply *e, const char *api, const char *kind, const c
 static void
 test_itest_applier__fixture_applies_mapped_and_converted_then_costs_nothing(void **state)
 {
-	tu_apply *e = env_new("basic-resourceclaimtemplate");
+	tu_apply *e = tu_apply_new("basic-resourceclaimtemplate", NULL);
 	json_t *docs =
 	    dt_load_file(tu_fixture("dra-example-driver/v1/basic-resourceclaimtemplate.yaml"));
 	json_t *objs[8], *pod, *claim, *tmpl;
@@ -179,22 +61,22 @@ test_itest_applier__fixture_applies_mapped_and_converted_then_costs_nothing(void
 	json_array_foreach (docs, i, d)
 		if (ds_workload_from_kind(ds_obj_kind(d)) < 0)
 			objs[n++] = d;
-	objs[n++] = objf("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\n"
-			 "metadata: {name: old-claim, namespace: '%s'}\n"
-			 "spec:\n  devices:\n    requests:\n"
-			 "    - {name: gpu, deviceClassName: gpu.nvidia.com}\n",
-			 e->src);
+	objs[n++] = tu_objf("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\n"
+			    "metadata: {name: old-claim, namespace: '%s'}\n"
+			    "spec:\n  devices:\n    requests:\n"
+			    "    - {name: gpu, deviceClassName: gpu.nvidia.com}\n",
+			    e->src);
 	assert_int_equal(n, 5);
-	commit(e, objs, n);
+	tu_apply_commit(e, objs, n);
 	json_decref(objs[4]);
 
-	assert_int_equal(pass(e), 5);
-	s0 = stats(e);
+	assert_int_equal(tu_apply_pass(e), 5);
+	s0 = tu_apply_stats(e);
 	assert_int_equal(s0.applied, 5);
 	assert_int_equal(s0.api_writes, 5);
 	assert_int_equal(s0.failed + s0.waiting, 0);
 
-	pod = target_get(e, "v1", "Pod", "pod1");
+	pod = tu_apply_target_get(e, "v1", "Pod", "pod1");
 	assert_non_null(pod);
 	assert_string_equal(dt_str(pod, "/metadata/labels/app.kubernetes.io~1managed-by"),
 			    "drasync");
@@ -205,36 +87,36 @@ test_itest_applier__fixture_applies_mapped_and_converted_then_costs_nothing(void
 	assert_string_equal(dt_str(pod, "/spec/resourceClaims/0/resourceClaimTemplateName"),
 			    "single-gpu");
 	json_decref(pod);
-	tmpl = target_get(e, "resource.k8s.io/v1", "ResourceClaimTemplate", "single-gpu");
+	tmpl = tu_apply_target_get(e, "resource.k8s.io/v1", "ResourceClaimTemplate", "single-gpu");
 	assert_non_null(tmpl);
 	json_decref(tmpl);
 	/* v1beta1 in, v1 on the target, with the DeviceClass mapped */
-	claim = target_get(e, "resource.k8s.io/v1", "ResourceClaim", "old-claim");
+	claim = tu_apply_target_get(e, "resource.k8s.io/v1", "ResourceClaim", "old-claim");
 	assert_non_null(claim);
 	assert_string_equal(dt_str(claim, "/spec/devices/requests/0/exactly/deviceClassName"),
 			    "gpu.example.com");
 	json_decref(claim);
-	assert_state(e, "v1", "Pod", "pod0", DS_APPLY_APPLIED, NULL);
+	tu_apply_assert_state(e, "v1", "Pod", "pod0", DS_APPLY_APPLIED, NULL);
 
 	/* The same objects again: committed, and no API call at all. */
-	objs[4] = objf("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\n"
-		       "metadata: {name: old-claim, namespace: '%s'}\n"
-		       "spec:\n  devices:\n    requests:\n"
-		       "    - {name: gpu, deviceClassName: gpu.nvidia.com}\n",
-		       e->src);
-	commit(e, objs, n);
+	objs[4] = tu_objf("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaim\n"
+			  "metadata: {name: old-claim, namespace: '%s'}\n"
+			  "spec:\n  devices:\n    requests:\n"
+			  "    - {name: gpu, deviceClassName: gpu.nvidia.com}\n",
+			  e->src);
+	tu_apply_commit(e, objs, n);
 	json_decref(objs[4]);
-	assert_int_equal(pass(e), 0);
-	s1 = stats(e);
+	assert_int_equal(tu_apply_pass(e), 0);
+	s1 = tu_apply_stats(e);
 	assert_int_equal(s1.api_writes, s0.api_writes);
 	assert_int_equal(s1.api_reads, s0.api_reads);
 	json_decref(docs);
-	env_free(e);
+	tu_apply_free(e);
 }
 
 static void test_itest_applier__burst_of_50_updates_is_one_write_of_the_last(void **state)
 {
-	tu_apply *e = env_new("burst");
+	tu_apply *e = tu_apply_new("burst", NULL);
 	ds_applier_stats s0, s1;
 	long long w0, w1;
 	char detail[400];
@@ -242,8 +124,8 @@ static void test_itest_applier__burst_of_50_updates_is_one_write_of_the_last(voi
 
 	(void)state;
 	commit_namespace(e);
-	assert_int_equal(pass(e), 1);
-	s0 = stats(e);
+	assert_int_equal(tu_apply_pass(e), 1);
+	s0 = tu_apply_stats(e);
 	for (int b = 0; b < 5; b++) {
 		json_t *objs[10];
 		for (int i = 0; i < 10; i++) {
@@ -254,62 +136,64 @@ static void test_itest_applier__burst_of_50_updates_is_one_write_of_the_last(voi
 				 e->src, b * 10 + i);
 			objs[i] = dt_object(text);
 		}
-		commit(e, objs, 10);
+		tu_apply_commit(e, objs, 10);
 		for (int i = 0; i < 10; i++)
 			json_decref(objs[i]);
 	}
 	w0 = tu_kube_writes(e->k, "configmaps", NULL, 0);
-	assert_int_equal(pass(e), 1);
-	s1 = stats(e);
+	assert_int_equal(tu_apply_pass(e), 1);
+	s1 = tu_apply_stats(e);
 	assert_int_equal(s1.api_writes - s0.api_writes, 1);
 	/* The API server's own count agrees: one write for the 50 updates. */
 	w1 = tu_kube_writes(e->k, "configmaps", detail, sizeof(detail));
 	if (w1 - w0 != 1)
 		fail_msg("the API server counted %lld ConfigMap writes for the burst (%s)", w1 - w0,
 			 detail);
-	cm = target_get(e, "v1", "ConfigMap", "hot");
+	cm = tu_apply_target_get(e, "v1", "ConfigMap", "hot");
 	assert_non_null(cm);
 	assert_string_equal(dt_str(cm, "/data/v"), "49");
 	json_decref(cm);
-	assert_state(e, "v1", "ConfigMap", "hot", DS_APPLY_APPLIED, NULL);
-	env_free(e);
+	tu_apply_assert_state(e, "v1", "ConfigMap", "hot", DS_APPLY_APPLIED, NULL);
+	tu_apply_free(e);
 }
 
 static void test_itest_applier__workload_waits_for_its_template_then_applies(void **state)
 {
-	tu_apply *e = env_new("late-template");
+	tu_apply *e = tu_apply_new("late-template", NULL);
 	json_t *pod;
 
 	(void)state;
 	commit_namespace(e);
-	commit1(e, objf("apiVersion: v1\nkind: Pod\nmetadata: {name: early, namespace: '%s'}\n"
-			"spec:\n  containers:\n  - name: c\n    image: busybox\n"
-			"    resources: {claims: [{name: gpu}]}\n"
-			"  resourceClaims:\n  - {name: gpu, resourceClaimTemplateName: late}\n",
-			e->src));
-	assert_int_equal(pass(e), 2);
-	assert_state(e, "v1", "Pod", "early", DS_APPLY_WAITING, "ResourceClaimTemplate");
-	pod = target_get(e, "v1", "Pod", "early");
+	tu_apply_commit1(
+	    e, tu_objf("apiVersion: v1\nkind: Pod\nmetadata: {name: early, namespace: '%s'}\n"
+		       "spec:\n  containers:\n  - name: c\n    image: busybox\n"
+		       "    resources: {claims: [{name: gpu}]}\n"
+		       "  resourceClaims:\n  - {name: gpu, resourceClaimTemplateName: late}\n",
+		       e->src));
+	assert_int_equal(tu_apply_pass(e), 2);
+	tu_apply_assert_state(e, "v1", "Pod", "early", DS_APPLY_WAITING, "ResourceClaimTemplate");
+	pod = tu_apply_target_get(e, "v1", "Pod", "early");
 	assert_null(pod);
 
-	commit1(e, objf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
-			"metadata: {name: late, namespace: '%s'}\n"
-			"spec:\n  spec:\n    devices:\n      requests:\n"
-			"      - {name: gpu, exactly: {deviceClassName: gpu.example.com}}\n",
-			e->src));
-	assert_int_equal(pass(e), 2);
-	assert_state(e, "resource.k8s.io/v1", "ResourceClaimTemplate", "late", DS_APPLY_APPLIED,
-		     NULL);
-	assert_state(e, "v1", "Pod", "early", DS_APPLY_APPLIED, NULL);
-	pod = target_get(e, "v1", "Pod", "early");
+	tu_apply_commit1(
+	    e, tu_objf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+		       "metadata: {name: late, namespace: '%s'}\n"
+		       "spec:\n  spec:\n    devices:\n      requests:\n"
+		       "      - {name: gpu, exactly: {deviceClassName: gpu.example.com}}\n",
+		       e->src));
+	assert_int_equal(tu_apply_pass(e), 2);
+	tu_apply_assert_state(e, "resource.k8s.io/v1", "ResourceClaimTemplate", "late",
+			      DS_APPLY_APPLIED, NULL);
+	tu_apply_assert_state(e, "v1", "Pod", "early", DS_APPLY_APPLIED, NULL);
+	pod = tu_apply_target_get(e, "v1", "Pod", "early");
 	assert_non_null(pod);
 	json_decref(pod);
-	env_free(e);
+	tu_apply_free(e);
 }
 
 static void test_itest_applier__workload_waits_for_the_device_class_its_template_needs(void **state)
 {
-	tu_apply *e = env_new("late-class");
+	tu_apply *e = tu_apply_new("late-class", NULL);
 	struct ds_kube_resource dcr;
 	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
 	ds_kube_error ke;
@@ -319,42 +203,44 @@ static void test_itest_applier__workload_waits_for_the_device_class_its_template
 	(void)state;
 	snprintf(cls, sizeof(cls), "itest-late-%u.example.com", tu_rand());
 	commit_namespace(e);
-	commit1(e, objf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
-			"metadata: {name: t, namespace: '%s'}\n"
-			"spec:\n  spec:\n    devices:\n      requests:\n"
-			"      - {name: gpu, exactly: {deviceClassName: '%s'}}\n",
-			e->src, cls));
-	commit1(e, objf("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: '%s'}\n"
-			"spec:\n  containers:\n  - name: c\n    image: busybox\n"
-			"    resources: {claims: [{name: gpu}]}\n"
-			"  resourceClaims:\n  - {name: gpu, resourceClaimTemplateName: t}\n",
-			e->src));
-	assert_int_equal(pass(e), 3);
+	tu_apply_commit1(e, tu_objf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+				    "metadata: {name: t, namespace: '%s'}\n"
+				    "spec:\n  spec:\n    devices:\n      requests:\n"
+				    "      - {name: gpu, exactly: {deviceClassName: '%s'}}\n",
+				    e->src, cls));
+	tu_apply_commit1(
+	    e, tu_objf("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: '%s'}\n"
+		       "spec:\n  containers:\n  - name: c\n    image: busybox\n"
+		       "    resources: {claims: [{name: gpu}]}\n"
+		       "  resourceClaims:\n  - {name: gpu, resourceClaimTemplateName: t}\n",
+		       e->src));
+	assert_int_equal(tu_apply_pass(e), 3);
 	/* the template is applied (nothing but workloads is held back) and says what it lacks */
-	assert_state(e, "resource.k8s.io/v1", "ResourceClaimTemplate", "t", DS_APPLY_APPLIED, cls);
-	assert_state(e, "v1", "Pod", "p", DS_APPLY_WAITING, cls);
-	assert_null(target_get(e, "v1", "Pod", "p"));
+	tu_apply_assert_state(e, "resource.k8s.io/v1", "ResourceClaimTemplate", "t",
+			      DS_APPLY_APPLIED, cls);
+	tu_apply_assert_state(e, "v1", "Pod", "p", DS_APPLY_WAITING, cls);
+	assert_null(tu_apply_target_get(e, "v1", "Pod", "p"));
 
 	/* the target's infrastructure team adds the DeviceClass */
-	dcr = resource(e->k, "resource.k8s.io/v1", "DeviceClass");
+	dcr = tu_kube_resource(e->k, "resource.k8s.io/v1", "DeviceClass");
 	dc = json_pack("{s:s, s:s, s:{s:s}, s:{}}", "apiVersion", "resource.k8s.io/v1", "kind",
 		       "DeviceClass", "metadata", "name", cls, "spec");
 	if (ds_kube_create(e->k, &dcr, NULL, dc, NULL, &ke) < 0)
 		fail_msg("create DeviceClass: %s", ds_kube_error_format(&ke, b, sizeof(b)));
 	json_decref(dc);
-	msleep(400);
-	assert_int_equal(pass(e), 1);
-	assert_state(e, "v1", "Pod", "p", DS_APPLY_APPLIED, NULL);
-	pod = target_get(e, "v1", "Pod", "p");
+	tu_msleep(400);
+	assert_int_equal(tu_apply_pass(e), 1);
+	tu_apply_assert_state(e, "v1", "Pod", "p", DS_APPLY_APPLIED, NULL);
+	pod = tu_apply_target_get(e, "v1", "Pod", "p");
 	assert_non_null(pod);
 	json_decref(pod);
 	ds_kube_delete(e->k, &dcr, NULL, cls, &d, NULL);
-	env_free(e);
+	tu_apply_free(e);
 }
 
 static void test_itest_applier__tombstones_delete_only_what_drasync_created(void **state)
 {
-	tu_apply *e = env_new("tombstones");
+	tu_apply *e = tu_apply_new("tombstones", NULL);
 	struct ds_kube_resource cmr;
 	ds_kube_error ke;
 	ds_record recs[3];
@@ -364,10 +250,10 @@ static void test_itest_applier__tombstones_delete_only_what_drasync_created(void
 
 	(void)state;
 	commit_namespace(e);
-	commit_configmaps(e, (const char *[]){"ours", "ours2"}, 2);
-	assert_int_equal(pass(e), 3);
+	tu_apply_commit_configmaps(e, (const char *[]){"ours", "ours2"}, 2);
+	assert_int_equal(tu_apply_pass(e), 3);
 	/* made on the target by someone else, with the same name as a source object */
-	cmr = resource(e->k, "v1", "ConfigMap");
+	cmr = tu_kube_resource(e->k, "v1", "ConfigMap");
 	foreign = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
 			    "metadata", "name", "foreign", "data", "x", "y");
 	if (ds_kube_create(e->k, &cmr, e->dst, foreign, NULL, &ke) < 0)
@@ -379,28 +265,30 @@ static void test_itest_applier__tombstones_delete_only_what_drasync_created(void
 	recs[1] = tu_record_tombstone("v1", "ConfigMap", e->src, "ours", "uid-ConfigMap-ours");
 	recs[2] = tu_record_tombstone("v1", "ConfigMap", e->src, "ours2", "uid-of-another-object");
 	tu_ledger_commit(&e->l, recs, 3, NULL, NULL);
-	assert_int_equal(pass(e), 3);
-	s = stats(e);
+	assert_int_equal(tu_apply_pass(e), 3);
+	s = tu_apply_stats(e);
 	assert_int_equal(s.deleted, 1);
 	assert_int_equal(s.kept, 2);
 
-	got = target_get(e, "v1", "ConfigMap", "foreign");
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "foreign");
 	assert_non_null(got);
 	json_decref(got);
-	assert_state(e, "v1", "ConfigMap", "foreign", DS_APPLY_KEPT, "not created by drasync");
-	got = target_get(e, "v1", "ConfigMap", "ours2");
+	tu_apply_assert_state(e, "v1", "ConfigMap", "foreign", DS_APPLY_KEPT,
+			      "not created by drasync");
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "ours2");
 	assert_non_null(got);
 	json_decref(got);
-	assert_state(e, "v1", "ConfigMap", "ours2", DS_APPLY_KEPT, "uid-of-another-object");
-	got = target_get(e, "v1", "ConfigMap", "ours");
+	tu_apply_assert_state(e, "v1", "ConfigMap", "ours2", DS_APPLY_KEPT,
+			      "uid-of-another-object");
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "ours");
 	assert_null(got);
-	assert_state(e, "v1", "ConfigMap", "ours", DS_APPLY_DELETED, NULL);
-	env_free(e);
+	tu_apply_assert_state(e, "v1", "ConfigMap", "ours", DS_APPLY_DELETED, NULL);
+	tu_apply_free(e);
 }
 
 static void test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply(void **state)
 {
-	tu_apply *e = env_new("bad-objects");
+	tu_apply *e = tu_apply_new("bad-objects", NULL);
 	const char *garbage = "{\"apiVersion\": \"v1\", \"kind\": ";
 	json_t *objs[3], *got;
 	ds_record rec;
@@ -418,46 +306,48 @@ static void test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply(vo
 	rec.payload_len = strlen(garbage);
 	tu_ledger_commit(&e->l, &rec, 1, NULL, NULL);
 	/* a key the API server refuses (422 Invalid) beside a good object */
-	objs[0] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rejected, "
-		       "namespace: '%s'}\ndata: {'no spaces allowed': '1'}\n",
-		       e->src);
-	objs[1] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good, namespace: "
-		       "'%s'}\ndata: {a: '1'}\n",
-		       e->src);
+	objs[0] = tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rejected, "
+			  "namespace: '%s'}\ndata: {'no spaces allowed': '1'}\n",
+			  e->src);
+	objs[1] = tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good, namespace: "
+			  "'%s'}\ndata: {a: '1'}\n",
+			  e->src);
 	/* a kind drasync does not replicate, sent all the same */
-	objs[2] = objf("apiVersion: v1\nkind: Event\nmetadata: {name: noise, namespace: '%s'}\n"
-		       "involvedObject: {kind: Pod, name: p}\nreason: Started\n",
-		       e->src);
-	commit(e, objs, 3);
+	objs[2] = tu_objf("apiVersion: v1\nkind: Event\nmetadata: {name: noise, namespace: '%s'}\n"
+			  "involvedObject: {kind: Pod, name: p}\nreason: Started\n",
+			  e->src);
+	tu_apply_commit(e, objs, 3);
 	json_decref(objs[0]);
 	json_decref(objs[1]);
 	json_decref(objs[2]);
-	assert_int_equal(pass(e), 5);
-	assert_state(e, "v1", "Event", "noise", DS_APPLY_SKIPPED,
-		     "made by the target cluster itself");
-	assert_null(target_get(e, "v1", "Event", "noise"));
-	assert_state(e, "v1", "ConfigMap", "garbage", DS_APPLY_FAILED, "not a JSON object");
-	assert_state(e, "v1", "ConfigMap", "rejected", DS_APPLY_FAILED, "422");
-	assert_state(e, "v1", "ConfigMap", "rejected", DS_APPLY_FAILED, "no spaces allowed");
-	assert_state(e, "v1", "ConfigMap", "good", DS_APPLY_APPLIED, NULL);
-	got = target_get(e, "v1", "ConfigMap", "good");
+	assert_int_equal(tu_apply_pass(e), 5);
+	tu_apply_assert_state(e, "v1", "Event", "noise", DS_APPLY_SKIPPED,
+			      "made by the target cluster itself");
+	assert_null(tu_apply_target_get(e, "v1", "Event", "noise"));
+	tu_apply_assert_state(e, "v1", "ConfigMap", "garbage", DS_APPLY_FAILED,
+			      "not a JSON object");
+	tu_apply_assert_state(e, "v1", "ConfigMap", "rejected", DS_APPLY_FAILED, "422");
+	tu_apply_assert_state(e, "v1", "ConfigMap", "rejected", DS_APPLY_FAILED,
+			      "no spaces allowed");
+	tu_apply_assert_state(e, "v1", "ConfigMap", "good", DS_APPLY_APPLIED, NULL);
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "good");
 	assert_non_null(got);
 	json_decref(got);
-	assert_null(target_get(e, "v1", "ConfigMap", "rejected"));
+	assert_null(tu_apply_target_get(e, "v1", "ConfigMap", "rejected"));
 
 	/* A failed object is not retried by itself, but a new version is applied. */
-	assert_int_equal(pass(e), 0);
-	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rejected, "
-			"namespace: '%s'}\ndata: {fixed: '1'}\n",
-			e->src));
-	assert_int_equal(pass(e), 1);
-	assert_state(e, "v1", "ConfigMap", "rejected", DS_APPLY_APPLIED, NULL);
-	env_free(e);
+	assert_int_equal(tu_apply_pass(e), 0);
+	tu_apply_commit1(e, tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rejected, "
+				    "namespace: '%s'}\ndata: {fixed: '1'}\n",
+				    e->src));
+	assert_int_equal(tu_apply_pass(e), 1);
+	tu_apply_assert_state(e, "v1", "ConfigMap", "rejected", DS_APPLY_APPLIED, NULL);
+	tu_apply_free(e);
 }
 
 static void test_itest_applier__immutable_change_deletes_and_recreates(void **state)
 {
-	tu_apply *e = env_new("immutable");
+	tu_apply *e = tu_apply_new("immutable", NULL);
 #define CLAIM                                                                                      \
 	"apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"                                    \
 	"metadata: {name: claim, namespace: '%s'}\n"                                               \
@@ -467,18 +357,18 @@ static void test_itest_applier__immutable_change_deletes_and_recreates(void **st
 
 	(void)state;
 	commit_namespace(e);
-	commit1(e, objf(CLAIM, e->src, "first"));
-	assert_int_equal(pass(e), 2);
-	commit1(e, objf(CLAIM, e->src, "second"));
-	assert_int_equal(pass(e), 1);
-	assert_state(e, "resource.k8s.io/v1", "ResourceClaim", "claim", DS_APPLY_APPLIED,
-		     "re-created");
-	assert_int_equal(stats(e).recreated, 1);
-	got = target_get(e, "resource.k8s.io/v1", "ResourceClaim", "claim");
+	tu_apply_commit1(e, tu_objf(CLAIM, e->src, "first"));
+	assert_int_equal(tu_apply_pass(e), 2);
+	tu_apply_commit1(e, tu_objf(CLAIM, e->src, "second"));
+	assert_int_equal(tu_apply_pass(e), 1);
+	tu_apply_assert_state(e, "resource.k8s.io/v1", "ResourceClaim", "claim", DS_APPLY_APPLIED,
+			      "re-created");
+	assert_int_equal(tu_apply_stats(e).recreated, 1);
+	got = tu_apply_target_get(e, "resource.k8s.io/v1", "ResourceClaim", "claim");
 	assert_non_null(got);
 	assert_string_equal(dt_str(got, "/spec/devices/requests/0/name"), "second");
 	json_decref(got);
-	env_free(e);
+	tu_apply_free(e);
 }
 
 /* The snapshot's end: commit a SNAPSHOT_END whose manifest holds keys[0..n). */
@@ -502,17 +392,17 @@ static void commit_snapshot_end(tu_apply *e, const char *const *keys, size_t n)
 
 static void test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_ours(void **state)
 {
-	tu_apply *e = env_new("prune");
+	tu_apply *e = tu_apply_new("prune", NULL);
 	struct ds_kube_resource nsr;
 	char k_ns[200], k_keep[200];
 	json_t *got;
 
 	(void)state;
 	commit_namespace(e);
-	commit_configmaps(e, (const char *[]){"keep", "gone"}, 2);
-	assert_int_equal(pass(e), 3);
+	tu_apply_commit_configmaps(e, (const char *[]){"keep", "gone"}, 2);
+	assert_int_equal(tu_apply_pass(e), 3);
 	/* drasync created the namespace: it says so on it */
-	nsr = resource(e->k, "v1", "Namespace");
+	nsr = tu_kube_resource(e->k, "v1", "Namespace");
 	got = NULL;
 	assert_int_equal(ds_kube_get(e->k, &nsr, NULL, e->dst, NULL, &got, NULL), 0);
 	assert_string_equal(ds_obj_annotation(got, "drasync.io/created"), "true");
@@ -522,43 +412,43 @@ static void test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_our
 	snprintf(k_ns, sizeof(k_ns), "/Namespace//%s", e->src);
 	snprintf(k_keep, sizeof(k_keep), "/ConfigMap/%s/keep", e->src);
 	commit_snapshot_end(e, (const char *[]){k_ns, k_keep}, 2);
-	assert_int_equal(pass(e), 1);
-	got = target_get(e, "v1", "ConfigMap", "gone");
+	assert_int_equal(tu_apply_pass(e), 1);
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "gone");
 	assert_null(got);
 	/* its reason says it was pruned, not tombstoned by the source */
-	assert_state(e, "v1", "ConfigMap", "gone", DS_APPLY_DELETED,
-		     "pruned: not in the snapshot that ended at seq ");
-	got = target_get(e, "v1", "ConfigMap", "keep");
+	tu_apply_assert_state(e, "v1", "ConfigMap", "gone", DS_APPLY_DELETED,
+			      "pruned: not in the snapshot that ended at seq ");
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "keep");
 	assert_non_null(got);
 	json_decref(got);
-	assert_state(e, "v1", "ConfigMap", "keep", DS_APPLY_APPLIED, NULL);
+	tu_apply_assert_state(e, "v1", "ConfigMap", "keep", DS_APPLY_APPLIED, NULL);
 
 	/* A snapshot with nothing: the namespace drasync created goes too. */
 	commit_snapshot_end(e, NULL, 0);
-	assert_int_equal(pass(e), 2);
-	assert_state(e, "v1", "ConfigMap", "keep", DS_APPLY_DELETED, NULL);
+	assert_int_equal(tu_apply_pass(e), 2);
+	tu_apply_assert_state(e, "v1", "ConfigMap", "keep", DS_APPLY_DELETED, NULL);
 	{
-		ds_object_state_row r = row(e, "v1", "Namespace", e->src, true);
+		ds_object_state_row r = tu_apply_row(e, "v1", "Namespace", e->src, true);
 		assert_int_equal(r.state, DS_APPLY_DELETED);
 		ds_object_state_row_dispose(&r);
 	}
-	env_free(e);
+	tu_apply_free(e);
 
 	/* A namespace that was on the target before drasync applied it stays. */
-	e = env_new("prune-kept");
+	e = tu_apply_new("prune-kept", NULL);
 	{
 		json_t *ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
 				       "Namespace", "metadata", "name", e->dst);
-		nsr = resource(e->k, "v1", "Namespace");
+		nsr = tu_kube_resource(e->k, "v1", "Namespace");
 		assert_int_equal(ds_kube_create(e->k, &nsr, NULL, ns, NULL, NULL), 0);
 		json_decref(ns);
 	}
 	commit_namespace(e);
-	assert_int_equal(pass(e), 1);
+	assert_int_equal(tu_apply_pass(e), 1);
 	commit_snapshot_end(e, NULL, 0);
-	assert_int_equal(pass(e), 1);
+	assert_int_equal(tu_apply_pass(e), 1);
 	{
-		ds_object_state_row r = row(e, "v1", "Namespace", e->src, true);
+		ds_object_state_row r = tu_apply_row(e, "v1", "Namespace", e->src, true);
 		if (r.state != DS_APPLY_KEPT || !strstr(r.reason, "was on the target before"))
 			fail_msg("namespace: %s (%s)", ds_apply_state_name(r.state), r.reason);
 		ds_object_state_row_dispose(&r);
@@ -567,12 +457,12 @@ static void test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_our
 	assert_int_equal(ds_kube_get(e->k, &nsr, NULL, e->dst, NULL, &got, NULL), 0);
 	assert_null(ds_obj_annotation(got, "drasync.io/created"));
 	json_decref(got);
-	env_free(e);
+	tu_apply_free(e);
 }
 
 static void test_itest_applier__two_sources_writing_one_object_is_a_conflict(void **state)
 {
-	tu_apply *e = env_new("conflict");
+	tu_apply *e = tu_apply_new("conflict", NULL);
 	tu_ledger west;
 	ds_record rec;
 	char *payload = NULL;
@@ -580,20 +470,21 @@ static void test_itest_applier__two_sources_writing_one_object_is_a_conflict(voi
 
 	(void)state;
 	commit_namespace(e);
-	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
-			"'%s'}\ndata: {from: east}\n",
-			e->src));
-	assert_int_equal(pass(e), 2);
+	tu_apply_commit1(
+	    e, tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
+		       "'%s'}\ndata: {from: east}\n",
+		       e->src));
+	assert_int_equal(tu_apply_pass(e), 2);
 	/* A second source sends an object that maps onto the same one. */
 	tu_ledger_open(&west, e->path, "prod-west");
-	obj = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
-		   "'%s'}\ndata: {from: west}\n",
-		   e->src);
+	obj = tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
+		      "'%s'}\ndata: {from: west}\n",
+		      e->src);
 	rec = tu_record_upsert(obj, "uid-west", &payload);
 	tu_ledger_commit(&west, &rec, 1, NULL, NULL);
 	json_decref(obj);
 	free(payload);
-	assert_int_equal(pass(e), 1);
+	assert_int_equal(tu_apply_pass(e), 1);
 	{
 		ds_object_state *st = NULL;
 		ds_object_state_row r;
@@ -609,13 +500,13 @@ static void test_itest_applier__two_sources_writing_one_object_is_a_conflict(voi
 		ds_object_state_free(st);
 	}
 	/* The first source's version is what the target holds. */
-	got = target_get(e, "v1", "ConfigMap", "shared");
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "shared");
 	assert_non_null(got);
 	assert_string_equal(
 	    json_string_value(json_object_get(json_object_get(got, "data"), "from")), "east");
 	json_decref(got);
 	tu_ledger_close(&west);
-	env_free(e);
+	tu_apply_free(e);
 }
 
 /*
@@ -624,8 +515,8 @@ static void test_itest_applier__two_sources_writing_one_object_is_a_conflict(voi
  */
 static bool pods_run_with_claims(tu_apply *e, size_t want, char *why, size_t size)
 {
-	struct ds_kube_resource pr = resource(e->k, "v1", "Pod");
-	struct ds_kube_resource cr = resource(e->k, "resource.k8s.io/v1", "ResourceClaim");
+	struct ds_kube_resource pr = tu_kube_resource(e->k, "v1", "Pod");
+	struct ds_kube_resource cr = tu_kube_resource(e->k, "resource.k8s.io/v1", "ResourceClaim");
 	json_t *list = NULL, *pod;
 	size_t i, n;
 	bool ok = true;
@@ -740,57 +631,58 @@ static void test_itest_applier__every_fixture_applies_and_its_pods_run(void **st
 			objs[n++] = d;
 		}
 		assert_non_null(ns);
-		e = env_new(ns);
-		commit(e, objs, n);
-		while (pass(e) > 0)
+		e = tu_apply_new(ns, NULL);
+		tu_apply_commit(e, objs, n);
+		while (tu_apply_pass(e) > 0)
 			;
-		s = stats(e);
+		s = tu_apply_stats(e);
 		if (s.applied != n || s.failed || s.waiting) {
 			json_decref(docs);
 			fail_msg("%s: %llu of %zu applied, %llu failed, %llu waiting", fixtures[f],
 				 (unsigned long long)s.applied, n, (unsigned long long)s.failed,
 				 (unsigned long long)s.waiting);
 		}
-		end = tu_now_ms() + 60000;
+		end = ds_clock_mono_ms() + 60000;
 		while (must_run && !pods_run_with_claims(e, pods, why, sizeof(why))) {
-			if (tu_now_ms() > end) {
+			if (ds_clock_mono_ms() > end) {
 				json_decref(docs);
 				fail_msg("%s on the target: %s", fixtures[f], why);
 			}
-			msleep(250);
+			tu_msleep(250);
 		}
 		fprintf(stderr, "%s: %zu objects applied%s\n", fixtures[f], n,
 			must_run ? ", pods Running with claims allocated" : "");
 		json_decref(docs);
-		env_free(e);
+		tu_apply_free(e);
 	}
 }
 
 static void test_itest_applier__object_waits_for_its_namespace_further_down_the_stream(void **state)
 {
-	tu_apply *e = env_new("late-ns");
+	tu_apply *e = tu_apply_new("late-ns", NULL);
 	char want[200];
 	json_t *got;
 
 	(void)state;
-	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: early, namespace: "
-			"'%s'}\ndata: {a: '1'}\n",
-			e->src));
-	assert_int_equal(pass(e), 1);
+	tu_apply_commit1(
+	    e, tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: early, namespace: "
+		       "'%s'}\ndata: {a: '1'}\n",
+		       e->src));
+	assert_int_equal(tu_apply_pass(e), 1);
 	snprintf(want, sizeof(want), "waits for Namespace %s", e->dst);
-	assert_state(e, "v1", "ConfigMap", "early", DS_APPLY_WAITING, want);
+	tu_apply_assert_state(e, "v1", "ConfigMap", "early", DS_APPLY_WAITING, want);
 	/* The namespace arrives: the object follows it without a new version. */
 	commit_namespace(e);
-	while (pass(e) > 0)
+	while (tu_apply_pass(e) > 0)
 		;
-	msleep(400); /* past wait_retry_ms */
-	while (pass(e) > 0)
+	tu_msleep(400); /* past wait_retry_ms */
+	while (tu_apply_pass(e) > 0)
 		;
-	assert_state(e, "v1", "ConfigMap", "early", DS_APPLY_APPLIED, NULL);
-	got = target_get(e, "v1", "ConfigMap", "early");
+	tu_apply_assert_state(e, "v1", "ConfigMap", "early", DS_APPLY_APPLIED, NULL);
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "early");
 	assert_non_null(got);
 	json_decref(got);
-	env_free(e);
+	tu_apply_free(e);
 }
 
 /* drasync-target retry --config <the env's file> args... */
@@ -807,7 +699,7 @@ static void retry_cmd(tu_apply *e, struct tu_run *r, const char *const *args)
 
 static void test_itest_applier__retry_command_applies_a_failed_object_once_fixed(void **state)
 {
-	tu_apply *e = env_new("retry-cmd");
+	tu_apply *e = tu_apply_new("retry-cmd", NULL);
 	struct ds_kube_resource qr;
 	struct ds_kube_delete_opts d = {"Background", NULL, NULL, -1};
 	struct tu_run r;
@@ -817,9 +709,9 @@ static void test_itest_applier__retry_command_applies_a_failed_object_once_fixed
 
 	(void)state;
 	commit_namespace(e);
-	assert_int_equal(pass(e), 1);
+	assert_int_equal(tu_apply_pass(e), 1);
 	/* the target's team allows no ConfigMaps in the namespace */
-	qr = resource(e->k, "v1", "ResourceQuota");
+	qr = tu_kube_resource(e->k, "v1", "ResourceQuota");
 	quota = json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:s}}}", "apiVersion", "v1", "kind",
 			  "ResourceQuota", "metadata", "name", "no-configmaps", "spec", "hard",
 			  "count/configmaps", "0");
@@ -835,14 +727,15 @@ static void test_itest_applier__retry_command_applies_a_failed_object_once_fixed
 			break;
 		}
 		json_decref(q);
-		msleep(200);
+		tu_msleep(200);
 	}
-	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: "
-			"'%s'}\ndata: {a: '1'}\n",
-			e->src));
-	assert_int_equal(pass(e), 1);
-	assert_state(e, "v1", "ConfigMap", "settings", DS_APPLY_FAILED, "exceeded quota");
-	assert_int_equal(pass(e), 0); /* not tried again by itself */
+	tu_apply_commit1(
+	    e, tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: "
+		       "'%s'}\ndata: {a: '1'}\n",
+		       e->src));
+	assert_int_equal(tu_apply_pass(e), 1);
+	tu_apply_assert_state(e, "v1", "ConfigMap", "settings", DS_APPLY_FAILED, "exceeded quota");
+	assert_int_equal(tu_apply_pass(e), 0); /* not tried again by itself */
 
 	/* the quota is lifted; the operator asks for the object again */
 	ds_kube_delete(e->k, &qr, e->dst, "no-configmaps", &d, NULL);
@@ -855,17 +748,17 @@ static void test_itest_applier__retry_command_applies_a_failed_object_once_fixed
 	    !strstr(r.out, "1 object marked"))
 		fail_msg("retry: exit %d\nstdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
 	tu_run_dispose(&r);
-	assert_int_equal(pass(e), 1);
-	assert_state(e, "v1", "ConfigMap", "settings", DS_APPLY_APPLIED, NULL);
-	got = target_get(e, "v1", "ConfigMap", "settings");
+	assert_int_equal(tu_apply_pass(e), 1);
+	tu_apply_assert_state(e, "v1", "ConfigMap", "settings", DS_APPLY_APPLIED, NULL);
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "settings");
 	assert_non_null(got);
 	json_decref(got);
-	env_free(e);
+	tu_apply_free(e);
 }
 
 static void test_itest_applier__field_owned_by_another_manager_is_taken_over_once(void **state)
 {
-	tu_apply *e = env_new("takeover");
+	tu_apply *e = tu_apply_new("takeover", NULL);
 	struct ds_kube_resource cmr;
 	ds_kube_error ke;
 	json_t *theirs, *objs[2], *got;
@@ -874,64 +767,66 @@ static void test_itest_applier__field_owned_by_another_manager_is_taken_over_onc
 
 	(void)state;
 	commit_namespace(e);
-	assert_int_equal(pass(e), 1);
+	assert_int_equal(tu_apply_pass(e), 1);
 	/* someone on the target owns data.v of the object drasync replicates */
-	cmr = resource(e->k, "v1", "ConfigMap");
+	cmr = tu_kube_resource(e->k, "v1", "ConfigMap");
 	theirs = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
 			   "metadata", "name", "shared", "data", "v", "theirs");
 	if (ds_kube_apply(e->k, &cmr, e->dst, theirs, "other-team", false, NULL, NULL, &ke) < 0)
 		fail_msg("apply as other-team: %s", ds_kube_error_format(&ke, b, sizeof(b)));
 	json_decref(theirs);
 
-	objs[0] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
-		       "'%s'}\ndata: {v: ours}\n",
-		       e->src);
-	objs[1] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain, namespace: "
-		       "'%s'}\ndata: {v: ours}\n",
-		       e->src);
-	commit(e, objs, 2);
+	objs[0] = tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
+			  "'%s'}\ndata: {v: ours}\n",
+			  e->src);
+	objs[1] = tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain, namespace: "
+			  "'%s'}\ndata: {v: ours}\n",
+			  e->src);
+	tu_apply_commit(e, objs, 2);
 	json_decref(objs[0]);
 	json_decref(objs[1]);
-	w0 = stats(e).api_writes;
-	assert_int_equal(pass(e), 2);
+	w0 = tu_apply_stats(e).api_writes;
+	assert_int_equal(tu_apply_pass(e), 2);
 	/* only the conflicted object paid a second request */
-	assert_int_equal(stats(e).api_writes - w0, 3);
-	assert_state(e, "v1", "ConfigMap", "shared", DS_APPLY_APPLIED,
-		     "took over .data.v from field manager other-team");
-	assert_state(e, "v1", "ConfigMap", "plain", DS_APPLY_APPLIED, NULL);
+	assert_int_equal(tu_apply_stats(e).api_writes - w0, 3);
+	tu_apply_assert_state(e, "v1", "ConfigMap", "shared", DS_APPLY_APPLIED,
+			      "took over .data.v from field manager other-team");
+	tu_apply_assert_state(e, "v1", "ConfigMap", "plain", DS_APPLY_APPLIED, NULL);
 	assert_int_equal(e->takeovers, 1);
 	assert_non_null(strstr(e->took_reason, "other-team"));
 	assert_non_null(strstr(e->took_reason, ".data.v"));
-	got = target_get(e, "v1", "ConfigMap", "shared");
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "shared");
 	assert_non_null(got);
 	assert_string_equal(dt_str(got, "/data/v"), "ours");
 	json_decref(got);
 
 	/* the same record again: nothing to do, nothing reported */
-	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
-			"'%s'}\ndata: {v: ours}\n",
-			e->src));
-	assert_int_equal(pass(e), 0);
+	tu_apply_commit1(
+	    e, tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
+		       "'%s'}\ndata: {v: ours}\n",
+		       e->src));
+	assert_int_equal(tu_apply_pass(e), 0);
 	/* a new version: drasync owns the field now, one request, no takeover */
-	w0 = stats(e).api_writes;
-	commit1(e, objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
-			"'%s'}\ndata: {v: ours, w: more}\n",
-			e->src));
-	assert_int_equal(pass(e), 1);
-	assert_int_equal(stats(e).api_writes - w0, 1);
+	w0 = tu_apply_stats(e).api_writes;
+	tu_apply_commit1(
+	    e, tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, namespace: "
+		       "'%s'}\ndata: {v: ours, w: more}\n",
+		       e->src));
+	assert_int_equal(tu_apply_pass(e), 1);
+	assert_int_equal(tu_apply_stats(e).api_writes - w0, 1);
 	assert_int_equal(e->takeovers, 1);
 	{
-		ds_object_state_row r = row(e, "v1", "ConfigMap", "shared", false);
+		ds_object_state_row r = tu_apply_row(e, "v1", "ConfigMap", "shared", false);
 		assert_int_equal(r.state, DS_APPLY_APPLIED);
 		assert_null(r.reason);
 		ds_object_state_row_dispose(&r);
 	}
-	env_free(e);
+	tu_apply_free(e);
 }
 
 static void test_itest_applier__object_too_large_fails_with_the_api_message(void **state)
 {
-	tu_apply *e = env_new("too-large");
+	tu_apply *e = tu_apply_new("too-large", NULL);
 	size_t big = (size_t)3584 * 1024; /* over the API server's 3 MiB request limit */
 	char *data = malloc(big + 1);
 	json_t *objs[2], *got;
@@ -944,28 +839,28 @@ static void test_itest_applier__object_too_large_fails_with_the_api_message(void
 	objs[0] =
 	    json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
 		      "metadata", "name", "huge", "namespace", e->src, "data", "blob", data);
-	objs[1] = objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: small, namespace: "
-		       "'%s'}\ndata: {a: '1'}\n",
-		       e->src);
+	objs[1] = tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: small, namespace: "
+			  "'%s'}\ndata: {a: '1'}\n",
+			  e->src);
 	assert_non_null(objs[0]);
 	free(data);
-	commit(e, objs, 2);
+	tu_apply_commit(e, objs, 2);
 	json_decref(objs[0]);
 	json_decref(objs[1]);
-	assert_int_equal(pass(e), 3);
+	assert_int_equal(tu_apply_pass(e), 3);
 	/*
 	 * The API server refuses the body before reading it and closes the
 	 * stream; the rest of its Status can be lost, and then the reason is the
 	 * status's phrase: either way the refusal is final, not retried.
 	 */
-	assert_state(e, "v1", "ConfigMap", "huge", DS_APPLY_FAILED, "413");
-	assert_state(e, "v1", "ConfigMap", "huge", DS_APPLY_FAILED, "too large");
-	assert_state(e, "v1", "ConfigMap", "small", DS_APPLY_APPLIED, NULL);
-	assert_null(target_get(e, "v1", "ConfigMap", "huge"));
-	got = target_get(e, "v1", "ConfigMap", "small");
+	tu_apply_assert_state(e, "v1", "ConfigMap", "huge", DS_APPLY_FAILED, "413");
+	tu_apply_assert_state(e, "v1", "ConfigMap", "huge", DS_APPLY_FAILED, "too large");
+	tu_apply_assert_state(e, "v1", "ConfigMap", "small", DS_APPLY_APPLIED, NULL);
+	assert_null(tu_apply_target_get(e, "v1", "ConfigMap", "huge"));
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "small");
 	assert_non_null(got);
 	json_decref(got);
-	env_free(e);
+	tu_apply_free(e);
 }
 
 /*
@@ -987,36 +882,36 @@ static void test_itest_applier__kind_not_served_reads_discovery_again_rate_limit
 
 	(void)state;
 	commit_namespace(e);
-	assert_int_equal(pass(e), 1);
-	objs[0] = objf("apiVersion: " LATE_API "\nkind: PodGroup\n"
-		       "metadata: {name: pg, namespace: '%s'}\nspec: {minMember: 1}\n",
-		       e->src);
-	objs[1] = objf("apiVersion: " LATE_API "\nkind: Workload\n"
-		       "metadata: {name: wl, namespace: '%s'}\nspec: {}\n",
-		       e->src);
-	commit(e, objs, 2);
+	assert_int_equal(tu_apply_pass(e), 1);
+	objs[0] = tu_objf("apiVersion: " LATE_API "\nkind: PodGroup\n"
+			  "metadata: {name: pg, namespace: '%s'}\nspec: {minMember: 1}\n",
+			  e->src);
+	objs[1] = tu_objf("apiVersion: " LATE_API "\nkind: Workload\n"
+			  "metadata: {name: wl, namespace: '%s'}\nspec: {}\n",
+			  e->src);
+	tu_apply_commit(e, objs, 2);
 	json_decref(objs[0]);
 	json_decref(objs[1]);
 	g0 = ds_kube_discovery_generation(e->k);
-	assert_int_equal(pass(e), 2);
-	assert_state(e, LATE_API, "PodGroup", "pg", DS_APPLY_FAILED,
-		     "the target does not serve " LATE_API " PodGroup");
-	assert_state(e, LATE_API, "Workload", "wl", DS_APPLY_FAILED, "does not serve");
+	assert_int_equal(tu_apply_pass(e), 2);
+	tu_apply_assert_state(e, LATE_API, "PodGroup", "pg", DS_APPLY_FAILED,
+			      "the target does not serve " LATE_API " PodGroup");
+	tu_apply_assert_state(e, LATE_API, "Workload", "wl", DS_APPLY_FAILED, "does not serve");
 	/* read again for the first, not again for the second within the interval */
 	assert_int_equal(ds_kube_discovery_generation(e->k) - g0, 1);
 
 	assert_int_equal(ds_object_state_open(&st, e->path, &err), 0);
 	assert_int_equal(ds_object_state_retry(st, &all, NULL, NULL, &err), 2);
-	assert_int_equal(pass(e), 2);
+	assert_int_equal(tu_apply_pass(e), 2);
 	assert_int_equal(ds_kube_discovery_generation(e->k) - g0, 1);
 	/* after the interval a new attempt reads it again, once */
-	msleep(1600);
+	tu_msleep(1600);
 	assert_int_equal(ds_object_state_retry(st, &all, NULL, NULL, &err), 2);
-	assert_int_equal(pass(e), 2);
+	assert_int_equal(tu_apply_pass(e), 2);
 	assert_int_equal(ds_kube_discovery_generation(e->k) - g0, 2);
-	assert_state(e, LATE_API, "PodGroup", "pg", DS_APPLY_FAILED, "does not serve");
+	tu_apply_assert_state(e, LATE_API, "PodGroup", "pg", DS_APPLY_FAILED, "does not serve");
 	ds_object_state_free(st);
-	env_free(e);
+	tu_apply_free(e);
 }
 
 static void *run_thread(void *arg)
@@ -1030,7 +925,7 @@ static void *run_thread(void *arg)
 
 static void test_itest_applier__run_loop_applies_what_commits_wake_it_for(void **state)
 {
-	tu_apply *e = env_new("run-loop");
+	tu_apply *e = tu_apply_new("run-loop", NULL);
 	pthread_t th;
 	json_t *cm = NULL;
 
@@ -1038,7 +933,7 @@ static void test_itest_applier__run_loop_applies_what_commits_wake_it_for(void *
 	assert_int_equal(pthread_create(&th, NULL, run_thread, e->a), 0);
 	{
 		json_t *ns =
-		    objf("apiVersion: v1\nkind: Namespace\nmetadata: {name: '%s'}\n", e->src);
+		    tu_objf("apiVersion: v1\nkind: Namespace\nmetadata: {name: '%s'}\n", e->src);
 		ds_record rec = tu_record_upsert(ns, "uid-ns", &e->payloads[e->n_payloads++]);
 		tu_ledger_commit(&e->l, &rec, 1, ds_applier_record_handler, e->a);
 		json_decref(ns);
@@ -1059,11 +954,11 @@ static void test_itest_applier__run_loop_applies_what_commits_wake_it_for(void *
 	for (int t = 0; t < 100; t++) {
 		const char *v;
 		json_decref(cm);
-		cm = target_get(e, "v1", "ConfigMap", "live");
+		cm = tu_apply_target_get(e, "v1", "ConfigMap", "live");
 		v = cm ? dt_str(cm, "/data/v") : NULL;
 		if (v && strcmp(v, "19") == 0)
 			break;
-		msleep(100);
+		tu_msleep(100);
 	}
 	ds_applier_stop(e->a);
 	pthread_join(th, NULL);
@@ -1071,8 +966,8 @@ static void test_itest_applier__run_loop_applies_what_commits_wake_it_for(void *
 	assert_string_equal(dt_str(cm, "/data/v"), "19");
 	json_decref(cm);
 	/* never more writes than versions; usually far fewer */
-	assert_true(stats(e).api_writes <= 21);
-	env_free(e);
+	assert_true(tu_apply_stats(e).api_writes <= 21);
+	tu_apply_free(e);
 }
 
 int main(void)

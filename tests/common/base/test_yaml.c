@@ -6,6 +6,7 @@
 
 #include "drasync/yaml.h"
 #include "testutil.h"
+#include "tu_yaml.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,146 +14,55 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parse text that must succeed; returns the documents array. */
-static json_t *parse_ok(const char *text)
-{
-	json_t *docs = NULL;
-	ds_err err = {0};
-	char buf[512];
-	int rc = ds_yaml_parse(text, strlen(text), "t.yaml", 0, &docs, NULL, &err);
-
-	if (rc)
-		fail_msg("parse failed (%d): %s\ninput:\n%s", rc,
-			 ds_err_format(&err, buf, sizeof(buf)), text);
-	return docs;
-}
-
-/* Parse a single-document text that must succeed; returns its root (caller decrefs). */
-static json_t *parse1(const char *text)
-{
-	json_t *docs = parse_ok(text);
-	json_t *v;
-
-	assert_int_equal(json_array_size(docs), 1);
-	v = json_incref(json_array_get(docs, 0));
-	json_decref(docs);
-	return v;
-}
-
-/* Parse text that must fail; returns "file:line:col: msg" in buf. */
-static const char *parse_err(const char *text, int want_rc, char *buf, size_t size)
-{
-	json_t *docs = NULL;
-	ds_err err = {0};
-	int rc = ds_yaml_parse(text, strlen(text), "t.yaml", DS_YAML_LOCATIONS, &docs, NULL, &err);
-
-	if (rc == 0)
-		fail_msg("parse unexpectedly succeeded:\n%s", text);
-	assert_int_equal(rc, want_rc);
-	assert_null(docs);
-	return ds_err_format(&err, buf, size);
-}
-
-/* Compact JSON text of a value, to compare whole structures exactly. */
-static void assert_json(const json_t *v, const char *want)
-{
-	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-
-	assert_non_null(s);
-	if (strcmp(s, want) != 0) {
-		char copy[4096];
-
-		snprintf(copy, sizeof(copy), "%s", s);
-		free(s);
-		fail_msg("got  %s\nwant %s", copy, want);
-	}
-	free(s);
-}
-
-static void assert_parses_to(const char *text, const char *want)
-{
-	json_t *v = parse1(text);
-
-	assert_json(v, want);
-	json_decref(v);
-}
-
-static char *emit(const json_t *v)
-{
-	char *s = NULL;
-	ds_err err = {0};
-
-	assert_int_equal(ds_yaml_emit_string(v, &s, &err), 0);
-	assert_non_null(s);
-	return s;
-}
-
-/* parse -> emit -> parse gives an equal value. */
-static void assert_round_trip(const json_t *v)
-{
-	char *y = emit(v);
-	json_t *back = parse_ok(y);
-
-	if (!json_equal(json_array_get(back, 0), v) || json_array_size(back) != 1) {
-		char *a = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-		char *b = json_dumps(back, JSON_ENCODE_ANY | JSON_COMPACT);
-		char msg[16384];
-
-		snprintf(msg, sizeof(msg), "round trip differs\nyaml:\n%s\nvalue %s\nback %s", y, a,
-			 b);
-		free(a);
-		free(b);
-		fail_msg("%s", msg);
-	}
-	json_decref(back);
-	free(y);
-}
-
 static void test_yaml__plain_scalars_typed_as_kubectl(void **state)
 {
 	(void)state;
-	assert_parses_to("[~, null, Null, NULL, '', ]", "[null,null,null,null,\"\"]");
-	assert_parses_to("a:\nb: ~\n", "{\"a\":null,\"b\":null}");
-	assert_parses_to("[true, True, TRUE, false, False, FALSE]",
-			 "[true,true,true,false,false,false]");
+	tu_yaml_assert_parses_to("[~, null, Null, NULL, '', ]", "[null,null,null,null,\"\"]");
+	tu_yaml_assert_parses_to("a:\nb: ~\n", "{\"a\":null,\"b\":null}");
+	tu_yaml_assert_parses_to("[true, True, TRUE, false, False, FALSE]",
+				 "[true,true,true,false,false,false]");
 	/* go-yaml v2 (sigs.k8s.io/yaml) still reads the YAML 1.1 booleans */
-	assert_parses_to("[yes, Yes, YES, y, Y, on, On, ON, no, No, NO, n, N, off, Off, OFF]",
-			 "[true,true,true,true,true,true,true,true,"
-			 "false,false,false,false,false,false,false,false]");
-	assert_parses_to("[tRUE, yEs, nO, oN, Yes!, nope]",
-			 "[\"tRUE\",\"yEs\",\"nO\",\"oN\",\"Yes!\",\"nope\"]");
-	assert_parses_to(
+	tu_yaml_assert_parses_to(
+	    "[yes, Yes, YES, y, Y, on, On, ON, no, No, NO, n, N, off, Off, OFF]",
+	    "[true,true,true,true,true,true,true,true,"
+	    "false,false,false,false,false,false,false,false]");
+	tu_yaml_assert_parses_to("[tRUE, yEs, nO, oN, Yes!, nope]",
+				 "[\"tRUE\",\"yEs\",\"nO\",\"oN\",\"Yes!\",\"nope\"]");
+	tu_yaml_assert_parses_to(
 	    "[0, 1, -1, +7, 0x1F, -0x1F, 0o17, 010, 0b101, 1_000, 9223372036854775807, "
 	    "-9223372036854775808]",
 	    "[0,1,-1,7,31,-31,15,8,5,1000,9223372036854775807,-9223372036854775808]");
-	assert_parses_to("[1.0, 1.5, -2.5e3, 1e3, .5, +.5, 1., 08, 1_000.5, 6.02e+23]",
-			 "[1.0,1.5,-2500.0,1000.0,0.5,0.5,1.0,8.0,1000.5,6.02e23]");
+	tu_yaml_assert_parses_to("[1.0, 1.5, -2.5e3, 1e3, .5, +.5, 1., 08, 1_000.5, 6.02e+23]",
+				 "[1.0,1.5,-2500.0,1000.0,0.5,0.5,1.0,8.0,1000.5,6.02e23]");
 	/* not numbers to go-yaml: they stay strings */
-	assert_parses_to("[0x, 0xG, 1e, 1e400, 1.2.3, 12abc, 0b, -, +, ., 1:20, 2001-12-14, "
-			 "2001-12-14T21:59:43.10Z, 1.0.0, v1]",
-			 "[\"0x\",\"0xG\",\"1e\",\"1e400\",\"1.2.3\",\"12abc\",\"0b\",\"-\",\"+\","
-			 "\".\",\"1:20\",\"2001-12-14\",\"2001-12-14T21:59:43.10Z\",\"1.0.0\","
-			 "\"v1\"]");
+	tu_yaml_assert_parses_to(
+	    "[0x, 0xG, 1e, 1e400, 1.2.3, 12abc, 0b, -, +, ., 1:20, 2001-12-14, "
+	    "2001-12-14T21:59:43.10Z, 1.0.0, v1]",
+	    "[\"0x\",\"0xG\",\"1e\",\"1e400\",\"1.2.3\",\"12abc\",\"0b\",\"-\",\"+\","
+	    "\".\",\"1:20\",\"2001-12-14\",\"2001-12-14T21:59:43.10Z\",\"1.0.0\","
+	    "\"v1\"]");
 }
 
 static void test_yaml__number_edge_cases_follow_go_yaml(void **state)
 {
 	(void)state;
 	/* ints: Go's strconv.ParseInt(s with '_' removed, 0, 64) */
-	assert_parses_to("[-0b11, +0x10, 0X1F, 1__0, 0_1, 00, -0, 0B11, 0O17, -0o17]",
-			 "[-3,16,31,10,1,0,0,3,15,-15]");
+	tu_yaml_assert_parses_to("[-0b11, +0x10, 0X1F, 1__0, 0_1, 00, -0, 0B11, 0O17, -0o17]",
+				 "[-3,16,31,10,1,0,0,3,15,-15]");
 	/* floats: go-yaml's yamlStyleFloat, after ints failed */
-	assert_parses_to("[09.5, 1e+5, +1e5, 0.0, 1E3, 0019, 1_0.5]",
-			 "[9.5,100000.0,100000.0,0.0,1000.0,19.0,10.5]");
+	tu_yaml_assert_parses_to("[09.5, 1e+5, +1e5, 0.0, 1E3, 0019, 1_0.5]",
+				 "[9.5,100000.0,100000.0,0.0,1000.0,19.0,10.5]");
 	/* strings: not numbers to go-yaml */
-	assert_parses_to("[_1, 0x1.8p1, .infinity, Infinity, inf, nan, NaN, 1e5.5, ._5, 0o8, "
-			 "0b2, +-1, 1-2]",
-			 "[\"_1\",\"0x1.8p1\",\".infinity\",\"Infinity\",\"inf\",\"nan\",\"NaN\","
-			 "\"1e5.5\",\"._5\",\"0o8\",\"0b2\",\"+-1\",\"1-2\"]");
+	tu_yaml_assert_parses_to(
+	    "[_1, 0x1.8p1, .infinity, Infinity, inf, nan, NaN, 1e5.5, ._5, 0o8, "
+	    "0b2, +-1, 1-2]",
+	    "[\"_1\",\"0x1.8p1\",\".infinity\",\"Infinity\",\"inf\",\"nan\",\"NaN\","
+	    "\"1e5.5\",\"._5\",\"0o8\",\"0b2\",\"+-1\",\"1-2\"]");
 	/* float keys are written as Go's FormatFloat(f, 'g', -1, 32) */
-	assert_parses_to("{0.1: a, 1e-5: b, 1.0e6: c, 123456.7: d, 2.50: e, -.inf: f}",
-			 "{\"0.1\":\"a\",\"1e-05\":\"b\",\"1e+06\":\"c\",\"123456.7\":\"d\","
-			 "\"2.5\":\"e\",\"-.inf\":\"f\"}");
+	tu_yaml_assert_parses_to(
+	    "{0.1: a, 1e-5: b, 1.0e6: c, 123456.7: d, 2.50: e, -.inf: f}",
+	    "{\"0.1\":\"a\",\"1e-05\":\"b\",\"1e+06\":\"c\",\"123456.7\":\"d\","
+	    "\"2.5\":\"e\",\"-.inf\":\"f\"}");
 }
 
 static void test_yaml__big_integers_become_floats(void **state)
@@ -160,8 +70,9 @@ static void test_yaml__big_integers_become_floats(void **state)
 	json_t *v;
 
 	(void)state;
-	v = parse1("[9223372036854775808, 18446744073709551615, 123456789012345678901234567890, "
-		   "-9223372036854775809]");
+	v = tu_yaml_parse1(
+	    "[9223372036854775808, 18446744073709551615, 123456789012345678901234567890, "
+	    "-9223372036854775809]");
 	for (size_t i = 0; i < 4; i++)
 		assert_true(json_is_real(json_array_get(v, i)));
 	assert_true(json_real_value(json_array_get(v, 0)) == 9223372036854775808.0);
@@ -174,11 +85,12 @@ static void test_yaml__big_integers_become_floats(void **state)
 static void test_yaml__quoted_and_block_scalars_stay_strings(void **state)
 {
 	(void)state;
-	assert_parses_to("[\"1\", '2', \"true\", 'null', \"~\", '', \"0x1F\", \".inf\"]",
-			 "[\"1\",\"2\",\"true\",\"null\",\"~\",\"\",\"0x1F\",\".inf\"]");
-	assert_parses_to("a: |\n  12\nb: >\n  true\n  false\nc: |-\n  x\n",
-			 "{\"a\":\"12\\n\",\"b\":\"true false\\n\",\"c\":\"x\"}");
-	assert_parses_to("\"tab\\there \\u00e9 \\\\ \\\" \\/\"", "\"tab\\there é \\\\ \\\" /\"");
+	tu_yaml_assert_parses_to("[\"1\", '2', \"true\", 'null', \"~\", '', \"0x1F\", \".inf\"]",
+				 "[\"1\",\"2\",\"true\",\"null\",\"~\",\"\",\"0x1F\",\".inf\"]");
+	tu_yaml_assert_parses_to("a: |\n  12\nb: >\n  true\n  false\nc: |-\n  x\n",
+				 "{\"a\":\"12\\n\",\"b\":\"true false\\n\",\"c\":\"x\"}");
+	tu_yaml_assert_parses_to("\"tab\\there \\u00e9 \\\\ \\\" \\/\"",
+				 "\"tab\\there é \\\\ \\\" /\"");
 }
 
 static void test_yaml__nonfinite_floats_are_an_error(void **state)
@@ -187,11 +99,13 @@ static void test_yaml__nonfinite_floats_are_an_error(void **state)
 
 	(void)state;
 	assert_string_equal(
-	    parse_err("replicas: 1\nratio: .inf\n", -EBADMSG, buf, sizeof(buf)),
+	    tu_yaml_parse_err("replicas: 1\nratio: .inf\n", -EBADMSG, buf, sizeof(buf)),
 	    "t.yaml:2:8: .inf cannot be represented in JSON (quote it to keep it as a string)");
-	assert_non_null(strstr(parse_err("- -.Inf\n", -EBADMSG, buf, sizeof(buf)), "t.yaml:1:3:"));
-	assert_non_null(strstr(parse_err("x: .NaN\n", -EBADMSG, buf, sizeof(buf)), ".NaN cannot"));
-	assert_parses_to("x: '.inf'\n", "{\"x\":\".inf\"}");
+	assert_non_null(
+	    strstr(tu_yaml_parse_err("- -.Inf\n", -EBADMSG, buf, sizeof(buf)), "t.yaml:1:3:"));
+	assert_non_null(
+	    strstr(tu_yaml_parse_err("x: .NaN\n", -EBADMSG, buf, sizeof(buf)), ".NaN cannot"));
+	tu_yaml_assert_parses_to("x: '.inf'\n", "{\"x\":\".inf\"}");
 }
 
 static void test_yaml__tags(void **state)
@@ -199,13 +113,15 @@ static void test_yaml__tags(void **state)
 	char buf[512];
 
 	(void)state;
-	assert_parses_to("[!!str 123, !!str true, !!int \"42\", !!float 1, !!bool yes, !!null ~, "
-			 "!!float '2.5', !custom 7, !!binary aGVsbG8=, !!timestamp 2001-12-14]",
-			 "[\"123\",\"true\",42,1.0,true,null,2.5,\"7\",\"aGVsbG8=\","
-			 "\"2001-12-14\"]");
-	assert_string_equal(parse_err("a:\n  b: !!int abc\n", -EBADMSG, buf, sizeof(buf)),
+	tu_yaml_assert_parses_to(
+	    "[!!str 123, !!str true, !!int \"42\", !!float 1, !!bool yes, !!null ~, "
+	    "!!float '2.5', !custom 7, !!binary aGVsbG8=, !!timestamp 2001-12-14]",
+	    "[\"123\",\"true\",42,1.0,true,null,2.5,\"7\",\"aGVsbG8=\","
+	    "\"2001-12-14\"]");
+	assert_string_equal(tu_yaml_parse_err("a:\n  b: !!int abc\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:2:6: cannot decode abc as !!int");
-	assert_non_null(strstr(parse_err("- !!bool 1\n", -EBADMSG, buf, sizeof(buf)), "!!bool"));
+	assert_non_null(
+	    strstr(tu_yaml_parse_err("- !!bool 1\n", -EBADMSG, buf, sizeof(buf)), "!!bool"));
 }
 
 static void test_yaml__nonstring_keys_become_strings(void **state)
@@ -213,17 +129,18 @@ static void test_yaml__nonstring_keys_become_strings(void **state)
 	char buf[512];
 
 	(void)state;
-	assert_parses_to("1: a\ntrue: b\n0x10: c\n1.5: d\nno: e\n1e6: f\n\"2\": g\n",
-			 "{\"1\":\"a\",\"true\":\"b\",\"16\":\"c\",\"1.5\":\"d\",\"false\":\"e\","
-			 "\"1e+06\":\"f\",\"2\":\"g\"}");
-	assert_string_equal(parse_err("a: 1\n~: 2\n", -EBADMSG, buf, sizeof(buf)),
+	tu_yaml_assert_parses_to(
+	    "1: a\ntrue: b\n0x10: c\n1.5: d\nno: e\n1e6: f\n\"2\": g\n",
+	    "{\"1\":\"a\",\"true\":\"b\",\"16\":\"c\",\"1.5\":\"d\",\"false\":\"e\","
+	    "\"1e+06\":\"f\",\"2\":\"g\"}");
+	assert_string_equal(tu_yaml_parse_err("a: 1\n~: 2\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:2:1: unsupported mapping key: null");
-	assert_string_equal(parse_err("? [a, b]\n: 1\n", -EBADMSG, buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err("? [a, b]\n: 1\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:1:3: unsupported mapping key: a sequence");
-	assert_string_equal(parse_err("a: 1\n\"b\\0c\": 2\n", -EBADMSG, buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err("a: 1\n\"b\\0c\": 2\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:2:1: mapping key contains a NUL character");
 	/* go-yaml v2 reads the key y as the boolean true, so kubectl sees "true" */
-	assert_parses_to("y: 1\nx: 2\n", "{\"true\":1,\"x\":2}");
+	tu_yaml_assert_parses_to("y: 1\nx: 2\n", "{\"true\":1,\"x\":2}");
 }
 
 static void test_yaml__duplicate_key_is_an_error(void **state)
@@ -231,11 +148,11 @@ static void test_yaml__duplicate_key_is_an_error(void **state)
 	char buf[512];
 
 	(void)state;
-	assert_string_equal(parse_err("metadata:\n  name: a\n  labels: {}\n  name: b\n", -EBADMSG,
-				      buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err("metadata:\n  name: a\n  labels: {}\n  name: b\n",
+					      -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:4:3: duplicate key 'name'");
 	/* 1 and "1" are the same key once keys are strings */
-	assert_string_equal(parse_err("{1: a, \"1\": b}", -EBADMSG, buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err("{1: a, \"1\": b}", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:1:8: duplicate key '1'");
 }
 
@@ -248,7 +165,7 @@ static void test_yaml__key_order_kept(void **state)
 	json_t *x;
 
 	(void)state;
-	v = parse1("zeta: 1\nalpha: 2\nmid: 3\nbeta: 4\naa: 5\n");
+	v = tu_yaml_parse1("zeta: 1\nalpha: 2\nmid: 3\nbeta: 4\naa: 5\n");
 	json_object_foreach (v, k, x) {
 		assert_true(i < 5);
 		assert_string_equal(k, want[i]);
@@ -264,33 +181,34 @@ static void test_yaml__multi_document_stream(void **state)
 	json_t *docs;
 
 	(void)state;
-	docs =
-	    parse_ok("# only a comment\n---\n---\na: 1\n---\n# nothing\n---\n- 2\n--- null\n---\n"
-		     "b: 3\n...\n");
-	assert_json(docs, "[{\"a\":1},[2],{\"b\":3}]");
+	docs = tu_yaml_parse_ok(
+	    "# only a comment\n---\n---\na: 1\n---\n# nothing\n---\n- 2\n--- null\n---\n"
+	    "b: 3\n...\n");
+	tu_assert_json(docs, "[{\"a\":1},[2],{\"b\":3}]");
 	json_decref(docs);
-	docs = parse_ok("");
-	assert_json(docs, "[]");
+	docs = tu_yaml_parse_ok("");
+	tu_assert_json(docs, "[]");
 	json_decref(docs);
-	docs = parse_ok("# just comments\n\n");
-	assert_json(docs, "[]");
+	docs = tu_yaml_parse_ok("# just comments\n\n");
+	tu_assert_json(docs, "[]");
 	json_decref(docs);
 }
 
 static void test_yaml__json_input(void **state)
 {
 	(void)state;
-	assert_parses_to("{\"a\": 1}", "{\"a\":1}");
-	assert_parses_to("{\"a\":1,\"b\":[true,false,null,1.5,-2,\"x\"]}",
-			 "{\"a\":1,\"b\":[true,false,null,1.5,-2,\"x\"]}");
-	assert_parses_to("[{\"name\": \"a\"}, {\"name\": \"b\", \"n\": 2e2}]",
-			 "[{\"name\":\"a\"},{\"name\":\"b\",\"n\":200.0}]");
-	assert_parses_to("{\n\t\"apiVersion\": \"v1\",\n\t\"items\": [\n\t\t{\"kind\": \"Pod\", "
-			 "\"metadata\": {\"name\": \"p\", \"labels\": {\"app\": \"x\"}}}\n\t],\n\t"
-			 "\"kind\": \"List\",\n\t\"metadata\": {\"resourceVersion\": \"\"}\n}\n",
-			 "{\"apiVersion\":\"v1\",\"items\":[{\"kind\":\"Pod\",\"metadata\":{"
-			 "\"name\":\"p\",\"labels\":{\"app\":\"x\"}}}],\"kind\":\"List\","
-			 "\"metadata\":{\"resourceVersion\":\"\"}}");
+	tu_yaml_assert_parses_to("{\"a\": 1}", "{\"a\":1}");
+	tu_yaml_assert_parses_to("{\"a\":1,\"b\":[true,false,null,1.5,-2,\"x\"]}",
+				 "{\"a\":1,\"b\":[true,false,null,1.5,-2,\"x\"]}");
+	tu_yaml_assert_parses_to("[{\"name\": \"a\"}, {\"name\": \"b\", \"n\": 2e2}]",
+				 "[{\"name\":\"a\"},{\"name\":\"b\",\"n\":200.0}]");
+	tu_yaml_assert_parses_to(
+	    "{\n\t\"apiVersion\": \"v1\",\n\t\"items\": [\n\t\t{\"kind\": \"Pod\", "
+	    "\"metadata\": {\"name\": \"p\", \"labels\": {\"app\": \"x\"}}}\n\t],\n\t"
+	    "\"kind\": \"List\",\n\t\"metadata\": {\"resourceVersion\": \"\"}\n}\n",
+	    "{\"apiVersion\":\"v1\",\"items\":[{\"kind\":\"Pod\",\"metadata\":{"
+	    "\"name\":\"p\",\"labels\":{\"app\":\"x\"}}}],\"kind\":\"List\","
+	    "\"metadata\":{\"resourceVersion\":\"\"}}");
 }
 
 static void test_yaml__anchors_aliases_and_merge(void **state)
@@ -298,20 +216,21 @@ static void test_yaml__anchors_aliases_and_merge(void **state)
 	json_t *v;
 
 	(void)state;
-	assert_parses_to("base: &b {x: 1, z: [1, 2]}\ncopy: *b\n",
-			 "{\"base\":{\"x\":1,\"z\":[1,2]},\"copy\":{\"x\":1,\"z\":[1,2]}}");
+	tu_yaml_assert_parses_to("base: &b {x: 1, z: [1, 2]}\ncopy: *b\n",
+				 "{\"base\":{\"x\":1,\"z\":[1,2]},\"copy\":{\"x\":1,\"z\":[1,2]}}");
 	/* merge keys: explicit keys win, earlier sources win over later ones */
-	assert_parses_to("a: &a {x: 1, w: 2}\nb: &b {w: 3, z: 4}\n"
-			 "c:\n  <<: [*a, *b]\n  x: 9\n",
-			 "{\"a\":{\"x\":1,\"w\":2},\"b\":{\"w\":3,\"z\":4},"
-			 "\"c\":{\"x\":9,\"w\":2,\"z\":4}}");
-	assert_parses_to("d:\n  x: 0\n  <<: {x: 1, w: 2}\n", "{\"d\":{\"x\":0,\"w\":2}}");
-	assert_parses_to("\"<<\": 1\n", "{\"<<\":1}");
+	tu_yaml_assert_parses_to("a: &a {x: 1, w: 2}\nb: &b {w: 3, z: 4}\n"
+				 "c:\n  <<: [*a, *b]\n  x: 9\n",
+				 "{\"a\":{\"x\":1,\"w\":2},\"b\":{\"w\":3,\"z\":4},"
+				 "\"c\":{\"x\":9,\"w\":2,\"z\":4}}");
+	tu_yaml_assert_parses_to("d:\n  x: 0\n  <<: {x: 1, w: 2}\n", "{\"d\":{\"x\":0,\"w\":2}}");
+	tu_yaml_assert_parses_to("\"<<\": 1\n", "{\"<<\":1}");
 	/* an anchor on a key can be used as a key or a value */
-	assert_parses_to("&k name: x\nlist: [*k]\nother:\n  *k : again\n",
-			 "{\"name\":\"x\",\"list\":[\"name\"],\"other\":{\"name\":\"again\"}}");
+	tu_yaml_assert_parses_to(
+	    "&k name: x\nlist: [*k]\nother:\n  *k : again\n",
+	    "{\"name\":\"x\",\"list\":[\"name\"],\"other\":{\"name\":\"again\"}}");
 	/* aliases are copies: changing one does not change the other */
-	v = parse1("a: &x {k: 1}\nb: *x\n");
+	v = tu_yaml_parse1("a: &x {k: 1}\nb: *x\n");
 	json_object_set_new(json_object_get(v, "b"), "k", json_integer(2));
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "a"), "k")), 1);
 	json_decref(v);
@@ -329,11 +248,11 @@ static void test_yaml__alias_errors_and_bomb(void **state)
 			   "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n";
 
 	(void)state;
-	assert_string_equal(parse_err("a: *nope\n", -EBADMSG, buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err("a: *nope\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:1:4: unknown anchor 'nope'");
-	assert_string_equal(parse_err("a: &x [1, *x]\n", -EBADMSG, buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err("a: &x [1, *x]\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:1:11: alias '*x' refers to a node that contains it");
-	assert_non_null(strstr(parse_err(bomb, -EBADMSG, buf, sizeof(buf)),
+	assert_non_null(strstr(tu_yaml_parse_err(bomb, -EBADMSG, buf, sizeof(buf)),
 			       "aliases expand to more than 100000 nodes"));
 }
 
@@ -344,16 +263,16 @@ static void test_yaml__syntax_errors_are_located(void **state)
 	(void)state;
 	/* a tab used for indentation */
 	assert_string_equal(
-	    parse_err("a:\n\tb: 1\n", -EBADMSG, buf, sizeof(buf)),
+	    tu_yaml_parse_err("a:\n\tb: 1\n", -EBADMSG, buf, sizeof(buf)),
 	    "t.yaml:2:1: found a tab character that cannot start any token (YAML is indented "
 	    "with spaces, not tabs)");
-	assert_string_equal(parse_err("a: [1, 2\nb: 3\n", -EBADMSG, buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err("a: [1, 2\nb: 3\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:2:2: while parsing a flow sequence did not find expected ',' "
 			    "or ']'");
-	assert_string_equal(parse_err("a: 'open\n", -EBADMSG, buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err("a: 'open\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:2:1: while scanning a quoted scalar found unexpected end of "
 			    "stream");
-	assert_string_equal(parse_err("ok: 1\nbad: \xff\n", -EBADMSG, buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err("ok: 1\nbad: \xff\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:2:6: invalid leading UTF-8 octet (#FF)");
 }
 
@@ -370,7 +289,7 @@ static void test_yaml__depth_and_size_bounded(void **state)
 		deep[300 + i] = ']';
 	}
 	deep[600] = '\0';
-	assert_string_equal(parse_err(deep, -EBADMSG, buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err(deep, -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:1:257: nesting deeper than 256 levels");
 	free(deep);
 	assert_int_equal(
@@ -446,7 +365,7 @@ static void test_yaml__emit_block_style(void **state)
 	char *y;
 
 	(void)state;
-	y = emit(v);
+	y = tu_yaml_emit(v);
 	assert_string_equal(y, "apiVersion: v1\n"
 			       "metadata:\n"
 			       "  name: p\n"
@@ -459,7 +378,7 @@ static void test_yaml__emit_block_style(void **state)
 			       "'on': true\n"
 			       "none: null\n");
 	free(y);
-	assert_round_trip(v);
+	tu_yaml_assert_round_trip(v);
 	json_decref(v);
 }
 
@@ -569,12 +488,12 @@ static void test_yaml__emit_quotes_ambiguous_strings(void **state)
 		assert_non_null(s);
 		json_array_append(arr, s);
 		json_object_setn(obj, tricky[i], len, s);
-		assert_round_trip(s);
+		tu_yaml_assert_round_trip(s);
 		{
 			json_t *one = json_object();
 
 			json_object_setn(one, tricky[i], len, s);
-			assert_round_trip(one);
+			tu_yaml_assert_round_trip(one);
 			json_decref(one);
 		}
 		json_decref(s);
@@ -582,8 +501,8 @@ static void test_yaml__emit_quotes_ambiguous_strings(void **state)
 	/* a NUL inside a string survives as an escape */
 	json_array_append_new(arr, json_stringn("nul\0x", 5));
 	json_object_set_new(obj, "nul", json_stringn("nul\0x", 5));
-	assert_round_trip(arr);
-	assert_round_trip(obj);
+	tu_yaml_assert_round_trip(arr);
+	tu_yaml_assert_round_trip(obj);
 	json_decref(arr);
 	json_decref(obj);
 }
@@ -596,23 +515,23 @@ static void test_yaml__emit_numbers_keep_their_type(void **state)
 	char *y;
 
 	(void)state;
-	y = emit(v);
+	y = tu_yaml_emit(v);
 	assert_string_equal(y, "- 1.0\n- 0.1\n- -2.5\n- 1e+20\n- 1e-07\n- 123456789.0\n- 0\n"
 			       "- 9223372036854775807\n- -9223372036854775808\n");
 	free(y);
-	assert_round_trip(v);
+	tu_yaml_assert_round_trip(v);
 	json_decref(v);
 }
 
 static void test_yaml__emit_multiline_as_literal(void **state)
 {
 	json_t *v = json_pack("{s:s, s:s}", "script", "echo hi\nexit 0\n", "x", "a\nb");
-	char *y = emit(v);
+	char *y = tu_yaml_emit(v);
 
 	(void)state;
 	assert_string_equal(y, "script: |\n  echo hi\n  exit 0\nx: |-\n  a\n  b\n");
 	free(y);
-	assert_round_trip(v);
+	tu_yaml_assert_round_trip(v);
 	json_decref(v);
 }
 
@@ -648,7 +567,7 @@ static void test_yaml__fixtures_round_trip(void **state)
 
 				assert_true(json_is_object(doc));
 				assert_true(json_is_string(json_object_get(doc, "kind")));
-				assert_round_trip(doc);
+				tu_yaml_assert_round_trip(doc);
 			}
 			json_decref(docs);
 			free(text);
@@ -670,23 +589,23 @@ static void test_yaml__json_streams_read_as_json(void **state)
 
 	(void)state;
 	/* surrogate pairs are JSON (kubectl reads a '{' stream with a JSON decoder) */
-	assert_parses_to(pair, "{\"smile\":\"😀\",\"lt\":\"<\"}");
+	tu_yaml_assert_parses_to(pair, "{\"smile\":\"😀\",\"lt\":\"<\"}");
 	/* concatenated JSON texts, as kubectl's JSON stream decoder accepts */
-	docs = parse_ok("{\"a\": 1}\n{\"b\": [2]}\n");
-	assert_json(docs, "[{\"a\":1},{\"b\":[2]}]");
+	docs = tu_yaml_parse_ok("{\"a\": 1}\n{\"b\": [2]}\n");
+	tu_assert_json(docs, "[{\"a\":1},{\"b\":[2]}]");
 	json_decref(docs);
 	/* no space after ':' and JSON numbers */
-	assert_parses_to("{\"a\":1,\"b\":-2.5e-1,\"c\":12345678901234567890}",
-			 "{\"a\":1,\"b\":-0.25,\"c\":1.2345678901234567e19}");
+	tu_yaml_assert_parses_to("{\"a\":1,\"b\":-2.5e-1,\"c\":12345678901234567890}",
+				 "{\"a\":1,\"b\":-0.25,\"c\":1.2345678901234567e19}");
 	/* JSON errors are reported by the YAML reader, with a location */
-	assert_string_equal(parse_err("{\"a\": 1,\n \"a\": 2}", -EBADMSG, buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err("{\"a\": 1,\n \"a\": 2}", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:2:2: duplicate key 'a'");
-	assert_non_null(
-	    strstr(parse_err("{\"a\": [1, 2}", -EBADMSG, buf, sizeof(buf)), "t.yaml:1:12: "));
+	assert_non_null(strstr(tu_yaml_parse_err("{\"a\": [1, 2}", -EBADMSG, buf, sizeof(buf)),
+			       "t.yaml:1:12: "));
 	/* positions are still available for JSON input */
 	assert_int_equal(
 	    ds_yaml_parse(pair, strlen(pair), "p.json", DS_YAML_LOCATIONS, &docs, &locs, &err), 0);
-	assert_json(docs, "[{\"smile\":\"😀\",\"lt\":\"<\"}]");
+	tu_assert_json(docs, "[{\"smile\":\"😀\",\"lt\":\"<\"}]");
 	json_decref(docs);
 	ds_yaml_locs_free(locs);
 	locs = NULL;
@@ -718,7 +637,7 @@ static void test_yaml__locations_through_aliases_and_merges(void **state)
 	(void)state;
 	assert_int_equal(
 	    ds_yaml_parse(text, strlen(text), "m.yaml", DS_YAML_LOCATIONS, &docs, &locs, &err), 0);
-	assert_json(
+	tu_assert_json(
 	    docs, "[{\"base\":{\"image\":\"x\",\"ports\":[1,2]},\"one\":{\"image\":\"nginx\","
 		  "\"ports\":[1,2],\"name\":\"web\"},\"two\":{\"image\":\"x\",\"ports\":[1,2]}}]");
 	/* merged keys point at the anchored text; explicit keys at their own */
@@ -755,23 +674,24 @@ static void test_yaml__merge_key_errors(void **state)
 	char buf[512];
 
 	(void)state;
-	assert_string_equal(parse_err("a:\n  <<: 1\n", -EBADMSG, buf, sizeof(buf)),
+	assert_string_equal(tu_yaml_parse_err("a:\n  <<: 1\n", -EBADMSG, buf, sizeof(buf)),
 			    "t.yaml:2:3: merge key '<<' needs a mapping or a list of mappings");
-	assert_string_equal(parse_err("a: &x [1]\nb:\n  <<: [*x]\n", -EBADMSG, buf, sizeof(buf)),
-			    "t.yaml:3:3: merge key '<<' needs a mapping or a list of mappings");
 	assert_string_equal(
-	    parse_err("a:\n  k: 1\n  k: 2\n  <<: {j: 1}\n", -EBADMSG, buf, sizeof(buf)),
+	    tu_yaml_parse_err("a: &x [1]\nb:\n  <<: [*x]\n", -EBADMSG, buf, sizeof(buf)),
+	    "t.yaml:3:3: merge key '<<' needs a mapping or a list of mappings");
+	assert_string_equal(
+	    tu_yaml_parse_err("a:\n  k: 1\n  k: 2\n  <<: {j: 1}\n", -EBADMSG, buf, sizeof(buf)),
 	    "t.yaml:3:3: duplicate key 'k'");
 }
 
 static void test_yaml__crlf_bom_and_comments(void **state)
 {
 	(void)state;
-	assert_parses_to(
+	tu_yaml_assert_parses_to(
 	    "\xef\xbb\xbf# c\r\napiVersion: v1 # trailing\r\nkind: Pod\r\nx: |\r\n  a\r\n",
 	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"x\":\"a\\n\"}");
-	assert_parses_to("a: b#not-a-comment\nc: 'it''s'\nd: \"x\\ny\"\n",
-			 "{\"a\":\"b#not-a-comment\",\"c\":\"it's\",\"d\":\"x\\ny\"}");
+	tu_yaml_assert_parses_to("a: b#not-a-comment\nc: 'it''s'\nd: \"x\\ny\"\n",
+				 "{\"a\":\"b#not-a-comment\",\"c\":\"it's\",\"d\":\"x\\ny\"}");
 }
 
 static void test_yaml__parse_file(void **state)
@@ -787,7 +707,7 @@ static void test_yaml__parse_file(void **state)
 	snprintf(path, sizeof(path), "%s/m.yaml", dir);
 	tu_write_file(path, "a: 1\n---\nb: [2, 3]\n");
 	assert_int_equal(ds_yaml_parse_file(path, DS_YAML_LOCATIONS, &docs, &locs, &err), 0);
-	assert_json(docs, "[{\"a\":1},{\"b\":[2,3]}]");
+	tu_assert_json(docs, "[{\"a\":1},{\"b\":[2,3]}]");
 	assert_string_equal(ds_yaml_locs_file(locs), path);
 	json_decref(docs);
 	ds_yaml_locs_free(locs);
@@ -827,12 +747,12 @@ static void test_yaml__emit_to_file_and_scalars(void **state)
 	fclose(f);
 	json_decref(v);
 	v = json_string("true");
-	s = emit(v);
+	s = tu_yaml_emit(v);
 	assert_string_equal(s, "'true'\n");
 	free(s);
 	json_decref(v);
 	v = json_integer(7);
-	s = emit(v);
+	s = tu_yaml_emit(v);
 	assert_string_equal(s, "7\n");
 	free(s);
 	json_decref(v);
@@ -885,7 +805,7 @@ static void check_input(const char *buf, size_t len, unsigned flags)
 				assert_true(l.line >= 1 && l.col >= 1);
 	}
 	for (size_t i = 0; i < json_array_size(docs); i++)
-		assert_round_trip(json_array_get(docs, i));
+		tu_yaml_assert_round_trip(json_array_get(docs, i));
 	json_decref(docs);
 	ds_yaml_locs_free(locs);
 }
