@@ -148,7 +148,7 @@ json_t *tu_objf(const char *fmt, ...)
 
 void tu_apply_commit_configmaps(tu_apply *e, const char *const *names, size_t n)
 {
-	json_t *objs[8];
+	json_t *objs[8] = {0};
 
 	assert_true(n <= 8);
 	for (size_t i = 0; i < n; i++)

@@ -15,16 +15,22 @@
 /* A writable string: the inventory's rows hold char *. */
 #define S(lit) ((char[]){lit})
 
+/* What the report writes, as a string of its own (the caller frees it). */
 static char *render(const ds_inventory *inv, const char *format, int want)
 {
-	char *buf = NULL;
+	char *buf = NULL, *out;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
 	assert_int_equal(ds_inventory_report(f, inv, format, "/state/ledger.db", "t.yaml"), want);
 	fclose(f);
-	return buf;
+	/* A copy: gcc -O3 takes a pointer from open_memstream's buffer for one
+	 * into this frame (-Wdangling-pointer) when render() is inlined. */
+	out = strdup(buf ? buf : "");
+	free(buf);
+	assert_non_null(out);
+	return out;
 }
 
 static void test_inventory_report__table_notes_and_one_line_per_unknown_reason(void **state)
@@ -58,6 +64,7 @@ static void test_inventory_report__table_notes_and_one_line_per_unknown_reason(v
 	};
 	ds_inventory inv = {.refs = refs, .n_refs = 2, .objects = 2};
 	char *text = render(&inv, "text", 0);
+	const char *first;
 
 	(void)state;
 	assert_non_null(strstr(text, "ledger: /state/ledger.db\n"));
@@ -69,7 +76,9 @@ static void test_inventory_report__table_notes_and_one_line_per_unknown_reason(v
 	assert_non_null(strstr(text, "2 objects, 2 claim references: 1 unmapped"));
 	/* The reason both share, said once. */
 	assert_non_null(strstr(text, "targets: 2 are unknown: not checked (--offline)\n"));
-	assert_null(strstr(strstr(text, "are unknown") + 1, "are unknown"));
+	first = strstr(text, "are unknown");
+	assert_non_null(first);
+	assert_null(strstr(first + 1, "are unknown"));
 	assert_non_null(strstr(text, "inventory --config t.yaml -o yaml"));
 	free(text);
 }

@@ -91,7 +91,8 @@ static void assert_status(const char *path)
 	for (size_t i = 0; i < st->n_namespaces; i++)
 		if (strcmp(st->namespaces[i].name, NS) == 0)
 			dr = &st->namespaces[i];
-	assert_non_null(dr);
+	if (!dr)
+		fail_msg("no namespace %s in the status", NS);
 	assert_true(dr->recorded);
 	assert_int_equal(dr->mode, DS_MODE_STANDBY);
 	assert_string_equal(dr->changed_by, "failback");
