@@ -1,9 +1,10 @@
 #include "drasync/kubeconfig.h"
 #include "drasync/buf.h"
-#include "drasync/clock.h"
 
 #include "drasync/log.h"
 #include "drasync/yaml.h"
+
+#include "kubeconfig_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,37 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
-#define MAX_FILE (16u << 20)	   /* kubeconfig, CA, cert, key or token file */
-#define MAX_EXEC_OUTPUT (1u << 20) /* ExecCredential on stdout, messages on stderr */
-#define EXEC_TIMEOUT_MS 60000
-
-struct exec_plugin {
-	char *command;	   /* as resolved (absolute when it had a '/') */
-	char **argv;	   /* argv[0] = command, NULL-terminated */
-	char **env;	   /* "NAME=value", NULL-terminated */
-	char *api_version; /* client.authentication.k8s.io/v1 or v1beta1 */
-	char *install_hint;
-	char *exec_info; /* KUBERNETES_EXEC_INFO value */
-};
-
-struct ds_kubeconfig {
-	char *server, *ns, *context, *ca_pem, *tls_server_name, *proxy_url;
-	bool insecure;
-	char *token, *token_file, *cert_pem, *key_pem;
-	struct exec_plugin *exec;
-	const char *auth_kind;
-
-	pthread_mutex_t lock; /* guards everything below */
-	char *file_token;     /* token file contents as last read */
-	struct stat file_stat;
-	bool file_valid;
-	ds_kube_credentials cached; /* exec plugin answer */
-	time_t cached_expiry;	    /* 0: no expiry given */
-	bool cached_valid;
-	unsigned exec_runs;
-};
+#define MAX_FILE (16u << 20) /* kubeconfig, CA, cert, key or token file */
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -69,7 +40,7 @@ void ds_kube_credentials_dispose(ds_kube_credentials *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static int dupstr(char **dst, const char *s)
+int ds_kubeconfig_dupstr(char **dst, const char *s)
 {
 	if (!s) {
 		*dst = NULL;
@@ -79,7 +50,7 @@ static int dupstr(char **dst, const char *s)
 	return *dst ? 0 : -ENOMEM;
 }
 
-static int read_file(const char *path, size_t max, char **out, size_t *len_out, ds_err *err)
+int ds_kubeconfig_read_file(const char *path, size_t max, char **out, size_t *len_out, ds_err *err)
 {
 	int rc = ds_read_file(path, max, out, len_out);
 
@@ -280,7 +251,7 @@ out:
 
 /* ---- building the resolved configuration ---------------------------------- */
 
-static const char *str_field(const json_t *o, const char *key)
+const char *ds_kubeconfig_str_field(const json_t *o, const char *key)
 {
 	const char *s = json_string_value(json_object_get(o, key));
 
@@ -318,20 +289,20 @@ static int pem_field(const json_t *o, const char *key, const char *dir, const ch
 
 	*out = NULL;
 	snprintf(data_key, sizeof(data_key), "%s-data", key);
-	v = str_field(o, data_key);
+	v = ds_kubeconfig_str_field(o, data_key);
 	if (v) {
 		rc = b64_decode(v, out);
 		if (rc == -EBADMSG)
 			ds_err_set(err, "%s: '%s' is not valid base64", what, data_key);
 		return rc;
 	}
-	v = str_field(o, key);
+	v = ds_kubeconfig_str_field(o, key);
 	if (!v)
 		return 0;
 	path = resolve(dir, v);
 	if (!path)
 		return -ENOMEM;
-	rc = read_file(path, MAX_FILE, out, NULL, err);
+	rc = ds_kubeconfig_read_file(path, MAX_FILE, out, NULL, err);
 	if (rc < 0) {
 		char msg[256];
 		snprintf(msg, sizeof(msg), "%s", err ? err->msg : "");
@@ -372,8 +343,9 @@ static int exec_parse(const json_t *x, const char *dir, const json_t *cluster_in
 		      const char *what, struct exec_plugin **out, ds_err *err)
 {
 	struct exec_plugin *e = calloc(1, sizeof(*e));
-	const char *cmd = str_field(x, "command"), *api = str_field(x, "apiVersion");
-	const char *mode = str_field(x, "interactiveMode");
+	const char *cmd = ds_kubeconfig_str_field(x, "command"),
+		   *api = ds_kubeconfig_str_field(x, "apiVersion");
+	const char *mode = ds_kubeconfig_str_field(x, "interactiveMode");
 	json_t *args = json_object_get(x, "args"), *env = json_object_get(x, "env"), *a;
 	json_t *info = NULL;
 	bool provide = false;
@@ -425,8 +397,8 @@ static int exec_parse(const json_t *x, const char *dir, const json_t *cluster_in
 	e->command = strchr(cmd, '/') ? resolve(dir, cmd) : strdup(cmd);
 	e->argv = strv_new(json_array_size(args) + 1);
 	e->env = strv_new(json_array_size(env));
-	if (!e->command || !e->argv || !e->env || dupstr(&e->api_version, api) < 0 ||
-	    dupstr(&e->install_hint, str_field(x, "installHint")) < 0)
+	if (!e->command || !e->argv || !e->env || ds_kubeconfig_dupstr(&e->api_version, api) < 0 ||
+	    ds_kubeconfig_dupstr(&e->install_hint, ds_kubeconfig_str_field(x, "installHint")) < 0)
 		goto out;
 	if (!(e->argv[0] = strdup(e->command)))
 		goto out;
@@ -440,7 +412,7 @@ static int exec_parse(const json_t *x, const char *dir, const json_t *cluster_in
 			goto out;
 	}
 	json_array_foreach (env, i, a) {
-		const char *n = str_field(a, "name");
+		const char *n = ds_kubeconfig_str_field(a, "name");
 		const char *v = json_string_value(json_object_get(a, "value"));
 
 		if (!n || !v || strchr(n, '=')) {
@@ -538,7 +510,7 @@ static int build(ds_kubeconfig **out, const json_t *merged, const char *context,
 	int rc = -ENOMEM;
 
 	if (!context || !context[0])
-		context = str_field(merged, "current-context");
+		context = ds_kubeconfig_str_field(merged, "current-context");
 	if (!context) {
 		ds_err_set(err, "%s: no current-context and no --context given", files);
 		return -ENOENT;
@@ -549,8 +521,8 @@ static int build(ds_kubeconfig **out, const json_t *merged, const char *context,
 		return -ENOENT;
 	}
 	ctx = json_object_get(ctx_e, "v");
-	cl_name = str_field(ctx, "cluster");
-	us_name = str_field(ctx, "user");
+	cl_name = ds_kubeconfig_str_field(ctx, "cluster");
+	us_name = ds_kubeconfig_str_field(ctx, "user");
 	cl_e = cl_name ? json_object_get(json_object_get(merged, "clusters"), cl_name) : NULL;
 	us_e = us_name ? json_object_get(json_object_get(merged, "users"), us_name) : NULL;
 	if (!cl_e) {
@@ -571,7 +543,7 @@ static int build(ds_kubeconfig **out, const json_t *merged, const char *context,
 	if (!kc)
 		return -ENOMEM;
 	snprintf(what, sizeof(what), "cluster '%s'", cl_name);
-	v = str_field(cl, "server");
+	v = ds_kubeconfig_str_field(cl, "server");
 	if (!v) {
 		ds_err_set(err, "%s: %s has no server", files, what);
 		rc = -EBADMSG;
@@ -580,11 +552,13 @@ static int build(ds_kubeconfig **out, const json_t *merged, const char *context,
 	if ((rc = normalize_server(v, &kc->server)) < 0)
 		goto out;
 	rc = -ENOMEM;
-	if (dupstr(&kc->context, context) < 0 ||
-	    dupstr(&kc->ns, str_field(ctx, "namespace") ? str_field(ctx, "namespace") : "default") <
-		0 ||
-	    dupstr(&kc->tls_server_name, str_field(cl, "tls-server-name")) < 0 ||
-	    dupstr(&kc->proxy_url, str_field(cl, "proxy-url")) < 0)
+	if (ds_kubeconfig_dupstr(&kc->context, context) < 0 ||
+	    ds_kubeconfig_dupstr(&kc->ns, ds_kubeconfig_str_field(ctx, "namespace")
+					      ? ds_kubeconfig_str_field(ctx, "namespace")
+					      : "default") < 0 ||
+	    ds_kubeconfig_dupstr(&kc->tls_server_name,
+				 ds_kubeconfig_str_field(cl, "tls-server-name")) < 0 ||
+	    ds_kubeconfig_dupstr(&kc->proxy_url, ds_kubeconfig_str_field(cl, "proxy-url")) < 0)
 		goto out;
 	rc = bool_field(cl, "insecure-skip-tls-verify", &kc->insecure, what, err);
 	if (rc < 0)
@@ -623,9 +597,9 @@ static int build(ds_kubeconfig **out, const json_t *merged, const char *context,
 			goto out;
 		}
 		rc = -ENOMEM;
-		if (dupstr(&kc->token, str_field(us, "token")) < 0)
+		if (ds_kubeconfig_dupstr(&kc->token, ds_kubeconfig_str_field(us, "token")) < 0)
 			goto out;
-		v = str_field(us, "tokenFile");
+		v = ds_kubeconfig_str_field(us, "tokenFile");
 		if (v && !(kc->token_file = resolve(us_dir, v)))
 			goto out;
 		if (json_is_object(x)) {
@@ -633,10 +607,10 @@ static int build(ds_kubeconfig **out, const json_t *merged, const char *context,
 						 "insecure-skip-tls-verify", kc->insecure);
 			if (!cluster_info)
 				goto out;
-			if (str_field(cl, "certificate-authority-data"))
-				json_object_set_new(
-				    cluster_info, "certificate-authority-data",
-				    json_string(str_field(cl, "certificate-authority-data")));
+			if (ds_kubeconfig_str_field(cl, "certificate-authority-data"))
+				json_object_set_new(cluster_info, "certificate-authority-data",
+						    json_string(ds_kubeconfig_str_field(
+							cl, "certificate-authority-data")));
 			if (kc->tls_server_name)
 				json_object_set_new(cluster_info, "tls-server-name",
 						    json_string(kc->tls_server_name));
@@ -759,7 +733,7 @@ int ds_kubeconfig_in_cluster(ds_kubeconfig **out, const char *sa_dir, ds_err *er
 		p = NULL;
 		goto out;
 	}
-	rc = read_file(p, MAX_FILE, &kc->ca_pem, NULL, err);
+	rc = ds_kubeconfig_read_file(p, MAX_FILE, &kc->ca_pem, NULL, err);
 	if (rc < 0)
 		goto out;
 	free(p);
@@ -768,7 +742,7 @@ int ds_kubeconfig_in_cluster(ds_kubeconfig **out, const char *sa_dir, ds_err *er
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (read_file(p, 4096, &ns, NULL, NULL) == 0) {
+	if (ds_kubeconfig_read_file(p, 4096, &ns, NULL, NULL) == 0) {
 		ns[strcspn(ns, " \r\n\t")] = '\0';
 		if (ns[0]) {
 			kc->ns = ns;
@@ -858,399 +832,4 @@ const char *ds_kubeconfig_auth_kind(const ds_kubeconfig *kc)
 unsigned ds_kubeconfig_exec_runs(const ds_kubeconfig *kc)
 {
 	return kc->exec_runs;
-}
-
-/* ---- time ----------------------------------------------------------------- */
-
-int ds_kube_time_parse(const char *s, time_t *out)
-{
-	struct tm tm;
-	const char *p;
-	long off = 0;
-	time_t t;
-
-	memset(&tm, 0, sizeof(tm));
-	if (!s)
-		return -EINVAL;
-	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!p)
-		return -EINVAL;
-	if (*p == '.') {
-		p++;
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int hh, mm;
-		char sign = *p;
-		if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2 || hh > 23 || mm > 59)
-			return -EINVAL;
-		off = (hh * 3600L + mm * 60L) * (sign == '+' ? 1 : -1);
-		p += 6;
-	} else {
-		return -EINVAL;
-	}
-	if (*p)
-		return -EINVAL;
-	t = timegm(&tm);
-	if (t == (time_t)-1)
-		return -EINVAL;
-	*out = t - off;
-	return 0;
-}
-
-/* ---- credentials ------------------------------------------------------------ */
-
-/* Run the exec plugin; stdout and stderr captured (bounded), killed after a timeout. */
-static int exec_run(const struct exec_plugin *e, char **out_stdout, char **out_stderr, int *status,
-		    ds_err *err)
-{
-	posix_spawn_file_actions_t fa;
-	int outp[2] = {-1, -1}, errp[2] = {-1, -1};
-	char **envp = NULL, *bufs[2] = {NULL, NULL}, *info = NULL;
-	size_t lens[2] = {0, 0}, nenv = 0, k = 0;
-	bool fa_init = false;
-	pid_t pid = -1;
-	int rc = -ENOMEM, wst = 0;
-	int64_t deadline;
-
-	for (char **p = environ; *p; p++)
-		nenv++;
-	for (char **p = e->env; *p; p++)
-		nenv++;
-	envp = calloc(nenv + 2, sizeof(char *));
-	if (!envp || asprintf(&info, "KUBERNETES_EXEC_INFO=%s", e->exec_info) < 0) {
-		info = NULL;
-		goto out;
-	}
-	/* the plugin's env entries override the inherited environment */
-	for (char **p = environ; *p; p++) {
-		size_t nl = strcspn(*p, "=");
-		bool overridden = strncmp(*p, "KUBERNETES_EXEC_INFO=", 21) == 0;
-		for (char **q = e->env; *q && !overridden; q++)
-			overridden = strncmp(*p, *q, nl + 1) == 0;
-		if (!overridden)
-			envp[k++] = *p;
-	}
-	for (char **q = e->env; *q; q++)
-		envp[k++] = *q;
-	envp[k++] = info;
-	envp[k] = NULL;
-	for (int i = 0; i < 2; i++)
-		if (!(bufs[i] = malloc(4096)))
-			goto out;
-	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (posix_spawn_file_actions_init(&fa) != 0)
-		goto out;
-	fa_init = true;
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
-	rc = posix_spawnp(&pid, e->command, &fa, NULL, e->argv, envp);
-	if (rc != 0) {
-		ds_err_set(err, "exec plugin %s: cannot run: %s%s%s", e->command, strerror(rc),
-			   e->install_hint ? "; " : "", e->install_hint ? e->install_hint : "");
-		rc = -rc;
-		pid = -1;
-		goto out;
-	}
-	close(outp[1]);
-	close(errp[1]);
-	outp[1] = errp[1] = -1;
-	deadline = ds_deadline_in(EXEC_TIMEOUT_MS);
-	{
-		struct pollfd pf[2] = {{outp[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
-		size_t caps[2] = {4096, 4096};
-		int open_fds = 2;
-
-		while (open_fds > 0) {
-			int n;
-
-			if (ds_deadline_passed(deadline)) {
-				kill(pid, SIGKILL);
-				ds_err_set(err, "exec plugin %s: no answer within %d s", e->command,
-					   EXEC_TIMEOUT_MS / 1000);
-				rc = -ETIMEDOUT;
-				goto out;
-			}
-			n = poll(pf, 2, (int)ds_deadline_left(deadline));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0) {
-				rc = -errno;
-				goto out;
-			}
-			for (int i = 0; i < 2; i++) {
-				ssize_t r;
-				if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-					continue;
-				if (caps[i] - lens[i] < 1024) {
-					if (caps[i] >= MAX_EXEC_OUTPUT) {
-						kill(pid, SIGKILL);
-						ds_err_set(err, "exec plugin %s: output too large",
-							   e->command);
-						rc = -E2BIG;
-						goto out;
-					}
-					if (ds_grow((void **)&bufs[i], &caps[i], caps[i] * 2, 1) <
-					    0) {
-						rc = -ENOMEM;
-						goto out;
-					}
-				}
-				r = read(pf[i].fd, bufs[i] + lens[i], caps[i] - lens[i] - 1);
-				if (r > 0) {
-					lens[i] += (size_t)r;
-				} else if (r == 0 || errno != EINTR) {
-					pf[i].fd = -1;
-					open_fds--;
-				}
-			}
-		}
-	}
-	while (waitpid(pid, &wst, 0) < 0) {
-		if (errno != EINTR) {
-			rc = -errno;
-			pid = -1;
-			goto out;
-		}
-	}
-	pid = -1;
-	bufs[0][lens[0]] = '\0';
-	bufs[1][lens[1]] = '\0';
-	*status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
-	*out_stdout = bufs[0];
-	*out_stderr = bufs[1];
-	bufs[0] = bufs[1] = NULL;
-	rc = 0;
-out:
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
-	if (fa_init)
-		posix_spawn_file_actions_destroy(&fa);
-	for (int i = 0; i < 2; i++) {
-		if (outp[i] >= 0)
-			close(outp[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
-	}
-	free(bufs[0]);
-	free(bufs[1]);
-	free(info);
-	free(envp);
-	return rc;
-}
-
-static void first_line(const char *s, char *dst, size_t size)
-{
-	size_t n = strcspn(s, "\n");
-
-	if (n >= size)
-		n = size - 1;
-	memcpy(dst, s, n);
-	dst[n] = '\0';
-}
-
-/* Parse an ExecCredential answer into creds/expiry. */
-static int exec_parse_answer(const struct exec_plugin *e, const char *text,
-			     ds_kube_credentials *creds, time_t *expiry, ds_err *err)
-{
-	json_t *doc = NULL, *st;
-	const char *api, *kind, *tok, *cert, *key, *exp;
-	json_error_t je;
-	int rc = -EBADMSG;
-
-	doc = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-	if (!json_is_object(doc)) {
-		ds_err_set(err, "exec plugin %s: output is not an ExecCredential JSON object: %s",
-			   e->command, doc ? "not an object" : je.text);
-		goto out;
-	}
-	api = json_string_value(json_object_get(doc, "apiVersion"));
-	kind = json_string_value(json_object_get(doc, "kind"));
-	if (!kind || strcmp(kind, "ExecCredential") != 0) {
-		ds_err_set(err, "exec plugin %s: kind is '%s', expected ExecCredential", e->command,
-			   kind ? kind : "");
-		goto out;
-	}
-	if (!api || strcmp(api, e->api_version) != 0) {
-		ds_err_set(err, "exec plugin %s: answered apiVersion '%s', configured '%s'",
-			   e->command, api ? api : "", e->api_version);
-		goto out;
-	}
-	st = json_object_get(doc, "status");
-	if (!json_is_object(st)) {
-		ds_err_set(err, "exec plugin %s: ExecCredential has no status", e->command);
-		goto out;
-	}
-	tok = str_field(st, "token");
-	cert = str_field(st, "clientCertificateData");
-	key = str_field(st, "clientKeyData");
-	exp = str_field(st, "expirationTimestamp");
-	if (!tok && !(cert && key)) {
-		ds_err_set(err,
-			   "exec plugin %s: status has neither a token nor clientCertificateData "
-			   "and clientKeyData",
-			   e->command);
-		goto out;
-	}
-	if (!cert != !key) {
-		ds_err_set(err,
-			   "exec plugin %s: clientCertificateData and clientKeyData go together",
-			   e->command);
-		goto out;
-	}
-	*expiry = 0;
-	if (exp && ds_kube_time_parse(exp, expiry) < 0) {
-		ds_err_set(err, "exec plugin %s: expirationTimestamp '%s' is not RFC 3339",
-			   e->command, exp);
-		goto out;
-	}
-	rc = -ENOMEM;
-	if (dupstr(&creds->token, tok) < 0 || dupstr(&creds->cert_pem, cert) < 0 ||
-	    dupstr(&creds->key_pem, key) < 0) {
-		ds_kube_credentials_dispose(creds);
-		goto out;
-	}
-	rc = 0;
-out:
-	json_decref(doc);
-	return rc;
-}
-
-/* With kc->lock held. */
-static int exec_credentials(ds_kubeconfig *kc, ds_err *err)
-{
-	char *out_s = NULL, *err_s = NULL, line[200];
-	ds_kube_credentials fresh = {0};
-	time_t expiry = 0;
-	int status = 0, rc;
-
-	if (kc->cached_valid && (kc->cached_expiry == 0 || time(NULL) < kc->cached_expiry))
-		return 0;
-	rc = exec_run(kc->exec, &out_s, &err_s, &status, err);
-	if (rc < 0)
-		goto out;
-	kc->exec_runs++;
-	if (status != 0) {
-		first_line(err_s, line, sizeof(line));
-		ds_err_set(err, "exec plugin %s exited with %d: %s%s%s", kc->exec->command, status,
-			   line, kc->exec->install_hint ? "; " : "",
-			   kc->exec->install_hint ? kc->exec->install_hint : "");
-		rc = -EACCES;
-		goto out;
-	}
-	rc = exec_parse_answer(kc->exec, out_s, &fresh, &expiry, err);
-	if (rc < 0)
-		goto out;
-	ds_kube_credentials_dispose(&kc->cached);
-	kc->cached = fresh;
-	kc->cached_expiry = expiry;
-	kc->cached_valid = true;
-out:
-	if (out_s)
-		explicit_bzero(out_s, strlen(out_s));
-	free(out_s);
-	free(err_s);
-	return rc;
-}
-
-/* With kc->lock held: re-read the token file when it changed (rotation). */
-static int file_token(ds_kubeconfig *kc, ds_err *err)
-{
-	struct stat st;
-	char *buf = NULL;
-	size_t n;
-	int rc;
-
-	if (stat(kc->token_file, &st) < 0) {
-		rc = -errno;
-		ds_err_set(err, "token file %s: %s", kc->token_file, strerror(errno));
-		return rc;
-	}
-	if (kc->file_valid && st.st_ino == kc->file_stat.st_ino &&
-	    st.st_dev == kc->file_stat.st_dev && st.st_size == kc->file_stat.st_size &&
-	    st.st_mtim.tv_sec == kc->file_stat.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == kc->file_stat.st_mtim.tv_nsec)
-		return 0;
-	rc = read_file(kc->token_file, 1u << 20, &buf, &n, err);
-	if (rc < 0)
-		return rc;
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	if (n == 0) {
-		free(buf);
-		ds_err_set(err, "token file %s is empty", kc->token_file);
-		return -EBADMSG;
-	}
-	if (kc->file_token)
-		explicit_bzero(kc->file_token, strlen(kc->file_token));
-	free(kc->file_token);
-	kc->file_token = buf;
-	kc->file_stat = st;
-	kc->file_valid = true;
-	return 0;
-}
-
-int ds_kubeconfig_credentials(ds_kubeconfig *kc, ds_kube_credentials *out, ds_err *err)
-{
-	ds_kube_credentials c = {0};
-	const char *tok = kc->token, *cert = kc->cert_pem, *key = kc->key_pem;
-	int rc;
-
-	pthread_mutex_lock(&kc->lock);
-	if (kc->exec) {
-		rc = exec_credentials(kc, err);
-		if (rc < 0)
-			goto out;
-		/* the plugin's answer wins over static fields, as in client-go */
-		if (kc->cached.token)
-			tok = kc->cached.token;
-		if (kc->cached.cert_pem) {
-			cert = kc->cached.cert_pem;
-			key = kc->cached.key_pem;
-		}
-	}
-	if (kc->token_file && !(kc->exec && kc->cached.token)) {
-		/* as client-go: the file, when it could be read, wins over `token` */
-		rc = file_token(kc, err);
-		if (rc == 0 || kc->file_token)
-			tok = kc->file_token;
-		else if (!kc->token)
-			goto out;
-	}
-	rc = -ENOMEM;
-	if (dupstr(&c.token, tok) < 0 || dupstr(&c.cert_pem, cert) < 0 ||
-	    dupstr(&c.key_pem, key) < 0) {
-		ds_kube_credentials_dispose(&c);
-		goto out;
-	}
-	*out = c;
-	rc = 0;
-out:
-	pthread_mutex_unlock(&kc->lock);
-	return ds_err_fallback(err, rc);
-}
-
-bool ds_kubeconfig_invalidate(ds_kubeconfig *kc)
-{
-	bool fresh = false;
-
-	pthread_mutex_lock(&kc->lock);
-	if (kc->exec && kc->cached_valid) {
-		kc->cached_valid = false;
-		fresh = true;
-	}
-	/* a token file is re-read anyway when it changes; read it again regardless */
-	if (kc->token_file)
-		kc->file_valid = false;
-	pthread_mutex_unlock(&kc->lock);
-	return fresh;
 }
