@@ -34,12 +34,6 @@ void ds_ledger_records_free(ds_ledger_records *r)
 	free(r); /* the statements are the store's */
 }
 
-static int use(ds_ledger_records *r, ds_store_stmt **slot, const char *sql, sqlite3_stmt **q,
-	       ds_err *err)
-{
-	return ds_store_stmt_lazy(r->st, slot, sql, q, err);
-}
-
 static const char *text(sqlite3_stmt *q, int i)
 {
 	return (const char *)sqlite3_column_text(q, i);
@@ -98,9 +92,9 @@ int ds_ledger_records_after(ds_ledger_records *r, int64_t after, int limit, ds_l
 			    void *ud, ds_err *err)
 {
 	sqlite3_stmt *q;
-	int rc = use(r, &r->after,
-		     "SELECT " LIGHT_COLS " FROM records r WHERE r.id > ? ORDER BY r.id LIMIT ?",
-		     &q, err);
+	int rc = ds_store_stmt_lazy(
+	    r->st, &r->after,
+	    "SELECT " LIGHT_COLS " FROM records r WHERE r.id > ? ORDER BY r.id LIMIT ?", &q, err);
 
 	if (rc < 0)
 		return rc;
@@ -113,10 +107,11 @@ int ds_ledger_records_pending(ds_ledger_records *r, int64_t after, ds_ledger_rec
 			      ds_err *err)
 {
 	sqlite3_stmt *q;
-	int rc = use(r, &r->pending,
-		     "SELECT " FULL_COLS " FROM records r LEFT JOIN sources s ON s.name = r.source"
-		     " WHERE r.id > ? AND r." APPLIED_OPS " ORDER BY r.id",
-		     &q, err);
+	int rc = ds_store_stmt_lazy(r->st, &r->pending,
+				    "SELECT " FULL_COLS
+				    " FROM records r LEFT JOIN sources s ON s.name = r.source"
+				    " WHERE r.id > ? AND r." APPLIED_OPS " ORDER BY r.id",
+				    &q, err);
 
 	if (rc < 0)
 		return rc;
@@ -128,10 +123,11 @@ int ds_ledger_record_get(ds_ledger_records *r, int64_t id, ds_ledger_record_fn f
 			 ds_err *err)
 {
 	sqlite3_stmt *q;
-	int rc = use(r, &r->get,
-		     "SELECT " FULL_COLS " FROM records r LEFT JOIN sources s ON s.name = r.source"
-		     " WHERE r.id = ?",
-		     &q, err);
+	int rc = ds_store_stmt_lazy(r->st, &r->get,
+				    "SELECT " FULL_COLS
+				    " FROM records r LEFT JOIN sources s ON s.name = r.source"
+				    " WHERE r.id = ?",
+				    &q, err);
 
 	if (rc < 0)
 		return rc;
@@ -143,7 +139,8 @@ int ds_ledger_record_origin(ds_ledger_records *r, int64_t id, char *source, size
 			    int64_t *epoch, int64_t *seq, ds_err *err)
 {
 	sqlite3_stmt *q;
-	int rc = use(r, &r->origin, "SELECT source, epoch, seq FROM records WHERE id = ?", &q, err);
+	int rc = ds_store_stmt_lazy(r->st, &r->origin,
+				    "SELECT source, epoch, seq FROM records WHERE id = ?", &q, err);
 
 	if (rc < 0)
 		return rc;
@@ -166,12 +163,13 @@ int ds_ledger_records_backlog(ds_ledger_records *r, int64_t after, const char *s
 {
 	ds_store_stmt **slot = source ? &r->backlog : &r->backlog_all;
 	sqlite3_stmt *q;
-	int rc = use(r, slot,
-		     source ? "SELECT count(*), coalesce(min(committed_at), 0) FROM records"
-			      " WHERE id > ?1 AND " APPLIED_OPS " AND source = ?2"
-			    : "SELECT count(*), coalesce(min(committed_at), 0) FROM records"
-			      " WHERE id > ?1 AND " APPLIED_OPS,
-		     &q, err);
+	int rc = ds_store_stmt_lazy(
+	    r->st, slot,
+	    source ? "SELECT count(*), coalesce(min(committed_at), 0) FROM records"
+		     " WHERE id > ?1 AND " APPLIED_OPS " AND source = ?2"
+		   : "SELECT count(*), coalesce(min(committed_at), 0) FROM records"
+		     " WHERE id > ?1 AND " APPLIED_OPS,
+	    &q, err);
 
 	if (rc < 0)
 		return rc;
@@ -195,9 +193,9 @@ int ds_ledger_manifest_each(ds_ledger_records *r, const char *source, int64_t ep
 			    int (*fn)(void *ud, const char *key), void *ud, ds_err *err)
 {
 	sqlite3_stmt *q;
-	int rc =
-	    use(r, &r->manifest,
-		"SELECT key FROM manifests WHERE source = ? AND epoch = ? AND seq = ?", &q, err);
+	int rc = ds_store_stmt_lazy(
+	    r->st, &r->manifest,
+	    "SELECT key FROM manifests WHERE source = ? AND epoch = ? AND seq = ?", &q, err);
 	int n = 0;
 
 	if (rc < 0)
@@ -223,10 +221,11 @@ int ds_ledger_sources_each(ds_ledger_records *r,
 			   ds_err *err)
 {
 	sqlite3_stmt *q;
-	int rc = use(r, &r->sources,
-		     "SELECT name, cluster_name, epoch, committed_seq, coalesce(updated_at, 0)"
-		     " FROM sources ORDER BY name",
-		     &q, err);
+	int rc = ds_store_stmt_lazy(
+	    r->st, &r->sources,
+	    "SELECT name, cluster_name, epoch, committed_seq, coalesce(updated_at, 0)"
+	    " FROM sources ORDER BY name",
+	    &q, err);
 	int n = 0;
 
 	if (rc < 0)
