@@ -101,6 +101,7 @@ static int record(ds_applier *a, struct item *it, ds_err *err)
 	    [DS_APPLY_SKIPPED] = offsetof(ds_applier_stats, skipped),
 	    [DS_APPLY_DELETED] = offsetof(ds_applier_stats, deleted),
 	    [DS_APPLY_KEPT] = offsetof(ds_applier_stats, kept),
+	    [DS_APPLY_REFUSED] = offsetof(ds_applier_stats, refused),
 	};
 	size_t off = offs[it->out.state];
 

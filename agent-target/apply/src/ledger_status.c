@@ -141,7 +141,7 @@ static int read_items(sqlite3 *db, ds_ledger_status *st, size_t max, ds_err *err
 	    "SELECT source, kind, coalesce(target_namespace, namespace), coalesce(target_name, "
 	    "name),"
 	    " state, coalesce(reason, ''), coalesce(updated_at, 0) FROM object_state"
-	    " WHERE state IN ('waiting', 'failed') ORDER BY updated_at DESC, id DESC",
+	    " WHERE state IN ('waiting', 'failed', 'refused') ORDER BY updated_at DESC, id DESC",
 	    -1, &q, NULL);
 
 	if (rc != SQLITE_OK)
@@ -162,9 +162,11 @@ static int read_items(sqlite3 *db, ds_ledger_status *st, size_t max, ds_err *err
 		it->kind = dup_col(q, 1);
 		it->ns = dup_col(q, 2);
 		it->name = dup_col(q, 3);
-		it->state = strcmp((const char *)sqlite3_column_text(q, 4), "failed") == 0
-				? DS_APPLY_FAILED
-				: DS_APPLY_WAITING;
+		it->state = DS_APPLY_FAILED;
+		for (int s = 1; s < DS_APPLY_STATE_MAX; s++)
+			if (strcmp((const char *)sqlite3_column_text(q, 4),
+				   ds_apply_state_name((enum ds_apply_state)s)) == 0)
+				it->state = (enum ds_apply_state)s;
 		it->reason = dup_col(q, 5);
 		it->updated_at = sqlite3_column_int64(q, 6);
 	}

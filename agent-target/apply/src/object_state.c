@@ -15,7 +15,7 @@
 static const char *const ds_apply_state_table[DS_APPLY_STATE_MAX] = {
     [DS_APPLY_PENDING] = "pending", [DS_APPLY_APPLIED] = "applied", [DS_APPLY_WAITING] = "waiting",
     [DS_APPLY_FAILED] = "failed",   [DS_APPLY_HELD] = "held",	    [DS_APPLY_SKIPPED] = "skipped",
-    [DS_APPLY_DELETED] = "deleted", [DS_APPLY_KEPT] = "kept",
+    [DS_APPLY_DELETED] = "deleted", [DS_APPLY_KEPT] = "kept",	    [DS_APPLY_REFUSED] = "refused",
 };
 DS_DEFINE_STRING_TABLE_LOOKUP(ds_apply_state, enum ds_apply_state)
 

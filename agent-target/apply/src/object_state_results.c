@@ -29,6 +29,8 @@ static int result_status(enum ds_apply_state s)
 		return DS_RESULT_HELD;
 	case DS_APPLY_FAILED:
 		return DS_RESULT_FAILED;
+	case DS_APPLY_REFUSED:
+		return DS_RESULT_REFUSED;
 	case DS_APPLY_SKIPPED:
 	case DS_APPLY_KEPT:
 		return DS_RESULT_SKIPPED;

@@ -16,7 +16,7 @@ static const char *const ds_result_status_table[DS_RESULT_STATUS_MAX] = {
     [DS_RESULT_OK] = "ok",	     [DS_RESULT_DUPLICATE] = "duplicate",
     [DS_RESULT_FAILED] = "failed",   [DS_RESULT_SKIPPED] = "skipped",
     [DS_RESULT_APPLIED] = "applied", [DS_RESULT_WAITING] = "waiting",
-    [DS_RESULT_HELD] = "held",
+    [DS_RESULT_HELD] = "held",	     [DS_RESULT_REFUSED] = "refused",
 };
 DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_record_op, enum ds_record_op)
 DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_result_status, enum ds_result_status)

@@ -104,7 +104,7 @@ typedef struct ds_applier_stats {
 	uint64_t api_writes; /* apply, delete */
 	uint64_t api_reads;  /* get: preflight, tombstones, re-create */
 	uint64_t applied, unchanged, recreated, failed, waiting, retried, held, skipped;
-	uint64_t deleted, kept;
+	uint64_t deleted, kept, refused;
 	uint64_t ledger_full; /* passes whose outcomes the full ledger could not keep */
 } ds_applier_stats;
 

@@ -48,6 +48,7 @@ enum ds_apply_state {
 	DS_APPLY_SKIPPED,     /* not replicated (reason says why) */
 	DS_APPLY_DELETED,     /* tombstone: deleted on the target, or already gone */
 	DS_APPLY_KEPT,	      /* tombstone: the target object is not drasync's; left */
+	DS_APPLY_REFUSED, /* outside the source's grant (SPEC §5 trust boundary): nothing written */
 	DS_APPLY_STATE_MAX
 };
 

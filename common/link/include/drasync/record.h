@@ -30,6 +30,8 @@ enum ds_result_status {
 	DS_RESULT_APPLIED = 5, /* the object is on the target as the record says, or deleted */
 	DS_RESULT_WAITING = 6, /* a workload waits for objects it needs (message names them) */
 	DS_RESULT_HELD = 7,    /* standby: held in the target's ledger until failover */
+	/* outside what the target grants the source (SPEC §5 trust boundary): nothing written */
+	DS_RESULT_REFUSED = 8,
 	DS_RESULT_STATUS_MAX
 };
 
