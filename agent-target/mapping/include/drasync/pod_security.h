@@ -15,12 +15,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-enum ds_pss_level {
-	DS_PSS_PRIVILEGED,
-	DS_PSS_BASELINE,
-	DS_PSS_RESTRICTED,
-	DS_PSS_LEVEL_MAX
-};
+enum ds_pss_level { DS_PSS_PRIVILEGED, DS_PSS_BASELINE, DS_PSS_RESTRICTED, DS_PSS_LEVEL_MAX };
 
 /** "privileged", "baseline", "restricted". @return 0, or -EINVAL */
 int ds_pss_level_parse(const char *name, enum ds_pss_level *out);
