@@ -161,8 +161,9 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it);
  * @return 0, -ENOMEM */
 int ds_applier_check_first_write(ds_applier *a, struct item *it);
 
-/* A Namespace drasync applies: the source's pod-security.kubernetes.io labels dropped, and
- * on one drasync creates the enforce level of the source's grant. @return 0, -ENOMEM */
+/* A Namespace drasync applies: the source's pod-security.kubernetes.io labels dropped and
+ * the enforce level of the source's grant set (a Namespace drasync did not create is not
+ * written: see mark_created_namespace). @return 0, -ENOMEM */
 int ds_applier_namespace_labels(ds_applier *a, struct item *it);
 
 #endif

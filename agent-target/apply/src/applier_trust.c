@@ -230,8 +230,8 @@ int ds_applier_namespace_labels(ds_applier *a, struct item *it)
 	if (!ds_kind_is(ds_obj_kind(it->obj), DS_KIND_NAMESPACE))
 		return 0;
 	drop_psa_labels(it->obj);
-	if (!ds_obj_annotation(it->obj, DS_ANNOTATION_CREATED))
-		return 0;
+	/* Set on every Namespace prepared (so the hash follows the grant); one that exists and
+	 * that drasync did not create is not written at all (mark_created_namespace). */
 	level = ds_pss_level_name(ds_grant_pod_security(a->cfg.cfg, it->row->source));
 	if (ds_obj_set_label(it->obj, PSA_PREFIX "enforce", level) < 0 ||
 	    ds_obj_set_label(it->obj, PSA_PREFIX "enforce-version", "latest") < 0)
