@@ -9,6 +9,7 @@
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
 #include "drasync/log.h"
+#include "drasync/object_names.h"
 #include "drasync/pod_security.h" /* ds_pss_level_name */
 #include "drasync/source_grants.h"
 #include "drasync/transform.h"
@@ -47,24 +48,6 @@ static const char *shown(const char *s, char *buf, size_t size)
 	return buf;
 }
 
-/* What the API server would refuse as a name of kind (a label for a Namespace and a
- * Service, else a subdomain; never a path segment like . or ..). @return NULL or why */
-static const char *bad_name(const ds_kind *k, const char *name)
-{
-	if (!name || !name[0])
-		return "is empty";
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strpbrk(name, "/%"))
-		return "may not be '.', '..' or hold '/' or '%'";
-	if (k->id == DS_KIND_NAMESPACE || k->id == DS_KIND_SERVICE)
-		return ds_dns_label_valid(name)
-			   ? NULL
-			   : "is not a DNS-1123 label (at most 63 of a-z, 0-9, "
-			     "'-', alphanumeric at both ends)";
-	return ds_dns_subdomain_valid(name) ? NULL
-					    : "is not a DNS-1123 subdomain (at most 253 of a-z, "
-					      "0-9, '-', '.')";
-}
-
 static bool same(const char *a, const char *b)
 {
 	return strcmp(a ? a : "", b ? b : "") == 0;
@@ -83,7 +66,7 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it)
 	const ds_object_state_row *r = it->row;
 	const ds_target_config *cfg = a->cfg.cfg;
 	const ds_kind *k = ds_kind_from_name(r->kind);
-	const char *ns = r->ns && r->ns[0] ? r->ns : NULL, *why;
+	const char *ns = r->ns && r->ns[0] ? r->ns : NULL;
 	char q[200], q2[200], group[128], text[REASON_MAX];
 
 	group_of(r->api_version, group, sizeof(group));
@@ -93,16 +76,13 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it)
 				  shown(r->api_version, q2, sizeof(q2)));
 		return false;
 	}
-	if ((why = bad_name(k, r->name))) {
-		ds_applier_refuse(it, DS_REFUSAL_NAME, "%s name %s %s", k->name,
-				  shown(r->name, q, sizeof(q)), why);
+	if (ds_name_check(k->name, r->name, text, sizeof(text)) < 0) {
+		ds_applier_refuse(it, DS_REFUSAL_NAME, "%s", text);
 		return false;
 	}
-	if (k->namespaced && (!ns || !ds_dns_label_valid(ns))) {
-		ds_applier_refuse(it, DS_REFUSAL_NAME, "%s %s: namespace %s %s", k->name,
-				  shown(r->name, q, sizeof(q)), shown(ns, q2, sizeof(q2)),
-				  ns ? "is not a DNS-1123 label"
-				     : "is missing (the kind is namespaced)");
+	if (k->namespaced && ds_name_check_namespace(ns, text, sizeof(text)) < 0) {
+		ds_applier_refuse(it, DS_REFUSAL_NAME, "%s %s: %s", k->name,
+				  shown(r->name, q, sizeof(q)), text);
 		return false;
 	}
 	if (!k->namespaced && ns) {
