@@ -671,7 +671,7 @@ int ds_pss_check_pod_version(const json_t *meta, const json_t *spec, enum ds_pss
 {
 	struct pod p = {0};
 
-	if (!json_is_object(spec) || level >= DS_PSS_LEVEL_MAX)
+	if (!json_is_object(spec) || (unsigned)level >= DS_PSS_LEVEL_MAX)
 		return -EINVAL;
 	if (why && size)
 		why[0] = '\0';
@@ -718,6 +718,8 @@ int ds_pss_check_object(const json_t *obj, enum ds_pss_level level, char *why, s
 	const char *kind = ds_obj_kind(obj);
 	const json_t *holder;
 
+	if ((unsigned)level >= DS_PSS_LEVEL_MAX)
+		return -EINVAL;
 	if (why && size)
 		why[0] = '\0';
 	if (!kind)

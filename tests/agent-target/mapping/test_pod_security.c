@@ -365,6 +365,41 @@ static void test_pod_security__versions(void **state)
 	json_decref(pod);
 }
 
+/* Values of the wrong type (the API server would not decode them) count against the pod. */
+static void test_pod_security__wrong_types(void **state)
+{
+	(void)state;
+	assert_int_equal(check_yaml("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+				    "  containers:\n  - name: c\n    image: x\n"
+				    "    ports: [{containerPort: 80, hostPort: '80'}]\n"
+				    "    securityContext: {capabilities: {add: [7]}}\n"
+				    "  volumes:\n  - {name: v, hostPath: 1}\n",
+				    DS_PSS_BASELINE),
+			 1);
+	assert_string_equal(why, "capability ? added to container c violates podSecurity baseline; "
+				 "hostPath volume v violates podSecurity baseline; hostPort of "
+				 "container c violates podSecurity baseline");
+	/* null is unset, as the API server reads it */
+	assert_int_equal(check_yaml("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+				    "  hostNetwork: null\n  securityContext: null\n"
+				    "  containers:\n  - {name: c, image: x, securityContext: "
+				    "{privileged: null, procMount: null}}\n"
+				    "  volumes:\n  - {name: v, hostPath: null}\n",
+				    DS_PSS_BASELINE),
+			 0);
+	/* only hostUsers: false is a user namespace */
+	assert_int_equal(check_yaml(RESTRICTED_POD("  hostUsers: 'false'\n",
+						   ", runAsUser: 0, runAsNonRoot: false"),
+				    DS_PSS_RESTRICTED),
+			 1);
+	assert_string_equal(why, "runAsNonRoot=false container c violates podSecurity restricted; "
+				 "runAsUser=0 container c violates podSecurity restricted");
+	assert_int_equal(check_yaml(RESTRICTED_POD("  hostUsers: false\n",
+						   ", runAsUser: 0, runAsNonRoot: false"),
+				    DS_PSS_RESTRICTED),
+			 0);
+}
+
 /* ---- each workload kind ---- */
 
 #define BAD_TEMPLATE                                                                               \
@@ -462,6 +497,9 @@ static void test_pod_security__levels(void **state)
 	assert_int_equal(ds_pss_level_parse(NULL, &l), -EINVAL);
 	assert_int_equal(l, DS_PSS_PRIVILEGED);
 	assert_string_equal(ds_pss_level_name(DS_PSS_BASELINE), "baseline");
+	assert_int_equal(
+	    check_yaml("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", DS_PSS_LEVEL_MAX),
+	    -EINVAL);
 	assert_string_equal(ds_pss_level_name(DS_PSS_LEVEL_MAX), "unknown");
 }
 
@@ -473,6 +511,7 @@ int main(void)
 	    cmocka_unit_test(test_pod_security__messages),
 	    cmocka_unit_test(test_pod_security__message_truncated),
 	    cmocka_unit_test(test_pod_security__versions),
+	    cmocka_unit_test(test_pod_security__wrong_types),
 	    cmocka_unit_test(test_pod_security__workload_kinds),
 	    cmocka_unit_test(test_pod_security__kinds_without_pods),
 	    cmocka_unit_test(test_pod_security__levels),

@@ -43,8 +43,10 @@ const char *ds_pss_level_name(enum ds_pss_level level);
  * Check one pod: its metadata (annotations; may be NULL) and its spec against
  * level. On a violation why holds every violated check, the first one first,
  * in the form "privileged container c violates podSecurity baseline"
- * (several joined by "; ").
- * @return 0 allowed, 1 a violation, -EINVAL when spec is not an object, -ENOMEM
+ * (several joined by "; "), cut to size (always NUL-terminated; why may be
+ * NULL); "" when allowed.
+ * @return 0 allowed, 1 a violation, -EINVAL when spec is not an object or
+ *         level is outside the enum
  */
 int ds_pss_check_pod(const json_t *meta, const json_t *spec, enum ds_pss_level level, char *why,
 		     size_t size);
@@ -64,7 +66,10 @@ int ds_pss_check_pod_version(const json_t *meta, const json_t *spec, enum ds_pss
  * scheduling policies), so they have none, as has any other kind: allowed.
  * A kind is taken as the built-in one unless its apiVersion names another
  * group; a workload without a pod template has nothing to check.
- * @return 0 allowed, 1 a violation (why as ds_pss_check_pod()), -ENOMEM
+ * (ReplicationController and PodTemplate carry pod templates too, but drasync
+ * does not replicate them: kinds.h.)
+ * @return 0 allowed, 1 a violation (why as ds_pss_check_pod()), -EINVAL for a
+ *         level outside the enum
  */
 int ds_pss_check_object(const json_t *obj, enum ds_pss_level level, char *why, size_t size);
 
