@@ -60,28 +60,39 @@ struct pod {
 	unsigned found;
 };
 
+/* Append to why, cut at its size (p->size is 0 without a why). */
+static void __attribute__((format(printf, 2, 0))) vput(struct pod *p, const char *fmt, va_list ap)
+{
+	size_t room = p->size - p->len;
+	int n;
+
+	if (room <= 1)
+		return;
+	n = vsnprintf(p->why + p->len, room, fmt, ap);
+	if (n > 0)
+		p->len += (size_t)n < room ? (size_t)n : room - 1;
+}
+
+static void __attribute__((format(printf, 2, 3))) put(struct pod *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vput(p, fmt, ap);
+	va_end(ap);
+}
+
 /* Record one violation: the sentence's subject from fmt, then the verdict. */
 static void __attribute__((format(printf, 2, 3))) add(struct pod *p, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
-	p->found++;
-	if (!p->why || p->len + 1 >= p->size)
-		return;
-	if (p->found > 1) {
-		n = snprintf(p->why + p->len, p->size - p->len, "; ");
-		p->len += (size_t)n < p->size - p->len ? (size_t)n : p->size - p->len - 1;
-	}
+	if (p->found++)
+		put(p, "; ");
 	va_start(ap, fmt);
-	n = vsnprintf(p->why + p->len, p->size - p->len, fmt, ap);
+	vput(p, fmt, ap);
 	va_end(ap);
-	if (n > 0)
-		p->len += (size_t)n < p->size - p->len ? (size_t)n : p->size - p->len - 1;
-	n = snprintf(p->why + p->len, p->size - p->len, " violates podSecurity %s",
-		     ds_pss_level_name(p->level));
-	if (n > 0)
-		p->len += (size_t)n < p->size - p->len ? (size_t)n : p->size - p->len - 1;
+	put(p, " violates podSecurity %s", ds_pss_level_name(p->level));
 }
 
 /* Member key when present and not null (JSON null is "unset", as upstream decodes it). */
@@ -111,6 +122,45 @@ static bool in_list(const char *s, const char *const *list)
 		if (strcmp(s, *list) == 0)
 			return true;
 	return false;
+}
+
+/* A value allowed from a minor version on. */
+struct since {
+	const char *name;
+	int minor;
+};
+
+static bool allowed_at(const json_t *v, const struct since *list, size_t n, int minor)
+{
+	if (!json_is_string(v))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (minor >= list[i].minor && strcmp(json_string_value(v), list[i].name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * An annotation's value as upstream decodes it: null is "" (a map of strings);
+ * NULL for any other type, which the API server would refuse.
+ */
+static const char *annotation_text(const json_t *v)
+{
+	if (json_is_null(v))
+		return "";
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/*
+ * The profile types AppArmor (appArmorProfile) and seccomp (seccompProfile,
+ * from 1.19) allow: RuntimeDefault and Localhost, not Unconfined. A profile
+ * without a type has type "", which is not allowed either.
+ */
+static bool profile_ok(const json_t *profile)
+{
+	const char *t = text(member(profile, "type"));
+
+	return strcmp(t, "RuntimeDefault") == 0 || strcmp(t, "Localhost") == 0;
 }
 
 typedef void (*visit_fn)(struct pod *p, const json_t *c, const char *name);
@@ -143,20 +193,16 @@ static const json_t *csc(const json_t *c)
 
 /* ---- baseline ---- */
 
-/* appArmorProfile, 1.0+: fields RuntimeDefault or Localhost; beta annotations runtime/default,
- * localhost/..., "". */
-static bool apparmor_type_ok(const json_t *profile)
-{
-	const char *t = text(member(profile, "type"));
-
-	return strcmp(t, "RuntimeDefault") == 0 || strcmp(t, "Localhost") == 0;
-}
+/*
+ * appArmorProfile, 1.0+: the fields as profile_ok(); the beta annotations
+ * runtime/default, localhost/... or "".
+ */
 
 static void apparmor_container(struct pod *p, const json_t *c, const char *name)
 {
 	const json_t *profile = member(csc(c), "appArmorProfile");
 
-	if (profile && !apparmor_type_ok(profile))
+	if (profile && !profile_ok(profile))
 		add(p, "AppArmor profile '%s' of container %s", text(member(profile, "type")),
 		    name);
 }
@@ -169,13 +215,13 @@ static void check_apparmor(struct pod *p)
 	const char *key;
 	const json_t *v;
 
-	if (profile && !apparmor_type_ok(profile))
+	if (profile && !profile_ok(profile))
 		add(p, "AppArmor profile '%s' of pod", text(member(profile, "type")));
 	each_container(p, apparmor_container);
 	if (!json_is_object(annotations))
 		return;
 	json_object_foreach ((json_t *)annotations, key, v) {
-		const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+		const char *s = annotation_text(v);
 
 		if (!starts_with(key, prefix))
 			continue;
@@ -303,17 +349,17 @@ static void check_proc_mount(struct pod *p)
 /* seLinuxOptions, 1.0+: type from a short list (container_engine_t from 1.31), no user, no role. */
 static void selinux(struct pod *p, const json_t *opts, const char *subject, const char *name)
 {
-	static const char *const types_1_0[] = {"", "container_t", "container_init_t",
-						"container_kvm_t", NULL};
-	static const char *const types_1_31[] = {
-	    "", "container_t", "container_init_t", "container_kvm_t", "container_engine_t", NULL};
+	static const struct since types[] = {{"", 0},
+					     {"container_t", 0},
+					     {"container_init_t", 0},
+					     {"container_kvm_t", 0},
+					     {"container_engine_t", 31}};
 	const json_t *type = member(opts, "type");
 	static const char *const others[] = {"user", "role"};
 
 	if (!opts)
 		return;
-	if (type && !(json_is_string(type) &&
-		      in_list(json_string_value(type), p->minor >= 31 ? types_1_31 : types_1_0)))
+	if (type && !allowed_at(type, types, DS_ELEMENTSOF(types), p->minor))
 		add(p, "SELinux type '%s' of %s%s", text(type), subject, name);
 	for (size_t i = 0; i < DS_ELEMENTSOF(others); i++) {
 		const json_t *v = member(opts, others[i]);
@@ -336,20 +382,14 @@ static void check_selinux(struct pod *p)
 
 /*
  * seccompProfile_baseline: before 1.19 the alpha annotations (runtime/default,
- * docker/default or localhost/...); from 1.19 the fields, anything but Unconfined
- * (RuntimeDefault, Localhost).
+ * docker/default or localhost/..., when set); from 1.19 the fields, as
+ * profile_ok() when set.
  */
-static bool seccomp_type_ok(const json_t *profile)
-{
-	const char *t = text(member(profile, "type"));
-
-	return strcmp(t, "RuntimeDefault") == 0 || strcmp(t, "Localhost") == 0;
-}
-
 static void seccomp_annotation(struct pod *p, const char *key)
 {
-	const json_t *v = member(member(p->meta, "annotations"), key);
-	const char *s = v && json_is_string(v) ? json_string_value(v) : NULL;
+	const json_t *annotations = member(p->meta, "annotations");
+	const json_t *v = json_is_object(annotations) ? json_object_get(annotations, key) : NULL;
+	const char *s = annotation_text(v);
 
 	if (!v || (s && (strcmp(s, "runtime/default") == 0 || strcmp(s, "docker/default") == 0 ||
 			 starts_with(s, "localhost/"))))
@@ -370,7 +410,7 @@ static void seccomp_container(struct pod *p, const json_t *c, const char *name)
 {
 	const json_t *profile = member(csc(c), "seccompProfile");
 
-	if (profile && !seccomp_type_ok(profile))
+	if (profile && !profile_ok(profile))
 		add(p, "seccomp profile '%s' of container %s", text(member(profile, "type")), name);
 }
 
@@ -383,16 +423,13 @@ static void check_seccomp_baseline(struct pod *p)
 		each_container(p, seccomp_annotation_container);
 		return;
 	}
-	if (profile && !seccomp_type_ok(profile))
+	if (profile && !profile_ok(profile))
 		add(p, "seccomp profile '%s' of pod", text(member(profile, "type")));
 	each_container(p, seccomp_container);
 }
 
 /* sysctls: the namespaced, isolated ones, a set that grew in 1.27, 1.29, 1.32 and 1.37. */
-static const struct {
-	const char *name;
-	int since;
-} safe_sysctls[] = {
+static const struct since safe_sysctls[] = {
     {"kernel.shm_rmid_forced", 0},
     {"net.ipv4.ip_local_port_range", 0},
     {"net.ipv4.tcp_syncookies", 0},
@@ -409,14 +446,6 @@ static const struct {
     {"net.ipv4.tcp_notsent_lowat", 37},
 };
 
-static bool sysctl_safe(const char *name, int minor)
-{
-	for (size_t i = 0; i < DS_ELEMENTSOF(safe_sysctls); i++)
-		if (minor >= safe_sysctls[i].since && strcmp(name, safe_sysctls[i].name) == 0)
-			return true;
-	return false;
-}
-
 static void check_sysctls(struct pod *p)
 {
 	const json_t *list = member(p->sc, "sysctls");
@@ -430,7 +459,7 @@ static void check_sysctls(struct pod *p)
 	json_array_foreach (list, i, s) {
 		const json_t *name = member(s, "name");
 
-		if (json_is_string(name) && sysctl_safe(json_string_value(name), p->minor))
+		if (allowed_at(name, safe_sysctls, DS_ELEMENTSOF(safe_sysctls), p->minor))
 			continue;
 		add(p, "sysctl %s", text(name));
 	}
@@ -593,7 +622,7 @@ static void seccomp_required_container(struct pod *p, const json_t *c, const cha
 {
 	const json_t *profile = member(csc(c), "seccompProfile");
 
-	if (profile && !seccomp_type_ok(profile))
+	if (profile && !profile_ok(profile))
 		add(p, "seccomp profile '%s' of container %s", text(member(profile, "type")), name);
 	else if (!profile && !p->pod_set)
 		add(p, "seccomp profile unset on pod and container %s", name);
@@ -609,9 +638,9 @@ static void check_seccomp(struct pod *p)
 	}
 	if (p->minor >= 25 && p->windows)
 		return;
-	if (profile && !seccomp_type_ok(profile))
+	if (profile && !profile_ok(profile))
 		add(p, "seccomp profile '%s' of pod", text(member(profile, "type")));
-	p->pod_set = profile && seccomp_type_ok(profile);
+	p->pod_set = profile && profile_ok(profile);
 	each_container(p, seccomp_required_container);
 }
 

@@ -387,6 +387,24 @@ static void test_pod_security__wrong_types(void **state)
 				    "  volumes:\n  - {name: v, hostPath: null}\n",
 				    DS_PSS_BASELINE),
 			 0);
+	/* a null annotation is "": fine for AppArmor, not for the alpha seccomp annotation */
+	{
+		json_t *pod =
+		    dt_object("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n"
+			      "    container.apparmor.security.beta.kubernetes.io/c: null\n"
+			      "    seccomp.security.alpha.kubernetes.io/pod: null\n"
+			      "spec:\n  containers: [{name: c, image: x}]\n");
+		json_t *meta = json_object_get(pod, "metadata"),
+		       *spec = json_object_get(pod, "spec");
+
+		assert_int_equal(
+		    ds_pss_check_pod_version(meta, spec, DS_PSS_BASELINE, 19, why, sizeof(why)), 0);
+		assert_int_equal(
+		    ds_pss_check_pod_version(meta, spec, DS_PSS_BASELINE, 18, why, sizeof(why)), 1);
+		assert_string_equal(why, "seccomp annotation seccomp.security.alpha.kubernetes.io/"
+					 "pod='' violates podSecurity baseline");
+		json_decref(pod);
+	}
 	/* only hostUsers: false is a user namespace */
 	assert_int_equal(check_yaml(RESTRICTED_POD("  hostUsers: 'false'\n",
 						   ", runAsUser: 0, runAsNonRoot: false"),
