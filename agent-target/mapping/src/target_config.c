@@ -25,6 +25,11 @@ struct ds_target_config {
 	size_t n_dcm;
 	ds_namespace_mapping *nsm;
 	size_t n_nsm;
+	ds_source_grant *grants; /* sources[] */
+	size_t n_grants;
+	const char **grant_ns; /* the namespaces of every entry, one run each */
+	bool has_sources, adopt_existing;
+	char *file;
 	ds_dra_config dra;
 	const char *listen, *secret_key_file, *authorized_sources, *kubeconfig, *state_dir,
 	    *metrics_listen;
@@ -462,6 +467,143 @@ static int load_namespaces(ds_config_walk *w, ds_target_config *cfg, const json_
 	return 0;
 }
 
+/* A namespace name or a shell glob of one: DNS-label characters, * ? and [...] classes. */
+static bool namespace_glob_valid(const char *s)
+{
+	size_t n = strlen(s);
+	int depth = 0;
+
+	if (n == 0 || n > 253)
+		return false;
+	for (const char *p = s; *p; p++) {
+		if (*p == '[') {
+			if (depth++)
+				return false;
+			if (p[1] == '!' || p[1] == '^')
+				p++;
+			continue;
+		}
+		if (*p == ']') {
+			if (!depth--)
+				return false;
+			continue;
+		}
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		      *p == '*' || *p == '?'))
+			return false;
+	}
+	/* fnmatch takes any pattern; one that matches no valid name is a mistake */
+	return depth == 0 && (strpbrk(s, "*?[") || ds_dns_label_valid(s));
+}
+
+static int load_grant(ds_config_walk *w, ds_target_config *cfg, const json_t *v, size_t index,
+		      size_t *n_ns_used)
+{
+	static const char *const keys[] = {"name", "namespaces", "podSecurity", "relocate", NULL};
+	ds_source_grant *g = &cfg->grants[cfg->n_grants];
+	const char *level;
+	json_t *ns, *e;
+	ds_yaml_loc loc;
+	size_t i;
+	int r;
+
+	if (!json_is_object(v))
+		return ds_config_fail(
+		    w, false,
+		    "expected a mapping {name, namespaces, podSecurity, relocate}, "
+		    "found %s",
+		    ds_config_type_name(v));
+	memset(g, 0, sizeof(*g));
+	g->index = index;
+	g->pod_security = DS_PSS_BASELINE;
+	if (w->locs && ds_yaml_locs_find(w->locs, 0, w->ptr, &loc) == 0) {
+		g->line = loc.line;
+		g->col = loc.col;
+	}
+	if ((r = ds_config_check_keys(w, v, keys)) < 0 ||
+	    (r = ds_config_member_str(w, v, "name", &g->name)) < 0)
+		return r;
+	if (!g->name || !g->name[0])
+		return ds_config_fail(w, false,
+				      "missing 'name' (the source's name in authorizedSources)");
+	for (size_t k = 0; k < cfg->n_grants; k++)
+		if (strcmp(cfg->grants[k].name, g->name) == 0) {
+			ds_config_mark m = ds_config_push_key(w, "name");
+			r = ds_config_fail(w, false,
+					   "source '%s' is listed twice (first at sources[%zu])",
+					   g->name, k);
+			ds_config_pop(w, m);
+			return r;
+		}
+	if ((r = ds_config_member(w, v, "namespaces", JSON_ARRAY, &ns)) < 0)
+		return r;
+	if (!ns)
+		return ds_config_fail(w, false,
+				      "missing 'namespaces' (the source namespaces it may write: "
+				      "names or globs; [] for none)");
+	g->namespaces = cfg->grant_ns + *n_ns_used;
+	json_array_foreach (ns, i, e) {
+		ds_config_mark m = ds_config_push_key(w, "namespaces");
+		ds_config_mark mi = ds_config_push_index(w, i);
+
+		if (!json_is_string(e) || !namespace_glob_valid(json_string_value(e))) {
+			r = ds_config_fail(w, false,
+					   "expected a namespace name or a glob of one (lowercase "
+					   "letters, digits, '-', '*', '?', [...]), found %s%s%s",
+					   json_is_string(e) ? "'" : ds_config_type_name(e),
+					   json_is_string(e) ? json_string_value(e) : "",
+					   json_is_string(e) ? "'" : "");
+			ds_config_pop(w, mi);
+			ds_config_pop(w, m);
+			return r;
+		}
+		ds_config_pop(w, mi);
+		ds_config_pop(w, m);
+		cfg->grant_ns[(*n_ns_used)++] = json_string_value(e);
+	}
+	g->n_namespaces = json_array_size(ns);
+	if ((r = ds_config_member_str(w, v, "podSecurity", &level)) < 0)
+		return r;
+	if (level && ds_pss_level_parse(level, &g->pod_security) < 0) {
+		ds_config_mark m = ds_config_push_key(w, "podSecurity");
+		r = ds_config_fail(w, false,
+				   "unknown podSecurity '%s' (expected privileged, baseline or "
+				   "restricted)",
+				   level);
+		ds_config_pop(w, m);
+		return r;
+	}
+	if ((r = ds_config_member_bool(w, v, "relocate", false, &g->relocate)) < 0)
+		return r;
+	cfg->n_grants++;
+	return 0;
+}
+
+static int load_sources(ds_config_walk *w, ds_target_config *cfg, const json_t *list)
+{
+	size_t n_ns = 0, i;
+	json_t *v;
+
+	json_array_foreach (list, i, v) {
+		json_t *ns = json_object_get(v, "namespaces");
+		n_ns += json_is_array(ns) ? json_array_size(ns) : 0;
+	}
+	cfg->grants = calloc(json_array_size(list) + 1, sizeof(*cfg->grants));
+	cfg->grant_ns = calloc(n_ns + 1, sizeof(*cfg->grant_ns));
+	if (!cfg->grants || !cfg->grant_ns)
+		return -ENOMEM;
+	n_ns = 0;
+	json_array_foreach (list, i, v) {
+		ds_config_mark m = ds_config_push_index(w, i);
+		int r = load_grant(w, cfg, v, i, &n_ns);
+
+		if (r < 0)
+			return r;
+		ds_config_pop(w, m);
+	}
+	return 0;
+}
+
 static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *root)
 {
 	static const char *const keys[] = {
@@ -476,6 +618,8 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 	    "dra",
 	    "metrics",
 	    "maxUnappliedRecords",
+	    "sources",
+	    "adoptExisting",
 	    NULL,
 	};
 	static const char *const key_keys[] = {"secretKeyFile", "authorizedSources", NULL};
@@ -536,6 +680,17 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 			return r;
 		ds_config_pop(w, m);
 	}
+	if ((r = ds_config_member(w, root, "sources", JSON_ARRAY, &nsm)) < 0)
+		return r;
+	if (nsm) {
+		ds_config_mark m = ds_config_push_key(w, "sources");
+		cfg->has_sources = true;
+		if ((r = load_sources(w, cfg, nsm)) < 0)
+			return r;
+		ds_config_pop(w, m);
+	}
+	if ((r = ds_config_member_bool(w, root, "adoptExisting", false, &cfg->adopt_existing)) < 0)
+		return r;
 	cfg->dra.require_target_objects = true;
 	if ((r = ds_config_member(w, root, "dra", JSON_OBJECT, &dra)) < 0)
 		return r;
@@ -579,6 +734,12 @@ static int build(ds_target_config **out, const char *path, const char *buf, size
 		return r;
 	}
 	finish(cfg);
+	cfg->file = strdup(path ? path : filename ? filename : "(config)");
+	if (!cfg->file) {
+		ds_target_config_free(cfg);
+		ds_err_set(err, "out of memory");
+		return -ENOMEM;
+	}
 	*out = cfg;
 	return 0;
 }
@@ -635,6 +796,9 @@ void ds_target_config_unref(ds_target_config *cfg)
 	free(cfg->field_loss);
 	free(cfg->dcm);
 	free(cfg->nsm);
+	free(cfg->grants);
+	free(cfg->grant_ns);
+	free(cfg->file);
 	json_decref(cfg->docs);
 	free(cfg);
 }
@@ -668,6 +832,27 @@ const ds_namespace_mapping *ds_target_config_namespaces(const ds_target_config *
 {
 	*n = cfg->n_nsm;
 	return cfg->nsm;
+}
+
+const ds_source_grant *ds_target_config_sources(const ds_target_config *cfg, size_t *n)
+{
+	*n = cfg->n_grants;
+	return cfg->grants;
+}
+
+bool ds_target_config_has_sources(const ds_target_config *cfg)
+{
+	return cfg->has_sources;
+}
+
+bool ds_target_config_adopt_existing(const ds_target_config *cfg)
+{
+	return cfg->adopt_existing;
+}
+
+const char *ds_target_config_file(const ds_target_config *cfg)
+{
+	return cfg->file ? cfg->file : "(config)";
 }
 
 const char *ds_target_config_listen(const ds_target_config *cfg)

@@ -9,6 +9,7 @@
 
 #include "drasync/err.h"
 #include "drasync/k8s_object.h"
+#include "drasync/pod_security.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -72,6 +73,22 @@ typedef struct ds_dra_config {
 	size_t n_allow_field_loss;
 } ds_dra_config;
 
+/*
+ * One entry of `sources` (SPEC §5 "Trust boundary", §8): what the authorized
+ * source `name` may write. namespaces are source namespace names or shell
+ * globs (fnmatch); after namespaceMappings they are the target namespaces it
+ * may write.
+ */
+typedef struct ds_source_grant {
+	const char *name; /* its name in authorizedSources */
+	const char *const *namespaces;
+	size_t n_namespaces;
+	enum ds_pss_level pod_security; /* default baseline */
+	bool relocate;			/* may ask for a planned failover; default false */
+	size_t index;			/* position in sources[] */
+	int line, col;			/* where the entry starts in the file */
+} ds_source_grant;
+
 typedef struct ds_target_config ds_target_config;
 
 /**
@@ -112,6 +129,21 @@ const ds_dra_config *ds_target_config_dra(const ds_target_config *cfg);
 const char *ds_target_config_map_namespace(const ds_target_config *cfg, const char *ns);
 
 const ds_namespace_mapping *ds_target_config_namespaces(const ds_target_config *cfg, size_t *n);
+
+/**
+ * sources[] as the file has it (*n 0 when it has none: see source_grants.h for
+ * what a file without `sources` grants). Borrowed.
+ */
+const ds_source_grant *ds_target_config_sources(const ds_target_config *cfg, size_t *n);
+
+/** Whether the file has a `sources` key (an empty list grants nothing). */
+bool ds_target_config_has_sources(const ds_target_config *cfg);
+
+/** adoptExisting: take over objects that exist on the target without drasync's marks. */
+bool ds_target_config_adopt_existing(const ds_target_config *cfg);
+
+/** The file the configuration was loaded from ("(config)" when parsed from a buffer unnamed). */
+const char *ds_target_config_file(const ds_target_config *cfg);
 
 /** Agent settings (NULL when not set, but for stateDir). Borrowed. */
 const char *ds_target_config_listen(const ds_target_config *cfg);
