@@ -21,30 +21,6 @@
  * container did what without parsing lists.
  */
 
-static const char *const ds_pss_level_table[DS_PSS_LEVEL_MAX] = {
-    [DS_PSS_PRIVILEGED] = "privileged",
-    [DS_PSS_BASELINE] = "baseline",
-    [DS_PSS_RESTRICTED] = "restricted",
-};
-DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_pss_level, enum ds_pss_level)
-
-int ds_pss_level_parse(const char *name, enum ds_pss_level *out)
-{
-	int v = ds_pss_level_from_string(name);
-
-	if (v < 0)
-		return -EINVAL;
-	*out = (enum ds_pss_level)v;
-	return 0;
-}
-
-const char *ds_pss_level_name(enum ds_pss_level level)
-{
-	const char *s = ds_pss_level_to_string(level);
-
-	return s ? s : "unknown";
-}
-
 /* One pod being checked, and the violations found so far. */
 struct pod {
 	const json_t *meta; /* may be NULL */
