@@ -10,7 +10,7 @@
 #include "drasync/kinds.h"
 #include "drasync/log.h"
 #include "drasync/object_names.h"
-#include "drasync/pod_security.h" /* ds_pss_level_name */
+#include "drasync/pod_security.h"
 #include "drasync/source_grants.h"
 #include "drasync/transform.h"
 
@@ -114,6 +114,22 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it)
 	    !ds_grant_namespace(cfg, r->source, k->namespaced ? ns : r->name, text, sizeof(text))) {
 		ds_applier_refuse(it, DS_REFUSAL_NAMESPACE, "%s", text);
 		return false;
+	}
+	if (it->obj && ds_workload_from_kind(r->kind) >= 0) {
+		enum ds_pss_level level = ds_grant_pod_security(cfg, r->source);
+		int v = ds_pss_check_object(it->obj, level, text, sizeof(text));
+
+		if (v < 0) {
+			ds_applier_refuse(it, DS_REFUSAL_POD_SECURITY,
+					  "%s %s/%s: its pod spec cannot be checked", r->kind, ns,
+					  r->name);
+			return false;
+		}
+		if (v > 0) {
+			ds_applier_refuse(it, DS_REFUSAL_POD_SECURITY, "%s %s/%s: %s", r->kind, ns,
+					  r->name, text);
+			return false;
+		}
 	}
 	return true;
 }
