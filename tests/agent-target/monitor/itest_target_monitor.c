@@ -326,8 +326,8 @@ static void test_itest_target_monitor__metrics_health_and_status_page(void **sta
 	assert_non_null(strstr(dom, "&lt;script&gt;alert(1)&lt;/script&gt;"));
 	assert_null(strstr(dom, "<script"));
 	assert_non_null(strstr(dom, "Objects waiting or failed"));
-	/* its reason is the name itself, refused before a request (not "not served") */
-	assert_non_null(strstr(dom, "cannot be named in an API path"));
+	/* its reason is the name itself, refused before a request (SPEC §5, not "not served") */
+	assert_non_null(strstr(dom, "&lt;/script&gt;\" may not contain '/'"));
 	assert_non_null(strstr(dom, "<td>prod-east</td>"));
 	assert_non_null(strstr(dom, ns));
 	assert_non_null(strstr(dom, "Mapping inventory"));
