@@ -66,56 +66,6 @@ static struct fx {
 	char s1_rv[64];	  /* prod-east's Secret s1 as applied */
 } F;
 
-/* ---- failures, collected so one run names every point that does not hold ---- */
-
-static char fails[32768];
-static size_t fails_len;
-
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (ok || fails_len + 2 >= sizeof(fails))
-		return;
-	fails[fails_len++] = '\n';
-	fails[fails_len++] = '-';
-	fails[fails_len++] = ' ';
-	va_start(ap, fmt);
-	n = vsnprintf(fails + fails_len, sizeof(fails) - fails_len, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		fails_len += (size_t)n < sizeof(fails) - fails_len ? (size_t)n
-								   : sizeof(fails) - fails_len - 1;
-}
-
-static void check_done(const char *what)
-{
-	if (!fails_len)
-		return;
-	fails[fails_len] = '\0';
-	fails_len = 0;
-	fail_msg("%s:%s", what, fails);
-}
-
-/* A name for a message: newlines shown as \n, at most 40 characters. */
-static const char *shown(const char *name, char *buf, size_t size)
-{
-	size_t j = 0;
-
-	for (size_t i = 0; name[i] && j + 3 < size && i < 40; i++) {
-		if (name[i] == '\n') {
-			buf[j++] = '\\';
-			buf[j++] = 'n';
-		} else {
-			buf[j++] = name[i];
-		}
-	}
-	snprintf(buf + j, size - j, "%s", strlen(name) > 40 ? "..." : "");
-	return buf;
-}
-
 static bool has_ci(const char *text, const char *part)
 {
 	size_t n = strlen(part);
@@ -258,10 +208,11 @@ static void check_no_writes(const long long before[W_MAX], unsigned mask, const 
 		if (!(mask & (1u << i)))
 			continue;
 		now = tu_trust_writes(F.k, counted[i], detail, sizeof(detail));
-		check(now == before[i],
-		      "%s: the API server counted %lld write(s) to %s (now %s); the refused "
-		      "records must write nothing",
-		      what, now - before[i], counted[i], detail);
+		tu_trust_check(
+		    now == before[i],
+		    "%s: the API server counted %lld write(s) to %s (now %s); the refused "
+		    "records must write nothing",
+		    what, now - before[i], counted[i], detail);
 	}
 }
 
@@ -279,20 +230,21 @@ static void expect_refused(tu_raw *c, const struct batch *b, size_t i, const cha
 	    tu_trust_ledger_row(F.s.ledger, source, r->kind, r->ns ? r->ns : "", r->name);
 	char nm[64];
 
-	shown(r->name, nm, sizeof(nm));
-	check(res->apply == DS_RESULT_REFUSED,
-	      "%s %s/%s (seq %llu): apply result %s '%s' in the Acks, want refused", r->kind,
-	      r->ns ? r->ns : "", nm, (unsigned long long)b->seqs[i],
-	      res->apply ? ds_result_status_name(res->apply) : "none (never sent)", res->apply_msg);
-	check(!part || strstr(res->apply_msg, part),
-	      "%s %s/%s: the Ack's message '%s' does not say '%s'", r->kind, r->ns ? r->ns : "", nm,
-	      res->apply_msg, part);
-	check(strcmp(row.state, "refused") == 0,
-	      "%s %s/%s: ledger state '%s' (reason '%s'), want refused", r->kind,
-	      r->ns ? r->ns : "", nm, row.state[0] ? row.state : "(no row)", row.reason);
-	check(row.reason[0] && (!part || strstr(row.reason, part)),
-	      "%s %s/%s: ledger reason '%s' does not say '%s'", r->kind, r->ns ? r->ns : "", nm,
-	      row.reason, part ? part : "why");
+	tu_trust_shown(r->name, nm, sizeof(nm));
+	tu_trust_check(res->apply == DS_RESULT_REFUSED,
+		       "%s %s/%s (seq %llu): apply result %s '%s' in the Acks, want refused",
+		       r->kind, r->ns ? r->ns : "", nm, (unsigned long long)b->seqs[i],
+		       res->apply ? ds_result_status_name(res->apply) : "none (never sent)",
+		       res->apply_msg);
+	tu_trust_check(!part || strstr(res->apply_msg, part),
+		       "%s %s/%s: the Ack's message '%s' does not say '%s'", r->kind,
+		       r->ns ? r->ns : "", nm, res->apply_msg, part);
+	tu_trust_check(strcmp(row.state, "refused") == 0,
+		       "%s %s/%s: ledger state '%s' (reason '%s'), want refused", r->kind,
+		       r->ns ? r->ns : "", nm, row.state[0] ? row.state : "(no row)", row.reason);
+	tu_trust_check(row.reason[0] && (!part || strstr(row.reason, part)),
+		       "%s %s/%s: ledger reason '%s' does not say '%s'", r->kind,
+		       r->ns ? r->ns : "", nm, row.reason, part ? part : "why");
 	if (metric)
 		want[reason_index(metric)] += 1;
 }
@@ -303,10 +255,11 @@ static void expect_applied(tu_raw *c, const struct batch *b, size_t i)
 	const tu_raw_result *res = tu_raw_result_of(c, b->seqs[i]);
 	const ds_record *r = &b->recs[i];
 
-	check(res->apply == DS_RESULT_APPLIED,
-	      "valid %s %s/%s (seq %llu) in the same batch: apply result %s '%s', want applied",
-	      r->kind, r->ns, r->name, (unsigned long long)b->seqs[i],
-	      res->apply ? ds_result_status_name(res->apply) : "none", res->apply_msg);
+	tu_trust_check(
+	    res->apply == DS_RESULT_APPLIED,
+	    "valid %s %s/%s (seq %llu) in the same batch: apply result %s '%s', want applied",
+	    r->kind, r->ns, r->name, (unsigned long long)b->seqs[i],
+	    res->apply ? ds_result_status_name(res->apply) : "none", res->apply_msg);
 }
 
 static void check_refusals_counted(const char *source, const double before[], const double want[])
@@ -315,17 +268,18 @@ static void check_refusals_counted(const char *source, const double before[], co
 
 	refusals(source, now);
 	for (size_t i = 0; refusal_reasons[i]; i++)
-		check(now[i] - before[i] >= want[i],
-		      "drasync_target_refused_total{source=\"%s\",reason=\"%s\"} rose by %.0f, "
-		      "want %.0f",
-		      source, refusal_reasons[i], now[i] - before[i], want[i]);
+		tu_trust_check(
+		    now[i] - before[i] >= want[i],
+		    "drasync_target_refused_total{source=\"%s\",reason=\"%s\"} rose by %.0f, "
+		    "want %.0f",
+		    source, refusal_reasons[i], now[i] - before[i], want[i]);
 }
 
 static void check_absent(const char *api, const char *kind, const char *ns, const char *name)
 {
 	json_t *o = tu_e2e_get(F.k, api, kind, ns, name);
 
-	check(!o, "%s %s/%s exists on the target", kind, ns ? ns : "", name);
+	tu_trust_check(!o, "%s %s/%s exists on the target", kind, ns ? ns : "", name);
 	json_decref(o);
 }
 
@@ -469,21 +423,23 @@ static void test_hostile_source__namespaces_get_the_grants_level_not_the_sources
 	tu_trust_row row;
 
 	(void)state;
-	check(dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce") &&
-		  strcmp(dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce"),
-			 "baseline") == 0,
-	      "namespace %s that drasync created: pod-security.kubernetes.io/enforce is '%s', "
-	      "want baseline (the grant's podSecurity)",
-	      F.ok, dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce"));
-	check(dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce-version") &&
-		  strcmp(dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce-version"),
-			 "latest") == 0,
-	      "namespace %s: pod-security.kubernetes.io/enforce-version is '%s', want latest", F.ok,
-	      dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce-version"));
+	tu_trust_check(
+	    dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce") &&
+		strcmp(dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce"),
+		       "baseline") == 0,
+	    "namespace %s that drasync created: pod-security.kubernetes.io/enforce is '%s', "
+	    "want baseline (the grant's podSecurity)",
+	    F.ok, dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce"));
+	tu_trust_check(
+	    dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce-version") &&
+		strcmp(dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce-version"),
+		       "latest") == 0,
+	    "namespace %s: pod-security.kubernetes.io/enforce-version is '%s', want latest", F.ok,
+	    dt_str(ok, "/metadata/labels/pod-security.kubernetes.io~1enforce-version"));
 	json_object_foreach (labels, key, v)
-		check(strncmp(key, "pod-security.kubernetes.io/", 27) != 0 ||
-			  strcmp(json_string_value(v), "privileged") != 0,
-		      "namespace %s: label %s=privileged came from the source", F.ok, key);
+		tu_trust_check(strncmp(key, "pod-security.kubernetes.io/", 27) != 0 ||
+				   strcmp(json_string_value(v), "privileged") != 0,
+			       "namespace %s: label %s=privileged came from the source", F.ok, key);
 
 	now = json_pack("{sO sO}", "labels", dt_get(own, "/metadata/labels"), "annotations",
 			dt_get(own, "/metadata/annotations"));
@@ -491,9 +447,10 @@ static void test_hostile_source__namespaces_get_the_grants_level_not_the_sources
 		char *want = json_dumps(F.own_meta, JSON_SORT_KEYS | JSON_COMPACT);
 		char *got = json_dumps(now, JSON_SORT_KEYS | JSON_COMPACT);
 
-		check(json_equal(now, F.own_meta),
-		      "namespace %s that a person made: its metadata changed from %s to %s", F.own,
-		      want, got);
+		tu_trust_check(
+		    json_equal(now, F.own_meta),
+		    "namespace %s that a person made: its metadata changed from %s to %s", F.own,
+		    want, got);
 		free(want);
 		free(got);
 	}
@@ -504,7 +461,7 @@ static void test_hostile_source__namespaces_get_the_grants_level_not_the_sources
 	json_decref(now);
 	json_decref(ok);
 	json_decref(own);
-	check_done("namespaces");
+	tu_trust_check_done("namespaces");
 }
 
 /*
@@ -579,7 +536,7 @@ static void test_hostile_source__names_references_namespaces_kinds_refused(void 
 	expect_applied(F.east, &b, v1);
 	expect_applied(F.east, &b, v2);
 	expect_applied(F.east, &b, v3);
-	check(!tu_raw_dropped(F.east, NULL), "the session was dropped");
+	tu_trust_check(!tu_raw_dropped(F.east, NULL), "the session was dropped");
 
 	check_no_writes(before, 1u << W_CONFIGMAPS | 1u << W_NAMESPACES | 1u << W_CLUSTERROLES,
 			"names, references, namespaces, kinds");
@@ -589,20 +546,20 @@ static void test_hostile_source__names_references_namespaces_kinds_refused(void 
 	check_absent("v1", "ConfigMap", F.ok, "a");
 	check_absent("rbac.authorization.k8s.io/v1", "ClusterRole", NULL, F.clusterrole);
 	o = tu_e2e_get(F.k, "v1", "Namespace", NULL, F.ok);
-	check(o != NULL, "the tombstone of ConfigMap '..' deleted namespace %s", F.ok);
+	tu_trust_check(o != NULL, "the tombstone of ConfigMap '..' deleted namespace %s", F.ok);
 	json_decref(o);
 	check_refusals_counted(EAST, m0, want);
 
 	/* A name with a newline forges no log line. */
 	log = tu_site_run_log(&F.s);
-	check(!strstr(log, strchr(forged, '\n')),
-	      "a name with a newline forged a log line of its own in the target's log");
-	check(strstr(log, "event=apply") && strstr(log, "state=refused") &&
-		  strstr(log, "level=warn"),
-	      "the target's log has no event=apply state=refused line at level warn");
+	tu_trust_check(!strstr(log, strchr(forged, '\n')),
+		       "a name with a newline forged a log line of its own in the target's log");
+	tu_trust_check(strstr(log, "event=apply") && strstr(log, "state=refused") &&
+			   strstr(log, "level=warn"),
+		       "the target's log has no event=apply state=refused line at level warn");
 	free(log);
 	batch_dispose(&b);
-	check_done("names, references, namespaces, kinds");
+	tu_trust_check_done("names, references, namespaces, kinds");
 }
 
 /* Every class of the Pod Security Standards' baseline: refused, no Pod written. */
@@ -669,11 +626,12 @@ static void test_hostile_source__every_baseline_violation_refused(void **state)
 
 		snprintf(part, sizeof(part), "Pod %s/%s: ", F.ok, cases[i].name);
 		expect_refused(F.east, &b, idx[i], EAST, part, "pod_security", want);
-		check(strstr(res->apply_msg, "violates podSecurity baseline") &&
-			  has_ci(res->apply_msg, cases[i].says),
-		      "Pod %s: the refusal '%s' does not name the check (%s) and the level "
-		      "(violates podSecurity baseline)",
-		      cases[i].name, res->apply_msg, cases[i].says);
+		tu_trust_check(
+		    strstr(res->apply_msg, "violates podSecurity baseline") &&
+			has_ci(res->apply_msg, cases[i].says),
+		    "Pod %s: the refusal '%s' does not name the check (%s) and the level "
+		    "(violates podSecurity baseline)",
+		    cases[i].name, res->apply_msg, cases[i].says);
 		check_absent("v1", "Pod", F.ok, cases[i].name);
 	}
 	{
@@ -687,11 +645,11 @@ static void test_hostile_source__every_baseline_violation_refused(void **state)
 		       want);
 	check_absent("apps/v1", "Deployment", F.ok, "d-privileged");
 	expect_applied(F.east, &b, valid);
-	check(!tu_raw_dropped(F.east, NULL), "the session was dropped");
+	tu_trust_check(!tu_raw_dropped(F.east, NULL), "the session was dropped");
 	check_no_writes(before, 1u << W_PODS | 1u << W_DEPLOYMENTS, "Pod Security");
 	check_refusals_counted(EAST, m0, want);
 	batch_dispose(&b);
-	check_done("Pod Security baseline");
+	tu_trust_check_done("Pod Security baseline");
 }
 
 /*
@@ -731,31 +689,35 @@ static void test_hostile_source__a_persons_object_neither_taken_over_nor_deleted
 	send_and_wait(F.east, &b);
 	row = tu_trust_ledger_row(F.s.ledger, EAST, "ConfigMap", F.own, "mine");
 	res = tu_raw_result_of(F.east, b.seqs[tomb]);
-	check(strcmp(row.state, "kept") == 0,
-	      "the tombstone of the person's ConfigMap: ledger state '%s' (reason '%s'), want kept",
-	      row.state, row.reason);
-	check(res->apply == DS_RESULT_SKIPPED || res->apply == DS_RESULT_REFUSED,
-	      "the tombstone of the person's ConfigMap: apply result %s '%s', want skipped "
-	      "(kept) or refused",
-	      res->apply ? ds_result_status_name(res->apply) : "none", res->apply_msg);
+	tu_trust_check(
+	    strcmp(row.state, "kept") == 0,
+	    "the tombstone of the person's ConfigMap: ledger state '%s' (reason '%s'), want kept",
+	    row.state, row.reason);
+	tu_trust_check(
+	    res->apply == DS_RESULT_SKIPPED || res->apply == DS_RESULT_REFUSED,
+	    "the tombstone of the person's ConfigMap: apply result %s '%s', want skipped "
+	    "(kept) or refused",
+	    res->apply ? ds_result_status_name(res->apply) : "none", res->apply_msg);
 	expect_applied(F.east, &b, valid);
 
 	o = tu_e2e_get(F.k, "v1", "ConfigMap", F.own, "mine");
-	check(o != NULL, "the person's ConfigMap %s/mine was deleted by the source's tombstone",
-	      F.own);
+	tu_trust_check(o != NULL,
+		       "the person's ConfigMap %s/mine was deleted by the source's tombstone",
+		       F.own);
 	if (o) {
-		check(strcmp(dt_str(o, "/metadata/resourceVersion"), F.mine_rv) == 0 &&
-			  strcmp(dt_str(o, "/data/who"), "person") == 0,
-		      "the person's ConfigMap changed: resourceVersion %s (was %s), data.who %s",
-		      dt_str(o, "/metadata/resourceVersion"), F.mine_rv, dt_str(o, "/data/who"));
-		check(!dt_get(o, "/metadata/annotations/drasync.io~1source-cluster"),
-		      "the person's ConfigMap got drasync's marks");
+		tu_trust_check(
+		    strcmp(dt_str(o, "/metadata/resourceVersion"), F.mine_rv) == 0 &&
+			strcmp(dt_str(o, "/data/who"), "person") == 0,
+		    "the person's ConfigMap changed: resourceVersion %s (was %s), data.who %s",
+		    dt_str(o, "/metadata/resourceVersion"), F.mine_rv, dt_str(o, "/data/who"));
+		tu_trust_check(!dt_get(o, "/metadata/annotations/drasync.io~1source-cluster"),
+			       "the person's ConfigMap got drasync's marks");
 	}
 	json_decref(o);
 	check_no_writes(before, 1u << W_CONFIGMAPS, "a person's ConfigMap");
 	check_refusals_counted(EAST, m0, want);
 	batch_dispose(&b);
-	check_done("a person's object");
+	tu_trust_check_done("a person's object");
 }
 
 /*
@@ -778,9 +740,10 @@ static void test_hostile_source__a_second_source_cannot_act_for_the_first(void *
 	refusals(WEST, m0);
 	west =
 	    tu_raw_connect(F.s.endpoint, &F.s.tkeys, &F.west, EAST /* a lie */, NULL, 15000, true);
-	check(strcmp(tu_raw_source_name(west), WEST) == 0,
-	      "the Welcome names the key's source '%s', want %s (whatever the Hello claims)",
-	      tu_raw_source_name(west), WEST);
+	tu_trust_check(
+	    strcmp(tu_raw_source_name(west), WEST) == 0,
+	    "the Welcome names the key's source '%s', want %s (whatever the Hello claims)",
+	    tu_raw_source_name(west), WEST);
 	over = add_upsert(&b, secret(F.ok, "s1", "west-took-it"));
 	tomb = add_tombstone(&b, "v1", "Secret", F.ok, "s2");
 	valid = add_upsert(&b, secret(F.ok, "w1", "west-own"));
@@ -788,29 +751,37 @@ static void test_hostile_source__a_second_source_cannot_act_for_the_first(void *
 
 	expect_refused(west, &b, over, WEST, NULL, "owner", want);
 	row = tu_trust_ledger_row(F.s.ledger, WEST, "Secret", F.ok, "s2");
-	check(strcmp(row.state, "kept") == 0 || strcmp(row.state, "refused") == 0,
-	      "prod-west's tombstone of prod-east's Secret s2: ledger state '%s' (reason '%s'), "
-	      "want kept or refused",
-	      row.state, row.reason);
+	tu_trust_check(
+	    strcmp(row.state, "kept") == 0 || strcmp(row.state, "refused") == 0,
+	    "prod-west's tombstone of prod-east's Secret s2: ledger state '%s' (reason '%s'), "
+	    "want kept or refused",
+	    row.state, row.reason);
 	(void)tomb;
 	expect_applied(west, &b, valid);
+	o = tu_e2e_get(F.k, "v1", "Secret", F.ok, "w1");
+	print_message("prod-west's Secret w1 (its Hello claimed cluster prod-east): "
+		      "drasync.io/source-cluster %s\n",
+		      o ? dt_str(o, "/metadata/annotations/drasync.io~1source-cluster")
+			: "(absent)");
+	json_decref(o);
 	o = tu_e2e_get(F.k, "v1", "Secret", F.ok, "s1");
-	check(o && strcmp(dt_str(o, "/metadata/resourceVersion"), F.s1_rv) == 0,
-	      "prod-east's Secret s1 was written by prod-west (resourceVersion %s, was %s)",
-	      o ? dt_str(o, "/metadata/resourceVersion") : "(gone)", F.s1_rv);
+	tu_trust_check(
+	    o && strcmp(dt_str(o, "/metadata/resourceVersion"), F.s1_rv) == 0,
+	    "prod-east's Secret s1 was written by prod-west (resourceVersion %s, was %s)",
+	    o ? dt_str(o, "/metadata/resourceVersion") : "(gone)", F.s1_rv);
 	json_decref(o);
 	o = tu_e2e_get(F.k, "v1", "Secret", F.ok, "s2");
-	check(o != NULL, "prod-west's tombstone deleted prod-east's Secret s2");
+	tu_trust_check(o != NULL, "prod-west's tombstone deleted prod-east's Secret s2");
 	json_decref(o);
 	row = tu_trust_ledger_row(F.s.ledger, EAST, "Secret", F.ok, "s1");
-	check(strcmp(row.state, "applied") == 0, "prod-east's row of s1 is now '%s' (%s)",
-	      row.state, row.reason);
-	check(tu_trust_ledger_records(F.s.ledger, EAST) == east_records,
-	      "prod-west's records were committed as prod-east's (%lld, was %lld)",
-	      tu_trust_ledger_records(F.s.ledger, EAST), east_records);
-	check(tu_trust_ledger_records(F.s.ledger, WEST) >= 3,
-	      "the ledger holds %lld records of prod-west, want its 3",
-	      tu_trust_ledger_records(F.s.ledger, WEST));
+	tu_trust_check(strcmp(row.state, "applied") == 0, "prod-east's row of s1 is now '%s' (%s)",
+		       row.state, row.reason);
+	tu_trust_check(tu_trust_ledger_records(F.s.ledger, EAST) == east_records,
+		       "prod-west's records were committed as prod-east's (%lld, was %lld)",
+		       tu_trust_ledger_records(F.s.ledger, EAST), east_records);
+	tu_trust_check(tu_trust_ledger_records(F.s.ledger, WEST) >= 3,
+		       "the ledger holds %lld records of prod-west, want its 3",
+		       tu_trust_ledger_records(F.s.ledger, WEST));
 	check_refusals_counted(WEST, m0, want);
 	batch_dispose(&b);
 	tu_raw_free(west);
@@ -819,10 +790,11 @@ static void test_hostile_source__a_second_source_cannot_act_for_the_first(void *
 	thief = tu_raw_connect(F.s.endpoint, &F.s.tkeys, &F.west, EAST, F.rid, 5000, false);
 	add_upsert(&b, secret(F.ok, "hijack", "stolen"));
 	if (thief) {
-		check(strcmp(tu_raw_source_name(thief), WEST) == 0,
-		      "a client of prod-west's key with prod-east's routing id was welcomed as "
-		      "'%s'",
-		      tu_raw_source_name(thief));
+		tu_trust_check(
+		    strcmp(tu_raw_source_name(thief), WEST) == 0,
+		    "a client of prod-west's key with prod-east's routing id was welcomed as "
+		    "'%s'",
+		    tu_raw_source_name(thief));
 		/* A Batch in prod-east's epoch, under prod-east's routing id. */
 		tu_raw_send_nowait(thief, b.recs, b.n, tu_raw_epoch(F.east),
 				   tu_raw_next_seq(F.east));
@@ -831,14 +803,15 @@ static void test_hostile_source__a_second_source_cannot_act_for_the_first(void *
 	}
 	batch_dispose(&b);
 	check_absent("v1", "Secret", F.ok, "hijack");
-	check(tu_trust_ledger_row(F.s.ledger, EAST, "Secret", F.ok, "hijack").state[0] == '\0',
-	      "prod-west's Batch was committed as prod-east's");
+	tu_trust_check(tu_trust_ledger_row(F.s.ledger, EAST, "Secret", F.ok, "hijack").state[0] ==
+			   '\0',
+		       "prod-west's Batch was committed as prod-east's");
 	/* prod-east's own session goes on. */
 	valid = add_upsert(&b, secret(F.ok, "after-thief", "east"));
 	send_and_wait(F.east, &b);
 	expect_applied(F.east, &b, valid);
 	batch_dispose(&b);
-	check_done("a second source");
+	tu_trust_check_done("a second source");
 }
 
 /* drasync-target status lists every refused object with its source and reason. */
@@ -865,9 +838,9 @@ static void test_hostile_source__status_lists_the_refusals(void **state)
 		refused++;
 		east += strcmp(dt_str(it, "/source"), EAST) == 0;
 		west += strcmp(dt_str(it, "/source"), WEST) == 0;
-		check(dt_str(it, "/reason") && dt_str(it, "/reason")[0],
-		      "status lists %s %s refused without a reason", dt_str(it, "/kind"),
-		      dt_str(it, "/name"));
+		tu_trust_check(dt_str(it, "/reason") && dt_str(it, "/reason")[0],
+			       "status lists %s %s refused without a reason", dt_str(it, "/kind"),
+			       dt_str(it, "/name"));
 	}
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		bool found = false;
@@ -875,24 +848,26 @@ static void test_hostile_source__status_lists_the_refusals(void **state)
 		json_array_foreach (items, i, it)
 			found = found || (strcmp(dt_str(it, "/name"), names[k]) == 0 &&
 					  strcmp(dt_str(it, "/state"), "refused") == 0);
-		check(found, "status -o json does not list %s as refused", names[k]);
+		tu_trust_check(found, "status -o json does not list %s as refused", names[k]);
 	}
-	check(east >= 20, "status lists %zu refused objects of prod-east, want 20 or more", east);
-	check(west >= 1, "status lists %zu refused objects of prod-west, want 1 or more", west);
-	check(json_integer_value(json_object_get(json_object_get(st, "objects"), "refused")) >=
-		  (json_int_t)refused,
-	      "status counts %lld objects refused, lists %zu",
-	      (long long)json_integer_value(
-		  json_object_get(json_object_get(st, "objects"), "refused")),
-	      refused);
+	tu_trust_check(east >= 20, "status lists %zu refused objects of prod-east, want 20 or more",
+		       east);
+	tu_trust_check(west >= 1, "status lists %zu refused objects of prod-west, want 1 or more",
+		       west);
+	tu_trust_check(json_integer_value(json_object_get(json_object_get(st, "objects"),
+							  "refused")) >= (json_int_t)refused,
+		       "status counts %lld objects refused, lists %zu",
+		       (long long)json_integer_value(
+			   json_object_get(json_object_get(st, "objects"), "refused")),
+		       refused);
 	json_decref(st);
 
 	tu_run(&r, NULL,
 	       (const char *[]){tu_env("DS_TARGET_BIN"), "status", "--config", F.s.cfg, NULL});
-	check(strstr(r.out, "refused") && strstr(r.out, "is not granted to source"),
-	      "status (text) does not show the refusals:\n%s", r.out);
+	tu_trust_check(strstr(r.out, "refused") && strstr(r.out, "is not granted to source"),
+		       "status (text) does not show the refusals:\n%s", r.out);
 	tu_run_dispose(&r);
-	check_done("status");
+	tu_trust_check_done("status");
 	tu_site_agent_sigterm(&F.s);
 }
 

@@ -158,3 +158,50 @@ long long tu_trust_ledger_records(const char *ledger, const char *source)
 	sqlite3_close(db);
 	return n;
 }
+
+static char fails[32768];
+static size_t fails_len;
+
+void tu_trust_check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (ok || fails_len + 4 >= sizeof(fails))
+		return;
+	memcpy(fails + fails_len, "\n- ", 3);
+	fails_len += 3;
+	va_start(ap, fmt);
+	n = vsnprintf(fails + fails_len, sizeof(fails) - fails_len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		fails_len += (size_t)n < sizeof(fails) - fails_len ? (size_t)n
+								   : sizeof(fails) - fails_len - 1;
+}
+
+void tu_trust_check_done(const char *what)
+{
+	if (!fails_len)
+		return;
+	fails[fails_len] = '\0';
+	fails_len = 0;
+	/* cmocka cuts a failure's message short: the list goes to stderr whole. */
+	fprintf(stderr, "%s: what does not hold:%s\n", what, fails);
+	fail_msg("%s: some points do not hold (listed above)", what);
+}
+
+const char *tu_trust_shown(const char *name, char *buf, size_t size)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; name[i] && j + 3 < size && i < 40; i++) {
+		if (name[i] == '\n') {
+			buf[j++] = '\\';
+			buf[j++] = 'n';
+		} else {
+			buf[j++] = name[i];
+		}
+	}
+	snprintf(buf + j, size - j, "%s", strlen(name) > 40 ? "..." : "");
+	return buf;
+}

@@ -9,6 +9,7 @@
 
 #include "drasync/kube_client.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /**
@@ -44,5 +45,18 @@ tu_trust_row tu_trust_ledger_row(const char *ledger, const char *source, const c
 
 /** How many records the ledger committed for source. */
 long long tu_trust_ledger_records(const char *ledger, const char *source);
+
+/*
+ * Checks that do not stop the test: each one that does not hold is kept,
+ * and tu_trust_check_done() fails the test naming all of them, so that one
+ * run tells every point of a scenario that does not hold.
+ */
+void tu_trust_check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** Fail the test (what: the part of the scenario) when a check did not hold; forget them. */
+void tu_trust_check_done(const char *what);
+
+/** A name for a message: newlines shown as \n, at most 40 characters. @return buf */
+const char *tu_trust_shown(const char *name, char *buf, size_t size);
 
 #endif
