@@ -81,8 +81,12 @@ void tu_site_write_config(tu_site *s, const char *extra)
 			     "listen: \"%s\"\n"
 			     "keys: {secretKeyFile: %s/target.key, authorizedSources: %s}\n"
 			     "stateDir: %s/target-state\n"
-			     "%s",
-			     s->endpoint, s->dir, auth, s->dir, extra ? extra : "") > 0);
+			     "%s%s%s%s",
+			     s->endpoint, s->dir, auth, s->dir, extra ? extra : "",
+			     /* the operator's grant (SPEC §5): every namespace, unless the test says */
+			     extra && strstr(extra, "sources:") ? "" : "sources: [{name: ",
+			     extra && strstr(extra, "sources:") ? "" : s->source,
+			     extra && strstr(extra, "sources:") ? "" : ", namespaces: ['*']}]\n") > 0);
 	tu_write_file(s->cfg, text);
 	free(text);
 }

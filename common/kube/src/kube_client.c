@@ -30,6 +30,22 @@ static void sb_esc(ds_str *b, const char *s)
 	}
 }
 
+/*
+ * One path segment, escaped. "." and ".." are written %2E and %2E%2E as well:
+ * with CURLOPT_PATH_AS_IS libcurl sends them as they are, and neither it nor
+ * a proxy that normalises dot segments can turn a request for a name ".."
+ * into a request for the collection or the namespace above it.
+ */
+void ds_kube_sb_seg(ds_str *b, const char *s)
+{
+	if (strcmp(s, ".") == 0)
+		ds_str_adds(b, "%2E");
+	else if (strcmp(s, "..") == 0)
+		ds_str_adds(b, "%2E%2E");
+	else
+		sb_esc(b, s);
+}
+
 /* Append "?k=v" or "&k=v" (v escaped) when v is set. */
 void ds_kube_sb_q(ds_str *b, const char *k, const char *v)
 {
@@ -144,29 +160,34 @@ int ds_kube_call_json(ds_kube *k, const char *method, const char *path, const ch
 
 /* ---- paths ----------------------------------------------------------------------- */
 
-void ds_kube_sb_path(ds_str *b, const struct ds_kube_resource *res, const char *ns,
-		     const char *name, const char *sub)
+void ds_kube_sb_group_version(ds_str *b, const char *group, const char *version)
 {
-	if (res->group[0]) {
+	if (group[0]) {
 		ds_str_adds(b, "/apis/");
-		ds_str_adds(b, res->group);
+		ds_kube_sb_seg(b, group);
 		ds_str_adds(b, "/");
 	} else {
 		ds_str_adds(b, "/api/");
 	}
-	ds_str_adds(b, res->version);
+	ds_kube_sb_seg(b, version);
+}
+
+void ds_kube_sb_path(ds_str *b, const struct ds_kube_resource *res, const char *ns,
+		     const char *name, const char *sub)
+{
+	ds_kube_sb_group_version(b, res->group, res->version);
 	if (res->namespaced && ns && ns[0]) {
 		ds_str_adds(b, "/namespaces/");
-		sb_esc(b, ns);
+		ds_kube_sb_seg(b, ns);
 	}
 	ds_str_adds(b, "/");
-	ds_str_adds(b, res->resource);
+	ds_kube_sb_seg(b, res->resource);
 	if (name && name[0]) {
 		ds_str_adds(b, "/");
-		sb_esc(b, name);
+		ds_kube_sb_seg(b, name);
 		if (sub && sub[0]) {
 			ds_str_adds(b, "/");
-			ds_str_adds(b, sub);
+			ds_kube_sb_seg(b, sub);
 		}
 	}
 }

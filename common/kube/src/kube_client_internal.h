@@ -32,13 +32,22 @@ struct ds_kube {
 	uint64_t jitter;	     /* xorshift64* state, never 0 */
 };
 
+/* Append one path segment, percent-encoded; "." and ".." as %2E and %2E%2E. */
+void ds_kube_sb_seg(ds_str *b, const char *s);
+
+/* Append "/api/VERSION" (group "") or "/apis/GROUP/VERSION", each segment escaped. */
+void ds_kube_sb_group_version(ds_str *b, const char *group, const char *version);
+
 /* Append "?k=v" or "&k=v" (v escaped) when v is set. */
 void ds_kube_sb_q(ds_str *b, const char *k, const char *v);
 
 /* Hand the path over. @return 0, -E2BIG (longer than the bound), -ENOMEM */
 int ds_kube_sb_done(ds_str *b, char **out);
 
-/* Append the path of res in ns (NULL: every namespace), of name and sub when set. */
+/*
+ * Append the path of res in ns (NULL: every namespace), of name and sub when
+ * set; every segment is escaped (ds_kube_sb_seg()).
+ */
 void ds_kube_sb_path(ds_str *b, const struct ds_kube_resource *res, const char *ns,
 		     const char *name, const char *sub);
 

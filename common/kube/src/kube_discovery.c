@@ -140,8 +140,10 @@ out:
 static int load_gv(ds_kube *k, const char *group, const char *version, json_t **list,
 		   ds_kube_error *ke)
 {
-	char key[256], path[300];
+	char key[256];
+	char *path = NULL;
 	json_t *doc = NULL, *res;
+	ds_str b;
 	int rc;
 
 	snprintf(key, sizeof(key), "%s/%s", group, version);
@@ -150,23 +152,28 @@ static int load_gv(ds_kube *k, const char *group, const char *version, json_t **
 		*list = res;
 		return 0;
 	}
-	if (group[0])
-		snprintf(path, sizeof(path), "/apis/%s/%s", group, version);
-	else
-		snprintf(path, sizeof(path), "/api/%s", version);
+	ds_str_init(&b, KUBE_MAX_PATH);
+	ds_kube_sb_group_version(&b, group, version);
+	rc = ds_kube_sb_done(&b, &path);
+	if (rc < 0) {
+		ds_kube_error_set(ke, 0, "discovery of %s: out of memory", key);
+		return rc;
+	}
 	rc = ds_kube_call_json(k, "GET", path, NULL, NULL, &doc, ke);
 	if (rc < 0)
-		return rc;
+		goto out;
 	res = json_object_get(doc, "resources");
 	if (!json_is_array(res)) {
-		json_decref(doc);
 		ds_kube_error_set(ke, 0, "%s: no resources in the answer", path);
-		return -EBADMSG;
+		rc = -EBADMSG;
+		goto out;
 	}
 	json_object_set(k->resources, key, res);
-	json_decref(doc);
 	*list = res;
-	return 0;
+out:
+	json_decref(doc);
+	free(path);
+	return rc;
 }
 
 static void split_api_version(const char *api_version, char *group, size_t gs, char *version,

@@ -470,6 +470,8 @@ int ds_kube_xfer_setup(struct xfer *x, const struct ds_kube_request *req, bool s
 		goto out;
 	}
 	curl_easy_setopt(x->h, CURLOPT_URL, url);
+	/* The client escapes every segment; libcurl must not fold "." or ".." away (issue 22). */
+	curl_easy_setopt(x->h, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(x->h, CURLOPT_SHARE, t->share);
 	curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(x->h, CURLOPT_ERRORBUFFER, x->errbuf);

@@ -130,6 +130,60 @@ static void test_kube_client__paths(void **state)
 	free(p);
 }
 
+/* Every segment is escaped, and a dot segment is written so that nothing folds it away. */
+static void test_kube_client__path_segments_are_escaped(void **state)
+{
+	struct ds_kube_resource odd = {"x/y.io", "v1?", "a b", "Odd", true, false};
+	char *p;
+
+	(void)state;
+	assert_int_equal(ds_kube_path(&CM, "..", "c1", NULL, &p), 0);
+	assert_string_equal(p, "/api/v1/namespaces/%2E%2E/configmaps/c1");
+	free(p);
+	assert_int_equal(ds_kube_path(&CM, ".", "..", "..", &p), 0);
+	assert_string_equal(p, "/api/v1/namespaces/%2E/configmaps/%2E%2E/%2E%2E");
+	free(p);
+	assert_int_equal(ds_kube_path(&CM, "...", "a.b", NULL, &p), 0);
+	assert_string_equal(p, "/api/v1/namespaces/.../configmaps/a.b");
+	free(p);
+	assert_int_equal(ds_kube_path(&odd, "n", "m", "s/t", &p), 0);
+	assert_string_equal(p, "/apis/x%2Fy.io/v1%3F/namespaces/n/a%20b/m/s%2Ft");
+	free(p);
+}
+
+/*
+ * What reaches the server is the path the client built: a namespace ".." stays
+ * a segment (libcurl folded "/namespaces/../configmaps/x" into
+ * "/configmaps/x", a request across every namespace), and a raw path with a
+ * dot segment is sent as it is (CURLOPT_PATH_AS_IS).
+ */
+static void test_kube_client__dot_segments_reach_the_server_as_sent(void **state)
+{
+	struct fx *f = *state;
+	struct ds_kube_request req = {"DELETE", "/api/v1/namespaces/ml-team/configmaps/..", NULL,
+				      NULL, 0};
+	struct ds_kube_response resp = {0};
+	struct ds_kube_list_opts lo = {0};
+	ds_kube *k;
+	ds_kube_error ke;
+	json_t *out = NULL;
+
+	f->h.steps[0] =
+	    (struct tu_httpd_step){.code = 404, .body = "{\"kind\":\"Status\",\"code\":404}"};
+	f->h.nsteps = 1;
+	k = client(f);
+	assert_int_equal(ds_kube_get(k, &CM, "..", "x", NULL, &out, &ke), -ENOENT);
+	assert_int_equal(ds_kube_list_page(k, &CM, ".", &lo, &out, &ke), -ENOENT);
+	assert_int_equal(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke),
+			 -ENOENT);
+	ds_kube_response_dispose(&resp);
+	assert_int_equal(f->h.hits, 3);
+	assert_string_equal(f->h.reqs[0].url, "/api/v1/namespaces/../configmaps/x");
+	assert_string_equal(f->h.reqs[1].url, "/api/v1/namespaces/./configmaps");
+	assert_string_equal(f->h.reqs[2].method, "DELETE");
+	assert_string_equal(f->h.reqs[2].url, "/api/v1/namespaces/ml-team/configmaps/..");
+}
+
 static const char API[] = "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}";
 static const char APIS[] =
     "{\"kind\":\"APIGroupList\",\"groups\":["
@@ -662,6 +716,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kube_client__paths),
+	    cmocka_unit_test(test_kube_client__path_segments_are_escaped),
+	    T(test_kube_client__dot_segments_reach_the_server_as_sent),
 	    T(test_kube_client__a_path_too_long_is_explained),
 	    T(test_kube_client__a_name_no_path_can_carry_is_refused),
 	    T(test_kube_client__discovery_is_cached_and_refreshed_on_a_miss),

@@ -4,9 +4,11 @@
 /*
  * Object names and namespaces as the API server validates them (apimachinery's
  * validation): a DNS-1123 label (at most 63 characters of [a-z0-9-], starting
- * and ending alphanumeric) for a Namespace and a Service, a DNS-1123 subdomain
- * (at most 253, dot-separated labels) for the other kinds drasync replicates,
- * and never "." or ".." or a name with "/" or "%" (they are path segments).
+ * and ending alphanumeric) for a Namespace, a DNS-1035 label (a label that
+ * starts with a letter) for a Service, a DNS-1123 subdomain (at most 253,
+ * dot-separated labels; a CronJob at most 52) for the other kinds drasync
+ * replicates, and never "." or ".." or a name with "/" or "%" (they are path
+ * segments).
  * Names come from the wire: from another trust domain.
  */
 
@@ -15,6 +17,8 @@
 
 bool ds_name_is_dns1123_label(const char *s);
 bool ds_name_is_dns1123_subdomain(const char *s);
+/** A DNS-1123 label that starts with a letter ([a-z]([-a-z0-9]*[a-z0-9])?, at most 63). */
+bool ds_name_is_dns1035_label(const char *s);
 
 /**
  * Whether name is a valid metadata.name for an object of kind (the kind
