@@ -851,6 +851,16 @@ static void test_hostile_source__status_lists_the_refusals(void **state)
 					  strcmp(dt_str(it, "/state"), "refused") == 0);
 		tu_trust_check(found, "status -o json does not list %s as refused", names[k]);
 	}
+	{
+		json_t *per = json_object_get(st, "refused");
+
+		tu_trust_check(json_array_size(json_object_get(per, EAST)) == east &&
+				   json_array_size(json_object_get(per, WEST)) == west,
+			       "status -o json: refused per source lists %zu of prod-east and %zu "
+			       "of prod-west; needsLook %zu and %zu",
+			       json_array_size(json_object_get(per, EAST)),
+			       json_array_size(json_object_get(per, WEST)), east, west);
+	}
 	tu_trust_check(east >= 20, "status lists %zu refused objects of prod-east, want 20 or more",
 		       east);
 	tu_trust_check(west >= 1, "status lists %zu refused objects of prod-west, want 1 or more",
