@@ -15,56 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const write_verbs[] = {"verb=\"POST\"",  "verb=\"PUT\"",    "verb=\"PATCH\"",
-					  "verb=\"APPLY\"", "verb=\"DELETE\"", NULL};
-
-static bool is_write(const char *line)
-{
-	for (size_t i = 0; write_verbs[i]; i++)
-		if (strstr(line, write_verbs[i]))
-			return true;
-	return false;
-}
-
 long long tu_trust_writes(ds_kube *k, const char *resource, char *detail, size_t size)
 {
-	struct ds_kube_request req = {.method = "GET", .path = "/metrics"};
-	struct ds_kube_response resp;
-	ds_kube_error ke;
-	long long n = 0;
-	size_t used = 0;
-	char res[128];
-
-	snprintf(res, sizeof(res), "resource=\"%s\"", resource);
-	if (detail && size)
-		detail[0] = '\0';
-	TU_KUBE_CHECK(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke), ke);
-	for (char *p = resp.body; p && *p;) {
-		char *e = strchr(p, '\n');
-		const char *close, *code, *verb;
-
-		if (e)
-			*e = '\0';
-		if (strncmp(p, "apiserver_request_total{", 24) == 0 && strstr(p, res) &&
-		    strstr(p, "subresource=\"\"") && is_write(p) && (close = strchr(p, '}'))) {
-			long long v = (long long)strtod(close + 1, NULL);
-
-			n += v;
-			code = strstr(p, "code=\"");
-			verb = strstr(p, "verb=\"");
-			if (detail && used + 1 < size && code && verb) {
-				int w =
-				    snprintf(detail + used, size - used, "%s%.*s %.*s: %lld",
-					     used ? ", " : "", (int)strcspn(verb + 6, "\""),
-					     verb + 6, (int)strcspn(code + 6, "\""), code + 6, v);
-				if (w > 0)
-					used += (size_t)w;
-			}
-		}
-		p = e ? e + 1 : NULL;
-	}
-	ds_kube_response_dispose(&resp);
-	return n;
+	return tu_kube_writes_of(
+	    k, resource, (const char *const[]){"POST", "PUT", "PATCH", "APPLY", "DELETE", NULL},
+	    detail, size);
 }
 
 double tu_trust_metric(const char *base, const char *name, const char *const labels[])
