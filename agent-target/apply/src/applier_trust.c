@@ -143,7 +143,7 @@ static bool marked_for(const char *managed, const char *cluster, const ds_object
 }
 
 /* A pass that writes this many objects of one kind and namespace for the first time lists
- * what is there once instead of reading each. */
+ * what is there and not drasync's once, instead of reading each. */
 #define FIRST_WRITES_LISTED 4
 
 static json_t *marks_of(const json_t *obj)
@@ -182,7 +182,11 @@ static int existing(ds_applier *a, struct item *it, json_t **out, ds_kube_error 
 			    json_integer(json_integer_value(json_object_get(entry, "seen")) + 1));
 	names = json_object_get(entry, "names");
 	if (!names && json_integer_value(json_object_get(entry, "seen")) >= FIRST_WRITES_LISTED) {
-		struct ds_kube_list_opts lo = {.limit = 500};
+		/* What drasync did not make: the server filters, few come back. One drasync
+		 * made is either this source's or in the ledger of another (its owner row,
+		 * checked in prepare). */
+		struct ds_kube_list_opts lo = {.label_selector = DS_LABEL_MANAGED_BY "!=drasync",
+					       .limit = 500};
 
 		ds_applier_count(a, &a->stats.api_reads, 1);
 		if (ds_kube_list(a->cfg.kube, &it->res, ns, &lo, &got, NULL, ke) == 0) {
