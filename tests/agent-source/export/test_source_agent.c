@@ -113,7 +113,42 @@ static void test_source_agent__report(void **state)
 				  "skipped DeviceClass gpu: not replicated\n"
 				  "... and 2 more (drasync-source status --config source.yaml)\n"
 				  "12 records acknowledged by the target: 6 applied, 2 held, 0 "
-				  "waiting, 3 failed\n");
+				  "waiting, 3 failed, 0 refused\n");
+}
+
+/* A refused object (issue 22) is listed with its reason, counted, and needs attention. */
+static void test_source_agent__refusals_are_reported(void **state)
+{
+	ds_index_kind_count kinds[2];
+	ds_export_failure failures[2];
+	ds_export_status st;
+	ds_source_agent_tally t;
+	char text[2048];
+	FILE *f = tmpfile();
+	size_t n;
+
+	(void)state;
+	assert_non_null(f);
+	status_of(&st, kinds, failures);
+	failures[0].status = DS_RESULT_SKIPPED;
+	assert_int_equal(ds_source_agent_tally_of(&st, &t), 0);
+	failures[1].status = DS_RESULT_REFUSED;
+	snprintf(failures[1].message, sizeof(failures[1].message),
+		 "kind DeviceClass is not replicated by drasync");
+	kinds[1].refused = 1;
+	assert_int_equal(ds_source_agent_tally_of(&st, &t), 1);
+	assert_int_equal(t.refused, 1);
+	assert_int_equal(t.failed, 0);
+	assert_int_equal(ds_source_agent_report(f, &st, "source.yaml"), 1);
+	rewind(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	assert_string_equal(text, "skipped ConfigMap ml-team/settings: admission denied\n"
+				  "refused DeviceClass gpu: kind DeviceClass is not replicated by "
+				  "drasync\n"
+				  "12 records acknowledged by the target: 6 applied, 2 held, 0 "
+				  "waiting, 0 failed, 1 refused\n");
 }
 
 static void test_source_agent__check_outbox(void **state)
@@ -142,6 +177,7 @@ int main(void)
 	    cmocka_unit_test(test_source_agent__link_change),
 	    cmocka_unit_test(test_source_agent__tally_decides_the_exit),
 	    cmocka_unit_test(test_source_agent__report),
+	    cmocka_unit_test(test_source_agent__refusals_are_reported),
 	    cmocka_unit_test(test_source_agent__check_outbox),
 	};
 
