@@ -107,6 +107,7 @@ keys: {secretKeyFile: $work/keys/target.key, authorizedSources: $work/authorized
 kubeconfig: $admin
 stateDir: $work/target-state
 mode: standby
+sources: [{name: prod-east, namespaces: ['ml-*']}]
 YAML
 {
   cat <<YAML

@@ -351,8 +351,13 @@ static void test_e2e_dr__two_sources_into_one_target(void **state)
 	/* One target, two authorized sources, each with its own key. */
 	tu_site_init(&M.site[0], "e2emulti", M.rbac.target_kubeconfig, names[0]);
 	tu_site_init(&M.site[1], "e2emulti", M.rbac.target_kubeconfig, names[1]);
-	assert_true(asprintf(&text, "mode: migrate\nnamespaceMappings: {%s: %s, %s: %s}\n", M.ns[0],
-			     M.dst_ns[0], M.ns[1], M.dst_ns[1]) > 0);
+	/* SPEC §5: each source is granted its own namespace, and only that */
+	assert_true(
+	    asprintf(&text,
+		     "mode: migrate\nnamespaceMappings: {%s: %s, %s: %s}\n"
+		     "sources:\n- {name: %s, namespaces: [%s]}\n- {name: %s, namespaces: [%s]}\n",
+		     M.ns[0], M.dst_ns[0], M.ns[1], M.dst_ns[1], names[0], M.ns[0], names[1],
+		     M.ns[1]) > 0);
 	tu_site_write_config(&M.site[0], text);
 	free(text);
 	snprintf(path, sizeof(path), "%s/authorized_sources", M.site[0].dir);

@@ -38,9 +38,10 @@ void ds_applier_guarded_delete(ds_applier *a, const ds_object_state_row *r, cons
 {
 	struct ds_kube_resource res;
 	const char *dra = ds_applier_need_api(a, r->kind ? r->kind : "");
-	const char *managed, *uid_ann;
+	const char *managed, *uid_ann, *cluster;
 	json_t *obj = NULL, *labels;
-	int rc;
+	char owner[256];
+	int rc, owned;
 
 	memset(g, 0, sizeof(*g));
 	if (dra && r->api_version && strncmp(r->api_version, "resource.k8s.io/", 16) == 0)
@@ -73,7 +74,15 @@ void ds_applier_guarded_delete(ds_applier *a, const ds_object_state_row *r, cons
 	labels = ds_json_path(obj, "metadata.labels");
 	managed = labels ? ds_json_str(labels, DS_LABEL_MANAGED_BY) : NULL;
 	uid_ann = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_UID);
-	if (!managed || strcmp(managed, "drasync") != 0) {
+	cluster = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_CLUSTER);
+	owned = ds_object_state_target_owner(a->st, r->source, r->kind, ns, name, owner,
+					     sizeof(owner), NULL);
+	if (owned > 0) {
+		g->state = DS_APPLY_KEPT;
+		snprintf(g->reason, sizeof(g->reason),
+			 "not deleted: %s %s%s%s is replicated from source %s, not %s", r->kind,
+			 ns ? ns : "", ns ? "/" : "", name, owner, r->source);
+	} else if (!managed || strcmp(managed, "drasync") != 0) {
 		g->state = DS_APPLY_KEPT;
 		snprintf(g->reason, sizeof(g->reason),
 			 "not deleted: %s %s%s%s was not created by drasync (no label %s=drasync)",
@@ -85,6 +94,13 @@ void ds_applier_guarded_delete(ds_applier *a, const ds_object_state_row *r, cons
 			 "not deleted: Namespace %s was on the target before drasync applied it "
 			 "(no annotation %s)",
 			 name, DS_ANNOTATION_CREATED);
+	} else if (r->source_cluster && (!cluster || strcmp(cluster, r->source_cluster) != 0)) {
+		g->state = DS_APPLY_KEPT;
+		snprintf(
+		    g->reason, sizeof(g->reason),
+		    "not deleted: %s %s%s%s has %s=%s, the tombstone is from source cluster %s",
+		    r->kind, ns ? ns : "", ns ? "/" : "", name, DS_ANNOTATION_SOURCE_CLUSTER,
+		    cluster ? cluster : "(none)", r->source_cluster);
 	} else if (!r->source_uid || !uid_ann || strcmp(uid_ann, r->source_uid) != 0) {
 		g->state = DS_APPLY_KEPT;
 		snprintf(g->reason, sizeof(g->reason),
@@ -123,6 +139,9 @@ void ds_applier_tombstone(ds_applier *a, struct item *it)
 	const char *name = r->target_name ? r->target_name : r->name;
 	struct gone g;
 
+	/* SPEC §5: a tombstone is a write too: granted, valid names, before any call */
+	if (!ds_applier_trust_check(a, it))
+		return;
 	ds_applier_guarded_delete(a, r, api, ns, name, &g);
 	/* A prune says so (SPEC §6): the source sent no tombstone for it. */
 	if (g.state == DS_APPLY_DELETED && !g.reason[0] && r->reason &&

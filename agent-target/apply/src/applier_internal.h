@@ -60,6 +60,9 @@ struct ds_applier {
 	int64_t verify_upto;
 	bool verify_seen; /* per pass: a row up to verify_upto came to be written */
 	json_t *live;	  /* per pass: "api|kind|ns" -> name -> its applied-hash annotation */
+	/* per pass, for first writes: "api|kind|ns" -> {"seen": n, "names": {name: [managed-by,
+	 * source-cluster]}} once a list of what is there replaced a read per object */
+	json_t *exists;
 };
 
 /* What guarded_delete() did: DELETED (reason empty: deleted, else why it was not there),
@@ -81,6 +84,7 @@ struct item {
 	uint8_t hash[DS_HASH_LEN];
 	bool decided, unchanged;
 	bool takeover; /* fields other managers owned were taken (the reason names them) */
+	int refusal;   /* decided refused: its enum ds_refusal; else -1 */
 	size_t rep_first, rep_n; /* its entries in the pass's report */
 	ds_object_state_result out;
 	char reason[REASON_MAX];
@@ -144,5 +148,25 @@ void ds_applier_guarded_delete(ds_applier *a, const ds_object_state_row *r, cons
 
 /* Decide a tombstone. */
 void ds_applier_tombstone(ds_applier *a, struct item *it);
+
+/* Refuse it (SPEC §5 trust boundary): state refused, reason printf-style. */
+void ds_applier_refuse(struct item *it, int refusal, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The record of it against its source's grant, before anything of it reaches the API server:
+ * kind, names, the reference against the payload (it->obj, NULL for a tombstone), the
+ * namespace, the pod specs. Refuses it when outside. @return whether it may go on */
+bool ds_applier_trust_check(ds_applier *a, struct item *it);
+
+/* An upsert this source never wrote on the target: the object there (if any) must carry
+ * drasync's marks for this source, else it is refused (adoptExisting: taken over, said
+ * once in the reason). Decides it when refused or when the check could not be made.
+ * @return 0, -ENOMEM */
+int ds_applier_check_first_write(ds_applier *a, struct item *it);
+
+/* A Namespace drasync applies: the source's pod-security.kubernetes.io labels dropped and
+ * the enforce level of the source's grant set (a Namespace drasync did not create is not
+ * written: see mark_created_namespace). @return 0, -ENOMEM */
+int ds_applier_namespace_labels(ds_applier *a, struct item *it);
 
 #endif

@@ -17,6 +17,7 @@
 #include "drasync/report.h"
 #include "drasync/sched_convert.h"
 #include "drasync/selection.h"
+#include "drasync/source_grants.h"
 #include "drasync/transform.h"
 
 #include <errno.h>
@@ -119,20 +120,22 @@ static void tell(ds_applier *a, const struct item *it, const ds_report *rep)
 		return;
 	if (it->obj)
 		ds_obj_describe(it->obj, target, sizeof(target));
-	a->cfg.on_event(a->cfg.event_ud,
-			&(ds_applier_event){.source = it->row->source,
-					    .key = it->row->key,
-					    .target = it->obj ? target : NULL,
-					    .seq = it->row->seq,
-					    .op = it->row->op,
-					    .state = it->out.state,
-					    .reason = it->out.reason,
-					    .unchanged = it->unchanged,
-					    .takeover = it->takeover,
-					    .report = rep,
-					    .report_first = it->rep_first,
-					    .report_n = it->rep_n,
-					    .seconds = ds_clock_mono_s() - a->picked});
+	a->cfg.on_event(
+	    a->cfg.event_ud,
+	    &(ds_applier_event){.source = it->row->source,
+				.key = it->row->key,
+				.target = it->obj ? target : NULL,
+				.seq = it->row->seq,
+				.op = it->row->op,
+				.state = it->out.state,
+				.reason = it->out.reason,
+				.unchanged = it->unchanged,
+				.takeover = it->takeover,
+				.refusal = it->out.state == DS_APPLY_REFUSED ? it->refusal : -1,
+				.report = rep,
+				.report_first = it->rep_first,
+				.report_n = it->rep_n,
+				.seconds = ds_clock_mono_s() - a->picked});
 }
 
 /*
@@ -365,6 +368,9 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 		ds_applier_decide(it, DS_APPLY_FAILED, "%s", text);
 		return 0;
 	}
+	/* SPEC §5 trust boundary: before the pipeline, before any call */
+	if (!ds_applier_trust_check(a, it))
+		return 0;
 	it->rep_first = first;
 	t = ds_transform_object(&topts, it->obj, rep);
 	if (t < 0)
@@ -397,14 +403,17 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 			return c;
 		if (c > 0) {
 			ds_obj_describe(it->obj, text, sizeof(text));
-			ds_applier_decide(
-			    it, DS_APPLY_FAILED,
+			ds_applier_refuse(
+			    it, DS_REFUSAL_OWNER,
 			    "conflict: %s on the target is replicated from source %s; source "
 			    "%s may not write it too (map its namespace elsewhere)",
 			    text, owner, r->source);
 			return 0;
 		}
 	}
+	rc = ds_applier_namespace_labels(a, it);
+	if (rc < 0)
+		return rc;
 	rc = hash_object(it->obj, it->hash);
 	if (rc < 0)
 		return rc;

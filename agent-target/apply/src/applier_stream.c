@@ -166,7 +166,8 @@ static void mark_applied(struct item *it)
  * SPEC §6: a Namespace is deleted only if drasync created it. One that is not
  * on the target yet, or that drasync marked when it created it, is applied
  * with the mark (every apply carries it: server-side apply would drop a field
- * its manager stops sending); one that was there before is left unmarked.
+ * its manager stops sending). One that was there before keeps its labels and
+ * annotations exactly (SPEC §5): it is not written, objects go into it.
  * @return 0, -ENOMEM
  */
 static int mark_created_namespace(ds_applier *a, struct item *it)
@@ -186,6 +187,14 @@ static int mark_created_namespace(ds_applier *a, struct item *it)
 	rc = ds_kube_get(a->cfg.kube, &res, NULL, ds_obj_name(it->obj), NULL, &got, &ke);
 	ours = rc == -ENOENT || (rc == 0 && ds_obj_annotation(got, DS_ANNOTATION_CREATED));
 	json_decref(got);
+	if (rc == 0 && !ours) {
+		ds_applier_decide(it, DS_APPLY_APPLIED,
+				  "Namespace %s exists on the target and was not created by "
+				  "drasync: its labels and annotations are kept (nothing written; "
+				  "objects go into it)",
+				  ds_obj_name(it->obj));
+		return 0;
+	}
 	if (!ours)
 		return 0;
 	return ds_obj_set_annotation(it->obj, DS_ANNOTATION_CREATED, "true") < 0 ? -ENOMEM : 0;
@@ -497,6 +506,8 @@ static int stream_next(void *ud, struct ds_kube_op **out)
 
 		if (rc == 0 && !it->decided)
 			rc = mark_created_namespace(a, it);
+		if (rc == 0 && !it->decided)
+			rc = ds_applier_check_first_write(a, it);
 		if (rc < 0) {
 			s->rc = rc;
 			ds_err_set(s->err, "%s", strerror(-rc));
@@ -516,6 +527,11 @@ static int stream_next(void *ud, struct ds_kube_op **out)
 					     .obj = it->obj,
 					     /* to see what the server dropped */
 					     .want_result = ds_field_loss_relevant(it->obj)};
+		if (it->takeover) {
+			/* adoptExisting: taken over in one write, as said in it->took */
+			it->op.force = true;
+			it->forced = true;
+		}
 		s->in_flight++;
 		ds_applier_count(a, &a->stats.api_writes, 1);
 		*out = &it->op;

@@ -297,7 +297,8 @@ int ds_object_state_reconsider(ds_object_state *st, ds_err *err)
 	    ds_store_exec(
 		st->store,
 		"UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = 0"
-		" WHERE op = 1 AND state IN ('applied', 'waiting', 'failed', 'held', 'skipped')",
+		" WHERE (op = 1 AND state IN ('applied', 'waiting', 'failed', 'held', 'skipped',"
+		" 'refused')) OR (op = 2 AND state = 'refused')",
 		err));
 }
 

@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,6 +30,8 @@ static const char *when(int64_t t, char *buf, size_t size)
 
 const char *ds_status_report_attention(const ds_ledger_status *st)
 {
+	if (st->states[DS_APPLY_REFUSED])
+		return "records were refused: outside what the target grants their source";
 	if (st->states[DS_APPLY_FAILED])
 		return "objects failed to apply";
 	if (st->states[DS_APPLY_WAITING])
@@ -35,6 +39,46 @@ const char *ds_status_report_attention(const ds_ledger_status *st)
 	if (st->not_verified)
 		return "workloads failed their last verification";
 	return NULL;
+}
+
+static size_t count_refused(const ds_ledger_status *st)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < st->n_items; i++)
+		n += st->items[i].state == DS_APPLY_REFUSED;
+	return n;
+}
+
+/* SPEC §5: the refused objects, per source, each with its reason. */
+static void print_refused_text(FILE *out, const ds_ledger_status *st)
+{
+	if (!count_refused(st))
+		return;
+	fprintf(out, "\nrefused (outside what this target grants the source; nothing written):\n");
+	for (size_t i = 0; i < st->n_items; i++) {
+		const ds_ledger_item *it = &st->items[i];
+		bool seen = false;
+		size_t n = 0;
+
+		if (it->state != DS_APPLY_REFUSED)
+			continue;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = st->items[k].state == DS_APPLY_REFUSED &&
+			       strcmp(st->items[k].source, it->source) == 0;
+		if (seen)
+			continue;
+		for (size_t k = i; k < st->n_items; k++)
+			n += st->items[k].state == DS_APPLY_REFUSED &&
+			     strcmp(st->items[k].source, it->source) == 0;
+		fprintf(out, "  source %s: %zu refused\n", it->source, n);
+		for (size_t k = i; k < st->n_items; k++) {
+			const ds_ledger_item *r = &st->items[k];
+			if (r->state == DS_APPLY_REFUSED && strcmp(r->source, it->source) == 0)
+				fprintf(out, "    %s %s%s%s: %s\n", r->kind, r->ns,
+					r->ns[0] ? "/" : "", r->name, r->reason);
+		}
+	}
 }
 
 /* The last verification: totals, and each workload NOT verified with its reason. */
@@ -126,10 +170,13 @@ void ds_status_report_text(FILE *out, const ds_ledger_status *st, const char *le
 		fprintf(out, " %s %llu", ds_apply_state_name((enum ds_apply_state)s),
 			(unsigned long long)st->states[s]);
 	fprintf(out, "\n");
-	if (st->n_items) {
+	print_refused_text(out, st);
+	if (st->n_items > count_refused(st)) {
 		fprintf(out, "\nobjects that need a look:\n");
 		for (size_t i = 0; i < st->n_items; i++) {
 			const ds_ledger_item *it = &st->items[i];
+			if (it->state == DS_APPLY_REFUSED)
+				continue;
 			fprintf(out, "  %-7s %s %s%s%s (source %s): %s\n",
 				ds_apply_state_name(it->state), it->kind, it->ns,
 				it->ns[0] ? "/" : "", it->name, it->source, it->reason);
@@ -145,7 +192,7 @@ int ds_status_report_json(FILE *out, const ds_ledger_status *st, const char *led
 {
 	const char *mode = ds_mode_name(conf);
 	json_t *o = json_object(), *srcs = json_array(), *states = json_object(),
-	       *items = json_array(), *nss = json_array();
+	       *items = json_array(), *nss = json_array(), *refused = json_object();
 	const char *why = ds_status_report_attention(st);
 	char *text;
 	int rc;
@@ -169,6 +216,14 @@ int ds_status_report_json(FILE *out, const ds_ledger_status *st, const char *led
 		    items, json_pack("{ss ss ss ss ss ss}", "state", ds_apply_state_name(it->state),
 				     "source", it->source, "kind", it->kind, "namespace", it->ns,
 				     "name", it->name, "reason", it->reason));
+		if (it->state == DS_APPLY_REFUSED) {
+			json_t *per = json_object_get(refused, it->source);
+			if (!per)
+				json_object_set_new(refused, it->source, per = json_array());
+			json_array_append_new(per, json_pack("{ss ss ss ss}", "kind", it->kind,
+							     "namespace", it->ns, "name", it->name,
+							     "reason", it->reason));
+		}
 	}
 	for (size_t i = 0; i < st->n_namespaces; i++) {
 		const ds_ledger_namespace *n = &st->namespaces[i];
@@ -185,6 +240,7 @@ int ds_status_report_json(FILE *out, const ds_ledger_status *st, const char *led
 	json_object_set_new(o, "objects", states);
 	json_object_set_new(o, "needsLook", items);
 	json_object_set_new(o, "moreNeedLook", json_integer((json_int_t)st->more_items));
+	json_object_set_new(o, "refused", refused); /* per source: the needsLook entries refused */
 	json_object_set_new(o, "verification", verification_json(st));
 	json_object_set_new(o, "healthy", json_boolean(!why));
 	json_object_set_new(o, "attention", why ? json_string(why) : json_null());

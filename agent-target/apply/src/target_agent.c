@@ -1,6 +1,8 @@
 #include "drasync/target_agent.h"
 
 #include "drasync/apply_feedback.h"
+#include "drasync/source_grants.h"
+#include "drasync/zap.h"
 #include "drasync/config_holder.h"
 #include "drasync/log.h"
 #include "drasync/receiver.h"
@@ -139,7 +141,7 @@ static void on_apply(void *ud, const ds_applier_event *ev)
 	verify_later(a, ev);
 	if (ev->unchanged)
 		level = DS_LOG_DEBUG;
-	else if (ev->state == DS_APPLY_FAILED || ev->takeover)
+	else if (ev->state == DS_APPLY_FAILED || ev->state == DS_APPLY_REFUSED || ev->takeover)
 		level = DS_LOG_WARN; /* a takeover: someone on the target changed what we own */
 	/* Names come from the wire: quoted, so a newline in one cannot forge a line. */
 	ds_log(level, "apply", "source=%s object=%s target=%s seq=%llu state=%s reason=%s",
@@ -255,12 +257,65 @@ out:
 	return ds_err_fallback(err, rc);
 }
 
+/*
+ * SPEC §5: every sources[] name must be an authorized source, and each
+ * authorized source is told at start (and at each reload) what it may write;
+ * one that may write nothing is a warning. @return 0, or -EINVAL (err located)
+ */
+static int check_grants(const ds_target_config *cfg, ds_err *err)
+{
+	ds_authorized *auth = NULL;
+	const char **names = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = ds_authorized_load(&auth, ds_target_config_authorized_sources(cfg), NULL, NULL, err);
+	if (rc < 0)
+		return rc;
+	n = ds_authorized_count(auth);
+	names = calloc(n + 1, sizeof(*names));
+	if (!names) {
+		ds_authorized_free(auth);
+		return ds_err_fallback(err, -ENOMEM);
+	}
+	for (size_t i = 0; i < n; i++)
+		names[i] = ds_authorized_name_at(auth, i);
+	rc = ds_grant_check_names(cfg, names, n, err);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		char what[1024], q[1100], qs[300];
+		bool dup = false;
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = strcmp(names[k], names[i]) == 0;
+		if (dup)
+			continue;
+		ds_grant_describe(cfg, names[i], what, sizeof(what));
+		if (ds_grant_is_empty(cfg, names[i]))
+			ds_log(DS_LOG_WARN, "source_grant",
+			       "source=%s grant=%s detail=\"its records are all refused: grant it "
+			       "namespaces in sources[] of %s\"",
+			       ds_log_quote(names[i], qs, sizeof(qs)),
+			       ds_log_quote(what, q, sizeof(q)), ds_target_config_file(cfg));
+		else
+			ds_log(DS_LOG_INFO, "source_grant", "source=%s grant=%s",
+			       ds_log_quote(names[i], qs, sizeof(qs)),
+			       ds_log_quote(what, q, sizeof(q)));
+	}
+	free(names);
+	ds_authorized_free(auth);
+	return rc;
+}
+
 int ds_target_agent_listen(ds_target_agent *a, ds_err *err)
 {
 	ds_receiver_config rc_cfg;
 	ds_target_config *cfg = ds_config_holder_get(a->configs);
 	int rc;
 
+	rc = check_grants(cfg, err);
+	if (rc < 0) {
+		ds_target_config_unref(cfg);
+		return rc;
+	}
 	ds_receiver_config_default(&rc_cfg);
 	rc_cfg.endpoint = ds_target_config_listen(cfg);
 	rc_cfg.keys = &a->keys;
@@ -348,6 +403,8 @@ int ds_target_agent_reload(ds_target_agent *a, ds_err *err)
 		err = &local;
 	pthread_mutex_lock(&a->reload_mu);
 	rc = ds_target_config_load(&cfg, a->config_path, err);
+	if (rc == 0 && ds_target_config_authorized_sources(cfg))
+		rc = check_grants(cfg, err);
 	if (rc < 0) {
 		ds_log(DS_LOG_ERROR, "reload_failed", "config=%s error=%s detail=\"%s\"",
 		       a->config_path,

@@ -144,7 +144,8 @@ static void objects(ds_str *o, const ds_ledger_status *st)
 	for (int s = 1; s < DS_APPLY_STATE_MAX; s++)
 		td_num(o, (unsigned long long)st->states[s]);
 	ds_str_adds(o, "</tr>\n</table>\n");
-	ds_str_adds(o, "<h2 id=\"attention\">Objects waiting or failed</h2>\n");
+	ds_str_adds(o,
+		    "<h2 id=\"attention\">Objects waiting or failed, and records refused</h2>\n");
 	if (!st->n_items) {
 		ds_str_adds(o, "<p class=\"ok\">None.</p>\n");
 		return;
@@ -156,7 +157,8 @@ static void objects(ds_str *o, const ds_ledger_status *st)
 		const ds_ledger_item *it = &st->items[i];
 
 		ds_str_adds(o, "<tr>");
-		td_class(o, it->state == DS_APPLY_FAILED ? "bad" : "",
+		td_class(o,
+			 it->state == DS_APPLY_FAILED || it->state == DS_APPLY_REFUSED ? "bad" : "",
 			 ds_apply_state_name(it->state));
 		td(o, it->kind);
 		td(o, it->ns);

@@ -6,6 +6,7 @@
 #include "drasync/kube_probe.h"
 #include "drasync/ledger_status.h"
 #include "drasync/namespace_mode.h"
+#include "drasync/source_grants.h"
 #include "drasync/status_page.h"
 #include "drasync/version.h"
 
@@ -26,8 +27,13 @@ static const ds_metric_def defs[] = {
      "agent,version", NULL, 0},
     {"drasync_target_objects_applied_total", DS_METRIC_COUNTER,
      "Objects the applier decided, by kind and result (applied, unchanged: already "
-     "applied, no API call; waiting, failed, held, skipped, deleted, kept).",
+     "applied, no API call; waiting, failed, held, skipped, deleted, kept, refused).",
      "kind,result", NULL, 0},
+    {"drasync_target_refused_total", DS_METRIC_COUNTER,
+     "Records refused because they are outside what the target grants their source (SPEC "
+     "section 5), by source and reason (namespace, pod_security, name, reference, kind, "
+     "exists, owner); nothing of them reached the API server.",
+     "source,reason", NULL, 0},
     {"drasync_target_apply_duration_seconds", DS_METRIC_HISTOGRAM,
      "Seconds from the applier's pass taking an object to its outcome being in the ledger "
      "(objects that needed an API call).",
@@ -53,7 +59,7 @@ static const ds_metric_def defs[] = {
      "", NULL, 0},
     {"drasync_target_objects", DS_METRIC_GAUGE,
      "Objects in the ledger by apply state (pending, applied, waiting, failed, held, skipped, "
-     "deleted, kept).",
+     "deleted, kept, refused).",
      "state", NULL, 0},
     {"drasync_target_ledger_unapplied_records", DS_METRIC_GAUGE,
      "Records committed in the ledger and not applied yet, all sources.", "", NULL, 0},
@@ -382,6 +388,10 @@ void ds_target_monitor_on_apply(ds_target_monitor *m, const ds_applier_event *ev
 	    (const char *[]){kind[0] ? kind : "unknown",
 			     ev->unchanged ? "unchanged" : ds_apply_state_name(ev->state)},
 	    1);
+	if (ev->state == DS_APPLY_REFUSED && !ev->unchanged)
+		ds_metrics_add(
+		    m->mx, "drasync_target_refused_total",
+		    (const char *[]){ev->source, ds_refusal_name((enum ds_refusal)ev->refusal)}, 1);
 	if (ev->unchanged)
 		return;
 	ds_metrics_observe(m->mx, "drasync_target_apply_duration_seconds", NULL,

@@ -633,7 +633,7 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 }
 
 static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t *rid,
-		     size_t rid_len, const char *peer, const ds_wire_msg *msg)
+		     size_t rid_len, const char *peer, const char *source, const ds_wire_msg *msg)
 {
 	struct session *s = session_find(r, rid, rid_len);
 	size_t n = ds_wire_msg_record_count(msg);
@@ -647,6 +647,16 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 
 	if (!s) {
 		drop_peer(r, fd, peer_ip, rid, rid_len, "batch before hello");
+		return;
+	}
+	/* The frame's authenticated identity (ZAP User-Id) must be the session's: a
+	 * routing id is only a name the peer chose. */
+	if (strcmp(source, s->source) != 0) {
+		char why[400];
+		snprintf(why, sizeof(why),
+			 "batch authenticated as source %s on the session of source %s", source,
+			 s->source);
+		drop_peer(r, fd, peer_ip, rid, rid_len, why);
 		return;
 	}
 	s->last_seen = ds_clock_mono_ms();
@@ -760,14 +770,15 @@ static void on_message(ds_receiver *r)
 			 peer, ds_wire_msg_hello(msg));
 		break;
 	case DS_WIRE_BATCH:
-		on_batch(r, fd, peer_ip, zmq_msg_data(&rid), zmq_msg_size(&rid), peer, msg);
+		on_batch(r, fd, peer_ip, zmq_msg_data(&rid), zmq_msg_size(&rid), peer, source, msg);
 		break;
 	case DS_WIRE_GOODBYE: {
 		struct session *s = session_find(r, zmq_msg_data(&rid), zmq_msg_size(&rid));
 		char qs[300];
 		emit(r, DS_LOG_INFO, "goodbye", peer, "source %s: %s",
 		     ds_log_quote(source, qs, sizeof(qs)), ds_wire_msg_goodbye(msg));
-		if (s) {
+		/* only the session's own source ends it */
+		if (s && strcmp(s->source, source) == 0) {
 			char why[300];
 			snprintf(why, sizeof(why), "goodbye: %s", ds_wire_msg_goodbye(msg));
 			presence_end(r, s, why);

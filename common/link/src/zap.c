@@ -73,6 +73,11 @@ size_t ds_authorized_count(const ds_authorized *a)
 	return a ? a->n : 0;
 }
 
+const char *ds_authorized_name_at(const ds_authorized *a, size_t i)
+{
+	return a && i < a->n ? a->entries[i].name : NULL;
+}
+
 static void bad_line(ds_transport_event_fn fn, void *ud, const char *path, int lineno,
 		     const char *why)
 {

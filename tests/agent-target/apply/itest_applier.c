@@ -312,7 +312,7 @@ static void test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply(vo
 	objs[1] = tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good, namespace: "
 			  "'%s'}\ndata: {a: '1'}\n",
 			  e->src);
-	/* a kind drasync does not replicate, sent all the same */
+	/* a kind drasync does not replicate, sent all the same: refused (SPEC §5) */
 	objs[2] = tu_objf("apiVersion: v1\nkind: Event\nmetadata: {name: noise, namespace: '%s'}\n"
 			  "involvedObject: {kind: Pod, name: p}\nreason: Started\n",
 			  e->src);
@@ -321,8 +321,8 @@ static void test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply(vo
 	json_decref(objs[1]);
 	json_decref(objs[2]);
 	assert_int_equal(tu_apply_pass(e), 5);
-	tu_apply_assert_state(e, "v1", "Event", "noise", DS_APPLY_SKIPPED,
-			      "made by the target cluster itself");
+	tu_apply_assert_state(e, "v1", "Event", "noise", DS_APPLY_REFUSED,
+			      "kind \"Event\" of \"v1\" is not replicated by drasync");
 	assert_null(tu_apply_target_get(e, "v1", "Event", "noise"));
 	tu_apply_assert_state(e, "v1", "ConfigMap", "garbage", DS_APPLY_FAILED,
 			      "not a JSON object");
@@ -449,10 +449,16 @@ static void test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_our
 	assert_int_equal(tu_apply_pass(e), 1);
 	{
 		ds_object_state_row r = tu_apply_row(e, "v1", "Namespace", e->src, true);
-		if (r.state != DS_APPLY_KEPT || !strstr(r.reason, "was on the target before"))
+		if (r.state != DS_APPLY_KEPT || !strstr(r.reason, "was not created by drasync"))
 			fail_msg("namespace: %s (%s)", ds_apply_state_name(r.state), r.reason);
 		ds_object_state_row_dispose(&r);
 	}
+	/* SPEC §5: it kept its own metadata: drasync never wrote it */
+	got = tu_apply_target_get(e, "v1", "Namespace", e->dst);
+	assert_non_null(got);
+	assert_null(ds_obj_label(got, "app.kubernetes.io/managed-by"));
+	assert_null(ds_obj_label(got, "pod-security.kubernetes.io/enforce"));
+	json_decref(got);
 	got = NULL;
 	assert_int_equal(ds_kube_get(e->k, &nsr, NULL, e->dst, NULL, &got, NULL), 0);
 	assert_null(ds_obj_annotation(got, "drasync.io/created"));
@@ -493,7 +499,7 @@ static void test_itest_applier__two_sources_writing_one_object_is_a_conflict(voi
 		ds_object_state_key("v1", "ConfigMap", e->src, "shared", key, sizeof(key));
 		assert_int_equal(ds_object_state_open(&st, e->path, NULL), 0);
 		assert_int_equal(ds_object_state_get(st, "prod-west", key, &r, NULL), 0);
-		if (r.state != DS_APPLY_FAILED || !strstr(r.reason, "conflict") ||
+		if (r.state != DS_APPLY_REFUSED || !strstr(r.reason, "conflict") ||
 		    !strstr(r.reason, "source prod-east"))
 			fail_msg("second source: %s (%s)", ds_apply_state_name(r.state), r.reason);
 		ds_object_state_row_dispose(&r);
@@ -768,11 +774,15 @@ static void test_itest_applier__field_owned_by_another_manager_is_taken_over_onc
 	(void)state;
 	commit_namespace(e);
 	assert_int_equal(tu_apply_pass(e), 1);
-	/* someone on the target owns data.v of the object drasync replicates */
+	/* drasync made the object; then someone on the target took data.v of it */
+	tu_apply_commit1(e, tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared, "
+				    "namespace: '%s'}\ndata: {v: first}\n",
+				    e->src));
+	assert_int_equal(tu_apply_pass(e), 1);
 	cmr = tu_kube_resource(e->k, "v1", "ConfigMap");
 	theirs = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
 			   "metadata", "name", "shared", "data", "v", "theirs");
-	if (ds_kube_apply(e->k, &cmr, e->dst, theirs, "other-team", false, NULL, NULL, &ke) < 0)
+	if (ds_kube_apply(e->k, &cmr, e->dst, theirs, "other-team", true, NULL, NULL, &ke) < 0)
 		fail_msg("apply as other-team: %s", ds_kube_error_format(&ke, b, sizeof(b)));
 	json_decref(theirs);
 
@@ -822,6 +832,77 @@ static void test_itest_applier__field_owned_by_another_manager_is_taken_over_onc
 		ds_object_state_row_dispose(&r);
 	}
 	tu_apply_free(e);
+}
+
+/*
+ * SPEC §5: an object a person made on the target is not drasync's to take:
+ * its first write is refused and a tombstone leaves it; with adoptExisting it
+ * is taken over in one write, and said so.
+ */
+static void test_itest_applier__object_a_person_made_is_refused_unless_adopted(void **state)
+{
+	static const tu_apply_opts adopt = {.dra_yaml = "adoptExisting: true\n"};
+	struct ds_kube_resource cmr;
+	json_t *theirs, *got;
+	uint64_t w0;
+
+	(void)state;
+	for (int pass = 0; pass < 2; pass++) {
+		tu_apply *e = tu_apply_new(pass ? "adopt" : "refuse", pass ? &adopt : NULL);
+
+		commit_namespace(e);
+		assert_int_equal(tu_apply_pass(e), 1);
+		cmr = tu_kube_resource(e->k, "v1", "ConfigMap");
+		theirs = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
+				   "ConfigMap", "metadata", "name", "mine", "data", "v", "person");
+		assert_int_equal(ds_kube_create(e->k, &cmr, e->dst, theirs, NULL, NULL), 0);
+		json_decref(theirs);
+		/* Refused: the only one (a read), or the last of five written first in one pass
+		 * (the pass lists what is there instead); adopted: the only one. */
+		if (!pass)
+			tu_apply_commit_configmaps(e, (const char *[]){"a", "b", "c", "d"}, 4);
+		w0 = tu_apply_stats(e).api_writes;
+		tu_apply_commit1(e,
+				 tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: mine, "
+					 "namespace: '%s'}\ndata: {v: source}\n",
+					 e->src));
+		assert_int_equal(tu_apply_pass(e), pass ? 1 : 5);
+		if (!pass)
+			w0 += 4; /* a, b, c and d: one write each */
+		got = tu_apply_target_get(e, "v1", "ConfigMap", "mine");
+		assert_non_null(got);
+		if (!pass) {
+			tu_apply_assert_state(
+			    e, "v1", "ConfigMap", "mine", DS_APPLY_REFUSED,
+			    "exists on the target and was not created by drasync: "
+			    "set adoptExisting: true to take it over");
+			assert_int_equal(tu_apply_stats(e).api_writes - w0, 0);
+			assert_string_equal(dt_str(got, "/data/v"), "person");
+			json_decref(got);
+			/* the source deletes its own: the person's stays */
+			{
+				ds_record t = tu_record_tombstone("v1", "ConfigMap", e->src, "mine",
+								  "uid-ConfigMap-mine");
+				tu_ledger_commit(&e->l, &t, 1, NULL, NULL);
+			}
+			assert_int_equal(tu_apply_pass(e), 1);
+			tu_apply_assert_state(e, "v1", "ConfigMap", "mine", DS_APPLY_KEPT,
+					      "not created by drasync");
+			assert_int_equal(tu_apply_stats(e).api_writes - w0, 0);
+			got = tu_apply_target_get(e, "v1", "ConfigMap", "mine");
+			assert_non_null(got);
+		} else {
+			tu_apply_assert_state(e, "v1", "ConfigMap", "mine", DS_APPLY_APPLIED,
+					      "adopted: ConfigMap");
+			assert_int_equal(tu_apply_stats(e).api_writes - w0, 1);
+			assert_int_equal(e->takeovers, 1);
+			assert_string_equal(dt_str(got, "/data/v"), "source");
+			assert_string_equal(ds_obj_label(got, "app.kubernetes.io/managed-by"),
+					    "drasync");
+		}
+		json_decref(got);
+		tu_apply_free(e);
+	}
 }
 
 static void test_itest_applier__object_too_large_fails_with_the_api_message(void **state)
@@ -990,6 +1071,7 @@ int main(void)
 		test_itest_applier__object_waits_for_its_namespace_further_down_the_stream),
 	    cmocka_unit_test(test_itest_applier__retry_command_applies_a_failed_object_once_fixed),
 	    cmocka_unit_test(test_itest_applier__field_owned_by_another_manager_is_taken_over_once),
+	    cmocka_unit_test(test_itest_applier__object_a_person_made_is_refused_unless_adopted),
 	    cmocka_unit_test(test_itest_applier__object_too_large_fails_with_the_api_message),
 	    cmocka_unit_test(
 		test_itest_applier__kind_not_served_reads_discovery_again_rate_limited),

@@ -75,7 +75,8 @@ static void test_applier__unreachable_api_keeps_objects_pending_with_backoff(voi
 	char path[1024], *p1 = NULL;
 	const char *garbage = "not json at all";
 	ds_target_config *cfg = dt_config("apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\n"
-					  "mode: migrate\n");
+					  "mode: migrate\n"
+					  "sources: [{name: " SOURCE ", namespaces: [ml-team]}]\n");
 	ds_applier_config ac = {0};
 	ds_object_state *st = NULL;
 	ds_object_state_row r;
@@ -167,7 +168,8 @@ static void test_applier__standby_pod_is_held_in_the_ledger_without_an_api_call(
 	char *dir = tu_mkdtemp("applier-standby");
 	char path[1024], *p1 = NULL;
 	ds_target_config *cfg = dt_config("apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\n"
-					  "mode: standby\n");
+					  "mode: standby\n"
+					  "sources: [{name: " SOURCE ", namespaces: [ml-team]}]\n");
 	ds_applier_config ac = {0};
 	struct events ev = {0};
 	ds_object_state *st = NULL;

@@ -62,4 +62,7 @@ const char *ds_authorized_lookup(const ds_authorized *a, const char *public_z85)
 /** Number of keys loaded. */
 size_t ds_authorized_count(const ds_authorized *a);
 
+/** The name of the i-th key loaded (file order), NULL past the end. */
+const char *ds_authorized_name_at(const ds_authorized *a, size_t i);
+
 #endif
