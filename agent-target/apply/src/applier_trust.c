@@ -135,12 +135,17 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it)
 	return true;
 }
 
-/* Whether an object whose label managed-by and annotation source-cluster are these carries
- * drasync's marks for the row's source. */
-static bool marked_for(const char *managed, const char *cluster, const ds_object_state_row *r)
+/* Whether an object whose label managed-by and annotations source and source-cluster are
+ * these carries drasync's marks for the row's source: its authenticated name, or (written
+ * before drasync marked it) its cluster. */
+static bool marked_for(const char *managed, const char *source, const char *cluster,
+		       const ds_object_state_row *r)
 {
-	return managed && strcmp(managed, "drasync") == 0 && cluster && r->source_cluster &&
-	       strcmp(cluster, r->source_cluster) == 0;
+	if (!managed || strcmp(managed, "drasync") != 0)
+		return false;
+	if (source)
+		return strcmp(source, r->source) == 0;
+	return cluster && r->source_cluster && strcmp(cluster, r->source_cluster) == 0;
 }
 
 /* A pass that writes this many objects of one kind and namespace for the first time lists
@@ -152,7 +157,9 @@ static json_t *marks_of(const json_t *obj)
 	const char *m = ds_obj_label(obj, DS_LABEL_MANAGED_BY);
 	const char *c = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_CLUSTER);
 
-	return json_pack("[s?s?]", m, c);
+	const char *s = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE);
+
+	return json_pack("[s?s?s?]", m, c, s);
 }
 
 /*
@@ -222,7 +229,7 @@ static int existing(ds_applier *a, struct item *it, json_t **out, ds_kube_error 
 int ds_applier_check_first_write(ds_applier *a, struct item *it)
 {
 	const ds_object_state_row *r = it->row;
-	const char *managed, *cluster;
+	const char *managed, *cluster, *source;
 	ds_kube_error ke;
 	json_t *got = NULL;
 	char what[400];
@@ -246,8 +253,9 @@ int ds_applier_check_first_write(ds_applier *a, struct item *it)
 		return 0;
 	managed = json_string_value(json_array_get(got, 0));
 	cluster = json_string_value(json_array_get(got, 1));
+	source = json_string_value(json_array_get(got, 2));
 	ds_obj_describe(it->obj, what, sizeof(what));
-	if (marked_for(managed, cluster, r)) {
+	if (marked_for(managed, source, cluster, r)) {
 		/* written for this source before the ledger knew (a restart) */
 	} else if (ds_target_config_adopt_existing(a->cfg.cfg)) {
 		snprintf(it->took, sizeof(it->took),
@@ -256,11 +264,15 @@ int ds_applier_check_first_write(ds_applier *a, struct item *it)
 			 what, r->source, cluster ? " (it was replicated from cluster " : "",
 			 cluster ? cluster : "", cluster ? ")" : "");
 		it->takeover = true;
-	} else if (cluster && managed) {
+	} else if (managed && strcmp(managed, "drasync") == 0) {
 		ds_applier_refuse(it, DS_REFUSAL_OWNER,
 				  "%s exists on the target and was created by drasync for source "
-				  "cluster %s, not %s: set adoptExisting: true to take it over",
-				  what, cluster, r->source_cluster ? r->source_cluster : r->source);
+				  "%s, not %s: set adoptExisting: true to take it over",
+				  what,
+				  source    ? source
+				  : cluster ? cluster
+					    : "(unknown)",
+				  r->source);
 	} else {
 		ds_applier_refuse(it, DS_REFUSAL_EXISTS,
 				  "%s exists on the target and was not created by drasync: set "
