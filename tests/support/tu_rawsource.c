@@ -242,7 +242,10 @@ const tu_raw_result *tu_raw_wait_applied(tu_raw *c, uint64_t seq, int timeout_ms
 {
 	tu_raw_result *s = slot(c, seq);
 
-	assert_non_null(s);
+	if (!s) {
+		fail_msg("seq %llu of %s was never sent", (unsigned long long)seq, c->source_name);
+		return NULL;
+	}
 	for (long long end = tu_now_ms() + timeout_ms; !s->apply;) {
 		if (c->dropped)
 			fail_msg("the target dropped the session of %s waiting for the apply "

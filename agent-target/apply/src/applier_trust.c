@@ -33,18 +33,26 @@ void ds_applier_refuse(struct item *it, int refusal, const char *fmt, ...)
 	it->refusal = refusal;
 }
 
-/* A name from the wire, quoted as the logs quote it and cut to a readable length. */
+/* A name from the wire, quoted as the logs quote it (always in quotes) and cut to a
+ * readable length; size at least 3. */
 static const char *shown(const char *s, char *buf, size_t size)
 {
-	char cut[96];
+	char cut[96], q[200];
+	size_t n;
 
 	snprintf(cut, sizeof(cut), "%.80s%s", s ? s : "", s && strlen(s) > 80 ? "..." : "");
-	ds_log_quote(cut, buf, size);
-	if (buf[0] != '"' && size > 2) {
-		char tmp[200];
-		snprintf(tmp, sizeof(tmp), "\"%s\"", buf);
-		snprintf(buf, size, "%s", tmp);
+	ds_log_quote(cut, q, sizeof(q));
+	if (q[0] == '"') {
+		snprintf(buf, size, "%s", q);
+		return buf;
 	}
+	n = strlen(q);
+	if (n + 3 > size)
+		n = size - 3;
+	buf[0] = '"';
+	memcpy(buf + 1, q, n);
+	buf[n + 1] = '"';
+	buf[n + 2] = '\0';
 	return buf;
 }
 
