@@ -253,6 +253,26 @@ static void test_e2e_trust__a_source_writes_only_what_the_target_grants(void **s
 		       "drasync-target status does not show the refusals:\n%s", r.out);
 	tu_run_dispose(&r);
 
+	/* drasync-source status: the target's refusals, heard back in its Acks. */
+	for (long long end = tu_now_ms() + 20000;; tu_msleep(500)) {
+		bool seen;
+
+		tu_run(&r, NULL,
+		       (const char *[]){tu_env("DS_SOURCE_BIN"), "status", "--config",
+					p->site.source_cfg, NULL});
+		seen = strstr(r.out, "REFUSED") && strstr(r.out, "evil") &&
+		       strstr(r.out, "violates podSecurity baseline");
+		if (seen || tu_now_ms() > end) {
+			tu_trust_check(seen,
+				       "drasync-source status does not show the refused Pod "
+				       "with its reason:\n%s%s",
+				       r.out, r.err);
+			tu_run_dispose(&r);
+			break;
+		}
+		tu_run_dispose(&r);
+	}
+
 	tu_trust_check_done("the scenario of issue 22");
 
 	tu_site_source_sigterm(&p->site);
