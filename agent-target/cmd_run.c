@@ -163,6 +163,11 @@ static int load(struct run *r)
 			auth, strerror(errno));
 		return 2;
 	}
+	rc = ds_target_agent_check_grants(r->cfg, &err);
+	if (rc < 0) {
+		fprintf(stderr, "drasync-target run: %s\n", ds_err_format(&err, msg, sizeof(msg)));
+		return 2;
+	}
 	if (mkdir(state, 0700) < 0 && errno != EEXIST) {
 		fprintf(stderr, "drasync-target run: stateDir %s: %s\n", state, strerror(errno));
 		return 2;

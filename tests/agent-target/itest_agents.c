@@ -333,6 +333,42 @@ static void test_itest_agents__target_run_refuses_a_config_it_cannot_run(void **
 	assert_non_null(strstr(r.err, "drasync-target keygen"));
 	tu_run_dispose(&r);
 
+	/* SPEC §5: a sources[] name that is not an authorized source, located in the file. */
+	tu_run(&r, NULL, (const char *[]){tu_env("DS_TARGET_BIN"), "keygen", "--out", dir, NULL});
+	assert_int_equal(r.status, 0);
+	tu_run_dispose(&r);
+	{
+		char pub[1200], auth[1200], line[200] = "";
+		FILE *f;
+
+		snprintf(pub, sizeof(pub), "%s/target.pub", dir);
+		f = fopen(pub, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f) && line[0] == '#')
+			;
+		fclose(f);
+		snprintf(auth, sizeof(auth), "%s/auth", dir);
+		assert_true(asprintf(&text, "prod-east %s", line) > 0);
+		tu_write_file(auth, text);
+		free(text);
+	}
+	assert_true(asprintf(&text,
+			     "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\nlisten: "
+			     "\"tcp://127.0.0.1:*\"\nkeys: {secretKeyFile: %s/target.key, "
+			     "authorizedSources: %s/auth}\nstateDir: %s/state\nmode: migrate\n"
+			     "sources:\n- {name: prod-east, namespaces: [ml-team]}\n"
+			     "- {name: prod-esat, namespaces: [ml-team-2]}\n",
+			     dir, dir, dir) > 0);
+	tu_write_file(cfg, text);
+	free(text);
+	tu_run(&r, NULL, (const char *[]){tu_env("DS_TARGET_BIN"), "run", "--config", cfg, NULL});
+	assert_int_equal(r.status, 2);
+	if (!strstr(r.err, "target.yaml:9:3:") ||
+	    !strstr(r.err, "sources[1].name: 'prod-esat' is not a source of the authorized-sources "
+			   "file"))
+		fail_msg("run with an unknown source in sources[]: %s", r.err);
+	tu_run_dispose(&r);
+
 	tu_run(&r, NULL, (const char *[]){tu_env("DS_TARGET_BIN"), "run", "--help", NULL});
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "Example"));

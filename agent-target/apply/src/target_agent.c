@@ -262,7 +262,7 @@ out:
  * authorized source is told at start (and at each reload) what it may write;
  * one that may write nothing is a warning. @return 0, or -EINVAL (err located)
  */
-static int check_grants(const ds_target_config *cfg, ds_err *err)
+int ds_target_agent_check_grants(const ds_target_config *cfg, ds_err *err)
 {
 	ds_authorized *auth = NULL;
 	const char **names = NULL;
@@ -311,11 +311,6 @@ int ds_target_agent_listen(ds_target_agent *a, ds_err *err)
 	ds_target_config *cfg = ds_config_holder_get(a->configs);
 	int rc;
 
-	rc = check_grants(cfg, err);
-	if (rc < 0) {
-		ds_target_config_unref(cfg);
-		return rc;
-	}
 	ds_receiver_config_default(&rc_cfg);
 	rc_cfg.endpoint = ds_target_config_listen(cfg);
 	rc_cfg.keys = &a->keys;
@@ -404,7 +399,7 @@ int ds_target_agent_reload(ds_target_agent *a, ds_err *err)
 	pthread_mutex_lock(&a->reload_mu);
 	rc = ds_target_config_load(&cfg, a->config_path, err);
 	if (rc == 0 && ds_target_config_authorized_sources(cfg))
-		rc = check_grants(cfg, err);
+		rc = ds_target_agent_check_grants(cfg, err);
 	if (rc < 0) {
 		ds_log(DS_LOG_ERROR, "reload_failed", "config=%s error=%s detail=\"%s\"",
 		       a->config_path,

@@ -90,4 +90,12 @@ void ds_target_agent_stop(ds_target_agent *a);
 /** NULL-safe; after ds_target_agent_run() has returned (or was never called). */
 void ds_target_agent_free(ds_target_agent *a);
 
+/**
+ * SPEC §5: every sources[] name of cfg must be a source of its authorized-sources
+ * file (-EINVAL, err located at the entry); then each authorized source is told in
+ * the log what it may write (event source_grant, warn when nothing). `run` calls it
+ * before it binds, a reload before the new file is taken. @return 0, or < 0
+ */
+int ds_target_agent_check_grants(const ds_target_config *cfg, ds_err *err);
+
 #endif
