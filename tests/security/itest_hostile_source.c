@@ -302,6 +302,21 @@ static int group_setup(void **state)
 	(void)state;
 	memset(&F, 0, sizeof(F));
 	F.k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	/* The cluster's writes are counted: the namespace controller must be done with
+	 * what the tests before this one dropped (it deletes their objects). */
+	for (long long end = tu_now_ms() + 120000;; tu_msleep(500)) {
+		json_t *nss = tu_e2e_list(F.k, "v1", "Namespace", NULL, NULL), *e;
+		size_t i, terminating = 0;
+
+		json_array_foreach (nss, i, e)
+			terminating += dt_str(e, "/status/phase") &&
+				       strcmp(dt_str(e, "/status/phase"), "Terminating") == 0;
+		json_decref(nss);
+		if (!terminating)
+			break;
+		if (tu_now_ms() > end)
+			fail_msg("%zu namespaces still terminating after 120 s", terminating);
+	}
 	snprintf(F.ok, sizeof(F.ok), "hzok-%u", n);
 	snprintf(F.own, sizeof(F.own), "hzown-%u", n);
 	snprintf(F.denied, sizeof(F.denied), "hzdenied-%u", n);

@@ -105,9 +105,14 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it)
 		if (!same(ds_obj_api_version(it->obj), r->api_version) ||
 		    !same(ds_obj_kind(it->obj), r->kind) || !same(ds_obj_name(it->obj), r->name) ||
 		    !same(k->namespaced ? pns : NULL, ns) || (!k->namespaced && pns && pns[0])) {
-			char payload[400], pq[200];
+			char payload[400], pq[400];
 			ds_obj_describe(it->obj, payload, sizeof(payload));
-			shown(payload, pq, sizeof(pq)); /* the payload's names are not checked */
+			/* the payload's names were never checked: quoted unless valid */
+			if (ds_name_check(k->name, ds_obj_name(it->obj), NULL, 0) == 0 &&
+			    (!pns || ds_name_check_namespace(pns, NULL, 0) == 0))
+				snprintf(pq, sizeof(pq), "%s", payload);
+			else
+				shown(payload, pq, sizeof(pq));
 			ds_applier_refuse(
 			    it, DS_REFUSAL_REFERENCE,
 			    "the record names %s %s%s%s (%s) but its payload is %s (%s)", r->kind,
