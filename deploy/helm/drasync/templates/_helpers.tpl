@@ -44,15 +44,16 @@ seccompProfile:
      none fails. Without sources, the file grants the source namespaces of
      namespaceMappings (podSecurity baseline), and extra may name no other.
      A target namespace two sources share gets the more permissive of their
-     levels (the API server must admit what the importer lets through). */}}
+     levels (the API server must admit what the importer lets through).
+     sources: null is no sources (as target.yaml leaves it out). */}}
 {{- define "drasync.granted" -}}
 {{- $cfg := .Values.target.config -}}
 {{- $nsm := $cfg.namespaceMappings | default dict -}}
 {{- $extra := .Values.target.managedNamespaces.extra | default list -}}
 {{- $rank := dict "restricted" 0 "baseline" 1 "privileged" 2 -}}
 {{- $granted := list -}}
-{{- if hasKey $cfg "sources" -}}
-{{- range $i, $s := ($cfg.sources | default list) -}}
+{{- if not (kindIs "invalid" $cfg.sources) -}}
+{{- range $i, $s := $cfg.sources -}}
 {{- if not (and (kindIs "map" $s) $s.name) -}}
 {{- fail (printf "target.config.sources[%d]: expected {name, namespaces, podSecurity, relocate}, name being the source's name in authorizedSources" $i) -}}
 {{- end -}}
