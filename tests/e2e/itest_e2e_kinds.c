@@ -263,7 +263,10 @@ static void kinds_across(const char *src_env, const char *src_api, const char *d
 		}
 		json_decref(st);
 	}
-	assert_true(json_is_true(dt_get(st, "/healthy")));
+	if (!json_is_true(dt_get(st, "/healthy"))) {
+		char *t = json_dumps(st, JSON_INDENT(1));
+		fail_msg("status not healthy: %s", t);
+	}
 	json_decref(st);
 
 	/* The mapping is in the importer's log, and no error in either. */

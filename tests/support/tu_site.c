@@ -75,18 +75,19 @@ void tu_site_write_config(tu_site *s, const char *extra)
 	assert_true(asprintf(&text, "%s %s\n", s->source, s->skeys.public_z85) > 0);
 	tu_write_file(auth, text);
 	free(text);
-	assert_true(asprintf(&text,
-			     "apiVersion: drasync.io/v1alpha1\n"
-			     "kind: TargetConfig\n"
-			     "listen: \"%s\"\n"
-			     "keys: {secretKeyFile: %s/target.key, authorizedSources: %s}\n"
-			     "stateDir: %s/target-state\n"
-			     "%s%s%s%s",
-			     s->endpoint, s->dir, auth, s->dir, extra ? extra : "",
-			     /* the operator's grant (SPEC §5): every namespace, unless the test says */
-			     extra && strstr(extra, "sources:") ? "" : "sources: [{name: ",
-			     extra && strstr(extra, "sources:") ? "" : s->source,
-			     extra && strstr(extra, "sources:") ? "" : ", namespaces: ['*']}]\n") > 0);
+	assert_true(
+	    asprintf(&text,
+		     "apiVersion: drasync.io/v1alpha1\n"
+		     "kind: TargetConfig\n"
+		     "listen: \"%s\"\n"
+		     "keys: {secretKeyFile: %s/target.key, authorizedSources: %s}\n"
+		     "stateDir: %s/target-state\n"
+		     "%s%s%s%s",
+		     s->endpoint, s->dir, auth, s->dir, extra ? extra : "",
+		     /* the operator's grant (SPEC §5): every namespace, unless the test says */
+		     extra && strstr(extra, "sources:") ? "" : "sources: [{name: ",
+		     extra && strstr(extra, "sources:") ? "" : s->source,
+		     extra && strstr(extra, "sources:") ? "" : ", namespaces: ['*']}]\n") > 0);
 	tu_write_file(s->cfg, text);
 	free(text);
 }

@@ -156,6 +156,7 @@ void ds_applier_free(ds_applier *a)
 	json_decref(a->classes);
 	json_decref(a->members);
 	json_decref(a->live);
+	json_decref(a->exists);
 	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
@@ -257,6 +258,8 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	a->verify_seen = false;
 	json_decref(a->live);
 	a->live = NULL;
+	json_decref(a->exists);
+	a->exists = NULL;
 	a->picked = ds_clock_mono_s();
 	rc = ds_object_state_pick_in(a->st, ds_clock_wall_ms(), a->cfg.pass_max,
 				     a->cfg.n_namespaces ? &a->scope : NULL, &rows, &n, err);

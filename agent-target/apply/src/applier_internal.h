@@ -60,6 +60,9 @@ struct ds_applier {
 	int64_t verify_upto;
 	bool verify_seen; /* per pass: a row up to verify_upto came to be written */
 	json_t *live;	  /* per pass: "api|kind|ns" -> name -> its applied-hash annotation */
+	/* per pass, for first writes: "api|kind|ns" -> {"seen": n, "names": {name: [managed-by,
+	 * source-cluster]}} once a list of what is there replaced a read per object */
+	json_t *exists;
 };
 
 /* What guarded_delete() did: DELETED (reason empty: deleted, else why it was not there),

@@ -9,7 +9,8 @@
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
 #include "drasync/log.h"
-#include "drasync/pod_security.h" /* ds_pss_level_name */
+#include "drasync/object_names.h"
+#include "drasync/pod_security.h"
 #include "drasync/source_grants.h"
 #include "drasync/transform.h"
 
@@ -47,24 +48,6 @@ static const char *shown(const char *s, char *buf, size_t size)
 	return buf;
 }
 
-/* What the API server would refuse as a name of kind (a label for a Namespace and a
- * Service, else a subdomain; never a path segment like . or ..). @return NULL or why */
-static const char *bad_name(const ds_kind *k, const char *name)
-{
-	if (!name || !name[0])
-		return "is empty";
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strpbrk(name, "/%"))
-		return "may not be '.', '..' or hold '/' or '%'";
-	if (k->id == DS_KIND_NAMESPACE || k->id == DS_KIND_SERVICE)
-		return ds_dns_label_valid(name)
-			   ? NULL
-			   : "is not a DNS-1123 label (at most 63 of a-z, 0-9, "
-			     "'-', alphanumeric at both ends)";
-	return ds_dns_subdomain_valid(name) ? NULL
-					    : "is not a DNS-1123 subdomain (at most 253 of a-z, "
-					      "0-9, '-', '.')";
-}
-
 static bool same(const char *a, const char *b)
 {
 	return strcmp(a ? a : "", b ? b : "") == 0;
@@ -83,7 +66,7 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it)
 	const ds_object_state_row *r = it->row;
 	const ds_target_config *cfg = a->cfg.cfg;
 	const ds_kind *k = ds_kind_from_name(r->kind);
-	const char *ns = r->ns && r->ns[0] ? r->ns : NULL, *why;
+	const char *ns = r->ns && r->ns[0] ? r->ns : NULL;
 	char q[200], q2[200], group[128], text[REASON_MAX];
 
 	group_of(r->api_version, group, sizeof(group));
@@ -93,16 +76,13 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it)
 				  shown(r->api_version, q2, sizeof(q2)));
 		return false;
 	}
-	if ((why = bad_name(k, r->name))) {
-		ds_applier_refuse(it, DS_REFUSAL_NAME, "%s name %s %s", k->name,
-				  shown(r->name, q, sizeof(q)), why);
+	if (ds_name_check(k->name, r->name, text, sizeof(text)) < 0) {
+		ds_applier_refuse(it, DS_REFUSAL_NAME, "%s", text);
 		return false;
 	}
-	if (k->namespaced && (!ns || !ds_dns_label_valid(ns))) {
-		ds_applier_refuse(it, DS_REFUSAL_NAME, "%s %s: namespace %s %s", k->name,
-				  shown(r->name, q, sizeof(q)), shown(ns, q2, sizeof(q2)),
-				  ns ? "is not a DNS-1123 label"
-				     : "is missing (the kind is namespaced)");
+	if (k->namespaced && ds_name_check_namespace(ns, text, sizeof(text)) < 0) {
+		ds_applier_refuse(it, DS_REFUSAL_NAME, "%s %s: %s", k->name,
+				  shown(r->name, q, sizeof(q)), text);
 		return false;
 	}
 	if (!k->namespaced && ns) {
@@ -135,23 +115,113 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it)
 		ds_applier_refuse(it, DS_REFUSAL_NAMESPACE, "%s", text);
 		return false;
 	}
+	if (it->obj && ds_workload_from_kind(r->kind) >= 0) {
+		enum ds_pss_level level = ds_grant_pod_security(cfg, r->source);
+		int v = ds_pss_check_object(it->obj, level, text, sizeof(text));
+
+		if (v < 0) {
+			ds_applier_refuse(it, DS_REFUSAL_POD_SECURITY,
+					  "%s %s/%s: its pod spec cannot be checked", r->kind, ns,
+					  r->name);
+			return false;
+		}
+		if (v > 0) {
+			ds_applier_refuse(it, DS_REFUSAL_POD_SECURITY, "%s %s/%s: %s", r->kind, ns,
+					  r->name, text);
+			return false;
+		}
+	}
 	return true;
 }
 
-/* Whether obj on the target carries drasync's marks for the row's source. */
-static bool marked_for(const json_t *obj, const ds_object_state_row *r)
+/* Whether an object whose label managed-by and annotation source-cluster are these carries
+ * drasync's marks for the row's source. */
+static bool marked_for(const char *managed, const char *cluster, const ds_object_state_row *r)
 {
-	const char *managed = ds_obj_label(obj, DS_LABEL_MANAGED_BY);
-	const char *cluster = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_CLUSTER);
-
 	return managed && strcmp(managed, "drasync") == 0 && cluster && r->source_cluster &&
 	       strcmp(cluster, r->source_cluster) == 0;
+}
+
+/* A pass that writes this many objects of one kind and namespace for the first time lists
+ * what is there and not drasync's once, instead of reading each. */
+#define FIRST_WRITES_LISTED 4
+
+static json_t *marks_of(const json_t *obj)
+{
+	const char *m = ds_obj_label(obj, DS_LABEL_MANAGED_BY);
+	const char *c = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_CLUSTER);
+
+	return json_pack("[s?s?]", m, c);
+}
+
+/*
+ * What is on the target at it's name, as [managed-by, source-cluster] (*out NULL: nothing
+ * there), from the pass's list of its kind and namespace once there were
+ * FIRST_WRITES_LISTED, else by a read. @return 0, or the failed call's rc (ke says why)
+ */
+static int existing(ds_applier *a, struct item *it, json_t **out, ds_kube_error *ke)
+{
+	const char *ns = ds_obj_namespace(it->obj), *name = ds_obj_name(it->obj);
+	json_t *entry, *names, *got = NULL, *item;
+	char key[800];
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	snprintf(key, sizeof(key), "%s|%s|%s", ds_obj_api_version(it->obj), ds_obj_kind(it->obj),
+		 ns ? ns : "");
+	if (!a->exists && !(a->exists = json_object()))
+		return -ENOMEM;
+	entry = json_object_get(a->exists, key);
+	if (!entry) {
+		entry = json_pack("{sI}", "seen", (json_int_t)0);
+		if (!entry || json_object_set_new(a->exists, key, entry) < 0)
+			return -ENOMEM;
+	}
+	json_object_set_new(entry, "seen",
+			    json_integer(json_integer_value(json_object_get(entry, "seen")) + 1));
+	names = json_object_get(entry, "names");
+	if (!names && json_integer_value(json_object_get(entry, "seen")) >= FIRST_WRITES_LISTED) {
+		/* What drasync did not make: the server filters, few come back. One drasync
+		 * made is either this source's or in the ledger of another (its owner row,
+		 * checked in prepare). */
+		struct ds_kube_list_opts lo = {.label_selector = DS_LABEL_MANAGED_BY "!=drasync",
+					       .limit = 500};
+
+		ds_applier_count(a, &a->stats.api_reads, 1);
+		if (ds_kube_list(a->cfg.kube, &it->res, ns, &lo, &got, NULL, ke) == 0) {
+			names = json_object();
+			json_array_foreach (json_object_get(got, "items"), i, item) {
+				const char *n = ds_obj_name(item);
+				if (n && names)
+					json_object_set_new(names, n, marks_of(item));
+			}
+			json_decref(got);
+			got = NULL;
+			if (!names || json_object_set_new(entry, "names", names) < 0)
+				return -ENOMEM;
+		}
+		ds_kube_error_clear(ke);
+	}
+	if (names) {
+		*out = json_incref(json_object_get(names, name));
+		return 0;
+	}
+	ds_applier_count(a, &a->stats.api_reads, 1);
+	rc = ds_kube_get(a->cfg.kube, &it->res, ns, name, NULL, &got, ke);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	*out = marks_of(got);
+	json_decref(got);
+	return *out ? 0 : -ENOMEM;
 }
 
 int ds_applier_check_first_write(ds_applier *a, struct item *it)
 {
 	const ds_object_state_row *r = it->row;
-	const char *ns = ds_obj_namespace(it->obj), *name = ds_obj_name(it->obj);
+	const char *managed, *cluster;
 	ds_kube_error ke;
 	json_t *got = NULL;
 	char what[400];
@@ -161,48 +231,40 @@ int ds_applier_check_first_write(ds_applier *a, struct item *it)
 	if (r->has_applied_hash || r->target_name)
 		return 0;
 	if (ds_kind_is(ds_obj_kind(it->obj), DS_KIND_NAMESPACE))
-		return 0; /* a Namespace keeps its own metadata instead
-			     (ds_applier_namespace_labels) */
+		return 0; /* a Namespace keeps its own metadata (mark_created_namespace) */
 	ds_kube_error_clear(&ke);
-	ds_applier_count(a, &a->stats.api_reads, 1);
-	rc = ds_kube_get(a->cfg.kube, &it->res, ns, name, NULL, &got, &ke);
-	if (rc == -ENOENT)
-		return 0;
+	rc = existing(a, it, &got, &ke);
+	if (rc == -ENOMEM)
+		return rc;
 	if (rc < 0) {
 		ds_applier_decide_kube_failure(a, it, "get (does it exist on the target?)", rc,
 					       &ke);
 		return 0;
 	}
-	if (marked_for(got, r)) {
-		json_decref(got);
-		return 0; /* written for this source before the ledger knew (a restart) */
-	}
+	if (!got)
+		return 0;
+	managed = json_string_value(json_array_get(got, 0));
+	cluster = json_string_value(json_array_get(got, 1));
 	ds_obj_describe(it->obj, what, sizeof(what));
-	if (ds_target_config_adopt_existing(a->cfg.cfg)) {
-		const char *cluster = ds_obj_annotation(got, DS_ANNOTATION_SOURCE_CLUSTER);
+	if (marked_for(managed, cluster, r)) {
+		/* written for this source before the ledger knew (a restart) */
+	} else if (ds_target_config_adopt_existing(a->cfg.cfg)) {
 		snprintf(it->took, sizeof(it->took),
 			 "adopted: %s existed on the target without drasync's marks for source "
 			 "%s%s%s%s; taken over (adoptExisting: true)",
 			 what, r->source, cluster ? " (it was replicated from cluster " : "",
 			 cluster ? cluster : "", cluster ? ")" : "");
 		it->takeover = true;
-		json_decref(got);
-		return 0;
-	}
-	{
-		const char *cluster = ds_obj_annotation(got, DS_ANNOTATION_SOURCE_CLUSTER);
-		if (cluster && ds_obj_label(got, DS_LABEL_MANAGED_BY))
-			ds_applier_refuse(
-			    it, DS_REFUSAL_OWNER,
-			    "%s exists on the target and was created by drasync for "
-			    "source cluster %s, not %s: set adoptExisting: true to take "
-			    "it over",
-			    what, cluster, r->source_cluster ? r->source_cluster : r->source);
-		else
-			ds_applier_refuse(it, DS_REFUSAL_EXISTS,
-					  "%s exists on the target and was not created by drasync: "
-					  "set adoptExisting: true to take it over",
-					  what);
+	} else if (cluster && managed) {
+		ds_applier_refuse(it, DS_REFUSAL_OWNER,
+				  "%s exists on the target and was created by drasync for source "
+				  "cluster %s, not %s: set adoptExisting: true to take it over",
+				  what, cluster, r->source_cluster ? r->source_cluster : r->source);
+	} else {
+		ds_applier_refuse(it, DS_REFUSAL_EXISTS,
+				  "%s exists on the target and was not created by drasync: set "
+				  "adoptExisting: true to take it over",
+				  what);
 	}
 	json_decref(got);
 	return 0;

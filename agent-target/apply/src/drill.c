@@ -379,6 +379,14 @@ int ds_drill_run(const ds_drill_opts *o, json_t **report, ds_err *err)
 			    strcmp(lo->state, "skipped") == 0 ||
 			    strcmp(ds_target_config_map_namespace(o->cfg, lo->ns), o->ns) != 0)
 				continue;
+			/* SPEC §5: what the grant refused is written nowhere, a drill neither */
+			if (strcmp(lo->state, "refused") == 0) {
+				say(&d,
+				    "%s %s/%s of source %s: refused by the target's grant, not "
+				    "copied (drasync-target status says why)",
+				    lo->kind, lo->ns, lo->name, lo->source);
+				continue;
+			}
 			rc = prepare(&d, lo, dra, rep);
 		}
 	}

@@ -95,6 +95,12 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, ds_err 
 				"dra.replicateDeviceClasses to copy them)");
 		return 0;
 	}
+	/* Made in every namespace by the target's own controllers: drasync must not take
+	 * them over (SPEC §5), and the target's are what its pods need. */
+	if (k->id == DS_KIND_SERVICE_ACCOUNT && name && strcmp(name, "default") == 0) {
+		ds_err_set(err, "every namespace of the target has its own default ServiceAccount");
+		return 0;
+	}
 	if (k->id == DS_KIND_CONFIG_MAP && name && strcmp(name, "kube-root-ca.crt") == 0) {
 		ds_err_set(err, "every namespace of the target has its own kube-root-ca.crt");
 		return 0;
