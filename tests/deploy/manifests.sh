@@ -321,34 +321,31 @@ fi
 # What cannot work is refused at render time: a target with nowhere to
 # write, a glob without names, a managed name no source is granted, an agent
 # without keys.
-if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" \
-  --set-json 'target.config.sources=null' --set-json 'target.config.namespaceMappings={}' >/dev/null 2>"$tmp/err"; then
-  notok "helm template renders a target with no managed namespace"
-else
-  ok "helm template refuses a target with no managed namespace: $(grep -o 'nowhere to write' "$tmp/err")"
-fi
-if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" \
-  --set-json 'target.config.sources=[]' >/dev/null 2>"$tmp/err"; then
-  notok "helm template renders a target whose sources grant nothing"
-else
-  ok "helm template refuses a target whose sources grant nothing: $(grep -o 'grants no namespace[^:]*' "$tmp/err")"
-fi
-if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" \
-  --set-json 'target.config.sources=[{"name":"prod-east","namespaces":["team-*"]}]' >/dev/null 2>"$tmp/err"; then
-  notok "helm template renders RBAC for a glob it has no names for"
-elif grep -q "sources\[0\].namespaces: 'team-\*' is a glob" "$tmp/err" && grep -q 'managedNamespaces.extra' "$tmp/err"; then
-  ok "helm template refuses a glob it has no names for, naming managedNamespaces.extra"
-else
-  notok "helm template refuses a glob without names, but not saying so: $(cat "$tmp/err")"
-fi
-if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" \
-  --set-json 'target.managedNamespaces.extra=["other-team"]' >/dev/null 2>"$tmp/err"; then
-  notok "helm template renders RBAC for other-team, which no source is granted"
-elif grep -q "extra: 'other-team' is granted to no source" "$tmp/err"; then
-  ok "helm template refuses RBAC for a managed name no source is granted"
-else
-  notok "helm template refuses extra=[other-team], but not saying so: $(cat "$tmp/err")"
-fi
+# refuses WHAT MESSAGE COMMAND...: COMMAND fails, and its error says MESSAGE.
+refuses() {
+  local what=$1 msg=$2
+  shift 2
+  if "$@" >/dev/null 2>"$tmp/err"; then
+    notok "accepted: $what ($*)"
+  elif grep -qF -- "$msg" "$tmp/err"; then
+    ok "refused: $what (...$msg...)"
+  else
+    notok "refused: $what, but without '$msg': $(cat "$tmp/err")"
+  fi
+}
+# target_refused WHAT MESSAGE ARGS...: helm template of the target with ARGS.
+target_refused() {
+  refuses "by helm template, $1" "$2" helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" "${@:3}"
+}
+target_refused "a target with no managed namespace" "nowhere to write" \
+  --set-json 'target.config.sources=null' --set-json 'target.config.namespaceMappings={}'
+target_refused "a target whose sources grant nothing" "sources (without it, namespaceMappings) grants no namespace" \
+  --set-json 'target.config.sources=[]'
+target_refused "RBAC for a glob it has no names for" \
+  "sources[0].namespaces: 'team-*' is a glob, and RBAC grants namespaces by name: list the source namespaces it stands for in target.managedNamespaces.extra" \
+  --set-json 'target.config.sources=[{"name":"prod-east","namespaces":["team-*"]}]'
+target_refused "RBAC for a managed name no source is granted" "extra: 'other-team' is granted to no source" \
+  --set-json 'target.managedNamespaces.extra=["other-team"]'
 # check_manifests.py refuses RBAC wider than the grant, and a managed
 # namespace that enforces another level than the granted one: the check can
 # fail.
@@ -376,20 +373,12 @@ for o in items:
 json.dump({"items": items}, open(sys.argv[3], "w"))
 PY
 mkdir -p "$tmp/neg"
-if python3 "$here/check_manifests.py" target "$tmp/wider.json" "$tmp/neg" 2>"$tmp/err"; then
-  notok "check_manifests.py accepts RBAC in other-team, which the configuration grants no source"
-elif grep -q "the RBAC manages .*other-team" "$tmp/err"; then
-  ok "check_manifests.py refuses RBAC wider than the grant (other-team)"
-else
-  notok "check_manifests.py refuses the wider RBAC, but not for other-team: $(cat "$tmp/err")"
-fi
-if python3 "$here/check_manifests.py" target "$tmp/level.json" "$tmp/neg" 2>"$tmp/err"; then
-  notok "check_manifests.py accepts a managed namespace enforcing privileged where baseline is granted"
-elif grep -q "ml-team-dr does not enforce the granted podSecurity baseline" "$tmp/err"; then
-  ok "check_manifests.py refuses a managed namespace enforcing another level than the granted one"
-else
-  notok "check_manifests.py refuses the privileged namespace, but not for its level: $(cat "$tmp/err")"
-fi
+refuses "by check_manifests.py, RBAC in other-team, which the configuration grants no source" \
+  "the RBAC manages ['ml-team-dr', 'ml-team-dr-drill', 'other-team']" \
+  python3 "$here/check_manifests.py" target "$tmp/wider.json" "$tmp/neg"
+refuses "by check_manifests.py, a managed namespace enforcing privileged where baseline is granted" \
+  "ml-team-dr does not enforce the granted podSecurity baseline" \
+  python3 "$here/check_manifests.py" target "$tmp/level.json" "$tmp/neg"
 if helm template drasync "$chart" -n drasync --set source.enabled=true >/dev/null 2>"$tmp/err"; then
   notok "helm template renders a source without keys"
 else
