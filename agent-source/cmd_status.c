@@ -25,7 +25,7 @@ static void usage(FILE *out)
 		"Shows the exporter's state from its stateDir, whether the agent runs or\n"
 		"not: the link (connected, endpoint, epoch), records pushed and acknowledged,\n"
 		"the backlog, objects per kind with the target's results, the last pass, and\n"
-		"the objects the target failed with its reasons.\n"
+		"the objects the target failed or refused with its reasons.\n"
 		"\n"
 		"Options:\n"
 		"  -c, --config FILE   the SourceConfig file (required)\n"
@@ -33,7 +33,8 @@ static void usage(FILE *out)
 		"  -h, --help          show this help\n"
 		"\n"
 		"Exit codes: 0 healthy; 1 needs attention (the agent is not running, the\n"
-		"link is down, the last pass failed, or the target failed objects); 2 usage\n"
+		"link is down, the last pass failed, or the target failed or refused\n"
+		"objects); 2 usage\n"
 		"or configuration error, or the agent never ran with this stateDir.\n"
 		"\n"
 		"Example:\n"
@@ -84,16 +85,17 @@ static void print_text(const ds_source_status *v)
 		       st->last_pass_rc ? " (with errors)" : "");
 	/* COMMITTED: in the target's ledger, its apply result not back yet;
 	 * AWAITING: not acknowledged yet. */
-	printf("\n\n%-24s %8s %9s %8s %8s %8s %8s %8s %8s\n", "KIND", "OBJECTS", "COMMITTED",
-	       "APPLIED", "WAITING", "HELD", "FAILED", "SKIPPED", "AWAITING");
+	printf("\n\n%-24s %8s %9s %8s %8s %8s %8s %8s %8s %8s\n", "KIND", "OBJECTS", "COMMITTED",
+	       "APPLIED", "WAITING", "HELD", "FAILED", "REFUSED", "SKIPPED", "AWAITING");
 	for (size_t i = 0; i < st->n_kinds; i++) {
 		const ds_index_kind_count *k = &st->kinds[i];
 
-		printf("%-24s %8llu %9llu %8llu %8llu %8llu %8llu %8llu %8llu\n", k->kind,
+		printf("%-24s %8llu %9llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n", k->kind,
 		       (unsigned long long)k->objects, (unsigned long long)k->ok,
 		       (unsigned long long)k->applied, (unsigned long long)k->waiting,
 		       (unsigned long long)k->held, (unsigned long long)k->failed,
-		       (unsigned long long)k->skipped, (unsigned long long)k->awaiting);
+		       (unsigned long long)k->refused, (unsigned long long)k->skipped,
+		       (unsigned long long)k->awaiting);
 	}
 	if (st->n_failures) {
 		printf("\nobjects the target did not apply:\n");

@@ -262,14 +262,20 @@ void tu_kube_compact(const char *kubeconfig)
 	free(dir);
 }
 
-/*
- * Writes to `resource` (e.g. "configmaps") the API server counted (its
- * /metrics, apiserver_request_total: APPLY is a server-side apply; PATCH,
- * UPDATE), whatever their answer. Not CREATE or DELETE: controllers make and
- * remove kube-root-ca.crt in every namespace. detail (may be NULL): the
- * counters by verb and code.
- */
-long long tu_kube_writes(ds_kube *k, const char *resource, char *detail, size_t size)
+static bool is_verb_of(const char *line, const char *const verbs[])
+{
+	for (size_t i = 0; verbs[i]; i++) {
+		char want[48];
+
+		snprintf(want, sizeof(want), "verb=\"%s\"", verbs[i]);
+		if (strstr(line, want))
+			return true;
+	}
+	return false;
+}
+
+long long tu_kube_writes_of(ds_kube *k, const char *resource, const char *const verbs[],
+			    char *detail, size_t size)
 {
 	struct ds_kube_request req = {.method = "GET", .path = "/metrics"};
 	struct ds_kube_response resp;
@@ -290,9 +296,7 @@ long long tu_kube_writes(ds_kube *k, const char *resource, char *detail, size_t 
 		if (e)
 			*e = '\0';
 		if (strncmp(p, "apiserver_request_total{", 24) == 0 && strstr(p, res) &&
-		    strstr(p, "subresource=\"\"") &&
-		    (strstr(p, "verb=\"APPLY\"") || strstr(p, "verb=\"PATCH\"") ||
-		     strstr(p, "verb=\"UPDATE\"")) &&
+		    strstr(p, "subresource=\"\"") && is_verb_of(p, verbs) &&
 		    (close = strchr(p, '}'))) {
 			long long v = (long long)strtod(close + 1, NULL);
 
@@ -312,4 +316,17 @@ long long tu_kube_writes(ds_kube *k, const char *resource, char *detail, size_t 
 	}
 	ds_kube_response_dispose(&resp);
 	return n;
+}
+
+/*
+ * Writes to `resource` (e.g. "configmaps") the API server counted (its
+ * /metrics, apiserver_request_total: APPLY is a server-side apply; PATCH,
+ * UPDATE), whatever their answer. Not CREATE or DELETE: controllers make and
+ * remove kube-root-ca.crt in every namespace. detail (may be NULL): the
+ * counters by verb and code.
+ */
+long long tu_kube_writes(ds_kube *k, const char *resource, char *detail, size_t size)
+{
+	return tu_kube_writes_of(
+	    k, resource, (const char *const[]){"APPLY", "PATCH", "UPDATE", NULL}, detail, size);
 }

@@ -83,6 +83,13 @@ void tu_kube_compact(const char *kubeconfig);
  */
 long long tu_kube_writes(ds_kube *k, const char *resource, char *detail, size_t size);
 
+/**
+ * As tu_kube_writes(), for the verbs of the NULL-terminated list (as the API
+ * server names them: "POST", "PUT", "PATCH", "APPLY", "DELETE").
+ */
+long long tu_kube_writes_of(ds_kube *k, const char *resource, const char *const verbs[],
+			    char *detail, size_t size);
+
 unsigned tu_rand(void);
 
 /** Sleep; monotonic milliseconds. */

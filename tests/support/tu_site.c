@@ -219,8 +219,13 @@ static void sigterm_agent(int *pid, const char *what, const char *log, long from
 	*pid = 0;
 	if (code != 0) {
 		char *text = log_from(log, from);
+		size_t n = strlen(text);
 
-		fail_msg("%s exited %d after SIGTERM:\n%s", what, code, text);
+		/* the end of the log says why (cmocka's message would cut it short) */
+		fprintf(stderr, "%s exited %d after SIGTERM; the end of its log:\n%s\n", what, code,
+			text + (n > 12000 ? n - 12000 : 0));
+		free(text);
+		fail_msg("%s exited %d after SIGTERM (its log is above)", what, code);
 	}
 }
 

@@ -98,6 +98,8 @@ int ds_export_status_read(const char *state_dir, size_t max_failures, ds_export_
 	if (rc == 0)
 		rc = ds_object_index_with_result(idx, DS_RESULT_FAILED, add_failure, &c, err);
 	if (rc == 0)
+		rc = ds_object_index_with_result(idx, DS_RESULT_REFUSED, add_failure, &c, err);
+	if (rc == 0)
 		rc = ds_object_index_with_result(idx, DS_RESULT_WAITING, add_failure, &c, err);
 	if (rc == 0)
 		rc = ds_object_index_with_result(idx, DS_RESULT_SKIPPED, add_failure, &c, err);

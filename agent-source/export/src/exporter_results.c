@@ -41,6 +41,12 @@ static int result_locked(ds_exporter *ex, uint64_t seq, enum ds_result_status st
 		    status == DS_RESULT_FAILED ? "target_failed" : "target_skipped",
 		    "object=%s seq=%llu reason=%s", ds_exporter_quote(row.key, e2, sizeof(e2)),
 		    (unsigned long long)seq, ds_exporter_quote(message, e1, sizeof(e1)));
+	else if (rc == 0 && changed && status == DS_RESULT_REFUSED)
+		/* outside the target's grant: nothing was written there (SPEC §5) */
+		ds_exporter_emit(ex, DS_LOG_WARN, "target_refused", "object=%s seq=%llu reason=%s",
+				 ds_exporter_quote(row.key, e2, sizeof(e2)),
+				 (unsigned long long)seq,
+				 ds_exporter_quote(message, e1, sizeof(e1)));
 	else if (rc == 0 && changed && status == DS_RESULT_WAITING)
 		ds_exporter_emit(ex, DS_LOG_INFO, "target_waiting", "object=%s seq=%llu reason=%s",
 				 ds_exporter_quote(row.key, e2, sizeof(e2)),

@@ -350,12 +350,13 @@ static int run_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err)
 				goto out;
 			}
 			if (rc < 0) {
-				char e[300];
+				char e[300], nsq[300];
 				/* not listed: nothing of it is tombstoned */
-				ds_exporter_emit(ex, DS_LOG_ERROR, "list_failed",
-						 "kind=%s%s%s error=%s", k->def->name,
-						 s->ns ? " namespace=" : "", s->ns ? s->ns : "",
-						 ds_exporter_quote(kerr.msg, e, sizeof(e)));
+				ds_exporter_emit(
+				    ex, DS_LOG_ERROR, "list_failed", "kind=%s%s%s error=%s",
+				    k->def->name, s->ns ? " namespace=" : "",
+				    s->ns ? ds_exporter_quote(s->ns, nsq, sizeof(nsq)) : "",
+				    ds_exporter_quote(kerr.msg, e, sizeof(e)));
 				ds_exporter_keep_err(&first, err, rc, &kerr);
 				s->need_list = true;
 				continue;

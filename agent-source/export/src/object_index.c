@@ -445,15 +445,18 @@ int ds_object_index_prune_deleted(ds_object_index *idx, uint64_t seq, ds_err *er
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	rc =
-	    sqlite3_prepare_v2(idx->db,
-			       "DELETE FROM export_objects WHERE deleted = 1 AND seq <= ? AND NOT "
-			       "(coalesce(result_seq, 0) = seq AND coalesce(result_status, 0) = ?)",
-			       -1, &st, NULL);
+	rc = sqlite3_prepare_v2(
+	    idx->db,
+	    "DELETE FROM export_objects WHERE deleted = 1 AND seq <= ?1 AND NOT "
+	    "(coalesce(result_seq, 0) = seq AND coalesce(result_status, 0) IN (?2, "
+	    "?3))",
+	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return fail(idx->db, rc, "prune", err);
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
 	sqlite3_bind_int(st, 2, DS_RESULT_FAILED);
+	/* a refused tombstone deleted nothing there: status keeps showing it */
+	sqlite3_bind_int(st, 3, DS_RESULT_REFUSED);
 	rc = sqlite3_step(st);
 	rc = rc == SQLITE_DONE ? 0 : fail(idx->db, rc, "prune", err);
 	sqlite3_finalize(st);
@@ -687,7 +690,8 @@ int ds_object_index_kind_counts(ds_object_index *idx, ds_index_kind_count **out,
 	    "sum(result_seq = seq AND result_status = ?3), sum(result_seq = seq AND "
 	    "result_status = ?4), sum(coalesce(result_seq, 0) != seq), "
 	    "sum(result_seq = seq AND result_status = ?5), sum(result_seq = seq AND "
-	    "result_status = ?6), sum(result_seq = seq AND result_status = ?7) FROM "
+	    "result_status = ?6), sum(result_seq = seq AND result_status = ?7), "
+	    "sum(result_seq = seq AND result_status = ?8) FROM "
 	    "export_objects WHERE deleted = 0 GROUP BY kind ORDER BY kind",
 	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -699,6 +703,7 @@ int ds_object_index_kind_counts(ds_object_index *idx, ds_index_kind_count **out,
 	sqlite3_bind_int(st, 5, DS_RESULT_APPLIED);
 	sqlite3_bind_int(st, 6, DS_RESULT_WAITING);
 	sqlite3_bind_int(st, 7, DS_RESULT_HELD);
+	sqlite3_bind_int(st, 8, DS_RESULT_REFUSED);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		ds_index_kind_count *c;
 
@@ -718,6 +723,7 @@ int ds_object_index_kind_counts(ds_object_index *idx, ds_index_kind_count **out,
 		c->applied = (uint64_t)sqlite3_column_int64(st, 6);
 		c->waiting = (uint64_t)sqlite3_column_int64(st, 7);
 		c->held = (uint64_t)sqlite3_column_int64(st, 8);
+		c->refused = (uint64_t)sqlite3_column_int64(st, 9);
 	}
 	rc = rc == SQLITE_DONE ? 0 : fail(idx->db, rc, "counts", err);
 out:

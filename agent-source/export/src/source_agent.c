@@ -86,9 +86,10 @@ int ds_source_agent_tally_of(const ds_export_status *st, ds_source_agent_tally *
 		t.applied += st->kinds[i].applied;
 		t.held += st->kinds[i].held;
 		t.waiting += st->kinds[i].waiting;
+		t.refused += st->kinds[i].refused;
 	}
 	*out = t;
-	return t.failed + t.waiting > 0 ? 1 : 0;
+	return t.failed + t.waiting + t.refused > 0 ? 1 : 0;
 }
 
 int ds_source_agent_check_outbox(const char *state_dir, char *hint, size_t size, ds_err *err)
@@ -132,9 +133,10 @@ int ds_source_agent_report(FILE *out, const ds_export_status *st, const char *co
 			st->more_failures, config_path);
 	fprintf(out,
 		"%llu records acknowledged by the target: %llu applied, %llu held, %llu waiting, "
-		"%zu failed\n",
+		"%zu failed, %llu refused\n",
 		(unsigned long long)t.acknowledged, (unsigned long long)t.applied,
-		(unsigned long long)t.held, (unsigned long long)t.waiting, t.failed);
+		(unsigned long long)t.held, (unsigned long long)t.waiting, t.failed,
+		(unsigned long long)t.refused);
 	return attention;
 }
 

@@ -6,12 +6,16 @@
 
 const char *ds_source_status_attention(const ds_source_status *v)
 {
-	uint64_t failed = 0;
+	uint64_t failed = 0, refused = 0;
 
-	for (size_t i = 0; i < v->st->n_kinds; i++)
+	for (size_t i = 0; i < v->st->n_kinds; i++) {
 		failed += v->st->kinds[i].failed;
+		refused += v->st->kinds[i].refused;
+	}
 	if (failed > 0)
 		return "the target failed objects";
+	if (refused > 0)
+		return "the target refused objects (outside what it grants this source)";
 	if (v->st->last_pass_rc != 0)
 		return "the last pass failed";
 	if (!v->as)
@@ -37,12 +41,12 @@ json_t *ds_source_status_json(const ds_source_status *v)
 		const ds_index_kind_count *k = &st->kinds[i];
 
 		json_array_append_new(
-		    kinds,
-		    json_pack("{ss sI sI sI sI sI sI sI sI}", "kind", k->kind, "objects",
-			      (json_int_t)k->objects, "ok", (json_int_t)k->ok, "applied",
-			      (json_int_t)k->applied, "waiting", (json_int_t)k->waiting, "held",
-			      (json_int_t)k->held, "failed", (json_int_t)k->failed, "skipped",
-			      (json_int_t)k->skipped, "awaiting", (json_int_t)k->awaiting));
+		    kinds, json_pack("{ss sI sI sI sI sI sI sI sI sI}", "kind", k->kind, "objects",
+				     (json_int_t)k->objects, "ok", (json_int_t)k->ok, "applied",
+				     (json_int_t)k->applied, "waiting", (json_int_t)k->waiting,
+				     "held", (json_int_t)k->held, "failed", (json_int_t)k->failed,
+				     "refused", (json_int_t)k->refused, "skipped",
+				     (json_int_t)k->skipped, "awaiting", (json_int_t)k->awaiting));
 	}
 	for (size_t i = 0; i < st->n_failures; i++) {
 		const ds_export_failure *f = &st->failures[i];

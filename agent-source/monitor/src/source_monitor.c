@@ -164,7 +164,7 @@ static void collect(void *ud, ds_metrics *mx)
 			} by[] = {{"awaiting", k->awaiting}, {"committed", k->ok},
 				  {"applied", k->applied},   {"waiting", k->waiting},
 				  {"held", k->held},	     {"failed", k->failed},
-				  {"skipped", k->skipped}};
+				  {"refused", k->refused},   {"skipped", k->skipped}};
 
 			for (size_t j = 0; j < sizeof(by) / sizeof(by[0]); j++)
 				ds_metrics_set(mx, "drasync_source_objects",

@@ -38,7 +38,7 @@ void ds_applier_guarded_delete(ds_applier *a, const ds_object_state_row *r, cons
 {
 	struct ds_kube_resource res;
 	const char *dra = ds_applier_need_api(a, r->kind ? r->kind : "");
-	const char *managed, *uid_ann, *cluster;
+	const char *managed, *uid_ann, *cluster, *written_by;
 	json_t *obj = NULL, *labels;
 	char owner[256];
 	int rc, owned;
@@ -75,6 +75,7 @@ void ds_applier_guarded_delete(ds_applier *a, const ds_object_state_row *r, cons
 	managed = labels ? ds_json_str(labels, DS_LABEL_MANAGED_BY) : NULL;
 	uid_ann = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_UID);
 	cluster = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_CLUSTER);
+	written_by = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE);
 	owned = ds_object_state_target_owner(a->st, r->source, r->kind, ns, name, owner,
 					     sizeof(owner), NULL);
 	if (owned > 0) {
@@ -94,6 +95,12 @@ void ds_applier_guarded_delete(ds_applier *a, const ds_object_state_row *r, cons
 			 "not deleted: Namespace %s was on the target before drasync applied it "
 			 "(no annotation %s)",
 			 name, DS_ANNOTATION_CREATED);
+	} else if (written_by && strcmp(written_by, r->source) != 0) {
+		g->state = DS_APPLY_KEPT;
+		snprintf(g->reason, sizeof(g->reason),
+			 "not deleted: %s %s%s%s has %s=%s, the tombstone is from source %s",
+			 r->kind, ns ? ns : "", ns ? "/" : "", name, DS_ANNOTATION_SOURCE,
+			 written_by, r->source);
 	} else if (r->source_cluster && (!cluster || strcmp(cluster, r->source_cluster) != 0)) {
 		g->state = DS_APPLY_KEPT;
 		snprintf(

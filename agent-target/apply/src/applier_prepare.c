@@ -348,6 +348,7 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 	ds_transform_opts topts = {.cfg = a->cfg.cfg,
 				   .dra_version = a->dra,
 				   .source_cluster = r->source_cluster,
+				   .source = r->source,
 				   .source_uid = r->source_uid,
 				   .mode_of = mode_of,
 				   .mode_ud = a,

@@ -33,18 +33,26 @@ void ds_applier_refuse(struct item *it, int refusal, const char *fmt, ...)
 	it->refusal = refusal;
 }
 
-/* A name from the wire, quoted as the logs quote it and cut to a readable length. */
+/* A name from the wire, quoted as the logs quote it (always in quotes) and cut to a
+ * readable length; size at least 3. */
 static const char *shown(const char *s, char *buf, size_t size)
 {
-	char cut[96];
+	char cut[96], q[200];
+	size_t n;
 
 	snprintf(cut, sizeof(cut), "%.80s%s", s ? s : "", s && strlen(s) > 80 ? "..." : "");
-	ds_log_quote(cut, buf, size);
-	if (buf[0] != '"' && size > 2) {
-		char tmp[200];
-		snprintf(tmp, sizeof(tmp), "\"%s\"", buf);
-		snprintf(buf, size, "%s", tmp);
+	ds_log_quote(cut, q, sizeof(q));
+	if (q[0] == '"') {
+		snprintf(buf, size, "%s", q);
+		return buf;
 	}
+	n = strlen(q);
+	if (n + 3 > size)
+		n = size - 3;
+	buf[0] = '"';
+	memcpy(buf + 1, q, n);
+	buf[n + 1] = '"';
+	buf[n + 2] = '\0';
 	return buf;
 }
 
@@ -97,13 +105,14 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it)
 		if (!same(ds_obj_api_version(it->obj), r->api_version) ||
 		    !same(ds_obj_kind(it->obj), r->kind) || !same(ds_obj_name(it->obj), r->name) ||
 		    !same(k->namespaced ? pns : NULL, ns) || (!k->namespaced && pns && pns[0])) {
-			char payload[400];
+			char payload[400], pq[200];
 			ds_obj_describe(it->obj, payload, sizeof(payload));
+			shown(payload, pq, sizeof(pq)); /* the payload's names are not checked */
 			ds_applier_refuse(
 			    it, DS_REFUSAL_REFERENCE,
 			    "the record names %s %s%s%s (%s) but its payload is %s (%s)", r->kind,
 			    ns ? ns : "", ns ? "/" : "", r->name,
-			    r->api_version ? r->api_version : "", payload,
+			    r->api_version ? r->api_version : "", pq,
 			    ds_obj_api_version(it->obj) ? ds_obj_api_version(it->obj)
 							: "no apiVersion");
 			return false;
@@ -134,12 +143,17 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it)
 	return true;
 }
 
-/* Whether an object whose label managed-by and annotation source-cluster are these carries
- * drasync's marks for the row's source. */
-static bool marked_for(const char *managed, const char *cluster, const ds_object_state_row *r)
+/* Whether an object whose label managed-by and annotations source and source-cluster are
+ * these carries drasync's marks for the row's source: its authenticated name, or (written
+ * before drasync marked it) its cluster. */
+static bool marked_for(const char *managed, const char *source, const char *cluster,
+		       const ds_object_state_row *r)
 {
-	return managed && strcmp(managed, "drasync") == 0 && cluster && r->source_cluster &&
-	       strcmp(cluster, r->source_cluster) == 0;
+	if (!managed || strcmp(managed, "drasync") != 0)
+		return false;
+	if (source)
+		return strcmp(source, r->source) == 0;
+	return cluster && r->source_cluster && strcmp(cluster, r->source_cluster) == 0;
 }
 
 /* A pass that writes this many objects of one kind and namespace for the first time lists
@@ -151,7 +165,9 @@ static json_t *marks_of(const json_t *obj)
 	const char *m = ds_obj_label(obj, DS_LABEL_MANAGED_BY);
 	const char *c = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_CLUSTER);
 
-	return json_pack("[s?s?]", m, c);
+	const char *s = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE);
+
+	return json_pack("[s?s?s?]", m, c, s);
 }
 
 /*
@@ -221,7 +237,7 @@ static int existing(ds_applier *a, struct item *it, json_t **out, ds_kube_error 
 int ds_applier_check_first_write(ds_applier *a, struct item *it)
 {
 	const ds_object_state_row *r = it->row;
-	const char *managed, *cluster;
+	const char *managed, *cluster, *source;
 	ds_kube_error ke;
 	json_t *got = NULL;
 	char what[400];
@@ -245,8 +261,9 @@ int ds_applier_check_first_write(ds_applier *a, struct item *it)
 		return 0;
 	managed = json_string_value(json_array_get(got, 0));
 	cluster = json_string_value(json_array_get(got, 1));
+	source = json_string_value(json_array_get(got, 2));
 	ds_obj_describe(it->obj, what, sizeof(what));
-	if (marked_for(managed, cluster, r)) {
+	if (marked_for(managed, source, cluster, r)) {
 		/* written for this source before the ledger knew (a restart) */
 	} else if (ds_target_config_adopt_existing(a->cfg.cfg)) {
 		snprintf(it->took, sizeof(it->took),
@@ -255,11 +272,15 @@ int ds_applier_check_first_write(ds_applier *a, struct item *it)
 			 what, r->source, cluster ? " (it was replicated from cluster " : "",
 			 cluster ? cluster : "", cluster ? ")" : "");
 		it->takeover = true;
-	} else if (cluster && managed) {
+	} else if (managed && strcmp(managed, "drasync") == 0) {
 		ds_applier_refuse(it, DS_REFUSAL_OWNER,
 				  "%s exists on the target and was created by drasync for source "
-				  "cluster %s, not %s: set adoptExisting: true to take it over",
-				  what, cluster, r->source_cluster ? r->source_cluster : r->source);
+				  "%s, not %s: set adoptExisting: true to take it over",
+				  what,
+				  source    ? source
+				  : cluster ? cluster
+					    : "(unknown)",
+				  r->source);
 	} else {
 		ds_applier_refuse(it, DS_REFUSAL_EXISTS,
 				  "%s exists on the target and was not created by drasync: set "

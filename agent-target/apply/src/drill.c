@@ -5,6 +5,7 @@
 #include "drasync/clock.h"
 #include "drasync/k8s_object.h"
 #include "drasync/ledger_objects.h"
+#include "drasync/log.h"
 #include "drasync/record.h"
 #include "drasync/report.h"
 #include "drasync/kinds.h"
@@ -50,6 +51,21 @@ static void say(const struct drill *d, const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	d->o->say(d->o->ud, line);
+}
+
+/*
+ * "Kind ns/name" with each part quoted as a log value (ds_log_quote): a name
+ * the ledger holds came from the wire, and one with a newline or a space in it
+ * must not read as another line or another object. A valid name is unchanged.
+ */
+static const char *describe(char *buf, size_t size, const char *kind, const char *ns,
+			    const char *name)
+{
+	char k[128], n[128], m[300];
+
+	snprintf(buf, size, "%s %s/%s", ds_log_quote(kind, k, sizeof(k)),
+		 ds_log_quote(ns, n, sizeof(n)), ds_log_quote(name, m, sizeof(m)));
+	return buf;
 }
 
 static int fail_object(struct drill *d, const char *what, const char *fmt, ...)
@@ -149,7 +165,7 @@ static int prepare(struct drill *d, const ds_ledger_object *lo, enum ds_dra_vers
 	struct piece *p;
 	int rc, t;
 
-	snprintf(what, sizeof(what), "%s %s/%s", lo->kind, lo->ns, lo->name);
+	describe(what, sizeof(what), lo->kind, lo->ns, lo->name);
 	rc = ds_ledger_payload_json(lo->payload, lo->len, lo->zstd, &obj, why, sizeof(why));
 	if (rc == -ENOMEM)
 		return rc;
@@ -229,7 +245,7 @@ static int apply_all(struct drill *d, bool *ok)
 		for (size_t k = i; k < j && rc == 0; k++) {
 			char what[400], buf[800];
 			json_decref(ops[k - i].result);
-			snprintf(what, sizeof(what), "%s %s/%s", ds_obj_kind(d->v[k].obj), d->into,
+			describe(what, sizeof(what), ds_obj_kind(d->v[k].obj), d->into,
 				 ds_obj_name(d->v[k].obj));
 			if (ops[k - i].rc == 0) {
 				d->applied++;
@@ -248,13 +264,14 @@ static int apply_all(struct drill *d, bool *ok)
 static void on_settled(void *ud, const ds_verify_item *it, size_t settled, size_t total)
 {
 	const struct drill *d = ud;
+	char what[600];
 
+	describe(what, sizeof(what), it->kind, it->ns, it->name);
 	if (it->verified)
-		say(d, "  [%zu/%zu] %s %s/%s: verified in %.1f s (%s)", settled, total, it->kind,
-		    it->ns, it->name, it->seconds, it->reason);
+		say(d, "  [%zu/%zu] %s: verified in %.1f s (%s)", settled, total, what, it->seconds,
+		    it->reason);
 	else
-		say(d, "  [%zu/%zu] %s %s/%s: NOT verified: %s", settled, total, it->kind, it->ns,
-		    it->name, it->reason);
+		say(d, "  [%zu/%zu] %s: NOT verified: %s", settled, total, what, it->reason);
 }
 
 /* Verify the copy's workloads. @return 0, a negative errno */

@@ -68,14 +68,15 @@ static enum ds_verify_form verify_form(void *ud, const char *ns)
 static void on_verified(void *ud, const ds_verify_item *it)
 {
 	ds_target_agent *a = ud;
-	char q[DS_VERIFY_REASON_MAX + 64];
+	char q[DS_VERIFY_REASON_MAX + 64], kind[200], ns[200], name[600];
 
 	if (a->cfg.hooks.on_verified)
 		a->cfg.hooks.on_verified(a->cfg.hooks.ud, it);
 	ds_log(it->verified ? DS_LOG_INFO : DS_LOG_WARN, it->verified ? "verified" : "not_verified",
-	       "kind=%s namespace=%s name=%s form=%s seconds=%.1f reason=%s", it->kind, it->ns,
-	       it->name, ds_verify_form_name(it->form), it->seconds,
-	       ds_log_quote(it->reason, q, sizeof(q)));
+	       "kind=%s namespace=%s name=%s form=%s seconds=%.1f reason=%s",
+	       ds_log_quote(it->kind, kind, sizeof(kind)), ds_log_quote(it->ns, ns, sizeof(ns)),
+	       ds_log_quote(it->name, name, sizeof(name)), ds_verify_form_name(it->form),
+	       it->seconds, ds_log_quote(it->reason, q, sizeof(q)));
 	if (it->verified)
 		a->verified++;
 	else
@@ -131,7 +132,7 @@ static void log_mapping(const ds_applier_event *ev)
 static void on_apply(void *ud, const ds_applier_event *ev)
 {
 	ds_target_agent *a = ud;
-	char reason[600];
+	char reason[600], src[300], key[800], tgt[800];
 	enum ds_log_level level = DS_LOG_INFO;
 
 	release_passed(a); /* an event: a pass is under way, maybe with new rules */
@@ -142,9 +143,11 @@ static void on_apply(void *ud, const ds_applier_event *ev)
 		level = DS_LOG_DEBUG;
 	else if (ev->state == DS_APPLY_FAILED || ev->state == DS_APPLY_REFUSED || ev->takeover)
 		level = DS_LOG_WARN; /* a takeover: someone on the target changed what we own */
+	/* Names come from the wire: quoted, so a newline in one cannot forge a line. */
 	ds_log(level, "apply", "source=%s object=%s target=%s seq=%llu state=%s reason=%s",
-	       ev->source, ev->key, ev->target ? ev->target : "-", (unsigned long long)ev->seq,
-	       ds_apply_state_name(ev->state),
+	       ds_log_quote(ev->source, src, sizeof(src)), ds_log_quote(ev->key, key, sizeof(key)),
+	       ev->target ? ds_log_quote(ev->target, tgt, sizeof(tgt)) : "-",
+	       (unsigned long long)ev->seq, ds_apply_state_name(ev->state),
 	       ds_log_quote(ev->reason ? ev->reason : "", reason, sizeof(reason)));
 	log_mapping(ev);
 }

@@ -79,6 +79,22 @@ static const json_t *member(const json_t *obj, const char *key)
 	return json_is_null(v) ? NULL : v;
 }
 
+/* One evaluation of the value (jansson's json_is_* macros name theirs twice). */
+static bool is_true(const json_t *v)
+{
+	return json_is_true(v);
+}
+
+static bool is_false(const json_t *v)
+{
+	return json_is_false(v);
+}
+
+static bool is_object(const json_t *v)
+{
+	return json_is_object(v);
+}
+
 /* A string member for messages: its value, "" when unset, "?" when not a string. */
 static const char *text(const json_t *v)
 {
@@ -236,7 +252,7 @@ static void check_host_namespaces(struct pod *p)
 	static const char *const fields[] = {"hostNetwork", "hostPID", "hostIPC"};
 
 	for (size_t i = 0; i < DS_ELEMENTSOF(fields); i++)
-		if (json_is_true(member(p->spec, fields[i])))
+		if (is_true(member(p->spec, fields[i])))
 			add(p, "%s pod", fields[i]);
 }
 
@@ -301,7 +317,7 @@ static void host_probes_container(struct pod *p, const json_t *c, const char *na
 /* privileged, 1.0+. */
 static void privileged_container(struct pod *p, const json_t *c, const char *name)
 {
-	if (json_is_true(member(csc(c), "privileged")))
+	if (is_true(member(csc(c), "privileged")))
 		add(p, "privileged container %s", name);
 }
 
@@ -444,13 +460,13 @@ static void check_sysctls(struct pod *p)
 /* windowsHostProcess, 1.0+. */
 static void host_process_container(struct pod *p, const json_t *c, const char *name)
 {
-	if (json_is_true(member(member(csc(c), "windowsOptions"), "hostProcess")))
+	if (is_true(member(member(csc(c), "windowsOptions"), "hostProcess")))
 		add(p, "hostProcess container %s", name);
 }
 
 static void check_host_process(struct pod *p)
 {
-	if (json_is_true(member(member(p->sc, "windowsOptions"), "hostProcess")))
+	if (is_true(member(member(p->sc, "windowsOptions"), "hostProcess")))
 		add(p, "hostProcess pod");
 	each_container(p, host_process_container);
 }
@@ -460,7 +476,7 @@ static void check_host_process(struct pod *p)
 /* allowPrivilegeEscalation, 1.8+: must be false; Windows pods exempt from 1.25. */
 static void escalation_container(struct pod *p, const json_t *c, const char *name)
 {
-	if (!json_is_false(member(csc(c), "allowPrivilegeEscalation")))
+	if (!is_false(member(csc(c), "allowPrivilegeEscalation")))
 		add(p, "allowPrivilegeEscalation not false in container %s", name);
 }
 
@@ -688,7 +704,7 @@ int ds_pss_check_pod_version(const json_t *meta, const json_t *spec, enum ds_pss
 	p.level = level;
 	p.minor = minor < 0 || minor > DS_PSS_VERSION_LATEST ? DS_PSS_VERSION_LATEST : minor;
 	p.windows = strcmp(text(member(member(spec, "os"), "name")), "windows") == 0;
-	p.userns = json_is_false(member(spec, "hostUsers"));
+	p.userns = is_false(member(spec, "hostUsers"));
 	p.why = why;
 	p.size = why ? size : 0;
 	for (size_t i = 0; i < DS_ELEMENTSOF(checks); i++)
@@ -737,7 +753,7 @@ int ds_pss_check_object(const json_t *obj, enum ds_pss_level level, char *why, s
 		if (ds_obj_api_version(obj) && !ds_obj_in_group(obj, holders[i].group))
 			return 0;
 		holder = holders[i].tpl[0] ? ds_json_path(obj, holders[i].tpl) : obj;
-		if (!json_is_object(member(holder, "spec")))
+		if (!is_object(member(holder, "spec")))
 			return 0;
 		return ds_pss_check_pod(member(holder, "metadata"), member(holder, "spec"), level,
 					why, size);

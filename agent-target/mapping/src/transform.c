@@ -142,6 +142,7 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 	if (ds_obj_set_label(obj, DS_LABEL_MANAGED_BY, "drasync") < 0 ||
 	    (o->source_cluster &&
 	     ds_obj_set_annotation(obj, DS_ANNOTATION_SOURCE_CLUSTER, o->source_cluster) < 0) ||
+	    (o->source && ds_obj_set_annotation(obj, DS_ANNOTATION_SOURCE, o->source) < 0) ||
 	    ((o->source_uid || uid) &&
 	     ds_obj_set_annotation(obj, DS_ANNOTATION_SOURCE_UID,
 				   o->source_uid ? o->source_uid : uid) < 0)) {

@@ -246,6 +246,26 @@ static int need_name(const char *name, const char *what, ds_kube_error *ke)
 	return 0;
 }
 
+/*
+ * A namespace the request path can carry, for the same reasons (a namespace
+ * ".." is answered 500 "invalid key" and retried as a server error; folded
+ * by a proxy it would be every namespace). NULL or "" is every namespace.
+ */
+int ds_kube_need_ns(const struct ds_kube_resource *res, const char *ns, const char *what,
+		    ds_kube_error *ke)
+{
+	if (!res->namespaced || !ns || !ns[0])
+		return 0;
+	if (strcmp(ns, ".") == 0 || strcmp(ns, "..") == 0 || strpbrk(ns, "/%")) {
+		ds_kube_error_set(ke, 0,
+				  "%s: namespace '%.200s' cannot be named in an API path (it is "
+				  "'.' or '..', or holds '/' or '%%'): no API server accepts it",
+				  what, ns);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* ---- objects ---------------------------------------------------------------------- */
 
 int ds_kube_get(ds_kube *k, const struct ds_kube_resource *res, const char *ns, const char *name,
@@ -255,6 +275,8 @@ int ds_kube_get(ds_kube *k, const struct ds_kube_resource *res, const char *ns, 
 	int rc;
 
 	rc = need_name(name, "get", ke);
+	if (rc == 0)
+		rc = ds_kube_need_ns(res, ns, "get", ke);
 	if (rc < 0)
 		return rc;
 	rc = ds_kube_path(res, ns, name, subresource, &path);
@@ -292,6 +314,9 @@ int ds_kube_list_page(ds_kube *k, const struct ds_kube_resource *res, const char
 	char *path = NULL;
 	int rc;
 
+	rc = ds_kube_need_ns(res, ns, "list", ke);
+	if (rc < 0)
+		return rc;
 	rc = list_path(res, ns, opts, &path);
 	if (rc < 0)
 		return path_failed(ke, "list", rc);
@@ -405,6 +430,8 @@ static int build_write(enum ds_kube_op_kind kind, const struct ds_kube_resource 
 	ns = obj_ns(res, ns, obj);
 	if (!name && obj)
 		name = obj_name(obj);
+	if ((rc = ds_kube_need_ns(res, ns, "write", ke)) < 0)
+		return rc;
 	switch (kind) {
 	case DS_KUBE_OP_CREATE:
 		w->method = "POST";

@@ -32,6 +32,10 @@ struct ds_kube {
 	uint64_t jitter;	     /* xorshift64* state, never 0 */
 };
 
+/* Whether ns can be a path segment (not ".", "..", no '/' or '%'). @return 0, -EINVAL (ke says) */
+int ds_kube_need_ns(const struct ds_kube_resource *res, const char *ns, const char *what,
+		    ds_kube_error *ke);
+
 /* Append one path segment, percent-encoded; "." and ".." as %2E and %2E%2E. */
 void ds_kube_sb_seg(ds_str *b, const char *s);
 

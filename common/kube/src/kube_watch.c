@@ -211,6 +211,9 @@ int ds_kube_watch(ds_kube *k, const struct ds_kube_resource *res, const char *ns
 	bool need_list, streamed = false;
 	int failures = 0, rc = 0;
 
+	rc = ds_kube_need_ns(res, ns, "watch", ke);
+	if (rc < 0)
+		return rc;
 	ds_kube_transport_opts_init(&topts);
 	if (opts)
 		o = *opts;

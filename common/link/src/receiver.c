@@ -460,7 +460,7 @@ static void drop_peer(ds_receiver *r, int fd, const char *peer_ip, const uint8_t
  */
 static void revoke_session(ds_receiver *r, struct session *s)
 {
-	char addr[64];
+	char addr[64], qs[300], qk[120];
 	uint8_t *buf;
 	size_t len;
 
@@ -471,7 +471,8 @@ static void revoke_session(ds_receiver *r, struct session *s)
 	if (s->fd >= 0 && addr[0] && strcmp(addr, s->peer) == 0)
 		shutdown(s->fd, SHUT_RDWR);
 	emit(r, DS_LOG_WARN, "source_revoked", s->peer,
-	     "source %s (key %s) is no longer in %s: session closed", s->source, s->key,
+	     "source %s (key %s) is no longer in %s: session closed",
+	     ds_log_quote(s->source, qs, sizeof(qs)), ds_log_quote(s->key, qk, sizeof(qk)),
 	     ds_zap_path(r->zap));
 	presence_end(r, s, "key no longer authorized");
 	s->used = false;
@@ -581,8 +582,11 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 	uint8_t *buf;
 	size_t len;
 	ds_err err = {0};
+	/* Names in a detail are quoted: the cluster and agent come from the wire. */
+	char qs[300], qc[300], qa[200];
 	int rc;
 
+	ds_log_quote(source, qs, sizeof(qs));
 	if (h->protocol_version != DS_PROTOCOL_VERSION) {
 		char why[128];
 		snprintf(why, sizeof(why),
@@ -590,7 +594,7 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 			 h->protocol_version, DS_PROTOCOL_VERSION);
 		if (ds_wire_goodbye_encode(why, &buf, &len) == 0)
 			send_to(r, rid, rid_len, buf, len);
-		emit(r, DS_LOG_WARN, "session_refused", peer, "source %s: %s", source, why);
+		emit(r, DS_LOG_WARN, "session_refused", peer, "source %s: %s", qs, why);
 		return;
 	}
 	rc = ds_inbox_session(r->inbox, source, h->cluster_name, h->epoch, &committed, &err);
@@ -622,8 +626,10 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 	if (ds_wire_welcome_encode(&w, &buf, &len) == 0)
 		send_to(r, rid, rid_len, buf, len);
 	emit(r, DS_LOG_INFO, "session_open", peer,
-	     "source %s cluster %s agent %s epoch %llu committed_seq %llu", source, h->cluster_name,
-	     h->agent_version, (unsigned long long)h->epoch, (unsigned long long)committed);
+	     "source %s cluster %s agent %s epoch %llu committed_seq %llu", qs,
+	     ds_log_quote(h->cluster_name, qc, sizeof(qc)),
+	     ds_log_quote(h->agent_version, qa, sizeof(qa)), (unsigned long long)h->epoch,
+	     (unsigned long long)committed);
 }
 
 static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t *rid,
@@ -674,12 +680,13 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 		return;
 	}
 	if (rc < 0) {
+		char qs[300];
 		/* Storage trouble: acknowledge nothing; the source will resend. */
 		emit(r, DS_LOG_ERROR, "ledger_error", peer,
 		     "source %s: %s; seq %llu-%llu not committed nor acknowledged, the source "
 		     "resends them%s",
-		     s->source, err.msg, (unsigned long long)first->seq,
-		     (unsigned long long)last->seq,
+		     ds_log_quote(s->source, qs, sizeof(qs)), err.msg,
+		     (unsigned long long)first->seq, (unsigned long long)last->seq,
 		     rc == -ENOSPC ? "; free space on the ledger's filesystem"
 		     : rc == -EBADMSG
 			 ? "; the ledger is damaged: stop the agent, move it aside and start again"
@@ -750,8 +757,9 @@ static void on_message(ds_receiver *r)
 	ds_err_clear(&err);
 	rc = ds_wire_decode(r->dec, zmq_msg_data(&body), zmq_msg_size(&body), &msg, &err);
 	if (rc < 0) {
-		char why[300];
-		snprintf(why, sizeof(why), "source %s sent a bad frame: %s", source, err.msg);
+		char why[300], qs[200];
+		snprintf(why, sizeof(why), "source %s sent a bad frame: %s",
+			 ds_log_quote(source, qs, sizeof(qs)), err.msg);
 		drop_peer(r, fd, peer_ip, zmq_msg_data(&rid), zmq_msg_size(&rid), why);
 		goto out;
 	}
@@ -766,8 +774,9 @@ static void on_message(ds_receiver *r)
 		break;
 	case DS_WIRE_GOODBYE: {
 		struct session *s = session_find(r, zmq_msg_data(&rid), zmq_msg_size(&rid));
-		emit(r, DS_LOG_INFO, "goodbye", peer, "source %s: %s", source,
-		     ds_wire_msg_goodbye(msg));
+		char qs[300];
+		emit(r, DS_LOG_INFO, "goodbye", peer, "source %s: %s",
+		     ds_log_quote(source, qs, sizeof(qs)), ds_wire_msg_goodbye(msg));
 		/* only the session's own source ends it */
 		if (s && strcmp(s->source, source) == 0) {
 			char why[300];

@@ -294,7 +294,9 @@ static void serve(ds_zap *zap)
 		meta_len += DS_KEY_Z85_LEN;
 	}
 	if (strcmp(status, "200") == 0) {
-		snprintf(detail, sizeof(detail), "source %s admitted (key %s)", user, key);
+		char qu[300];
+		snprintf(detail, sizeof(detail), "source %s admitted (key %s)",
+			 ds_log_quote(user, qu, sizeof(qu)), key);
 		emit(zap->on_event, zap->event_ud, DS_LOG_INFO, "zap_admitted", address, detail);
 	} else {
 		snprintf(detail, sizeof(detail), "%s (mechanism %s, key %s)", text, mechanism,

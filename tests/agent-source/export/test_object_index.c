@@ -407,6 +407,82 @@ static void test_object_index__results_in_a_batch(void **state)
 	assert_int_equal(row.result_status, DS_RESULT_APPLIED);
 }
 
+/*
+ * A refusal (issue 22) is a result of its own: stored with its reason, news
+ * once per object and reason, counted apart from failures, listed, and a
+ * refused tombstone (it deleted nothing on the target) is kept by the prune.
+ */
+static void test_object_index__refusals_are_stored_counted_and_kept(void **state)
+{
+	struct fx *f = *state;
+	static const char why[] = "namespace hz-denied is not granted to source prod-east "
+				  "(sources[0].namespaces)";
+	ds_record r[3] = {upsert("v1", "ConfigMap", "hz-denied", "a", "1", "{}"),
+			  upsert("v1", "ConfigMap", "hz-ok", "b", "2", "{}"),
+			  upsert("v1", "Pod", "hz-ok", "evil", "3", "{}")};
+	ds_index_kind_count *c = NULL;
+	ds_index_row row;
+	struct keys k = {0};
+	bool changed = false;
+	size_t n = 0;
+	ds_err err = {0};
+
+	assert_int_equal(ds_object_index_push(f->idx, f->ob, r, 3, NULL, &err), 0);
+	assert_int_equal(
+	    ds_object_index_result(f->idx, 1, DS_RESULT_REFUSED, why, &row, &changed, &err), 0);
+	assert_true(changed);
+	assert_int_equal(row.result_status, DS_RESULT_REFUSED);
+	/* the same refusal again (the next Ack) is no news; another reason is */
+	assert_int_equal(
+	    ds_object_index_result(f->idx, 1, DS_RESULT_REFUSED, why, &row, &changed, &err), 0);
+	assert_false(changed);
+	/* a commit result resent after a reconnect does not hide the refusal */
+	assert_int_equal(ds_object_index_result(f->idx, 1, DS_RESULT_OK, "", &row, &changed, &err),
+			 0);
+	assert_false(changed);
+	assert_int_equal(ds_object_index_get(f->idx, "/ConfigMap/hz-denied/a", &row, &err), 0);
+	assert_int_equal(row.result_status, DS_RESULT_REFUSED);
+	assert_string_equal(row.result_message, why);
+	assert_int_equal(ds_object_index_result(f->idx, 2, DS_RESULT_APPLIED, "", NULL, NULL, &err),
+			 0);
+	assert_int_equal(ds_object_index_result(
+			     f->idx, 3, DS_RESULT_REFUSED,
+			     "Pod hz-ok/evil: privileged container c violates podSecurity baseline",
+			     NULL, &changed, &err),
+			 0);
+	assert_true(changed);
+
+	assert_int_equal(ds_object_index_kind_counts(f->idx, &c, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(c[0].kind, "ConfigMap");
+	assert_int_equal(c[0].objects, 2);
+	assert_int_equal(c[0].refused, 1);
+	assert_int_equal(c[0].applied, 1);
+	assert_int_equal(c[0].failed, 0);
+	assert_string_equal(c[1].kind, "Pod");
+	assert_int_equal(c[1].refused, 1);
+	free(c);
+	assert_int_equal(ds_object_index_with_result(f->idx, DS_RESULT_REFUSED, collect, &k, &err),
+			 0);
+	assert_int_equal(k.n, 2);
+	assert_string_equal(k.got[0], "/ConfigMap/hz-denied/a");
+	assert_string_equal(k.got[1], "/Pod/hz-ok/evil");
+
+	/* tombstones: the refused one stays after the prune, the applied one goes */
+	r[0] = tombstone("v1", "ConfigMap", "hz-denied", "a", "1");
+	r[1] = tombstone("v1", "ConfigMap", "hz-ok", "b", "2");
+	assert_int_equal(ds_object_index_push(f->idx, f->ob, r, 2, NULL, &err), 0);
+	assert_int_equal(
+	    ds_object_index_result(f->idx, 4, DS_RESULT_REFUSED, why, NULL, NULL, &err), 0);
+	assert_int_equal(ds_object_index_result(f->idx, 5, DS_RESULT_APPLIED, "", NULL, NULL, &err),
+			 0);
+	assert_int_equal(ds_object_index_prune_deleted(f->idx, last_seq(f->ob), &err), 0);
+	assert_int_equal(ds_object_index_get(f->idx, "/ConfigMap/hz-denied/a", &row, &err), 0);
+	assert_true(row.deleted);
+	assert_int_equal(row.result_status, DS_RESULT_REFUSED);
+	assert_int_equal(ds_object_index_get(f->idx, "/ConfigMap/hz-ok/b", &row, &err), -ENOENT);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -420,6 +496,7 @@ int main(void)
 	    T(test_object_index__forgetting_a_namespace_leaves_no_tombstones),
 	    T(test_object_index__snapshot_done_only_after_its_end),
 	    T(test_object_index__results_map_to_the_latest_record),
+	    T(test_object_index__refusals_are_stored_counted_and_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

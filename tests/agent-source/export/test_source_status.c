@@ -69,9 +69,43 @@ static void test_source_status__attention(void **state)
 	expect(&f, "the agent never started here");
 	f.st.last_pass_rc = -5;
 	expect(&f, "the last pass failed");
-	/* The target's failures come first. */
+	/* The target's refusals come before the rest, its failures first. */
+	f.kinds[0].refused = 1;
+	expect(&f, "the target refused objects (outside what it grants this source)");
 	f.kinds[0].failed = 1;
 	expect(&f, "the target failed objects");
+}
+
+/* Refused objects in the JSON: a count per kind and each with its reason (issue 22). */
+static void test_source_status__json_refusals(void **state)
+{
+	struct fixture f;
+	ds_export_failure refused = {.key = "/ConfigMap/hz-denied/b",
+				     .kind = "ConfigMap",
+				     .ns = "hz-denied",
+				     .name = "b",
+				     .status = DS_RESULT_REFUSED,
+				     .seq = 2,
+				     .message = "namespace hz-denied is not granted to source "
+						"prod-east (sources[0].namespaces)"};
+	json_t *doc, *k, *fl;
+
+	(void)state;
+	healthy(&f);
+	f.kinds[0].refused = 1;
+	f.st.failures = &refused;
+	f.st.n_failures = 1;
+	doc = ds_source_status_json(&f.v);
+	assert_non_null(doc);
+	k = json_array_get(json_object_get(doc, "kinds"), 0);
+	assert_int_equal(json_integer_value(json_object_get(k, "refused")), 1);
+	assert_int_equal(json_integer_value(json_object_get(k, "failed")), 0);
+	fl = json_array_get(json_object_get(doc, "failures"), 0);
+	assert_string_equal(json_string_value(json_object_get(fl, "status")), "refused");
+	assert_string_equal(json_string_value(json_object_get(fl, "namespace")), "hz-denied");
+	assert_string_equal(json_string_value(json_object_get(fl, "message")), refused.message);
+	assert_true(json_is_true(json_object_get(doc, "needsAttention")));
+	json_decref(doc);
 }
 
 static void test_source_status__json(void **state)
@@ -120,6 +154,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_source_status__attention),
 	    cmocka_unit_test(test_source_status__json),
+	    cmocka_unit_test(test_source_status__json_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

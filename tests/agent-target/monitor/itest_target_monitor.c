@@ -209,7 +209,7 @@ static void test_itest_target_monitor__metrics_health_and_status_page(void **sta
 	free(text);
 
 	/* Objects from the source: two ConfigMaps, and one whose name the API
-	 * server refuses (it fails, with the reason, and shows on the page). */
+	 * server would refuse (refused before it, with the reason, and shown on the page). */
 	tu_site_sender_start(&site);
 	objs[0] = configmap(ns, "settings");
 	objs[1] = configmap(ns, "more-settings");
@@ -232,11 +232,13 @@ static void test_itest_target_monitor__metrics_health_and_status_page(void **sta
 	tu_site_wait_acked(&site, tu_site_push(&site, objs, 5), 30000);
 	text = wait_series(base, applied, 2, 60000);
 	free(text);
-	snprintf(failed, sizeof(failed), "drasync_target_objects{state=\"failed\"}");
+	snprintf(failed, sizeof(failed), "drasync_target_objects{state=\"refused\"}");
 	text = wait_series(base, failed, 1, 60000);
 	tu_promtool_check_metrics(text);
 	assert_true(series(text, "drasync_target_objects_applied_total{kind=\"ConfigMap\",result="
-				 "\"failed\"}") >= 1);
+				 "\"refused\"}") >= 1);
+	assert_true(series(text, "drasync_target_refused_total{source=\"prod-east\",reason="
+				 "\"name\"}") == 1);
 	assert_true(series(text, "drasync_target_objects{state=\"applied\"}") >= 2);
 	assert_true(series(text, "drasync_target_apply_duration_seconds_count") >= 3);
 	assert_true(series(text, "drasync_target_apply_duration_seconds_bucket{le=\"+Inf\"}") >= 3);
@@ -324,8 +326,8 @@ static void test_itest_target_monitor__metrics_health_and_status_page(void **sta
 	assert_non_null(strstr(dom, "&lt;script&gt;alert(1)&lt;/script&gt;"));
 	assert_null(strstr(dom, "<script"));
 	assert_non_null(strstr(dom, "Objects waiting or failed"));
-	/* its reason is the name itself, refused before a request (not "not served") */
-	assert_non_null(strstr(dom, "cannot be named in an API path"));
+	/* its reason is the name itself, refused before a request (SPEC §5, not "not served") */
+	assert_non_null(strstr(dom, "&lt;/script&gt;\" may not contain '/'"));
 	assert_non_null(strstr(dom, "<td>prod-east</td>"));
 	assert_non_null(strstr(dom, ns));
 	assert_non_null(strstr(dom, "Mapping inventory"));

@@ -807,6 +807,85 @@ static void test_itest_kube_client__batch_creates_concurrently(void **state)
 	ds_kube_free(k);
 }
 
+/* ---- dot segments (issue 22) ------------------------------------------------------ */
+
+/* The server's answer to method on path: its HTTP code (the request must fail). */
+static int raw_code(ds_kube *k, const char *method, const char *path, ds_kube_error *ke)
+{
+	struct ds_kube_request req = {.method = method, .path = path};
+	struct ds_kube_response resp = {0};
+	int rc = ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, ke);
+
+	if (rc == 0)
+		fail_msg("%s %s answered %d: %.300s", method, path, resp.code, resp.body);
+	ds_kube_response_dispose(&resp);
+	return ke->code;
+}
+
+/*
+ * A name ".." is a name, never the collection or the namespace above it:
+ * libcurl folded "/api/v1/namespaces/NS/configmaps/.." into
+ * "/api/v1/namespaces/NS/", so a tombstone for a ConfigMap ".." was a DELETE
+ * of the namespace. The client refuses such a name before any request, and a
+ * path that holds one anyway reaches the server as it was built.
+ */
+static void test_itest_kube_client__dot_segments_stay_names(void **state)
+{
+	ds_kube *k = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	char *ns = tu_kube_new_namespace(k, "itest-dots", NULL);
+	struct ds_kube_resource r = tu_kube_resource(k, "v1", "ConfigMap");
+	struct ds_kube_resource nr = tu_kube_resource(k, "v1", "Namespace");
+	struct ds_kube_list_opts lo = {0};
+	json_t *cm, *out = NULL;
+	ds_kube_error ke;
+	char *path = NULL, raw[256];
+	int code;
+
+	(void)state;
+	cm = tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
+	TU_KUBE_CHECK(ds_kube_create(k, &r, ns, cm, NULL, &ke), ke);
+
+	/* the client's own calls refuse the name */
+	assert_int_equal(ds_kube_get(k, &r, ns, "..", NULL, &out, &ke), -EINVAL);
+	assert_int_equal(ds_kube_delete(k, &r, ns, "..", NULL, &ke), -EINVAL);
+
+	/* the escaped path and the literal one: the server answers for a ConfigMap ".." */
+	assert_int_equal(ds_kube_path(&r, ns, "..", NULL, &path), 0);
+	code = raw_code(k, "GET", path, &ke);
+	assert_true(code == 400 || code == 404);
+	assert_null(strstr(ke.message, "namespaces \""));
+	snprintf(raw, sizeof(raw), "/api/v1/namespaces/%s/configmaps/..", ns);
+	code = raw_code(k, "GET", raw, &ke);
+	assert_true(code == 400 || code == 404);
+	code = raw_code(k, "DELETE", raw, &ke);
+	assert_true(code == 400 || code == 404);
+	code = raw_code(k, "DELETE", path, &ke);
+	assert_true(code == 400 || code == 404);
+	free(path);
+
+	/* the namespace is untouched: no DELETE reached /api/v1/namespaces/NS/ */
+	TU_KUBE_CHECK(ds_kube_get(k, &nr, NULL, ns, NULL, &out, &ke), ke);
+	assert_null(json_object_get(json_object_get(out, "metadata"), "deletionTimestamp"));
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(out, "status"), "phase")), "Active");
+	json_decref(out);
+	out = NULL;
+
+	/*
+	 * A list in namespace ".." is not a list across every namespace (folded,
+	 * it was GET /api/v1/configmaps): the client refuses it, and the path sent
+	 * anyway is refused by the server (500 "invalid key" in 1.35).
+	 */
+	assert_int_equal(ds_kube_list_page(k, &r, "..", &lo, &out, &ke), -EINVAL);
+	code = raw_code(k, "GET", "/api/v1/namespaces/../configmaps", &ke);
+	assert_true(code >= 400);
+	assert_non_null(strstr(ke.message, ".."));
+	json_decref(out);
+	json_decref(cm);
+	tu_kube_drop_namespace(k, ns);
+	ds_kube_free(k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -823,6 +902,7 @@ int main(void)
 	    cmocka_unit_test(test_itest_kube_client__delete_preconditions_and_propagation),
 	    cmocka_unit_test(test_itest_kube_client__status_subresource),
 	    cmocka_unit_test(test_itest_kube_client__batch_creates_concurrently),
+	    cmocka_unit_test(test_itest_kube_client__dot_segments_stay_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -152,10 +152,11 @@ static void test_kube_client__path_segments_are_escaped(void **state)
 }
 
 /*
- * What reaches the server is the path the client built: a namespace ".." stays
- * a segment (libcurl folded "/namespaces/../configmaps/x" into
- * "/configmaps/x", a request across every namespace), and a raw path with a
- * dot segment is sent as it is (CURLOPT_PATH_AS_IS).
+ * A namespace no path can carry is refused before any request (libcurl folded
+ * "/namespaces/../configmaps/x" into "/configmaps/x", a request across every
+ * namespace), and a path with a dot segment is sent as it is
+ * (CURLOPT_PATH_AS_IS): a DELETE of ConfigMap ".." was folded into a DELETE
+ * of "/api/v1/namespaces/ml-team/".
  */
 static void test_kube_client__dot_segments_reach_the_server_as_sent(void **state)
 {
@@ -172,16 +173,18 @@ static void test_kube_client__dot_segments_reach_the_server_as_sent(void **state
 	    (struct tu_httpd_step){.code = 404, .body = "{\"kind\":\"Status\",\"code\":404}"};
 	f->h.nsteps = 1;
 	k = client(f);
-	assert_int_equal(ds_kube_get(k, &CM, "..", "x", NULL, &out, &ke), -ENOENT);
-	assert_int_equal(ds_kube_list_page(k, &CM, ".", &lo, &out, &ke), -ENOENT);
+	assert_int_equal(ds_kube_get(k, &CM, "..", "x", NULL, &out, &ke), -EINVAL);
+	assert_non_null(strstr(ke.message, "get: namespace '..' cannot be named in an API path"));
+	assert_int_equal(ds_kube_list_page(k, &CM, ".", &lo, &out, &ke), -EINVAL);
+	assert_int_equal(ds_kube_delete(k, &CM, "a/b", "x", NULL, &ke), -EINVAL);
+	assert_int_equal(ds_kube_watch(k, &CM, "..", NULL, NULL, NULL, &ke), -EINVAL);
+	assert_int_equal(f->h.hits, 0);
 	assert_int_equal(ds_kube_transport_request(ds_kube_get_transport(k), &req, &resp, &ke),
 			 -ENOENT);
 	ds_kube_response_dispose(&resp);
-	assert_int_equal(f->h.hits, 3);
-	assert_string_equal(f->h.reqs[0].url, "/api/v1/namespaces/../configmaps/x");
-	assert_string_equal(f->h.reqs[1].url, "/api/v1/namespaces/./configmaps");
-	assert_string_equal(f->h.reqs[2].method, "DELETE");
-	assert_string_equal(f->h.reqs[2].url, "/api/v1/namespaces/ml-team/configmaps/..");
+	assert_int_equal(f->h.hits, 1);
+	assert_string_equal(f->h.reqs[0].method, "DELETE");
+	assert_string_equal(f->h.reqs[0].url, "/api/v1/namespaces/ml-team/configmaps/..");
 }
 
 static const char API[] = "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}";

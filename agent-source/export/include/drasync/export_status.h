@@ -15,13 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One object whose current version the target failed or skipped. */
+/* One object whose current version the target failed, refused, keeps waiting or skipped. */
 typedef struct ds_export_failure {
 	char key[DS_OBJECT_KEY_MAX]; /* "group/Kind/namespace/name" */
 	char kind[64];
 	char ns[254];
 	char name[254];
-	int status; /* DS_RESULT_FAILED, DS_RESULT_WAITING or DS_RESULT_SKIPPED */
+	int status; /* DS_RESULT_FAILED, _REFUSED, _WAITING or _SKIPPED */
 	uint64_t seq;
 	char message[256]; /* the target's reason */
 } ds_export_failure;
@@ -37,7 +37,8 @@ typedef struct ds_export_status {
 	bool snapshot_done;	    /* a snapshot has been completed for this outbox */
 	ds_index_kind_count *kinds; /* live objects per kind with their results */
 	size_t n_kinds;
-	ds_export_failure *failures; /* failed first, then skipped; at most max_failures */
+	ds_export_failure
+	    *failures; /* failed, refused, waiting, then skipped; at most max_failures */
 	size_t n_failures;
 	size_t more_failures; /* beyond max_failures, not listed */
 } ds_export_status;

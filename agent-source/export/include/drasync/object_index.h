@@ -121,7 +121,7 @@ int ds_object_index_namespaces(ds_object_index *idx, int (*fn)(void *ud, const c
  */
 int ds_object_index_forget_namespace(ds_object_index *idx, const char *ns, size_t *n, ds_err *err);
 
-/** Drop tombstoned rows at or below `seq` (the target has them); keeps failed ones. */
+/** Drop tombstoned rows at or below `seq` (the target has them); keeps failed and refused ones. */
 int ds_object_index_prune_deleted(ds_object_index *idx, uint64_t seq, ds_err *err);
 
 /* ---- snapshot ---- */
@@ -181,6 +181,7 @@ typedef struct ds_index_kind_count {
 	uint64_t waiting;  /* a workload waiting on the target for objects it needs */
 	uint64_t held;	   /* held in the target's ledger (standby) */
 	uint64_t failed;   /* result failed */
+	uint64_t refused;  /* result refused: outside what the target grants this source */
 	uint64_t skipped;  /* result skipped (the target chose not to act) */
 	uint64_t awaiting; /* not acknowledged yet */
 } ds_index_kind_count;
@@ -191,7 +192,7 @@ typedef struct ds_index_kind_count {
 int ds_object_index_kind_counts(ds_object_index *idx, ds_index_kind_count **out, size_t *n,
 				ds_err *err);
 
-/** Rows whose current version's result is `status` (failed, skipped), in key order. */
+/** Rows whose current version's result is `status` (failed, refused, skipped), in key order. */
 int ds_object_index_with_result(ds_object_index *idx, enum ds_result_status status,
 				ds_index_row_fn fn, void *ud, ds_err *err);
 

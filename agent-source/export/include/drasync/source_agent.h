@@ -94,17 +94,18 @@ typedef struct ds_source_agent_tally {
 	uint64_t applied;
 	uint64_t held;
 	uint64_t waiting;
-	size_t failed; /* listed and beyond the list */
+	size_t failed;	  /* listed and beyond the list */
+	uint64_t refused; /* outside what the target grants this source: nothing written */
 } ds_source_agent_tally;
 
 /**
  * Sum st (read with its failures listed) into out.
- * @return 1 when once needs attention (objects failed or wait on the target), else 0
+ * @return 1 when once needs attention (objects failed, refused or wait on the target), else 0
  */
 int ds_source_agent_tally_of(const ds_export_status *st, ds_source_agent_tally *out);
 
 /**
- * once's report on out: each object the target failed, skipped or keeps
+ * once's report on out: each object the target failed, refused, skipped or keeps
  * waiting (st read with its failures listed), then the tally in one line.
  * @return 1 when once needs attention (its exit code), else 0
  */

@@ -21,8 +21,8 @@ typedef struct ds_source_status {
 
 /**
  * Why the source needs an operator's attention: the target failed objects,
- * the last pass failed, the agent never started, is not running (a `once`
- * run: has stopped with records not acknowledged) or its link is down.
+ * the target refused objects, the last pass failed, the agent never started, is not running (a
+ * `once` run: has stopped with records not acknowledged) or its link is down.
  * @return the reason (static), or NULL when it is healthy
  */
 const char *ds_source_status_attention(const ds_source_status *v);

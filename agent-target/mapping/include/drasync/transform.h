@@ -19,6 +19,9 @@
 #define DS_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
 #define DS_ANNOTATION_SOURCE_CLUSTER "drasync.io/source-cluster"
 #define DS_ANNOTATION_SOURCE_UID "drasync.io/source-uid"
+/* The source that wrote it, by its authenticated name (its key's in authorizedSources):
+ * unlike the cluster name of its Hello, a source cannot claim another's. */
+#define DS_ANNOTATION_SOURCE "drasync.io/source"
 /* On every object the importer applies: the hash (hex SHA-256) of the form it
  * applied, so that a restarted importer sees an object it wrote but had not
  * recorded as applied (killed in between) and does not write it again. */
@@ -30,6 +33,7 @@ typedef struct ds_transform_opts {
 	const ds_target_config *cfg;
 	enum ds_dra_version dra_version; /* what the target serves */
 	const char *source_cluster;	 /* NULL when unknown (plan without --source-cluster) */
+	const char *source;		 /* the authenticated source's name; NULL: not marked */
 	const char *source_uid;		 /* NULL: taken from the object's metadata.uid */
 	/* The mode for an object in target namespace ns (after namespaceMappings; NULL:
 	 * cluster-scoped), `configured` being cfg's; NULL: cfg's mode for every object.
