@@ -31,7 +31,8 @@
 #     refused by the importer before the API server would refuse it (state
 #     refused with a reason naming sources[0].namespaces in
 #     drasync-target status, the apply log line and
-#     drasync_target_refused_total; no 403 for it anywhere), nothing is
+#     drasync_target_refused_total, and on the source in its summary and
+#     event=target_refused; no 403 for it anywhere), nothing is
 #     written there and that namespace is left as it was; drill (into the
 #     managed scratch namespace), failover, verify, failback and inventory
 #     work on the same token, and drill --cleanup cannot delete the scratch
@@ -399,14 +400,21 @@ schedule: {mode: once}
 YAML
 "$DS_SOURCE_BIN" run --config "$tmp/source-run.yaml" --timeout 120s >"$tmp/source.out" 2>"$tmp/source.err" || true
 line=$(grep -o 'acknowledged by the target: .*' "$tmp/source.out" || true)
-read -r applied < <(sed -n 's/acknowledged by the target: \([0-9]*\) applied, .*/\1/p' <<<"$line") || true
-if [ -n "${applied:-}" ] && [ "$applied" -ge 5 ]; then
+read -r applied failed refused < <(sed -n 's/acknowledged by the target: \([0-9]*\) applied, [0-9]* held, [0-9]* waiting, \([0-9]*\) failed, \([0-9]*\) refused.*/\1 \2 \3/p' <<<"$line") || true
+if [ -n "${applied:-}" ] && [ "$applied" -ge 5 ] && [ "$failed" -eq 0 ] && [ "$refused" -ge 2 ]; then
   ok "drasync-source run (once) on its token: $line"
 else
-  notok "drasync-source run (once): expected at least 5 applied: $(cat "$tmp/source.out" "$tmp/source.err" | tail -n 20)"
+  notok "drasync-source run (once): expected at least 5 applied, none failed, 2 refused: $(cat "$tmp/source.out" "$tmp/source.err" | tail -n 20)"
 fi
 # ml-team-2's records are refused by the importer (RESULT_REFUSED in the
-# Ack), not failed by the API server: the source hears of no 403.
+# Ack, with the reason), not failed by the API server: the source hears of
+# no 403.
+if grep -qx 'refused ConfigMap ml-team-2/settings2: namespace ml-team-2 is not granted to source prod-east (sources\[0\].namespaces)' "$tmp/source.out" &&
+  grep 'event=target_refused' "$tmp/source.err" | grep -q 'settings2'; then
+  ok "the source heard settings2 refused, and why (its summary, event=target_refused)"
+else
+  notok "the source did not hear settings2 refused: $(grep -i refused "$tmp/source.out" "$tmp/source.err" | head -n 5)"
+fi
 if grep 'event=target_failed' "$tmp/source.err" | grep -qi 'forbidden'; then
   notok "the source heard of a 403 from the target: $(grep 'event=target_failed' "$tmp/source.err" | grep -i forbidden | head -n 3)"
 else
