@@ -11,17 +11,27 @@ Namespace objects by name, no Secret elsewhere; for a namespaceSelector
 cluster-wide; target: one whose
 cluster-wide grants are reads, DeviceClass writes only with --deviceclasses,
 Namespace access only by name and only to the namespaces it has a
-RoleBinding in, those being the targets of its namespaceMappings (and their
--drill scratch namespaces). Both: one Deployment, one replica, Recreate,
+RoleBinding in, those being exactly the namespaces its configuration grants
+the sources (SPEC §5: the target namespace, after namespaceMappings, of each
+source namespace of sources[].namespaces, a glob standing for the names it
+matches; without sources, the targets of namespaceMappings) and their -drill
+scratch namespaces, each created by the rendering with the granted
+podSecurity as its Pod Security enforce level (the more permissive one where
+sources share a namespace). Both: one Deployment, one replica, Recreate,
 /healthz and /readyz probes on the metrics port 9090, the restricted
 security context with no fixed UID (OpenShift restricted-v2), the stateDir
 on a PersistentVolumeClaim of the same rendering, the configuration from a
 ConfigMap of the same rendering (written to OUTDIR/<agent>.yaml for the
-agents themselves to parse). Exits 1 with every problem found."""
+agents themselves to parse). The configuration is read as YAML by helm
+(DS_HELM_BIN: sigs.k8s.io/yaml, as Kubernetes reads it) for the target's
+grant. Exits 1 with every problem found."""
+import fnmatch
 import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 
 READ = {"get", "list", "watch"}
 problems = []
@@ -37,6 +47,66 @@ def by_kind(items, kind):
 
 def name(o):
     return o["metadata"]["name"]
+
+
+def yaml_to_json(text):
+    """The configuration as JSON, read by helm (a chart whose values are the
+    file and whose one template prints them); None when it cannot be read."""
+    helm = os.environ.get("DS_HELM_BIN")
+    if not helm:
+        bad("DS_HELM_BIN is not set: cannot read the configuration as YAML")
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(f"{d}/c/templates")
+        with open(f"{d}/c/Chart.yaml", "w") as f:
+            f.write("apiVersion: v2\nname: c\nversion: 0.0.1\n")
+        with open(f"{d}/c/templates/out.yaml", "w") as f:
+            f.write("{{ toJson .Values }}\n")
+        with open(f"{d}/values.yaml", "w") as f:
+            f.write(text)
+        r = subprocess.run([helm, "template", "c", f"{d}/c", "-f", f"{d}/values.yaml"],
+                           capture_output=True, text=True)
+    if r.returncode != 0:
+        bad(f"the configuration is not YAML helm reads: {r.stderr.strip()}")
+        return None
+    body = "".join(l for l in r.stdout.splitlines(True) if not l.startswith(("---", "#")))
+    return json.loads(body)
+
+
+RANK = {"restricted": 0, "baseline": 1, "privileged": 2}
+
+
+def granted(cfg, candidates):
+    """SPEC §5: {target namespace: podSecurity} that cfg grants its sources.
+    A glob of sources[].namespaces stands for the names among candidates (the
+    source namespaces the rendering knows of) it matches."""
+    nsm = cfg.get("namespaceMappings") or {}
+    out = {}
+
+    def grant(src, level):
+        dst = nsm.get(src, src)
+        if dst not in out or RANK.get(level, -1) > RANK.get(out[dst], -1):
+            out[dst] = level
+
+    if "sources" not in cfg:
+        for src in nsm:
+            grant(src, "baseline")
+        return out
+    for i, s in enumerate(cfg.get("sources") or []):
+        level = s.get("podSecurity", "baseline")
+        if level not in RANK:
+            bad(f"sources[{i}].podSecurity {level!r} is not a level")
+        for pat in s.get("namespaces") or []:
+            if not any(c in pat for c in "*?["):
+                grant(pat, level)
+                continue
+            # glibc's fnmatch takes [^...] as [!...]; Python's would not
+            hits = sorted(c for c in candidates if fnmatch.fnmatchcase(c, pat.replace("[^", "[!")))
+            if not hits:
+                bad(f"sources[{i}].namespaces: the glob {pat!r} stands for no namespace of the rendering")
+            for h in hits:
+                grant(h, level)
+    return out
 
 
 def check_container(c, where, main):
@@ -179,23 +249,38 @@ def main():
             managed = set()
         if set(ns_bindings) != managed:
             bad(f"RoleBindings in {sorted(ns_bindings)} but Namespace access to {sorted(managed)}")
-        # Every mapped target namespace (and its drill scratch) is managed.
-        mapped = set(re.findall(r"^\s+([a-z0-9-]+):\s*([a-z0-9-]+)\s*$",
-                                (cfg_text or "").split("namespaceMappings:", 1)[-1].split("\ndra:", 1)[0], re.M))
-        mapped |= set(re.findall(r"([a-z0-9-]+):\s*([a-z0-9-]+)",
-                                 (re.search(r"namespaceMappings:\s*\{([^}]*)\}", cfg_text or "") or [None, ""])[1]))
-        want = {dst for _, dst in mapped} | {dst + "-drill" for _, dst in mapped}
-        if not want:
-            bad("no namespaceMappings in the target's configuration")
-        if want != managed:
-            bad(f"namespaceMappings need {sorted(want)}, the RBAC manages {sorted(managed)}")
+        # The managed namespaces are exactly the granted ones (and their drill
+        # scratch namespaces), each enforcing the granted Pod Security level.
         nss = {name(n): n for n in by_kind(items, "Namespace")}
-        for ns in sorted(managed):
-            if ns not in nss:
-                bad(f"managed namespace {ns} is not created by the rendering")
-            elif ns.endswith("-drill") and ns[:-6] in managed and \
-                    nss[ns]["metadata"].get("labels", {}).get("drasync.io/drill") != ns[:-6]:
-                bad(f"drill namespace {ns} lacks the label drasync.io/drill={ns[:-6]}")
+        cfg = yaml_to_json(cfg_text) if cfg_text is not None else None
+        if cfg is not None:
+            nsm = cfg.get("namespaceMappings") or {}
+            drills = {n for n, o in nss.items() if (o["metadata"].get("labels") or {}).get("drasync.io/drill")}
+            # the source namespaces a glob may stand for: namespaceMappings'
+            # keys, and the managed names that are neither a mapping's target
+            # nor a drill's scratch namespace
+            candidates = set(nsm) | {n for n in managed if n not in set(nsm.values()) and n not in drills}
+            grants = granted(cfg, candidates)
+            want = set(grants) | {ns + "-drill" for ns in grants}
+            if not grants:
+                bad("the target's configuration grants its sources no namespace")
+            if want != managed:
+                bad(f"the configuration grants {sorted(grants)} (with their drill namespaces "
+                    f"{sorted(want)}), the RBAC manages {sorted(managed)}")
+            for ns in sorted(managed):
+                if ns not in nss:
+                    bad(f"managed namespace {ns} is not created by the rendering")
+                    continue
+                labels = nss[ns]["metadata"].get("labels") or {}
+                of = ns[:-6] if ns.endswith("-drill") and ns not in grants else ns
+                if of != ns and labels.get("drasync.io/drill") != of:
+                    bad(f"drill namespace {ns} lacks the label drasync.io/drill={of}")
+                level = grants.get(of)
+                if level and (labels.get("pod-security.kubernetes.io/enforce") != level or
+                              labels.get("pod-security.kubernetes.io/enforce-version") != "latest"):
+                    bad(f"managed namespace {ns} does not enforce the granted podSecurity {level} "
+                        f"(pod-security.kubernetes.io/enforce={labels.get('pod-security.kubernetes.io/enforce')}, "
+                        f"-version={labels.get('pod-security.kubernetes.io/enforce-version')})")
         if any(set(r.get("verbs", [])) >= {"create", "delete"} and "namespaces" in r.get("resources", [])
                for rs in ns_bindings.values() for r in rs):
             bad("a namespaced role grants namespaces")

@@ -16,6 +16,15 @@
 #     namespaceSelector, the kustomize component source-cluster-wide and the
 #     chart's cluster-wide bindings;
 #   - check_manifests.py: RBAC, probes, security context, Recreate, stateDir;
+#     the target's RBAC namespaces are exactly those its configuration grants
+#     the sources (sources[].namespaces after namespaceMappings, globs through
+#     the names the chart is given; without sources, namespaceMappings), each
+#     created enforcing the granted Pod Security level: the kustomize base,
+#     the chart with sources (a mapped namespace it does not grant gets no
+#     RBAC), without sources, and with a glob; the chart refuses a glob it has
+#     no names for, a managed name no source is granted, and a grant of
+#     nothing; check_manifests.py refuses RBAC wider than the grant and a
+#     managed namespace enforcing another level;
 #   - the configuration each ConfigMap holds is read by the agent itself
 #     (drasync-target plan, drasync-source status), so an unknown key fails.
 #
@@ -33,7 +42,7 @@ helm() { "$DS_HELM_BIN" "$@"; }
 tmp=$(mktemp -d)
 # Namespaces the renderings need to exist for a server-side dry run of what
 # they hold (a dry run creates nothing, a Namespace included).
-namespaces="drasync ml-team ml-team-dr ml-team-dr-drill"
+namespaces="drasync ml-team ml-team-dr ml-team-dr-drill ml-batch ml-batch-drill"
 cleanup() {
   local ns
   for ns in $namespaces; do k delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true; done
@@ -60,6 +69,9 @@ k label namespace drasync pod-security.kubernetes.io/enforce=restricted \
 k create namespace ml-team --save-config >/dev/null
 k create namespace ml-team-dr --save-config >/dev/null
 k create namespace ml-team-dr-drill --save-config >/dev/null
+# ml-batch: a source namespace kept by name, granted through a glob
+k create namespace ml-batch --save-config >/dev/null
+k create namespace ml-batch-drill --save-config >/dev/null
 # The namespace does refuse a pod that is not "restricted", and warns about a
 # Deployment whose pods would not be: the checks below can fail.
 cat >"$tmp/loose.yaml" <<'YAML'
@@ -100,7 +112,11 @@ target_pub=$(grep -v '^#' "$tmp/keys/target.pub")
 # (a Z85 key holds characters --set parses: a values file)
 printf 'source:\n  config:\n    target:\n      serverPublicKey: "%s"\n' "$target_pub" >"$tmp/keys/source-values.yaml"
 keys_source=(-f "$tmp/keys/source-values.yaml" --set-file "source.keys.secretKey=$tmp/keys/source.key")
-keys_target=(--set-json 'target.config.namespaceMappings={"ml-team":"ml-team-dr"}' --set-file "target.keys.secretKey=$tmp/keys/target.key" --set-file "target.keys.authorizedSources=$tmp/keys/authorized_sources")
+# The target as the kustomize base grants it (prod-east: ml-team), plus a
+# mapping of ml-team-2 that no source is granted: the chart gives it no RBAC.
+grant_target=(--set-json 'target.config.namespaceMappings={"ml-team":"ml-team-dr","ml-team-2":"other-team"}'
+  --set-json 'target.config.sources=[{"name":"prod-east","namespaces":["ml-team"],"podSecurity":"baseline","relocate":false}]')
+keys_target=("${grant_target[@]}" --set-file "target.keys.secretKey=$tmp/keys/target.key" --set-file "target.keys.authorizedSources=$tmp/keys/authorized_sources")
 
 # server_check NAME AGENT FILE [--deviceclasses]: FILE (YAML) through the API
 # server's dry run, its pod templates as Pods under "restricted", then the
@@ -141,7 +157,7 @@ PY
     fi
   done
   if python3 "$here/check_manifests.py" "$agent" "$out/list.json" "$out" $flag; then
-    ok "$name: RBAC, Deployment, probes, security context, stateDir as promised"
+    ok "$name: RBAC$([ "$agent" = source ] || echo " (the granted namespaces)"), Deployment, probes, security context, stateDir as promised"
   else
     notok "$name: check_manifests.py"
   fi
@@ -260,14 +276,109 @@ if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_t
 else
   notok "helm template (replicateDeviceClasses): $(cat "$tmp/err")"
 fi
-# What cannot work is refused at render time: a target with nowhere to
-# write, an agent without keys.
-if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" \
-  --set-json 'target.config.namespaceMappings={}' >/dev/null 2>"$tmp/err"; then
-  notok "helm template renders a target with no managed namespace"
+# The mapped namespace no source is granted has no RBAC and no Namespace.
+if grep -v 'ml-team-2: other-team' "$tmp/helm-target.yaml" | grep -q 'other-team'; then
+  notok "the chart renders RBAC or a Namespace for other-team, which no source is granted: $(grep -n 'other-team' "$tmp/helm-target.yaml" | grep -v 'ml-team-2: other-team' | head -n 5)"
 else
-  ok "helm template refuses a target with no managed namespace: $(grep -o 'nowhere to write' "$tmp/err")"
+  ok "the chart gives the ungranted mapping ml-team-2 -> other-team no RBAC (only target.yaml names it)"
 fi
+[ "$(grep -c 'ml-team-2: other-team' "$tmp/helm-target.yaml")" -eq 1 ] ||
+  notok "the chart's target.yaml lost the mapping ml-team-2: other-team"
+# Without sources the file grants the source namespaces of namespaceMappings.
+if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" \
+  --set-json 'target.config.sources=null' --set-json 'target.config.namespaceMappings={"ml-team":"ml-team-dr"}' \
+  >"$tmp/helm-nosources.yaml" 2>"$tmp/err"; then
+  if grep -q '^    sources:' "$tmp/helm-nosources.yaml"; then
+    notok "helm template without sources still writes sources into target.yaml"
+  fi
+  server_check "helm-target-nosources" target "$tmp/helm-nosources.yaml"
+else
+  notok "helm template (no sources): $(cat "$tmp/err")"
+fi
+# A glob: RBAC needs names, the chart takes them from managedNamespaces.extra
+# (ml-batch, kept by name) and the keys of namespaceMappings (ml-team).
+if helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" \
+  --set-json 'target.config.sources=[{"name":"prod-east","namespaces":["ml-*"],"podSecurity":"restricted"}]' \
+  --set-json 'target.config.namespaceMappings={"ml-team":"ml-team-dr"}' \
+  --set-json 'target.managedNamespaces.extra=["ml-batch"]' >"$tmp/helm-glob.yaml" 2>"$tmp/err"; then
+  server_check "helm-target-glob" target "$tmp/helm-glob.yaml"
+  if python3 - "$tmp/helm-target-glob/list.json" <<'PY'
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+ns = {o["metadata"]["name"]: o["metadata"].get("labels", {}) for o in items if o["kind"] == "Namespace"}
+want = {"ml-team-dr", "ml-team-dr-drill", "ml-batch", "ml-batch-drill"}
+sys.exit(0 if set(ns) == want and all(l.get("pod-security.kubernetes.io/enforce") == "restricted" for l in ns.values()) else 1)
+PY
+  then
+    ok "helm template with the glob ml-* manages ml-team-dr and ml-batch (and their drills), enforcing restricted"
+  else
+    notok "helm template with the glob ml-*: not the namespaces ml-team-dr, ml-batch and their drills, restricted"
+  fi
+else
+  notok "helm template (a glob with its names): $(cat "$tmp/err")"
+fi
+
+# What cannot work is refused at render time: a target with nowhere to
+# write, a glob without names, a managed name no source is granted, an agent
+# without keys.
+# refuses WHAT MESSAGE COMMAND...: COMMAND fails, and its error says MESSAGE.
+refuses() {
+  local what=$1 msg=$2
+  shift 2
+  if "$@" >/dev/null 2>"$tmp/err"; then
+    notok "accepted: $what ($*)"
+  elif grep -qF -- "$msg" "$tmp/err"; then
+    ok "refused: $what (...$msg...)"
+  else
+    notok "refused: $what, but without '$msg': $(cat "$tmp/err")"
+  fi
+}
+# target_refused WHAT MESSAGE ARGS...: helm template of the target with ARGS.
+target_refused() {
+  refuses "by helm template, $1" "$2" helm template drasync "$chart" -n drasync --set target.enabled=true "${keys_target[@]}" "${@:3}"
+}
+target_refused "a target with no managed namespace" "nowhere to write" \
+  --set-json 'target.config.sources=null' --set-json 'target.config.namespaceMappings={}'
+target_refused "a target whose sources grant nothing" "sources (without it, namespaceMappings) grants no namespace" \
+  --set-json 'target.config.sources=[]'
+target_refused "RBAC for a glob it has no names for" \
+  "sources[0].namespaces: 'team-*' is a glob, and RBAC grants namespaces by name: list the source namespaces it stands for in target.managedNamespaces.extra" \
+  --set-json 'target.config.sources=[{"name":"prod-east","namespaces":["team-*"]}]'
+target_refused "RBAC for a managed name no source is granted" "extra: 'other-team' is granted to no source" \
+  --set-json 'target.managedNamespaces.extra=["other-team"]'
+# check_manifests.py refuses RBAC wider than the grant, and a managed
+# namespace that enforces another level than the granted one: the check can
+# fail.
+python3 - "$tmp/helm-target/list.json" "$tmp/wider.json" "$tmp/level.json" <<'PY'
+import copy, json, sys
+items = json.load(open(sys.argv[1]))["items"]
+wider = copy.deepcopy(items)
+for o in list(wider):
+    if o["kind"] == "RoleBinding" and o["metadata"]["namespace"] == "ml-team-dr":
+        rb = copy.deepcopy(o)
+        rb["metadata"]["namespace"] = "other-team"
+        wider.append(rb)
+    if o["kind"] == "Namespace" and o["metadata"]["name"] == "ml-team-dr":
+        n = copy.deepcopy(o)
+        n["metadata"]["name"] = "other-team"
+        wider.append(n)
+    if o["kind"] == "ClusterRole":
+        for r in o.get("rules", []):
+            if r.get("resources") == ["namespaces"]:
+                r["resourceNames"].append("other-team")
+json.dump({"items": wider}, open(sys.argv[2], "w"))
+for o in items:
+    if o["kind"] == "Namespace" and o["metadata"]["name"] == "ml-team-dr":
+        o["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = "privileged"
+json.dump({"items": items}, open(sys.argv[3], "w"))
+PY
+mkdir -p "$tmp/neg"
+refuses "by check_manifests.py, RBAC in other-team, which the configuration grants no source" \
+  "the RBAC manages ['ml-team-dr', 'ml-team-dr-drill', 'other-team']" \
+  python3 "$here/check_manifests.py" target "$tmp/wider.json" "$tmp/neg"
+refuses "by check_manifests.py, a managed namespace enforcing privileged where baseline is granted" \
+  "ml-team-dr does not enforce the granted podSecurity baseline" \
+  python3 "$here/check_manifests.py" target "$tmp/level.json" "$tmp/neg"
 if helm template drasync "$chart" -n drasync --set source.enabled=true >/dev/null 2>"$tmp/err"; then
   notok "helm template renders a source without keys"
 else

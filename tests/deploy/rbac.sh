@@ -23,13 +23,20 @@
 #     Deployment, ResourceClaimTemplate) into the managed namespace, then
 #     drasync-source run (watch) on the same token carries a change made
 #     there, meeting no 403 on its own cluster either way; ml-team-2
-#     dropped from the list is forgotten, not tombstoned; the
-#     Namespace object itself applied by name; a second source namespace
-#     mapped to an unmanaged namespace is refused by the API server (403,
-#     reported per object in drasync-target status) and that namespace is
-#     left as it was; drill (into the managed scratch namespace), failover,
-#     verify, failback and inventory work on the same token, and drill
-#     --cleanup cannot delete the scratch namespace.
+#     dropped from the list is forgotten, not tombstoned; the managed
+#     Namespace, made by the base, keeps its metadata (its Pod Security
+#     level included): drasync writes no Namespace it did not create; a
+#     second source namespace (ml-team-2), mapped in namespaceMappings to the
+#     unmanaged other-team but not granted to the source by sources[], is
+#     refused by the importer before the API server would refuse it (state
+#     refused with a reason naming sources[0].namespaces in
+#     drasync-target status, the apply log line and
+#     drasync_target_refused_total, and on the source in its summary and
+#     event=target_refused; no 403 for it anywhere), nothing is
+#     written there and that namespace is left as it was; drill (into the
+#     managed scratch namespace), failover, verify, failback and inventory
+#     work on the same token, and drill --cleanup cannot delete the scratch
+#     namespace.
 #
 # Environment: DS_KUBECONFIG_V1, DS_KUBE_BIN, DS_SOURCE_BIN, DS_TARGET_BIN.
 set -euo pipefail
@@ -96,7 +103,8 @@ for ns in $namespaces; do k wait --for=delete "namespace/$ns" --timeout=120s >/d
 
 # The source's world (its RoleBindings live in its namespaces): ml-team
 # (mapped to the managed ml-team-dr) and ml-team-2 (mapped to other-team,
-# which the target does not manage and which holds something of its own).
+# which the target neither grants the source nor manages, and which holds
+# something of its own).
 for ns in ml-team ml-team-2 other-team; do k create namespace "$ns" >/dev/null; done
 
 # ---- the shipped RBAC, as the bases render it ------------------------------
@@ -349,6 +357,9 @@ echo "# the agents, on these tokens"
 "$DS_TARGET_BIN" keygen --out "$tmp/keys" >/dev/null
 "$DS_SOURCE_BIN" keygen --out "$tmp/keys" >/dev/null
 grep -v '^#' "$tmp/keys/source.pub" | sed 's/^/prod-east /' >"$tmp/authorized_sources"
+metrics_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# ml-team-2 is mapped (a mapping alone grants nothing once sources is set),
+# the source is granted ml-team only, as the kustomize base grants it.
 cat >"$tmp/target-run.yaml" <<YAML
 apiVersion: drasync.io/v1alpha1
 kind: TargetConfig
@@ -358,6 +369,9 @@ kubeconfig: $tmp/target.kubeconfig
 stateDir: $tmp/target-state
 mode: standby
 namespaceMappings: {ml-team: ml-team-dr, ml-team-2: other-team}
+sources:
+- {name: prod-east, namespaces: [ml-team], podSecurity: baseline}
+metrics: {listen: "127.0.0.1:$metrics_port"}
 YAML
 "$DS_TARGET_BIN" run --config "$tmp/target-run.yaml" >"$tmp/target.log" 2>&1 &
 target_pid=$!
@@ -386,11 +400,25 @@ schedule: {mode: once}
 YAML
 "$DS_SOURCE_BIN" run --config "$tmp/source-run.yaml" --timeout 120s >"$tmp/source.out" 2>"$tmp/source.err" || true
 line=$(grep -o 'acknowledged by the target: .*' "$tmp/source.out" || true)
-read -r applied failed < <(sed -n 's/acknowledged by the target: \([0-9]*\) applied, [0-9]* held, [0-9]* waiting, \([0-9]*\) failed.*/\1 \2/p' <<<"$line") || true
-if [ -n "${applied:-}" ] && [ "$applied" -ge 5 ] && [ "${failed:-0}" -ge 2 ]; then
+read -r applied failed refused < <(sed -n 's/acknowledged by the target: \([0-9]*\) applied, [0-9]* held, [0-9]* waiting, \([0-9]*\) failed, \([0-9]*\) refused.*/\1 \2 \3/p' <<<"$line") || true
+if [ -n "${applied:-}" ] && [ "$applied" -ge 5 ] && [ "$failed" -eq 0 ] && [ "$refused" -ge 2 ]; then
   ok "drasync-source run (once) on its token: $line"
 else
-  notok "drasync-source run (once): expected at least 5 applied and 2 failed: $(cat "$tmp/source.out" "$tmp/source.err" | tail -n 20)"
+  notok "drasync-source run (once): expected at least 5 applied, none failed, 2 refused: $(cat "$tmp/source.out" "$tmp/source.err" | tail -n 20)"
+fi
+# ml-team-2's records are refused by the importer (RESULT_REFUSED in the
+# Ack, with the reason), not failed by the API server: the source hears of
+# no 403.
+if grep -qx 'refused ConfigMap ml-team-2/settings2: namespace ml-team-2 is not granted to source prod-east (sources\[0\].namespaces)' "$tmp/source.out" &&
+  grep 'event=target_refused' "$tmp/source.err" | grep -q 'settings2'; then
+  ok "the source heard settings2 refused, and why (its summary, event=target_refused)"
+else
+  notok "the source did not hear settings2 refused: $(grep -i refused "$tmp/source.out" "$tmp/source.err" | head -n 5)"
+fi
+if grep 'event=target_failed' "$tmp/source.err" | grep -qi 'forbidden'; then
+  notok "the source heard of a 403 from the target: $(grep 'event=target_failed' "$tmp/source.err" | grep -i forbidden | head -n 3)"
+else
+  ok "the source heard of no 403 from the target"
 fi
 # (event=target_failed lines carry the target's results, the 403s above.)
 # A 403 reads "403 Forbidden: ... is forbidden: ..."; a bare 403 would also
@@ -467,27 +495,62 @@ else
   notok "ml-team-2 dropped from the list: $(grep -e namespace_unselected -e pass_finished -e error "$tmp/one.err" | tail -n 5) $(tail -n 3 "$tmp/one.out")"
 fi
 
+# The managed Namespace was made by the base (the agent may not create
+# one): drasync keeps its metadata, Pod Security level included, and writes
+# objects into it.
 managers=$(k get namespace ml-team-dr -o jsonpath='{.metadata.managedFields[*].manager}')
-if grep -qw drasync <<<"$managers"; then
-  ok "the target server-side applied the Namespace ml-team-dr, allowed by name (managers: $managers)"
+level=$(k get namespace ml-team-dr -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}')
+if ! grep -qw drasync <<<"$managers" && [ "$level" = baseline ] &&
+  grep 'event=apply ' "$tmp/target.log" | grep 'state=applied' |
+  grep -q 'Namespace ml-team-dr exists on the target and was not created by drasync'; then
+  ok "the Namespace ml-team-dr, made by the base, keeps its metadata (enforce=$level, managers: $managers); drasync wrote objects into it"
 else
-  notok "the Namespace ml-team-dr was not applied by drasync (managers: $managers)"
+  notok "the Namespace ml-team-dr: managers '$managers', enforce '$level', log: $(grep 'event=apply ' "$tmp/target.log" | grep 'Namespace' | head -n 3)"
 fi
+
+# ml-team-2 -> other-team: mapped, not granted. The importer refuses its
+# records before any API call (the target's token would meet 403 there, as
+# shown above): state refused, the reason naming sources[0].namespaces.
 "$DS_TARGET_BIN" status --config "$tmp/target-run.yaml" -o json >"$tmp/status.json" 2>"$tmp/status.err" || true
 refused=$(python3 - "$tmp/status.json" <<'PY'
 import json, sys
 st = json.load(open(sys.argv[1]))
-# Reported under the source's names; the API server's message names other-team.
-for it in st["needsLook"]:
-    r = it["reason"]
-    if it["state"] == "failed" and "403 Forbidden" in r and '"other-team"' in r:
+# Reported under the source's names, per source.
+for it in st.get("refused", {}).get("prod-east", []):
+    if it["reason"] == "namespace ml-team-2 is not granted to source prod-east (sources[0].namespaces)":
         print(f'{it["kind"]} {it["namespace"]}/{it["name"]}')
 PY
 )
 if grep -q '^ConfigMap ml-team-2/settings2$' <<<"$refused" && grep -q '^Namespace /ml-team-2$' <<<"$refused"; then
-  ok "the API server refused the unmanaged other-team (403, per object): $(echo $refused | tr '\n' ',')"
+  ok "the importer refused ml-team-2's records, not granted by sources[0].namespaces: $(echo $refused | tr '\n' ',')"
 else
-  notok "drasync-target status does not show other-team's objects refused with 403: $(cat "$tmp/status.json")"
+  notok "drasync-target status does not show ml-team-2's objects refused for sources[0].namespaces: $(cat "$tmp/status.json" "$tmp/status.err")"
+fi
+forbidden=$(python3 - "$tmp/status.json" <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1]))
+for it in st.get("needsLook", []):
+    if "403" in it["reason"] or "orbidden" in it["reason"]:
+        print(f'{it["state"]} {it["kind"]} {it["namespace"]}/{it["name"]}: {it["reason"]}')
+PY
+)
+if [ -z "$forbidden" ] && ! grep -i 'forbidden' "$tmp/target.log" | grep -q -e 'other-team' -e 'ml-team-2'; then
+  ok "no 403 for ml-team-2 or other-team in drasync-target status or its log: the API server was never asked"
+else
+  notok "the API server was asked for the ungranted namespace: $forbidden $(grep -i 'forbidden' "$tmp/target.log" | head -n 3)"
+fi
+if grep 'event=apply ' "$tmp/target.log" | grep 'state=refused' | grep 'settings2' |
+  grep -q 'reason="namespace ml-team-2 is not granted to source prod-east (sources\[0\].namespaces)"'; then
+  ok "the apply log line says settings2 was refused, and why"
+else
+  notok "no apply log line with state=refused for settings2: $(grep 'state=refused' "$tmp/target.log" | head -n 3)"
+fi
+metric=$(curl -sf "http://127.0.0.1:$metrics_port/metrics" |
+  sed -n 's/^drasync_target_refused_total{source="prod-east",reason="namespace"} \([0-9]*\).*/\1/p' || true)
+if [ -n "$metric" ] && [ "$metric" -ge 2 ]; then
+  ok "drasync_target_refused_total{source=\"prod-east\",reason=\"namespace\"} is $metric"
+else
+  notok "drasync_target_refused_total{source=\"prod-east\",reason=\"namespace\"} is '${metric}', not at least 2: $(curl -s "http://127.0.0.1:$metrics_port/metrics" | grep refused)"
 fi
 if k -n other-team get configmap settings2 >/dev/null 2>&1; then
   notok "settings2 reached the unmanaged other-team"
