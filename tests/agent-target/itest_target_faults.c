@@ -570,6 +570,53 @@ static void test_target_faults__api_server_stopped_while_1000_records_arrive(voi
 	fprintf(stderr, "target-faults: case 1 took %lld ms\n", tu_now_ms() - t_case);
 }
 
+/* ---- 3. started while the API server does not answer ---------------------------------- */
+
+/*
+ * The link never waits for an API server, at start either: `run` binds and
+ * commits while the target's API server is stopped, and applies once it
+ * answers (issue 23, item 5).
+ */
+static void test_target_faults__run_opens_the_link_while_the_api_server_is_stopped(void **state)
+{
+	enum { N = 50 };
+	json_t *objs[N];
+	long long t0, started_ms, ack_ms, apply_ms;
+	char name[64], *log;
+	uint64_t last;
+
+	(void)state;
+	api_stop();
+	t0 = tu_now_ms();
+	agent_start();
+	started_ms = tu_now_ms() - t0;
+	log = run_log();
+	if (!strstr(log, "event=started ") || !strstr(log, "dra_api=at-first-pass"))
+		fail_msg("the target's start line does not say discovery waits:\n%s", log);
+	free(log);
+	sender_start();
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "early-%03d", i);
+		objs[i] = configmap(F.ns, name, "g1");
+	}
+	last = push(objs, N); /* the push takes the objects */
+	ack_ms = wait_acked(last, 20000);
+	assert_int_equal(applied_in_ledger(), 0);
+	if (proc_state(F.api_pid) != 'T')
+		fail_msg("kube-apiserver is no longer stopped (state %c)", proc_state(F.api_pid));
+	fprintf(stderr,
+		"target-faults: started %lld ms after the API server stopped, %d records "
+		"acknowledged %lld ms after their push, nothing applied\n",
+		started_ms, N, ack_ms);
+	/* an operator's bound: well inside the ~20 s discovery retried before binding */
+	assert_true(started_ms < 10000);
+	api_resume();
+	apply_ms = wait_target(60000);
+	fprintf(stderr, "target-faults: all %d on the target %lld ms after the resume\n", N,
+		apply_ms);
+	agent_sigterm();
+}
+
 /* ---- 2. SIGKILL while applying, restarted ---------------------------------------------- */
 
 static void test_target_faults__sigkill_while_applying_then_restarted(void **state)
@@ -701,6 +748,9 @@ int main(int argc, char **argv)
 		test_target_faults__api_server_stopped_while_1000_records_arrive, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_target_faults__sigkill_while_applying_then_restarted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_target_faults__run_opens_the_link_while_the_api_server_is_stopped, setup,
+		teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,6 +84,11 @@ bool ds_applier_follow_discovery(ds_applier *a)
 	return true;
 }
 
+bool ds_applier_discovered(const ds_applier *a)
+{
+	return a->dra_gen != DRA_UNKNOWN;
+}
+
 static const char *scope_map_ns(void *ud, const char *ns)
 {
 	const ds_applier *a = ud;
@@ -136,9 +141,11 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 		ds_applier_free(a);
 		return ds_err_fallback(err, rc);
 	}
-	a->dra = ds_applier_served_dra(cfg->kube);
-	a->sched = served_sched(cfg->kube);
-	a->dra_gen = ds_kube_discovery_generation(cfg->kube);
+	/* What the target serves is read at the first pass, not here: the link opens
+	 * (and commits) while the target's API server does not answer yet. */
+	a->dra = DS_DRA_V1;
+	a->sched = DS_SCHED_AS_IS;
+	a->dra_gen = DRA_UNKNOWN;
 	*out = a;
 	return 0;
 }
@@ -247,6 +254,8 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 		if (rc < 0)
 			goto out;
 	}
+	/* The versions to convert to: read at the first pass, again when discovery changed. */
+	ds_applier_follow_discovery(a);
 	a->pass_gen = ds_kube_discovery_generation(a->cfg.kube);
 	rc = ds_object_state_ingest(a->st, err);
 	if (rc < 0)

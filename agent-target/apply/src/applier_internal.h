@@ -25,6 +25,8 @@
 #include <stdint.h>
 
 #define REASON_MAX 768
+/* ds_applier.dra_gen before the first look at discovery */
+#define DRA_UNKNOWN ((unsigned long)-1)
 
 struct ds_applier {
 	ds_applier_config cfg;

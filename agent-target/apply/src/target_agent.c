@@ -334,7 +334,9 @@ int ds_target_agent_listen(ds_target_agent *a, ds_err *err)
 	       "listen=%s mode=%s ledger=%s dra_api=%s authorized_sources=%s "
 	       "max_unapplied=%llu",
 	       ds_receiver_endpoint(a->receiver), ds_mode_name(ds_target_config_mode(cfg)),
-	       a->ledger_path, ds_applier_dra_api_version(a->applier),
+	       a->ledger_path,
+	       ds_applier_discovered(a->applier) ? ds_applier_dra_api_version(a->applier)
+						 : "at-first-pass",
 	       ds_target_config_authorized_sources(cfg),
 	       (unsigned long long)ds_target_config_max_unapplied(cfg));
 	return 0;

@@ -155,6 +155,9 @@ void ds_applier_stats_get(ds_applier *a, ds_applier_stats *out);
  */
 enum ds_dra_version ds_applier_served_dra(ds_kube *k);
 
+/** Whether the applier has looked at the target's discovery yet (its first pass does). */
+bool ds_applier_discovered(const ds_applier *a);
+
 /** The resource.k8s.io version the applier converts to. */
 const char *ds_applier_dra_api_version(const ds_applier *a);
 
