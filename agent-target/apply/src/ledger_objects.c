@@ -1,6 +1,7 @@
 #include "drasync/ledger_objects.h"
 
 #include "drasync/buf.h"
+#include "drasync/json_limits.h"
 #include "drasync/object_state.h"
 #include "drasync/ledger_records.h"
 #include "drasync/schemas.h"
@@ -278,6 +279,8 @@ int ds_ledger_payload_json(const uint8_t *payload, size_t len, int zstd, json_t 
 	uint8_t *plain = NULL;
 	size_t plain_len = 0;
 	json_error_t jerr;
+	ds_json_limits lim;
+	char text[200];
 	json_t *doc;
 	int rc;
 
@@ -293,6 +296,13 @@ int ds_ledger_payload_json(const uint8_t *payload, size_t len, int zstd, json_t 
 		}
 		blob.data = plain;
 		blob.len = plain_len;
+	}
+	/* From another site: bounded before jansson builds anything (issue 23) */
+	ds_json_limits_default(&lim);
+	if (ds_json_check_limits((const char *)blob.data, blob.len, &lim, text, sizeof(text)) < 0) {
+		free(plain);
+		snprintf(why, why_size, "payload refused: %s", text);
+		return -EINVAL;
 	}
 	doc = blob.len
 		  ? json_loadb((const char *)blob.data, blob.len, JSON_REJECT_DUPLICATES, &jerr)

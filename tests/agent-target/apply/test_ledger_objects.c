@@ -248,6 +248,25 @@ static void test_ledger_objects__payloads_that_are_not_objects_say_why(void **st
 	assert_int_equal(
 	    ds_ledger_payload_json((const uint8_t *)"{}", 2, 1, &doc, why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "cannot be decompressed"));
+	/* Issue 23: nested past the bound, refused before it is parsed. */
+	{
+		char deep[512];
+		size_t n = 0;
+
+		deep[n++] = '{';
+		memcpy(deep + n, "\"a\":", 4);
+		n += 4;
+		for (int i = 0; i < 150; i++)
+			deep[n++] = '[';
+		for (int i = 0; i < 150; i++)
+			deep[n++] = ']';
+		deep[n++] = '}';
+		assert_int_equal(
+		    ds_ledger_payload_json((const uint8_t *)deep, n, 0, &doc, why, sizeof(why)),
+		    -EINVAL);
+		assert_null(doc);
+		assert_non_null(strstr(why, "payload refused: JSON nested deeper than 100 levels"));
+	}
 }
 
 int main(void)
