@@ -1,8 +1,10 @@
 #include "exporter_internal.h"
 
+#include "drasync/json_limits.h"
 #include "drasync/buf.h"
 #include "drasync/clock.h"
 #include "drasync/change_queue.h"
+#include "drasync/json_limits.h"
 #include "drasync/k8s_object.h"
 #include "drasync/log.h"
 #include "drasync/object_index.h"
@@ -241,6 +243,33 @@ int ds_exporter_process_object(ds_exporter *ex, const struct kind *k, json_t *ob
 	payload = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT);
 	if (!payload) {
 		rc = -ENOMEM;
+		goto out;
+	}
+	/* Issue 23: an object the API server could never take in one request is not sent;
+	 * the target keeps the last version it had. */
+	if (strlen(payload) > DS_JSON_MAX_BYTES) {
+		char msg[200];
+
+		snprintf(msg, sizeof(msg),
+			 "its JSON is %zu bytes, over the %u bytes an API server accepts in one "
+			 "request: not sent%s",
+			 strlen(payload), DS_JSON_MAX_BYTES,
+			 have ? " (the target keeps the last version it had)" : "");
+		ex->counts.skipped++;
+		if (skip_note(ex, key, msg))
+			ds_exporter_emit(ex, DS_LOG_WARN, "object_too_large", "object=%s reason=%s",
+					 ds_exporter_quote(ds_obj_describe(obj, desc, sizeof(desc)),
+							   e1, sizeof(e1)),
+					 ds_exporter_quote(msg, e2, sizeof(e2)));
+		if (have) {
+			const char *kd = own(b, key);
+			if (!kd || ds_grow((void **)&b->marks, &b->markcap, b->nmarks + 1,
+					   sizeof(*b->marks)) < 0) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			b->marks[b->nmarks++] = kd;
+		}
 		goto out;
 	}
 	ds_record_hash(payload, strlen(payload), hash);
