@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static void commit_namespace(tu_apply *e)
 {
 	tu_apply_commit1(
