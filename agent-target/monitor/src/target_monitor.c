@@ -112,7 +112,8 @@ struct ds_target_monitor {
 	ds_metrics *mx;
 	ds_kube_probe *probe;
 	ds_http_server *http;
-	pthread_mutex_t lock; /* guards cfg, applier, verifier, listening */
+	pthread_mutex_t lock; /* guards cfg, cfg_gen, applier, verifier, listening */
+	uint64_t cfg_gen;     /* counts the configurations put in force */
 	ds_applier *applier;
 	ds_verifier *verifier;
 	char listening[256];
@@ -120,9 +121,8 @@ struct ds_target_monitor {
 	 * concurrent requests share one rebuild. */
 	pthread_mutex_t inv_lock; /* guards the inv_* fields */
 	int64_t inv_max_age_ms;
-	ds_inventory *inv; /* NULL: inv_error says why */
-	ds_target_config
-	    *inv_cfg; /* the configuration it was built under (a reference); NULL: none */
+	ds_inventory *inv;    /* NULL: inv_error says why */
+	uint64_t inv_cfg_gen; /* the configuration it was read under */
 	char inv_error[256];
 	int64_t inv_built_mono; /* ms, ds_clock_mono_ms() */
 	int64_t inv_built_wall; /* seconds since the epoch, shown on the page */
@@ -139,15 +139,23 @@ static const char *map_ns(void *ud, const char *source_ns)
 	return ds_target_config_map_namespace(ud, source_ns);
 }
 
-/* The configuration in force, a reference the caller drops: a reload may replace it meanwhile. */
-static ds_target_config *config_get(ds_target_monitor *m)
+/* The configuration in force, a reference the caller drops: a reload may replace it meanwhile;
+ * gen (may be NULL) says which one it is. */
+static ds_target_config *config_get_gen(ds_target_monitor *m, uint64_t *gen)
 {
 	ds_target_config *cfg;
 
 	pthread_mutex_lock(&m->lock);
 	cfg = ds_target_config_ref(m->cfg);
+	if (gen)
+		*gen = m->cfg_gen;
 	pthread_mutex_unlock(&m->lock);
 	return cfg;
+}
+
+static ds_target_config *config_get(ds_target_monitor *m)
+{
+	return config_get_gen(m, NULL);
 }
 
 static int read_status(ds_target_monitor *m, size_t max_items, ds_ledger_status **st, ds_err *err)
@@ -328,7 +336,6 @@ void ds_target_monitor_free(ds_target_monitor *m)
 	free(m->config_path);
 	ds_target_config_unref(m->cfg);
 	ds_inventory_free(m->inv);
-	ds_target_config_unref(m->inv_cfg);
 	pthread_mutex_destroy(&m->inv_lock);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -349,6 +356,7 @@ void ds_target_monitor_set_config(ds_target_monitor *m, const ds_target_config *
 	pthread_mutex_lock(&m->lock);
 	was = m->cfg;
 	m->cfg = ds_target_config_ref(cfg);
+	m->cfg_gen++;
 	pthread_mutex_unlock(&m->lock);
 	ds_target_config_unref(was);
 }
@@ -483,8 +491,8 @@ static void get_readyz(void *ud, ds_http_reply *r)
 }
 
 /* With inv_lock held: the inventory read again from the ledger once it is older than
- * inv_max_age_ms or was built under another configuration than cfg. */
-static void inventory_refresh(ds_target_monitor *m, ds_target_config *cfg)
+ * inv_max_age_ms or was read under another configuration than cfg (generation gen). */
+static void inventory_refresh(ds_target_monitor *m, const ds_target_config *cfg, uint64_t gen)
 {
 	ds_inventory_opts io = {.ledger_path = m->ledger_path,
 				.cfg = cfg,
@@ -494,13 +502,12 @@ static void inventory_refresh(ds_target_monitor *m, ds_target_config *cfg)
 	ds_inventory *inv = NULL;
 	ds_err err = {0};
 
-	if (m->inv_builds && m->inv_cfg == cfg &&
+	if (m->inv_builds && m->inv_cfg_gen == gen &&
 	    ds_clock_mono_ms() - m->inv_built_mono < m->inv_max_age_ms)
 		return;
 	ds_inventory_free(m->inv);
 	m->inv = NULL;
-	ds_target_config_unref(m->inv_cfg);
-	m->inv_cfg = ds_target_config_ref(cfg);
+	m->inv_cfg_gen = gen;
 	m->inv_built_wall = ds_clock_wall_ms() / 1000;
 	if (ds_inventory_read(&io, &inv, &err) == 0)
 		m->inv = inv;
@@ -522,7 +529,8 @@ uint64_t ds_target_monitor_inventory_builds(ds_target_monitor *m)
 static void get_page(void *ud, ds_http_reply *r)
 {
 	ds_target_monitor *m = ud;
-	ds_target_config *cfg = config_get(m);
+	uint64_t gen;
+	ds_target_config *cfg = config_get_gen(m, &gen);
 	ds_status_page p = {.config_path = m->config_path,
 			    .ledger_path = m->ledger_path,
 			    .cfg = cfg,
@@ -544,7 +552,7 @@ static void get_page(void *ud, ds_http_reply *r)
 	r->content_type = "text/html; charset=utf-8";
 	pthread_mutex_lock(&m->inv_lock);
 	if (cfg) {
-		inventory_refresh(m, cfg);
+		inventory_refresh(m, cfg, gen);
 		p.inv = m->inv;
 		p.inventory_error = m->inv_error;
 		p.inventory_built = m->inv_built_wall;
