@@ -206,11 +206,22 @@ static void verification(ds_str *o, const ds_ledger_status *st)
 	ds_str_adds(o, "</table>\n");
 }
 
-static void inventory(ds_str *o, const ds_inventory *inv)
+/* The inventory is read from the ledger at most every few seconds, not at each request. */
+static void inventory_built(ds_str *o, int64_t built)
+{
+	if (built <= 0)
+		return;
+	ds_str_adds(o, "<p id=\"inventory-built\">Read from the ledger ");
+	when(o, built);
+	ds_str_adds(o, ".</p>\n");
+}
+
+static void inventory(ds_str *o, const ds_inventory *inv, int64_t built)
 {
 	char line[32];
 
 	ds_str_adds(o, "<h2 id=\"inventory\">Mapping inventory</h2>\n");
+	inventory_built(o, built);
 	if (!inv->n_refs) {
 		ds_str_adds(o, "<p>No claim reference in the ledger.</p>\n");
 		return;
@@ -305,9 +316,11 @@ int ds_status_page_render(ds_str *o, const ds_status_page *p)
 		ds_str_adds(o, "</p>\n");
 	}
 	if (p->inv) {
-		inventory(o, p->inv);
+		inventory(o, p->inv, p->inventory_built);
 	} else {
-		ds_str_adds(o, "<h2 id=\"inventory\">Mapping inventory</h2>\n<p class=\"bad\">");
+		ds_str_adds(o, "<h2 id=\"inventory\">Mapping inventory</h2>\n");
+		inventory_built(o, p->inventory_built);
+		ds_str_adds(o, "<p class=\"bad\">");
 		ds_html_escape(o, p->inventory_error);
 		ds_str_adds(o, "</p>\n");
 	}

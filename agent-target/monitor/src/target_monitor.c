@@ -1,5 +1,6 @@
 #include "drasync/target_monitor.h"
 
+#include "drasync/clock.h"
 #include "drasync/html.h"
 #include "drasync/http_server.h"
 #include "drasync/inventory.h"
@@ -16,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Seconds: an object's apply from the pass taking it to its outcome. */
 static const double apply_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -112,10 +112,21 @@ struct ds_target_monitor {
 	ds_metrics *mx;
 	ds_kube_probe *probe;
 	ds_http_server *http;
-	pthread_mutex_t lock; /* guards cfg, applier, verifier, listening */
+	pthread_mutex_t lock; /* guards cfg, cfg_gen, applier, verifier, listening */
+	uint64_t cfg_gen;     /* counts the configurations put in force */
 	ds_applier *applier;
 	ds_verifier *verifier;
 	char listening[256];
+	/* The status page's inventory: held through a rebuild and the render that reads it, so
+	 * concurrent requests share one rebuild. */
+	pthread_mutex_t inv_lock; /* guards the inv_* fields */
+	int64_t inv_max_age_ms;
+	ds_inventory *inv;    /* NULL: inv_error says why */
+	uint64_t inv_cfg_gen; /* the configuration it was read under */
+	char inv_error[256];
+	int64_t inv_built_mono; /* ms, ds_clock_mono_ms() */
+	int64_t inv_built_wall; /* seconds since the epoch, shown on the page */
+	uint64_t inv_builds;
 };
 
 int ds_target_metrics_define(ds_metrics *m, ds_err *err)
@@ -128,15 +139,23 @@ static const char *map_ns(void *ud, const char *source_ns)
 	return ds_target_config_map_namespace(ud, source_ns);
 }
 
-/* The configuration in force, a reference the caller drops: a reload may replace it meanwhile. */
-static ds_target_config *config_get(ds_target_monitor *m)
+/* The configuration in force, a reference the caller drops: a reload may replace it meanwhile;
+ * gen (may be NULL) says which one it is. */
+static ds_target_config *config_get_gen(ds_target_monitor *m, uint64_t *gen)
 {
 	ds_target_config *cfg;
 
 	pthread_mutex_lock(&m->lock);
 	cfg = ds_target_config_ref(m->cfg);
+	if (gen)
+		*gen = m->cfg_gen;
 	pthread_mutex_unlock(&m->lock);
 	return cfg;
+}
+
+static ds_target_config *config_get(ds_target_monitor *m)
+{
+	return config_get_gen(m, NULL);
 }
 
 static int read_status(ds_target_monitor *m, size_t max_items, ds_ledger_status **st, ds_err *err)
@@ -188,7 +207,7 @@ static void collect(void *ud, ds_metrics *mx)
 	ds_verifier *v;
 	uint64_t unapplied = 0, modes[DS_MODE_MAX] = {0};
 	ds_target_config *cfg = config_get(m);
-	int64_t now = (int64_t)time(NULL);
+	int64_t now = ds_clock_wall_ms() / 1000;
 	char why[400];
 
 	pthread_mutex_lock(&m->lock);
@@ -281,6 +300,9 @@ int ds_target_monitor_new(ds_target_monitor **out, const ds_target_monitor_confi
 	if (!m)
 		return ds_err_fallback(err, rc);
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->inv_lock, NULL);
+	m->inv_max_age_ms = cfg->inventory_max_age_ms > 0 ? cfg->inventory_max_age_ms
+							  : DS_TARGET_MONITOR_INVENTORY_MAX_AGE_MS;
 	m->kube = cfg->kube;
 	m->cfg = ds_target_config_ref(cfg->cfg);
 	m->ledger_path = strdup(cfg->ledger_path);
@@ -313,6 +335,8 @@ void ds_target_monitor_free(ds_target_monitor *m)
 	free(m->ledger_path);
 	free(m->config_path);
 	ds_target_config_unref(m->cfg);
+	ds_inventory_free(m->inv);
+	pthread_mutex_destroy(&m->inv_lock);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -332,6 +356,7 @@ void ds_target_monitor_set_config(ds_target_monitor *m, const ds_target_config *
 	pthread_mutex_lock(&m->lock);
 	was = m->cfg;
 	m->cfg = ds_target_config_ref(cfg);
+	m->cfg_gen++;
 	pthread_mutex_unlock(&m->lock);
 	ds_target_config_unref(was);
 }
@@ -465,22 +490,53 @@ static void get_readyz(void *ud, ds_http_reply *r)
 	ds_str_addf(&r->body, "%s\n", why);
 }
 
-static void get_page(void *ud, ds_http_reply *r)
+/* With inv_lock held: the inventory read again from the ledger once it is older than
+ * inv_max_age_ms or was read under another configuration than cfg (generation gen). */
+static void inventory_refresh(ds_target_monitor *m, const ds_target_config *cfg, uint64_t gen)
 {
-	ds_target_monitor *m = ud;
-	ds_target_config *cfg = config_get(m);
-	ds_status_page p = {.config_path = m->config_path,
-			    .ledger_path = m->ledger_path,
-			    .cfg = cfg,
-			    .now = (int64_t)time(NULL)};
 	ds_inventory_opts io = {.ledger_path = m->ledger_path,
 				.cfg = cfg,
 				.kube = NULL,
 				.no_kube_reason = "not checked by the status page "
 						  "(drasync-target inventory checks)"};
-	ds_ledger_status *st = NULL;
 	ds_inventory *inv = NULL;
-	ds_err lerr = {0}, ierr = {0};
+	ds_err err = {0};
+
+	if (m->inv_builds && m->inv_cfg_gen == gen &&
+	    ds_clock_mono_ms() - m->inv_built_mono < m->inv_max_age_ms)
+		return;
+	ds_inventory_free(m->inv);
+	m->inv = NULL;
+	m->inv_cfg_gen = gen;
+	m->inv_built_wall = ds_clock_wall_ms() / 1000;
+	if (ds_inventory_read(&io, &inv, &err) == 0)
+		m->inv = inv;
+	snprintf(m->inv_error, sizeof(m->inv_error), "%s", err.msg);
+	m->inv_built_mono = ds_clock_mono_ms();
+	m->inv_builds++;
+}
+
+uint64_t ds_target_monitor_inventory_builds(ds_target_monitor *m)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&m->inv_lock);
+	n = m->inv_builds;
+	pthread_mutex_unlock(&m->inv_lock);
+	return n;
+}
+
+static void get_page(void *ud, ds_http_reply *r)
+{
+	ds_target_monitor *m = ud;
+	uint64_t gen;
+	ds_target_config *cfg = config_get_gen(m, &gen);
+	ds_status_page p = {.config_path = m->config_path,
+			    .ledger_path = m->ledger_path,
+			    .cfg = cfg,
+			    .now = ds_clock_wall_ms() / 1000};
+	ds_ledger_status *st = NULL;
+	ds_err lerr = {0};
 	char why[400], listening[256];
 
 	pthread_mutex_lock(&m->lock);
@@ -492,12 +548,17 @@ static void get_page(void *ud, ds_http_reply *r)
 	if (read_status(m, 100, &st, &lerr) == 0)
 		p.st = st;
 	p.ledger_error = lerr.msg;
-	if (cfg && ds_inventory_read(&io, &inv, &ierr) == 0)
-		p.inv = inv;
-	p.inventory_error = cfg ? ierr.msg : "no configuration";
+	p.inventory_error = "no configuration";
 	r->content_type = "text/html; charset=utf-8";
+	pthread_mutex_lock(&m->inv_lock);
+	if (cfg) {
+		inventory_refresh(m, cfg, gen);
+		p.inv = m->inv;
+		p.inventory_error = m->inv_error;
+		p.inventory_built = m->inv_built_wall;
+	}
 	ds_status_page_render(&r->body, &p);
-	ds_inventory_free(inv);
+	pthread_mutex_unlock(&m->inv_lock);
 	ds_ledger_status_free(st);
 	ds_target_config_unref(cfg);
 }

@@ -134,11 +134,37 @@ static void test_status_page__an_unreadable_ledger_says_why(void **state)
 	free(html);
 }
 
+/* The inventory is cached: the page says when it was read, whether it was read or failed. */
+static void test_status_page__says_when_the_inventory_was_read(void **state)
+{
+	ds_inventory inv = {0};
+	ds_status_page p = {.inv = &inv, .inventory_built = 1700000000, .now = 1700000004};
+	char *html;
+
+	(void)state;
+	html = render(&p);
+	assert_non_null(strstr(html, "<h2 id=\"inventory\">Mapping inventory</h2>\n"
+				     "<p id=\"inventory-built\">Read from the ledger "
+				     "2023-11-14 22:13:20Z.</p>\n"));
+	free(html);
+	p.inv = NULL;
+	p.inventory_error = "ledger.db: no such file";
+	html = render(&p);
+	assert_non_null(strstr(html, "Read from the ledger 2023-11-14 22:13:20Z."));
+	assert_non_null(strstr(html, "<p class=\"bad\">ledger.db: no such file</p>"));
+	free(html);
+	p.inventory_built = 0; /* not said */
+	html = render(&p);
+	assert_null(strstr(html, "inventory-built"));
+	free(html);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_status_page__shows_sources_namespaces_objects_verification),
 	    cmocka_unit_test(test_status_page__an_unreadable_ledger_says_why),
+	    cmocka_unit_test(test_status_page__says_when_the_inventory_was_read),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "drasync/clock.h"
 #include "drasync/metrics.h"
 #include "drasync/source_monitor.h"
 #include "drasync/target_monitor.h"
@@ -19,9 +20,11 @@
 
 #include <ctype.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *monitoring(const char *file)
 {
@@ -214,9 +217,10 @@ static void test_target_monitor__readme_lists_every_metric(void **state)
 	ds_metrics_free(m);
 }
 
-/* A monitor on a real port, its API server a closed one (nothing answers). */
-static ds_target_monitor *monitor(const char *dir, const char *ledger, ds_kube **k, char *base,
-				  size_t size)
+/* A monitor on a real port, its API server a closed one (nothing answers); cfg may be NULL,
+ * max_age_ms 0 (the default). */
+static ds_target_monitor *monitor(const char *dir, const char *ledger, const ds_target_config *cfg,
+				  int max_age_ms, ds_kube **k, char *base, size_t size)
 {
 	char kcpath[1100];
 	ds_kubeconfig *kc = NULL;
@@ -237,6 +241,8 @@ static ds_target_monitor *monitor(const char *dir, const char *ledger, ds_kube *
 	mc.ledger_path = ledger;
 	mc.config_path = "target.yaml";
 	mc.kube = *k;
+	mc.cfg = cfg;
+	mc.inventory_max_age_ms = max_age_ms;
 	assert_int_equal(ds_target_monitor_new(&m, &mc, &err), 0);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	assert_int_equal(ds_target_monitor_serve(m, listen, &err), 0);
@@ -267,7 +273,7 @@ static void test_target_monitor__readyz_says_what_is_missing(void **state)
 
 	(void)state;
 	snprintf(ledger, sizeof(ledger), "%s/ledger.db", dir);
-	m = monitor(dir, ledger, &k, base, sizeof(base));
+	m = monitor(dir, ledger, NULL, 0, &k, base, sizeof(base));
 	snprintf(url, sizeof(url), "%s/healthz", base);
 	body = tu_http_get(url, 200);
 	assert_string_equal(body, "ok\n");
@@ -325,7 +331,7 @@ static void test_target_monitor__callbacks_count_by_bounded_labels(void **state)
 
 	(void)state;
 	snprintf(ledger, sizeof(ledger), "%s/ledger.db", dir);
-	m = monitor(dir, ledger, &k, base, sizeof(base));
+	m = monitor(dir, ledger, NULL, 0, &k, base, sizeof(base));
 	assert_int_equal(ds_report_new(&rep), 0);
 	ds_report_add(rep, DS_REPORT_REWRITE, "Deployment ns/app", "main", "gpu", "claim a",
 		      "claim b", "(rule dra.resourceClaimMappings[2])");
@@ -386,6 +392,82 @@ static void test_target_monitor__callbacks_count_by_bounded_labels(void **state)
 	free(dir);
 }
 
+static void *get_root(void *url)
+{
+	tu_http_reply *r = calloc(1, sizeof(*r));
+
+	if (r)
+		tu_http(r, "GET", url);
+	return r;
+}
+
+/* Issue 23: the status page reads the inventory (every workload payload of the ledger) at most
+ * once per interval, whoever asks; concurrent requests share one read; a new configuration in
+ * force is read at once; the page says when the inventory was read. */
+static void test_target_monitor__status_page_inventory_is_cached(void **state)
+{
+	enum { max_age_ms = 1500 };
+	char *dir = tu_mkdtemp("monitor"), ledger[1100], base[64], url[128], *body;
+	ds_target_config *cfg = NULL, *cfg2 = NULL;
+	ds_kube *k = NULL;
+	ds_target_monitor *m;
+	ds_inbox *ib = NULL;
+	ds_err err = {0};
+	pthread_t t[2];
+	int64_t start;
+
+	(void)state;
+	snprintf(ledger, sizeof(ledger), "%s/ledger.db", dir);
+	assert_int_equal(ds_inbox_open(&ib, ledger, &err), 0);
+	assert_int_equal(ds_target_config_new_empty(&cfg), 0);
+	m = monitor(dir, ledger, cfg, max_age_ms, &k, base, sizeof(base));
+	snprintf(url, sizeof(url), "%s/", base);
+	assert_int_equal(ds_target_monitor_inventory_builds(m), 0);
+	start = ds_clock_mono_ms();
+	body = tu_http_get(url, 200);
+	assert_non_null(strstr(body, "<p id=\"inventory-built\">Read from the ledger 20"));
+	assert_non_null(strstr(body, "No claim reference in the ledger."));
+	free(body);
+	free(tu_http_get(url, 200));
+	free(tu_http_get(url, 200));
+	if (ds_clock_mono_ms() - start >= max_age_ms)
+		fail_msg("three GETs took over %d ms: the machine is too slow for this test",
+			 max_age_ms);
+	assert_int_equal(ds_target_monitor_inventory_builds(m), 1);
+	/* A reload: the mapping shown is the one in force, not the cached one. */
+	assert_int_equal(ds_target_config_new_empty(&cfg2), 0);
+	ds_target_monitor_set_config(m, cfg2);
+	free(tu_http_get(url, 200));
+	assert_int_equal(ds_target_monitor_inventory_builds(m), 2);
+	free(tu_http_get(url, 200));
+	assert_int_equal(ds_target_monitor_inventory_builds(m), 2);
+	/* After the interval, two requests at once: one read of the ledger between them. */
+	usleep((max_age_ms + 100) * 1000);
+	start = ds_clock_mono_ms();
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, get_root, url), 0);
+	for (int i = 0; i < 2; i++) {
+		tu_http_reply *r = NULL;
+
+		assert_int_equal(pthread_join(t[i], (void **)&r), 0);
+		assert_non_null(r);
+		assert_int_equal(r->code, 200);
+		assert_non_null(strstr(r->body, "id=\"inventory-built\""));
+		tu_http_dispose(r);
+		free(r);
+	}
+	if (ds_clock_mono_ms() - start >= max_age_ms)
+		fail_msg("two GETs took over %d ms: the machine is too slow for this test",
+			 max_age_ms);
+	assert_int_equal(ds_target_monitor_inventory_builds(m), 3);
+	ds_target_monitor_free(m);
+	ds_target_config_unref(cfg);
+	ds_target_config_unref(cfg2);
+	ds_inbox_free(ib);
+	ds_kube_free(k);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +478,7 @@ int main(void)
 	    cmocka_unit_test(test_target_monitor__readme_lists_every_metric),
 	    cmocka_unit_test(test_target_monitor__readyz_says_what_is_missing),
 	    cmocka_unit_test(test_target_monitor__callbacks_count_by_bounded_labels),
+	    cmocka_unit_test(test_target_monitor__status_page_inventory_is_cached),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

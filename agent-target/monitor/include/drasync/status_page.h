@@ -24,6 +24,7 @@ typedef struct ds_status_page {
 	const char *ledger_error;
 	const ds_inventory *inv; /* NULL: inventory_error says why */
 	const char *inventory_error;
+	int64_t inventory_built; /* when inv was read (seconds since the epoch); 0: not said */
 	bool ready;
 	const char *not_ready; /* why, when not ready */
 	int64_t now;	       /* seconds since the epoch */

@@ -8,6 +8,12 @@
  * command's callbacks; the rest is read at each scrape from the thread-safe
  * getters of the applier and verifier and from the ledger (ledger_status.h,
  * on its own read-only connection). Every function is safe from any thread.
+ *
+ * The status page's mapping inventory (inventory.h) parses every workload
+ * payload of the ledger, so the monitor keeps the last one it built and
+ * rebuilds it on the HTTP thread that asks only once it is older than
+ * inventory_max_age_ms or the configuration in force changed; concurrent
+ * requests wait for that one rebuild and share it.
  */
 
 #include "drasync/applier.h"
@@ -18,13 +24,19 @@
 #include "drasync/transport.h"
 #include "drasync/verifier.h"
 
+#include <stdint.h>
+
 typedef struct ds_target_monitor ds_target_monitor;
+
+/* How long the status page serves an inventory before reading the ledger again. */
+#define DS_TARGET_MONITOR_INVENTORY_MAX_AGE_MS 5000
 
 typedef struct ds_target_monitor_config {
 	const char *ledger_path;     /* copied */
 	const char *config_path;     /* copied; shown on the status page */
 	ds_kube *kube;		     /* borrowed: /readyz probes its API server */
 	const ds_target_config *cfg; /* the monitor takes a reference of its own */
+	int inventory_max_age_ms;    /* <= 0: DS_TARGET_MONITOR_INVENTORY_MAX_AGE_MS */
 } ds_target_monitor_config;
 
 /** Define the target's metrics in m (for tests: the list the agent exposes). */
@@ -57,6 +69,9 @@ void ds_target_monitor_on_link_event(void *ud, const ds_transport_event *ev);
 
 /** Serve on listen ("127.0.0.1:9450"). @return 0, or as ds_http_server_start() */
 int ds_target_monitor_serve(ds_target_monitor *m, const char *listen, ds_err *err);
+
+/** How many times the status page read the inventory from the ledger (for tests). */
+uint64_t ds_target_monitor_inventory_builds(ds_target_monitor *m);
 
 /** The registry (borrowed). */
 ds_metrics *ds_target_monitor_metrics(ds_target_monitor *m);
