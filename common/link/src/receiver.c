@@ -315,7 +315,14 @@ static void monitor_events(ds_receiver *r)
 				     r->pending_failure);
 				r->pending_failure[0] = '\0';
 			} else if (r->pending_failure[0]) {
-				ds_refusals_report(r->refusals, DS_LOG_WARN, "handshake_failed",
+				/* Grouped by address without the port (ZAP knows none). */
+				char ip[64];
+				char *colon;
+				snprintf(ip, sizeof(ip), "%s", c ? c->peer : "");
+				colon = strrchr(ip, ':');
+				if (colon)
+					*colon = '\0';
+				ds_refusals_report(r->refusals, DS_LOG_WARN, "handshake_failed", ip,
 						   c ? c->peer : "", r->pending_failure);
 				r->pending_failure[0] = '\0';
 			} else {

@@ -57,18 +57,6 @@ static void emit(ds_refusals *g, enum ds_log_level level, const char *name, cons
 		g->fn(g->ud, &ev);
 }
 
-/* "ip" of "ip:port", "[v6]:port" or "ip". */
-static void peer_ip(const char *peer, char *out, size_t len)
-{
-	const char *colon = strrchr(peer, ':');
-
-	snprintf(out, len, "%s", peer);
-	if (colon && strchr(peer, ':') == colon && (size_t)(colon - peer) < len)
-		out[colon - peer] = '\0';
-	else if (peer[0] == '[' && colon && colon[-1] == ']' && (size_t)(colon - peer) < len)
-		out[colon - peer] = '\0';
-}
-
 static struct peer *peer_get(ds_refusals *g, const char *ip)
 {
 	struct peer *free_slot = NULL;
@@ -81,8 +69,11 @@ static struct peer *peer_get(ds_refusals *g, const char *ip)
 	}
 	if (!free_slot) {
 		free_slot = &g->peers[PEERS_MAX];
-		if (!free_slot->addr[0])
+		if (!free_slot->addr[0]) {
 			snprintf(free_slot->addr, sizeof(free_slot->addr), "*");
+			free_slot->since = -1;
+			free_slot->more = 0;
+		}
 		return free_slot;
 	}
 	snprintf(free_slot->addr, sizeof(free_slot->addr), "%s", ip);
@@ -91,17 +82,15 @@ static struct peer *peer_get(ds_refusals *g, const char *ip)
 	return free_slot;
 }
 
-void ds_refusals_report(ds_refusals *g, enum ds_log_level level, const char *name, const char *peer,
-			const char *detail)
+void ds_refusals_report(ds_refusals *g, enum ds_log_level level, const char *name, const char *addr,
+			const char *peer, const char *detail)
 {
-	char ip[64];
 	struct peer *p;
 	int64_t now = ds_clock_mono_ms();
 	bool first;
 
-	peer_ip(peer ? peer : "", ip, sizeof(ip));
 	pthread_mutex_lock(&g->mu);
-	p = peer_get(g, ip);
+	p = peer_get(g, addr ? addr : "");
 	first = p->since < 0 || (p->more == 0 && now - p->since >= g->window_ms);
 	if (first)
 		p->since = now;

@@ -21,11 +21,11 @@ int ds_refusals_new(ds_refusals **out, int window_ms, ds_transport_event_fn fn, 
 void ds_refusals_free(ds_refusals *g);
 
 /**
- * Report the refusal `name` of `peer` ("ip" or "ip:port", grouped by ip):
- * at `level` when it is the first of its window, at debug level otherwise.
+ * Report the refusal `name` of `peer`, grouped by `addr` (its IP address, no
+ * port): at `level` when it is the first of its window, at debug level otherwise.
  */
-void ds_refusals_report(ds_refusals *g, enum ds_log_level level, const char *name, const char *peer,
-			const char *detail);
+void ds_refusals_report(ds_refusals *g, enum ds_log_level level, const char *name, const char *addr,
+			const char *peer, const char *detail);
 
 /** Emit "refusals_repeated" for each address whose window ended; call often. */
 void ds_refusals_flush(ds_refusals *g);

@@ -308,7 +308,7 @@ static void serve(ds_zap *zap)
 		g = zap->refusals;
 		pthread_mutex_unlock(&zap->mu);
 		if (g)
-			ds_refusals_report(g, DS_LOG_WARN, "zap_refused", address, detail);
+			ds_refusals_report(g, DS_LOG_WARN, "zap_refused", address, address, detail);
 		else
 			emit(zap->on_event, zap->event_ud, DS_LOG_WARN, "zap_refused", address,
 			     detail);

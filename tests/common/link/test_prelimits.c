@@ -178,7 +178,7 @@ static void test_prelimits__silent_peer_closed_at_handshake_timeout(void **state
 	ds_keypair server, client;
 	struct server s;
 	int64_t t0, took;
-	int fd;
+	int fd, fds[5];
 
 	(void)state;
 	tu_link_make_keys(dir, names, 1, &server, &client);
@@ -192,6 +192,19 @@ static void test_prelimits__silent_peer_closed_at_handshake_timeout(void **state
 		      (long long)took);
 	assert_true(took >= 500);
 	assert_true(took < 4000);
+	/* Five more at once: all closed, one warn line for the address. */
+	t0 = ds_clock_mono_ms();
+	for (int i = 0; i < 5; i++)
+		fds[i] = tcp_connect(s.port);
+	for (int i = 0; i < 5; i++) {
+		took = until_closed(fds[i], t0);
+		close(fds[i]);
+		assert_true(took >= 500 && took < 4000);
+	}
+	for (int i = 0; i < 100 && count(&s.ev, "handshake_failed", DS_LOG_DEBUG) < 6; i++)
+		tu_msleep(20);
+	assert_int_equal(count(&s.ev, "handshake_failed", DS_LOG_DEBUG), 6);
+	assert_int_equal(count(&s.ev, "handshake_failed", DS_LOG_WARN), 1);
 	server_stop(&s);
 	free(dir);
 }
