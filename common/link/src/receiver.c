@@ -4,6 +4,7 @@
 #include "drasync/clock.h"
 #include "drasync/version.h"
 #include "drasync/zap.h"
+#include "refusals.h"
 #include "transport_internal.h"
 
 #include <arpa/inet.h>
@@ -71,6 +72,8 @@ struct ds_receiver {
 	/* Handshake failures carry no descriptor; libzmq reports the disconnect of
 	 * the same connection right after, from the same I/O thread (one per context). */
 	char pending_failure[200];
+	bool pending_auth; /* that failure is a ZAP refusal, already logged by the ZAP handler */
+	ds_refusals *refusals;
 	atomic_int stop;
 	/* The monitor has its own thread: a connection that fails its handshake
 	 * is gone within milliseconds, and its address can only be read while it
@@ -130,6 +133,8 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 		r->cfg.max_unapplied = 100000;
 	if (r->cfg.feedback_ms <= 0)
 		r->cfg.feedback_ms = 200;
+	if (r->cfg.tuning.handshake_timeout_ms <= 0)
+		r->cfg.tuning.handshake_timeout_ms = 5000;
 	if (!cfg->endpoint || !cfg->keys || !cfg->authorized_sources || !cfg->inbox_path) {
 		ds_err_set(err,
 			   "receiver: endpoint, keys, authorized sources and inbox are required");
@@ -149,12 +154,16 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 		rc = -ENOMEM;
 		goto out;
 	}
+	rc = ds_refusals_new(&r->refusals, cfg->refusal_window_ms, cfg->on_event, cfg->event_ud);
+	if (rc < 0)
+		goto out;
 	/* ZAP first: a handshake arriving before it would be refused. */
 	rc = ds_zap_new(&r->zap, r->zctx, cfg->authorized_sources,
 			cfg->zap_domain ? cfg->zap_domain : DS_ZAP_DOMAIN, cfg->on_event,
 			cfg->event_ud, err);
 	if (rc < 0)
 		goto out;
+	ds_zap_set_refusals(r->zap, r->refusals);
 	r->router = zmq_socket(r->zctx, ZMQ_ROUTER);
 	if (!r->router) {
 		rc = -zmq_errno();
@@ -167,6 +176,8 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 				   DS_KEY_Z85_LEN) ||
 		    zmq_setsockopt(r->router, ZMQ_ZAP_DOMAIN, domain, strlen(domain)) ||
 		    zmq_setsockopt(r->router, ZMQ_ZAP_ENFORCE_DOMAIN, &one, sizeof(one)) ||
+		    zmq_setsockopt(r->router, ZMQ_HANDSHAKE_IVL,
+				   &r->cfg.tuning.handshake_timeout_ms, sizeof(int)) ||
 		    zmq_setsockopt(r->router, ZMQ_ROUTER_MANDATORY, &one, sizeof(one))) {
 			rc = -zmq_errno();
 			ds_err_set(err, "cannot configure the CURVE server socket: %s",
@@ -220,6 +231,7 @@ void ds_receiver_free(ds_receiver *r)
 	if (r->router)
 		zmq_close(r->router);
 	ds_zap_free(r->zap);
+	ds_refusals_free(r->refusals);
 	if (r->zctx)
 		zmq_ctx_term(r->zctx);
 	ds_inbox_free(r->inbox);
@@ -290,15 +302,28 @@ static void monitor_events(ds_receiver *r)
 		case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
 			snprintf(r->pending_failure, sizeof(r->pending_failure), "%s",
 				 ds_handshake_reason(ev, value, why, sizeof(why)));
+			r->pending_auth = ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
 			break;
 		case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
 			r->pending_failure[0] = '\0';
 			break;
 		case ZMQ_EVENT_DISCONNECTED:
 			c = conn_get(r, (int)value, false);
-			if (r->pending_failure[0]) {
-				emit(r, DS_LOG_WARN, "handshake_failed", c ? c->peer : "", "%s",
+			if (r->pending_failure[0] && r->pending_auth) {
+				/* zap_refused said it, with the key: one line per refusal. */
+				emit(r, DS_LOG_DEBUG, "handshake_failed", c ? c->peer : "", "%s",
 				     r->pending_failure);
+				r->pending_failure[0] = '\0';
+			} else if (r->pending_failure[0]) {
+				/* Grouped by address without the port (ZAP knows none). */
+				char ip[64];
+				char *colon;
+				snprintf(ip, sizeof(ip), "%s", c ? c->peer : "");
+				colon = strrchr(ip, ':');
+				if (colon)
+					*colon = '\0';
+				ds_refusals_report(r->refusals, DS_LOG_WARN, "handshake_failed", ip,
+						   c ? c->peer : "", r->pending_failure);
 				r->pending_failure[0] = '\0';
 			} else {
 				emit(r, DS_LOG_INFO, "disconnected", c ? c->peer : "",
@@ -326,6 +351,7 @@ static void *monitor_main(void *arg)
 			break;
 		if (rc > 0)
 			monitor_events(r);
+		ds_refusals_flush(r->refusals);
 	}
 	monitor_events(r);
 	return NULL;

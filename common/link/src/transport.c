@@ -9,6 +9,7 @@ void ds_transport_tuning_default(ds_transport_tuning *t)
 	t->linger_ms = 500;
 	t->reconnect_ivl_ms = 100;
 	t->reconnect_ivl_max_ms = 5000;
+	t->handshake_timeout_ms = 5000;
 	ds_wire_limits_default(&t->limits);
 }
 

@@ -105,6 +105,10 @@ const char *ds_handshake_reason(uint16_t event, uint32_t value, char *buf, size_
 			snprintf(buf, len,
 				 "the peer hung up during the CURVE handshake (a "
 				 "plaintext peer, or one with the wrong server key?)");
+		else if (value == EAGAIN || value == ETIMEDOUT)
+			snprintf(buf, len,
+				 "no complete handshake within the handshake timeout (a silent "
+				 "or stalled peer)");
 		else
 			snprintf(buf, len, "handshake failed: %s", strerror((int)value));
 		return buf;

@@ -13,7 +13,7 @@
 
 void ds_wire_limits_default(ds_wire_limits *lim)
 {
-	lim->max_frame = 32 * MiB;
+	lim->max_frame = 8 * MiB;
 	lim->max_record = 16 * MiB;
 	lim->max_decoded = 128 * MiB;
 	lim->max_batch = 4096;

@@ -2,6 +2,7 @@
 
 #include "drasync/buf.h"
 #include "drasync/keys.h"
+#include "refusals.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -38,6 +39,7 @@ struct ds_zap {
 	struct stat seen; /* of the file the current list came from */
 	ds_transport_event_fn on_event;
 	void *event_ud;
+	ds_refusals *refusals; /* under mu; NULL: each refusal logged at WARN */
 };
 
 static void emit(ds_transport_event_fn fn, void *ud, enum ds_log_level level, const char *name,
@@ -301,7 +303,15 @@ static void serve(ds_zap *zap)
 	} else {
 		snprintf(detail, sizeof(detail), "%s (mechanism %s, key %s)", text, mechanism,
 			 key[0] ? key : "none");
-		emit(zap->on_event, zap->event_ud, DS_LOG_WARN, "zap_refused", address, detail);
+		ds_refusals *g;
+		pthread_mutex_lock(&zap->mu);
+		g = zap->refusals;
+		pthread_mutex_unlock(&zap->mu);
+		if (g)
+			ds_refusals_report(g, DS_LOG_WARN, "zap_refused", address, address, detail);
+		else
+			emit(zap->on_event, zap->event_ud, DS_LOG_WARN, "zap_refused", address,
+			     detail);
 	}
 	send_str(zap->sock, "1.0", 1);
 	zmq_send(zap->sock, zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]), ZMQ_SNDMORE);
@@ -401,6 +411,13 @@ bool ds_zap_admits(ds_zap *zap, const char *name, const char *public_z85)
 	ok = now && strcmp(now, name) == 0;
 	pthread_mutex_unlock(&zap->mu);
 	return ok;
+}
+
+void ds_zap_set_refusals(ds_zap *zap, ds_refusals *g)
+{
+	pthread_mutex_lock(&zap->mu);
+	zap->refusals = g;
+	pthread_mutex_unlock(&zap->mu);
 }
 
 const char *ds_zap_path(const ds_zap *zap)

@@ -57,6 +57,9 @@ typedef struct ds_receiver_config {
 	 * it, until the apply stage catches up; 0: 100000. */
 	uint64_t max_unapplied;
 	int feedback_ms; /* results and backlog are looked at this often; 0: 200 */
+	/* Refused handshakes are logged once per peer address and window, then
+	 * counted in one "refusals_repeated" line at its end; 0: 60000. */
+	int refusal_window_ms;
 } ds_receiver_config;
 
 /** Fill the defaults (tuning included); endpoint, keys and paths stay NULL. */

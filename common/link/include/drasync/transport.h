@@ -44,7 +44,10 @@ typedef struct ds_transport_tuning {
 	int linger_ms;		  /* ZMQ_LINGER on close; default 500 */
 	int reconnect_ivl_ms;	  /* first reconnect delay; default 100 */
 	int reconnect_ivl_max_ms; /* backoff ceiling; default 5000 */
-	ds_wire_limits limits;	  /* max_frame is also ZMQ_MAXMSGSIZE */
+	/* The target's ZMQ_HANDSHAKE_IVL: a connection not through its CURVE
+	 * handshake by then is closed; default 5000 (libzmq's own: 30000). */
+	int handshake_timeout_ms;
+	ds_wire_limits limits; /* max_frame is also ZMQ_MAXMSGSIZE */
 } ds_transport_tuning;
 
 void ds_transport_tuning_default(ds_transport_tuning *t);

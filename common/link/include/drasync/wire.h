@@ -18,7 +18,7 @@
 #define DS_PROTOCOL_VERSION 1
 
 typedef struct ds_wire_limits {
-	size_t max_frame;   /* largest frame (also ZMQ_MAXMSGSIZE); default 32 MiB */
+	size_t max_frame;   /* largest frame (also ZMQ_MAXMSGSIZE); default 8 MiB */
 	size_t max_record;  /* largest uncompressed payload; default 16 MiB */
 	size_t max_decoded; /* memory one decoded frame may take, payloads included; 128 MiB */
 	size_t max_batch;   /* records in one batch; default 4096 */
