@@ -300,6 +300,11 @@ static void monitor_events(ds_receiver *r)
 		case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
 		case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
 		case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+			/* A refused client that goes away while the refusal is
+			 * sent adds a protocol failure: it is the same refusal,
+			 * which zap_refused reported and counted once. */
+			if (r->pending_failure[0] && r->pending_auth)
+				break;
 			snprintf(r->pending_failure, sizeof(r->pending_failure), "%s",
 				 ds_handshake_reason(ev, value, why, sizeof(why)));
 			r->pending_auth = ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
