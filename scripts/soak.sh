@@ -5,6 +5,11 @@
 # (warnings as errors, ASan+UBSan). Run it alone on the machine: it starts the
 # test clusters (under flock /tmp/ds-cluster.lock when that file exists).
 #
+# Then the three libFuzzer targets (tests/fuzz) for 10^7 executions each
+# (DS_SOAK_FUZZ_RUNS; 0 skips them), config beside wire and ingest on the two
+# cores: about 30 minutes more (fuzz_config, at ~6,000 executions a second, sets
+# the pace).
+#
 # Every test prints its figures as lines `SOAK test=NAME key=value ...`
 # (kills, objects, seconds, writes, max writes per object...); they are
 # gathered at the end, with ctest's verdict. Exit code: ctest's.
@@ -33,6 +38,31 @@ rc=$?
 set -e
 echo "soak: ctest -L reliability with DS_SOAK=1 exited $rc after $(( $(date +%s) - start )) s" \
   "(full output: $out)"
+
+# The fuzz targets at depth, each line `SOAK test=fuzz_T runs=N seconds=S rc=RC`.
+runs=${DS_SOAK_FUZZ_RUNS:-10000000}
+fuzz_one() { # TARGET
+  local t0=$SECONDS r=0 done
+  tests/fuzz/run.sh "$1" "$fuzz" "RUNS=$runs" >"$fuzz/$1.log" 2>&1 || r=$?
+  done=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$fuzz/$1.log" | tail -n 1)
+  echo "SOAK test=fuzz_$1 runs=${done:-0} seconds=$((SECONDS - t0)) rc=$r" >>"$out"
+  return "$r"
+}
+if [ "$runs" -gt 0 ]; then
+  fuzz="$PWD/$BUILD/fuzz"
+  frc=0
+  if tests/fuzz/run.sh build "$fuzz" >>"$out" 2>&1; then
+    fuzz_one config & cfg_pid=$!
+    fuzz_one wire || frc=$?
+    fuzz_one ingest || frc=$?
+    wait "$cfg_pid" || frc=$?
+  else
+    frc=1
+  fi
+  echo "soak: the fuzz targets ($runs runs each) exited $frc (logs: $fuzz/*.log, artifacts:" \
+    "$fuzz/*-artifacts)"
+  [ "$frc" -eq 0 ] || [ "$rc" -ne 0 ] || rc=$frc
+fi
 grep -E '^([0-9]+/[0-9]+ )?Test +#[0-9]+: ' "$out" | sed 's/^/  /' || true
 grep -E '(tests passed|tests failed)' "$out" | sed 's/^/  /' || true
 echo "soak figures:"

@@ -11,6 +11,7 @@
 #include "drasync/log.h"
 #include "drasync/object_names.h"
 #include "drasync/pod_security.h"
+#include "drasync/record_check.h"
 #include "drasync/source_grants.h"
 #include "drasync/transform.h"
 
@@ -33,119 +34,17 @@ void ds_applier_refuse(struct item *it, int refusal, const char *fmt, ...)
 	it->refusal = refusal;
 }
 
-/* A name from the wire, quoted as the logs quote it (always in quotes) and cut to a
- * readable length; size at least 3. */
-static const char *shown(const char *s, char *buf, size_t size)
-{
-	char cut[96], q[200];
-	size_t n;
-
-	snprintf(cut, sizeof(cut), "%.80s%s", s ? s : "", s && strlen(s) > 80 ? "..." : "");
-	ds_log_quote(cut, q, sizeof(q));
-	if (q[0] == '"') {
-		snprintf(buf, size, "%s", q);
-		return buf;
-	}
-	n = strlen(q);
-	if (n + 3 > size)
-		n = size - 3;
-	buf[0] = '"';
-	memcpy(buf + 1, q, n);
-	buf[n + 1] = '"';
-	buf[n + 2] = '\0';
-	return buf;
-}
-
-static bool same(const char *a, const char *b)
-{
-	return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
-/* The group of an apiVersion ("" for "v1"). */
-static void group_of(const char *api, char *buf, size_t size)
-{
-	const char *slash = api ? strchr(api, '/') : NULL;
-
-	snprintf(buf, size, "%.*s", slash ? (int)(slash - api) : 0, slash ? api : "");
-}
-
 bool ds_applier_trust_check(ds_applier *a, struct item *it)
 {
 	const ds_object_state_row *r = it->row;
-	const ds_target_config *cfg = a->cfg.cfg;
-	const ds_kind *k = ds_kind_from_name(r->kind);
-	const char *ns = r->ns && r->ns[0] ? r->ns : NULL;
-	char q[200], q2[200], group[128], text[REASON_MAX];
+	ds_record_ref ref = {r->source, r->api_version, r->kind, r->ns, r->name};
+	char text[REASON_MAX];
+	int refusal = ds_record_check(a->cfg.cfg, &ref, it->obj, text, sizeof(text));
 
-	group_of(r->api_version, group, sizeof(group));
-	if (!k || strcmp(k->group, group) != 0) {
-		ds_applier_refuse(it, DS_REFUSAL_KIND, "kind %s of %s is not replicated by drasync",
-				  shown(r->kind, q, sizeof(q)),
-				  shown(r->api_version, q2, sizeof(q2)));
-		return false;
-	}
-	if (ds_name_check(k->name, r->name, text, sizeof(text)) < 0) {
-		ds_applier_refuse(it, DS_REFUSAL_NAME, "%s", text);
-		return false;
-	}
-	if (k->namespaced && ds_name_check_namespace(ns, text, sizeof(text)) < 0) {
-		ds_applier_refuse(it, DS_REFUSAL_NAME, "%s %s: %s", k->name,
-				  shown(r->name, q, sizeof(q)), text);
-		return false;
-	}
-	if (!k->namespaced && ns) {
-		ds_applier_refuse(it, DS_REFUSAL_NAME,
-				  "%s %s is cluster-scoped: the record names namespace %s", k->name,
-				  shown(r->name, q, sizeof(q)), shown(ns, q2, sizeof(q2)));
-		return false;
-	}
-	if (it->obj) {
-		const char *pns = ds_obj_namespace(it->obj);
-
-		if (!same(ds_obj_api_version(it->obj), r->api_version) ||
-		    !same(ds_obj_kind(it->obj), r->kind) || !same(ds_obj_name(it->obj), r->name) ||
-		    !same(k->namespaced ? pns : NULL, ns) || (!k->namespaced && pns && pns[0])) {
-			char payload[400], pq[400];
-			ds_obj_describe(it->obj, payload, sizeof(payload));
-			/* the payload's names were never checked: quoted unless valid */
-			if (ds_name_check(k->name, ds_obj_name(it->obj), NULL, 0) == 0 &&
-			    (!pns || ds_name_check_namespace(pns, NULL, 0) == 0))
-				snprintf(pq, sizeof(pq), "%s", payload);
-			else
-				shown(payload, pq, sizeof(pq));
-			ds_applier_refuse(
-			    it, DS_REFUSAL_REFERENCE,
-			    "the record names %s %s%s%s (%s) but its payload is %s (%s)", r->kind,
-			    ns ? ns : "", ns ? "/" : "", r->name,
-			    r->api_version ? r->api_version : "", pq,
-			    ds_obj_api_version(it->obj) ? ds_obj_api_version(it->obj)
-							: "no apiVersion");
-			return false;
-		}
-	}
-	/* A Namespace is granted by its own name; a cluster-scoped DRA kind by dra's keys. */
-	if ((k->namespaced || k->id == DS_KIND_NAMESPACE) &&
-	    !ds_grant_namespace(cfg, r->source, k->namespaced ? ns : r->name, text, sizeof(text))) {
-		ds_applier_refuse(it, DS_REFUSAL_NAMESPACE, "%s", text);
-		return false;
-	}
-	if (it->obj && ds_workload_from_kind(r->kind) >= 0) {
-		enum ds_pss_level level = ds_grant_pod_security(cfg, r->source);
-		int v = ds_pss_check_object(it->obj, level, text, sizeof(text));
-
-		if (v < 0) {
-			ds_applier_refuse(it, DS_REFUSAL_POD_SECURITY,
-					  "%s %s/%s: its pod spec cannot be checked", r->kind, ns,
-					  r->name);
-			return false;
-		}
-		if (v > 0) {
-			ds_applier_refuse(it, DS_REFUSAL_POD_SECURITY, "%s %s/%s: %s", r->kind, ns,
-					  r->name, text);
-			return false;
-		}
-	}
-	return true;
+	if (refusal < 0)
+		return true;
+	ds_applier_refuse(it, refusal, "%s", text);
+	return false;
 }
 
 /* Whether an object whose label managed-by and annotations source and source-cluster are

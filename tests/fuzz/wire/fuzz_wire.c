@@ -2,8 +2,8 @@
  * libFuzzer target: ds_wire_decode() on arbitrary bytes, as the receiver and
  * the sender do with every frame from the network. Whatever the input, the
  * decoder returns a validated message or an error, within its memory budget.
- * Built with clang by tests/common/link/fuzz/run_fuzz.cmake; seeds in
- * tests/common/link/fuzz/corpus.
+ * Built with clang in its own tree (tests/fuzz/CMakeLists.txt, -DDS_FUZZ=ON);
+ * seeds in tests/fuzz/wire/corpus.
  */
 #include "drasync/wire.h"
 
