@@ -47,9 +47,11 @@
  *       server's own count of ConfigMap writes (apiserver_request_total,
  *       every verb but GET, LIST and WATCH), each after minus before
  *       (targets: 1, < 4 KB, 1).
- *   rss: RSS_OBJECTS ConfigMaps (512 bytes of data, 4 namespaces) made in
- *       the source, fresh state dirs, direct link; when all are applied,
- *       VmHWM of each agent (/proc/PID/status), MB.
+ *   rss: 10,000 ConfigMaps (512 bytes of data, 4 namespaces) made in the
+ *       source, fresh state dirs, direct link; when all are applied, VmHWM
+ *       of each agent (/proc/PID/status), MB; then the same with
+ *       RSS_OBJECTS ConfigMaps (other namespaces) and a fresh pair: memory
+ *       flat in the number of objects means the same figures.
  * The machine's load average is printed with each phase.
  *
  * Usage:
@@ -63,8 +65,8 @@
  * Last line:
  *   RESULT sync_per_s=N ceiling_per_s=N ratio=X kubectl_per_s=N wan_s=N
  *   wire_bytes_per_obj=N json_bytes_per_obj=N rpo_p50_s=X rpo_p99_s=X
- *   one_change_records=N one_change_bytes=N one_change_writes=N rss_mb_source=N
- *   rss_mb_target=N
+ *   one_change_records=N one_change_bytes=N one_change_writes=N rss_mb_source_10k=N
+ *   rss_mb_target_10k=N rss_mb_source=N rss_mb_target=N
  * (a phase not run prints -1 for its figures).
  */
 #include "drasync/clock.h"
@@ -98,6 +100,7 @@
 #define OBJ_PREFIX "mixed"
 #define RSS_PREFIX "rss"
 #define RSS_NAMESPACES 4
+#define RSS_SMALL 10000 /* the rss phase's first round: RSS flat from it to --rss-objects */
 
 static long vm_hwm_kib(pid_t pid)
 {
@@ -361,6 +364,7 @@ static double ceiling(const struct opts *o, const char *ceiling_path, char *summ
 struct results {
 	double sync_per_s, ceiling_per_s, kubectl_per_s, wan_s, wire_per_obj, json_per_obj;
 	double rpo_p50, rpo_p99, one_records, one_bytes, one_writes, rss_source, rss_target;
+	double rss_source_small, rss_target_small; /* at RSS_SMALL objects */
 };
 
 /* Seconds of the ts= of a log line ("ts=2026-12-01T20:02:18.235Z"); -1 when none. */
@@ -575,43 +579,52 @@ static void phase_one_change(const struct opts *o, struct session *s, struct res
 	       a1 - a0);
 }
 
-static void phase_rss(const struct opts *o, const struct keys *k, struct results *r)
+/* One round of the rss phase: n ConfigMaps under prefix, a fresh pair of agents; VmHWM, MB. */
+static void rss_round(const struct opts *o, const struct keys *k, const char *prefix, unsigned n,
+		      double *mb_source, double *mb_target)
 {
-	char src_ns[512], n_str[32];
+	char tag[64], src_prefix[64], dst_prefix[64], src_ns[512], n_str[32];
 	struct session s;
-	double t0, secs;
-	long hs, ht;
+	double t0;
 
-	machine_load("rss");
-	bu_ns_list(src_ns, sizeof(src_ns), "rss-src", RSS_NAMESPACES);
-	snprintf(n_str, sizeof(n_str), "%u", o->rss_objects);
+	snprintf(tag, sizeof(tag), "%s-%u", RSS_PREFIX, n);
+	snprintf(src_prefix, sizeof(src_prefix), "%s-src", prefix);
+	snprintf(dst_prefix, sizeof(dst_prefix), "%s-dst", prefix);
+	bu_ns_list(src_ns, sizeof(src_ns), src_prefix, RSS_NAMESPACES);
+	snprintf(n_str, sizeof(n_str), "%u", n);
 	t0 = ds_clock_mono_s();
 	{
 		const char *argv[] = {o->loadgen,   "-kubeconfig", o->source_admin, "-mode",
 				      "configmaps", "-namespaces", src_ns,	    "-count",
-				      n_str,	    "-prefix",	   RSS_PREFIX,	    "-workers",
+				      n_str,	    "-prefix",	   prefix,	    "-workers",
 				      "64",	    NULL};
 		free(bu_run(argv, o->work, "loadgen-rss"));
 	}
-	printf("rss: %u ConfigMaps in %u namespaces of the source made in %.1f s\n", o->rss_objects,
+	printf("rss: %u ConfigMaps in %u namespaces of the source made in %.1f s\n", n,
 	       RSS_NAMESPACES, ds_clock_mono_s() - t0);
-	e2e_session_init(o, &s, k, "rss", "rss-src", "rss-dst", RSS_NAMESPACES);
-	secs = sync_session(o, &s, k, false, RSS_PREFIX, (long)o->rss_objects);
-	(void)secs;
+	e2e_session_init(o, &s, k, tag, src_prefix, dst_prefix, RSS_NAMESPACES);
+	(void)sync_session(o, &s, k, false, prefix, (long)n);
 	bu_msleep(1000);
-	hs = vm_hwm_kib(s.source);
-	ht = vm_hwm_kib(s.target);
-	r->rss_source = (double)hs / 1024.0;
-	r->rss_target = (double)ht / 1024.0;
+	*mb_source = (double)vm_hwm_kib(s.source) / 1024.0;
+	*mb_target = (double)vm_hwm_kib(s.target) / 1024.0;
 	printf("rss: peak RSS (VmHWM) at %u objects: drasync-source %.1f MB, drasync-target "
 	       "%.1f MB\n",
-	       o->rss_objects, r->rss_source, r->rss_target);
+	       n, *mb_source, *mb_target);
 	e2e_session_stop(&s);
+}
+
+/* RSS_SMALL objects, then rss_objects, each by a fresh pair: flat means the same figures. */
+static void phase_rss(const struct opts *o, const struct keys *k, struct results *r)
+{
+	machine_load("rss");
+	if (o->rss_objects > RSS_SMALL)
+		rss_round(o, k, "rss10k", RSS_SMALL, &r->rss_source_small, &r->rss_target_small);
+	rss_round(o, k, RSS_PREFIX, o->rss_objects, &r->rss_source, &r->rss_target);
 }
 
 static int bench(const struct opts *o)
 {
-	struct results r = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+	struct results r = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
 	char ceiling_path[600], ceil_summary[512] = "";
 	struct keys k;
 	struct session sync, wan;
@@ -673,11 +686,13 @@ static int bench(const struct opts *o)
 	printf("RESULT sync_per_s=%.0f ceiling_per_s=%.0f ratio=%.2f kubectl_per_s=%.0f "
 	       "wan_s=%.1f wire_bytes_per_obj=%.0f json_bytes_per_obj=%.0f rpo_p50_s=%.3f "
 	       "rpo_p99_s=%.3f one_change_records=%.0f one_change_bytes=%.0f "
-	       "one_change_writes=%.0f rss_mb_source=%.0f rss_mb_target=%.0f\n",
+	       "one_change_writes=%.0f rss_mb_source_10k=%.0f rss_mb_target_10k=%.0f "
+	       "rss_mb_source=%.0f rss_mb_target=%.0f\n",
 	       r.sync_per_s, r.ceiling_per_s,
 	       r.sync_per_s > 0 && r.ceiling_per_s > 0 ? r.sync_per_s / r.ceiling_per_s : -1,
 	       r.kubectl_per_s, r.wan_s, r.wire_per_obj, r.json_per_obj, r.rpo_p50, r.rpo_p99,
-	       r.one_records, r.one_bytes, r.one_writes, r.rss_source, r.rss_target);
+	       r.one_records, r.one_bytes, r.one_writes, r.rss_source_small, r.rss_target_small,
+	       r.rss_source, r.rss_target);
 	return 0;
 }
 

@@ -14,7 +14,7 @@
 #   wan      the sync through tests/kube/faultproxy (25 ms each way, 100 Mbit/s):
 #            seconds, bytes on the wire per object against the objects' JSON size;
 #            then one change in the synced objects: records, bytes, target writes
-#   rss      100,000 ConfigMaps: peak RSS of each agent
+#   rss      10,000 then 100,000 ConfigMaps, a fresh pair each: peak RSS of each agent
 # Environment (for smaller runs and other binaries):
 #   DS_BENCH_E2E_OBJECTS       mixed objects (default 10000; or the first argument)
 #   DS_BENCH_E2E_RSS_OBJECTS   ConfigMaps of the rss phase (default 100000)
@@ -30,7 +30,8 @@
 # both agents share its cores.
 # Last line: RESULT sync_per_s=N ceiling_per_s=N ratio=X kubectl_per_s=N wan_s=N
 #   wire_bytes_per_obj=N json_bytes_per_obj=N rpo_p50_s=X rpo_p99_s=X
-#   one_change_records=N one_change_bytes=N one_change_writes=N rss_mb_source=N rss_mb_target=N
+#   one_change_records=N one_change_bytes=N one_change_writes=N
+#   rss_mb_source_10k=N rss_mb_target_10k=N rss_mb_source=N rss_mb_target=N
 set -euo pipefail
 # shellcheck source=tests/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
