@@ -2,8 +2,8 @@
 # Builds the drasync image from the repository with no image registry:
 #
 #   1. a base made by mmdebstrap from Debian's packages: the runtime libraries
-#      read from deploy/Containerfile's runtime-libraries block plus tzdata,
-#      extracted (no shell, no dpkg, no apt in the image), the state directory
+#      read from deploy/Containerfile's runtime-libraries block plus tzdata and
+#      coreutils, extracted (no shell, no dpkg, no apt in the image), the state directory
 #      /var/lib/drasync (65532:0, 0770) and a dpkg status naming every package
 #      extracted; cached under ~/.cache/drasync/image/ by the hash of its inputs;
 #   2. the agents built on this host in Release (DS_SANITIZE=OFF), stripped;
@@ -59,7 +59,9 @@ mkdir -p "$out" "$cache"
 pkgs=$(sed -n '/^# runtime-libraries:begin/,/^# runtime-libraries:end/p' deploy/Containerfile |
   sed '1d;$d' | sed 's/^ARG RUNTIME_LIBRARIES="//; s/["\\]//g' | tr -s ' \t' '\n' | sed '/^$/d')
 [ -n "$pkgs" ] || fail "deploy/Containerfile has no runtime-libraries block"
-pkgs="$pkgs tzdata"
+# tzdata: the zones of cron schedules; coreutils: the chart's init
+# containers copy the secret key with `install -m 0400` (still no shell).
+pkgs="$pkgs tzdata coreutils"
 # What the base is made of: the packages, the mirror, this recipe.
 recipe=$(sed -n '/^ *# ---- recipe:begin/,/^ *# ---- recipe:end/p' "$0")
 hash=$( (
