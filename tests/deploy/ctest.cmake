@@ -47,3 +47,12 @@ if(EXISTS ${_ds_deploy_dir}/rbac.sh)
     FIXTURES_REQUIRED "kube_v1" RESOURCE_LOCK ds_deploy_namespaces
     ENVIRONMENT "${DS_TEST_ENV};${DS_KUBE_ENV}")
 endif()
+
+# deploy_image (label image): scripts/image.sh builds the image (the
+# mmdebstrap base cached under ~/.cache/drasync/image), podman runs both
+# agents from it as the chart mounts them and they replicate between the v1beta1
+# (source) and v1 (target) clusters. Skipped (77) without podman.
+add_test(NAME deploy_image COMMAND ${_ds_deploy_dir}/image_run.sh)
+set_tests_properties(deploy_image PROPERTIES LABELS "integration;deploy;image" TIMEOUT 900
+  SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "kube_v1;kube_v1beta1"
+  ENVIRONMENT "${DS_TEST_ENV};${DS_KUBE_ENV}")
