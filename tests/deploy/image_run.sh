@@ -49,12 +49,8 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail=0
-ok() { echo "ok - $*"; }
-notok() {
-  echo "not ok - $*"
-  fail=1
-}
+# shellcheck source=tap.sh
+. "$here/tap.sh"
 
 build=$("$repo/scripts/image.sh" 2>&1) || {
   echo "$build"

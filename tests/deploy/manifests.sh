@@ -51,12 +51,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail=0
-ok() { echo "ok - $*"; }
-notok() {
-  echo "not ok - $*"
-  fail=1
-}
+# shellcheck source=tap.sh
+. "$here/tap.sh"
 
 for ns in $namespaces; do
   k wait --for=delete "namespace/$ns" --timeout=120s >/dev/null 2>&1 || true

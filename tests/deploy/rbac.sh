@@ -71,12 +71,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail=0
-ok() { echo "ok - $*"; }
-notok() {
-  echo "not ok - $*"
-  fail=1
-}
+# shellcheck source=tap.sh
+. "$here/tap.sh"
 # denied WHO DESCRIPTION KUBECTL-ARGS...: the API server answers 403.
 denied() {
   local who=$1 what=$2 out

@@ -27,12 +27,8 @@ for v in DS_SOURCE_BIN DS_TARGET_BIN; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-ok() { echo "ok - $*"; }
-notok() {
-  echo "not ok - $*"
-  fail=1
-}
+# shellcheck source=tap.sh
+. "$here/tap.sh"
 
 for agent in source target; do
   unit=drasync-$agent.service

@@ -9,7 +9,6 @@
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
 #include "drasync/log.h"
-#include "drasync/object_names.h"
 #include "drasync/pod_security.h"
 #include "drasync/record_check.h"
 #include "drasync/source_grants.h"
