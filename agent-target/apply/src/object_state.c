@@ -4,6 +4,7 @@
 #include "drasync/clock.h"
 #include "drasync/schemas.h"
 #include "drasync/string_table.h"
+#include "drasync/wire.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -233,6 +234,8 @@ int ds_object_state_pick_in(ds_object_state *st, int64_t now_ms, size_t max,
 	while (len < max && bytes < DS_OBJECT_STATE_PICK_BYTES &&
 	       (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		ds_object_state_row *r;
+		int got;
+
 		if (!in_scope(scope, q))
 			continue;
 		if (ds_grow((void **)&v, &cap, len + 1, sizeof(*v)) < 0) {
@@ -240,23 +243,26 @@ int ds_object_state_pick_in(ds_object_state *st, int64_t now_ms, size_t max,
 			goto out;
 		}
 		r = &v[len];
-		rc = read_row(q, r, err);
-		if (rc < 0)
-			goto out;
+		got = read_row(q, r, err);
 		/* Its record's payload, through the store: a row whose record is
 		 * gone has nothing to apply. */
-		rc = ds_ledger_record_get(st->records, r->record_id, take_payload, r, err);
-		if (rc <= 0) {
+		if (got >= 0)
+			got = ds_ledger_record_get(st->records, r->record_id, take_payload, r, err);
+		if (got <= 0) {
 			ds_object_state_row_dispose(r);
-			if (rc < 0)
+			if (got < 0) {
+				rc = got;
 				goto out;
+			}
 			continue;
 		}
 		len++;
-		bytes += r->payload_len;
+		bytes += ds_wire_payload_plain_len(
+		    &(ds_wire_blob){.data = r->payload, .len = r->payload_len}, r->zstd);
 	}
-	/* Stopped at the byte bound or at max, the rest is for the next pick. */
-	rc = rc == SQLITE_DONE || rc == SQLITE_ROW || len == max
+	/* rc is the last step's: a row (stopped at max or at the byte bound, the
+	 * rest is for the next pick), the end, or an error; 0 when none ran. */
+	rc = rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW
 		 ? 0
 		 : ds_store_fail(st->store, rc, "object_state pick", err);
 out:

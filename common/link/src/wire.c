@@ -879,6 +879,18 @@ ds_wire_blob ds_wire_msg_record_wire_payload(const ds_wire_msg *msg, size_t i, i
 	return b;
 }
 
+size_t ds_wire_payload_plain_len(const ds_wire_blob *in, int zstd)
+{
+	unsigned long long fcs;
+
+	if (!zstd)
+		return in->len;
+	fcs = ZSTD_getFrameContentSize(in->data, in->len);
+	if (fcs == ZSTD_CONTENTSIZE_UNKNOWN || fcs == ZSTD_CONTENTSIZE_ERROR || fcs > SIZE_MAX)
+		return in->len;
+	return (size_t)fcs;
+}
+
 int ds_wire_payload_inflate(const ds_wire_blob *in, int zstd, size_t max, uint8_t **out,
 			    size_t *len)
 {

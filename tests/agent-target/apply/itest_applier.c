@@ -753,6 +753,63 @@ static void test_itest_applier__object_too_large_fails_before_it_is_parsed(void 
 	got = tu_apply_target_get(e, "v1", "ConfigMap", "small");
 	assert_non_null(got);
 	json_decref(got);
+
+	/* Within the bytes, past the count of values: refused by the scan as well. */
+	{
+		size_t n_args = 600000, len = n_args * 3;
+		char *args = malloc(len + 64);
+		size_t at = 0;
+		json_t *pod;
+
+		assert_non_null(args);
+		args[at++] = '[';
+		for (size_t i = 0; i < n_args; i++) {
+			memcpy(args + at, i ? ",\"\"" : "\"\"", i ? 3 : 2);
+			at += i ? 3 : 2;
+		}
+		args[at++] = ']';
+		args[at] = '\0';
+		pod = tu_objf("apiVersion: v1\nkind: Pod\nmetadata: {name: many, namespace: '%s'}\n"
+			      "spec: {containers: [{name: c, image: pause}]}\n",
+			      e->src);
+		json_object_set_new(
+		    json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0),
+		    "args", json_loads(args, 0, NULL));
+		free(args);
+		assert_int_equal(
+		    json_array_size(json_object_get(
+			json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"),
+				       0),
+			"args")),
+		    n_args);
+		tu_apply_commit1(e, pod);
+	}
+	assert_int_equal(tu_apply_pass(e), 1);
+	tu_apply_assert_state(e, "v1", "Pod", "many", DS_APPLY_FAILED,
+			      "JSON with more than 500000 values");
+	assert_null(tu_apply_target_get(e, "v1", "Pod", "many"));
+
+	/* Final, in the ledger: later passes never look at them again... */
+	{
+		ds_object_state_row row = tu_apply_row(e, "v1", "ConfigMap", "huge", false);
+		int attempts = row.attempts;
+
+		ds_object_state_row_dispose(&row);
+		assert_int_equal(tu_apply_pass(e), 0);
+		assert_int_equal(tu_apply_stats(e).api_writes - w0, 2);
+		row = tu_apply_row(e, "v1", "ConfigMap", "huge", false);
+		assert_int_equal(row.attempts, attempts);
+		ds_object_state_row_dispose(&row);
+	}
+	/* ...until a new version arrives, which applies. */
+	tu_apply_commit1(e, tu_objf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: huge, "
+				    "namespace: '%s'}\ndata: {a: '2'}\n",
+				    e->src));
+	assert_int_equal(tu_apply_pass(e), 1);
+	tu_apply_assert_state(e, "v1", "ConfigMap", "huge", DS_APPLY_APPLIED, NULL);
+	got = tu_apply_target_get(e, "v1", "ConfigMap", "huge");
+	assert_non_null(got);
+	json_decref(got);
 	tu_apply_free(e);
 }
 

@@ -739,6 +739,57 @@ static void test_object_state__last_record_id_is_the_newest_folded_in(void **sta
 	env_free(e);
 }
 
+/*
+ * A pick is bounded by the JSON its payloads hold once decompressed (what the
+ * pass parses), not by what the ledger stores: 1 MiB ConfigMaps that zstd
+ * stores in a few hundred bytes each, 8 of them to a pick.
+ */
+static void test_object_state__pick_bounded_by_decompressed_json_bytes(void **state)
+{
+	struct env *e = env_new("ostate-pick-bytes");
+	size_t big = (size_t)1 << 20, n = 0;
+	char *blob = malloc(big + 1);
+	ds_object_state_row *rows = NULL;
+	ds_record recs[20];
+	char *payloads[20], names[20][16];
+	ds_err err = {0};
+
+	(void)state;
+	assert_non_null(blob);
+	memset(blob, 'x', big);
+	blob[big] = '\0';
+	for (size_t i = 0; i < 20; i++) {
+		json_t *o;
+
+		snprintf(names[i], sizeof(names[i]), "big-%zu", i);
+		o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
+			      "ConfigMap", "metadata", "name", names[i], "namespace", "ml-team",
+			      "data", "blob", blob);
+		assert_non_null(o);
+		recs[i] = tu_record_upsert(o, "uid-1", &payloads[i]);
+		recs[i].api_version = "v1";
+		recs[i].kind = "ConfigMap";
+		recs[i].ns = "ml-team";
+		recs[i].name = names[i];
+		json_decref(o);
+	}
+	tu_ledger_commit(&e->l, recs, 20, NULL, NULL);
+	for (size_t i = 0; i < 20; i++)
+		free(payloads[i]);
+	free(blob);
+	ingest(e);
+	if (ds_object_state_pick(e->st, FAR_FUTURE, 2048, &rows, &n, &err) < 0)
+		fail_msg("pick: %s", err.msg);
+	/* 8 MiB of JSON: the eighth row crosses it */
+	assert_int_equal(n, DS_OBJECT_STATE_PICK_BYTES / big);
+	for (size_t i = 0; i < n; i++) {
+		assert_true(rows[i].zstd);
+		assert_true(rows[i].payload_len < 64 * 1024);
+	}
+	ds_object_state_rows_free(rows, n);
+	env_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -751,6 +802,7 @@ int main(void)
 		test_object_state__result_for_a_superseded_record_keeps_the_newer_pending),
 	    cmocka_unit_test(test_object_state__cursor_survives_reopen),
 	    cmocka_unit_test(test_object_state__last_record_id_is_the_newest_folded_in),
+	    cmocka_unit_test(test_object_state__pick_bounded_by_decompressed_json_bytes),
 	    cmocka_unit_test(test_object_state__tombstones_snapshot_markers_and_keys),
 	    cmocka_unit_test(test_object_state__waiting_is_due_after_wake_and_applied_lookup),
 	    cmocka_unit_test(test_object_state__decisions_queue_apply_results_once_per_news),

@@ -134,8 +134,12 @@ const char *ds_object_state_key(const char *api_version, const char *kind, const
  */
 int ds_object_state_ingest(ds_object_state *st, ds_err *err);
 
-/* A pick stops once its payloads add up to this (one row at least): a pass's memory is bounded. */
-#define DS_OBJECT_STATE_PICK_BYTES (16u << 20)
+/*
+ * A pick stops once its payloads' JSON (decompressed: what the pass parses)
+ * adds up to this, one row at least: a pass's memory is bounded by bytes, not
+ * by its count of objects (issue 23). Each record is at most DS_JSON_MAX_BYTES.
+ */
+#define DS_OBJECT_STATE_PICK_BYTES (8u << 20)
 
 /**
  * Rows due for the applier (pending or waiting, next_try_at <= now_ms), oldest

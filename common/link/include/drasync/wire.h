@@ -145,6 +145,12 @@ const ds_record *ds_wire_msg_record(const ds_wire_msg *msg, size_t i);
  */
 ds_wire_blob ds_wire_msg_record_wire_payload(const ds_wire_msg *msg, size_t i, int *zstd);
 
+/**
+ * The bytes a stored payload holds once decompressed (its JSON's size), read
+ * from the zstd frame's header without decompressing; a frame that does not
+ * say (ds_wire_payload_inflate() refuses it) counts as its stored length.
+ */
+size_t ds_wire_payload_plain_len(const ds_wire_blob *in, int zstd);
 /** Decompress a payload stored as given by ds_wire_msg_record_wire_payload(). *out malloc'ed. */
 int ds_wire_payload_inflate(const ds_wire_blob *in, int zstd, size_t max, uint8_t **out,
 			    size_t *len);
