@@ -113,7 +113,7 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 	if (!a->cfg.field_manager)
 		a->cfg.field_manager = "drasync";
 	if (!a->cfg.pass_max)
-		a->cfg.pass_max = 2048;
+		a->cfg.pass_max = DS_APPLIER_PASS_MAX;
 	if (a->cfg.wait_retry_ms <= 0)
 		a->cfg.wait_retry_ms = 5000;
 	if (a->cfg.backoff_ms <= 0)

@@ -15,6 +15,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+/* The receive buffer of each transfer (CURLOPT_BUFFERSIZE; libcurl's default is 16 KiB). */
+#define DS_KUBE_RECV_BUFFER 4096L
+
 struct ds_kube_transport {
 	ds_kubeconfig *kc;
 	struct ds_kube_transport_opts opts;

@@ -74,12 +74,19 @@ typedef struct ds_applier_event {
 /* Called on the applier's thread after the outcome is in the ledger. */
 typedef void (*ds_applier_event_fn)(void *ud, const ds_applier_event *ev);
 
+/*
+ * Objects per pass: each holds 4.5 KiB of the pass's state while the pass
+ * runs (its reasons and its call), so a pass of 1024 is 4.5 MiB; the client keeps
+ * 256 writes in flight, which a pass of 1024 fills four times over.
+ */
+#define DS_APPLIER_PASS_MAX 1024
+
 typedef struct ds_applier_config {
 	const char *ledger_path;	/* the inbox's SQLite file */
 	ds_kube *kube;			/* borrowed; the target cluster */
 	const ds_target_config *cfg;	/* borrowed: mode, namespaceMappings, dra */
 	const char *field_manager;	/* NULL: "drasync" */
-	size_t pass_max;		/* objects per pass; 0: 2048 */
+	size_t pass_max;		/* objects per pass; 0: DS_APPLIER_PASS_MAX */
 	int wait_retry_ms;		/* a waiting workload is looked at again after; 0: 5000 */
 	int backoff_ms, backoff_max_ms; /* transient failures; 0: 1000, 60000 */
 	ds_applier_event_fn on_event;	/* may be NULL */
