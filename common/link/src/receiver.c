@@ -273,10 +273,6 @@ static void peer_ip(const char *peer, char *ip, size_t len)
 
 static void on_accepted(ds_receiver *r, int fd, const char *addr)
 {
-	static const char *const names[DS_CONNS_VERDICT_MAX] = {
-	    [DS_CONNS_OVER_TOTAL] = "conn_refused_unauth_total",
-	    [DS_CONNS_OVER_PER_ADDRESS] = "conn_refused_unauth_per_address",
-	};
 	char peer[64], ip[64], detail[200];
 	enum ds_conns_verdict v =
 	    ds_conns_accepted(r->conns, fd, ds_clock_mono_ms(), peer, sizeof(peer), ip, sizeof(ip));
@@ -295,7 +291,10 @@ static void on_accepted(ds_receiver *r, int fd, const char *addr)
 			 "closed at once: %u connections from %s are unauthenticated already "
 			 "(link.maxUnauthenticatedPerAddress)",
 			 r->cfg.max_unauth_per_address, ip);
-	ds_refusals_report(r->refusals, DS_LOG_WARN, names[v], ip, peer, detail);
+	ds_refusals_report(r->refusals, DS_LOG_WARN,
+			   v == DS_CONNS_OVER_TOTAL ? "conn_refused_unauth_total"
+						    : "conn_refused_unauth_per_address",
+			   ip, peer, detail);
 }
 
 static void on_disconnected(ds_receiver *r, int fd)
