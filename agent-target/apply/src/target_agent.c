@@ -321,6 +321,15 @@ int ds_target_agent_listen(ds_target_agent *a, ds_err *err)
 	rc_cfg.on_event = a->cfg.hooks.on_link_event;
 	rc_cfg.event_ud = a->cfg.hooks.ud;
 	rc_cfg.max_unapplied = ds_target_config_max_unapplied(cfg);
+	{
+		const ds_target_link *l = ds_target_config_link(cfg);
+		rc_cfg.tuning.handshake_timeout_ms = l->handshake_timeout_ms;
+		rc_cfg.tuning.limits.max_frame = (size_t)l->max_frame_bytes;
+		rc_cfg.max_unauth = l->max_unauth;
+		rc_cfg.max_unauth_per_address = l->max_unauth_per_address;
+		rc_cfg.refusal_window_ms = l->refusal_window_ms;
+		rc_cfg.on_unauth = a->cfg.hooks.on_link_unauth;
+	}
 	ds_apply_feedback_bind(a->feedback, &rc_cfg.feedback);
 	rc = ds_receiver_new(&a->receiver, &rc_cfg, err);
 	if (rc < 0) {
@@ -332,13 +341,17 @@ int ds_target_agent_listen(ds_target_agent *a, ds_err *err)
 		a->cfg.hooks.on_listening(a->cfg.hooks.ud, a);
 	ds_log(DS_LOG_INFO, "started",
 	       "listen=%s mode=%s ledger=%s dra_api=%s authorized_sources=%s "
-	       "max_unapplied=%llu",
+	       "max_unapplied=%llu link.handshakeTimeout=%dms link.maxFrameBytes=%llu "
+	       "link.maxUnauthenticated=%u link.maxUnauthenticatedPerAddress=%u",
 	       ds_receiver_endpoint(a->receiver), ds_mode_name(ds_target_config_mode(cfg)),
 	       a->ledger_path,
 	       ds_applier_discovered(a->applier) ? ds_applier_dra_api_version(a->applier)
 						 : "at-first-pass",
 	       ds_target_config_authorized_sources(cfg),
-	       (unsigned long long)ds_target_config_max_unapplied(cfg));
+	       (unsigned long long)ds_target_config_max_unapplied(cfg),
+	       rc_cfg.tuning.handshake_timeout_ms,
+	       (unsigned long long)rc_cfg.tuning.limits.max_frame, rc_cfg.max_unauth,
+	       rc_cfg.max_unauth_per_address);
 	return 0;
 }
 
@@ -379,6 +392,26 @@ static void restart_keys(const ds_target_config *was, const ds_target_config *cf
 		       ds_target_config_state_dir(cfg));
 	restart_needed("metrics.listen", ds_target_config_metrics_listen(was),
 		       ds_target_config_metrics_listen(cfg));
+	{
+		/* The receiver's socket options and caps are set once, at bind. */
+		const ds_target_link *lw = ds_target_config_link(was),
+				     *lc = ds_target_config_link(cfg);
+		char w[5][24], c[5][24];
+		static const char *const keys[5] = {
+		    "link.handshakeTimeout", "link.maxFrameBytes", "link.maxUnauthenticated",
+		    "link.maxUnauthenticatedPerAddress", "link.refusalLogWindow"};
+		const ds_target_link *both[2] = {lw, lc};
+		for (int k = 0; k < 2; k++) {
+			char(*o)[24] = k ? c : w;
+			snprintf(o[0], 24, "%d", both[k]->handshake_timeout_ms);
+			snprintf(o[1], 24, "%llu", (unsigned long long)both[k]->max_frame_bytes);
+			snprintf(o[2], 24, "%u", both[k]->max_unauth);
+			snprintf(o[3], 24, "%u", both[k]->max_unauth_per_address);
+			snprintf(o[4], 24, "%d", both[k]->refusal_window_ms);
+		}
+		for (int i = 0; i < 5; i++)
+			restart_needed(keys[i], w[i], c[i]);
+	}
 }
 
 /*

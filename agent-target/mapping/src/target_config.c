@@ -4,6 +4,7 @@
 #include "drasync/kinds.h"
 #include "drasync/string_table.h"
 #include "drasync/yaml.h"
+#include "target_config_link.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -34,6 +35,7 @@ struct ds_target_config {
 	const char *listen, *secret_key_file, *authorized_sources, *kubeconfig, *state_dir,
 	    *metrics_listen;
 	uint64_t max_unapplied;
+	ds_target_link link;
 };
 
 static int is_all(const char *s)
@@ -620,6 +622,7 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 	    "maxUnappliedRecords",
 	    "sources",
 	    "adoptExisting",
+	    "link",
 	    NULL,
 	};
 	static const char *const key_keys[] = {"secretKeyFile", "authorizedSources", NULL};
@@ -672,6 +675,8 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 		cfg->max_unapplied = (uint64_t)json_integer_value(nsm);
 		ds_config_pop(w, m);
 	}
+	if ((r = ds_target_config_load_link(w, root, &cfg->link)) < 0)
+		return r;
 	if ((r = ds_config_member(w, root, "namespaceMappings", JSON_OBJECT, &nsm)) < 0)
 		return r;
 	if (nsm) {
@@ -764,6 +769,7 @@ int ds_target_config_new_empty(ds_target_config **out)
 	atomic_init(&cfg->refs, 1);
 	cfg->mode = DS_MODE_MIGRATE;
 	cfg->dra.require_target_objects = true;
+	ds_target_link_default(&cfg->link);
 	finish(cfg);
 	*out = cfg;
 	return 0;
@@ -886,6 +892,11 @@ const char *ds_target_config_ledger(const ds_target_config *cfg, char *buf, size
 	snprintf(buf, size, "%s/ledger.db", ds_target_config_state_dir(cfg));
 	return buf;
 }
+const ds_target_link *ds_target_config_link(const ds_target_config *cfg)
+{
+	return &cfg->link;
+}
+
 const char *ds_target_config_metrics_listen(const ds_target_config *cfg)
 {
 	return cfg->metrics_listen;

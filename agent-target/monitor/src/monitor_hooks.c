@@ -29,6 +29,7 @@ void ds_target_monitor_hooks(ds_target_monitor *m, ds_target_agent_hooks *out)
 				       .on_apply = on_apply,
 				       .on_verified = on_verified,
 				       .on_link_event = ds_target_monitor_on_link_event, /* logs */
+				       .on_link_unauth = ds_target_monitor_on_link_unauth,
 				       .on_config = on_config,
 				       .on_listening = on_listening};
 }

@@ -99,6 +99,13 @@ static const ds_metric_def defs[] = {
      "Peers refused on the link, by reason (zap_refused: key not authorized, "
      "session_refused, handshake_failed, source_revoked, protocol_error).",
      "reason", NULL, 0},
+    {"drasync_target_link_conns_refused_total", DS_METRIC_COUNTER,
+     "TCP connections to the link closed at once because too many were unauthenticated, by "
+     "reason (unauth_total: link.maxUnauthenticated, unauth_per_address: "
+     "link.maxUnauthenticatedPerAddress).",
+     "reason", NULL, 0},
+    {"drasync_target_link_unauthenticated_connections", DS_METRIC_GAUGE,
+     "TCP connections to the link not through their CURVE handshake yet.", "", NULL, 0},
     {"drasync_target_link_events_total", DS_METRIC_COUNTER,
      "Every event of the link (what the log calls event=...), by event.", "event", NULL, 0},
     {"drasync_target_ready", DS_METRIC_GAUGE,
@@ -464,6 +471,21 @@ void ds_target_monitor_on_link_event(void *ud, const ds_transport_event *ev)
 		if (strcmp(ev->name, refused[i]) == 0)
 			ds_metrics_add(m->mx, "drasync_target_link_refused_total",
 				       (const char *[]){name}, 1);
+	if (strcmp(ev->name, "conn_refused_unauth_total") == 0)
+		ds_metrics_add(m->mx, "drasync_target_link_conns_refused_total",
+			       (const char *[]){"unauth_total"}, 1);
+	else if (strcmp(ev->name, "conn_refused_unauth_per_address") == 0)
+		ds_metrics_add(m->mx, "drasync_target_link_conns_refused_total",
+			       (const char *[]){"unauth_per_address"}, 1);
+}
+
+void ds_target_monitor_on_link_unauth(void *ud, unsigned n)
+{
+	ds_target_monitor *m = ud;
+
+	if (m)
+		ds_metrics_set(m->mx, "drasync_target_link_unauthenticated_connections", NULL,
+			       (double)n);
 }
 
 /* ---- HTTP --------------------------------------------------------------------- */

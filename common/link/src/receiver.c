@@ -4,6 +4,7 @@
 #include "drasync/clock.h"
 #include "drasync/version.h"
 #include "drasync/zap.h"
+#include "receiver_conns.h"
 #include "refusals.h"
 #include "transport_internal.h"
 
@@ -25,7 +26,6 @@
 #endif
 
 #define MAX_SESSIONS 64
-#define MAX_CONNS 256
 #define RID_MAX 256
 #define FEEDBACK_MAX 1024 /* apply results per Ack */
 /* Open sessions are written to the ledger's presence table this often (the
@@ -46,13 +46,6 @@ struct session {
 	int64_t last_seen;
 };
 
-/* What the monitor knows about one TCP connection, by file descriptor. */
-struct conn {
-	int fd;
-	char peer[64];
-	char failure[200]; /* a handshake failure waiting for its disconnect event */
-};
-
 struct ds_receiver {
 	ds_receiver_config cfg;
 	char endpoint[256];
@@ -63,7 +56,8 @@ struct ds_receiver {
 	ds_wire_decoder *dec;
 	struct ds_monitor mon;
 	struct session sessions[MAX_SESSIONS];
-	struct conn conns[MAX_CONNS];
+	ds_conns *conns; /* the monitor's view of the TCP connections */
+	unsigned unauth; /* unauthenticated connections as last told to on_unauth */
 	ds_wire_result *results;
 	size_t results_cap;
 	ds_wire_result applied[FEEDBACK_MAX];
@@ -135,14 +129,33 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 		r->cfg.feedback_ms = 200;
 	if (r->cfg.tuning.handshake_timeout_ms <= 0)
 		r->cfg.tuning.handshake_timeout_ms = 5000;
+	if (!r->cfg.max_unauth)
+		r->cfg.max_unauth = 64;
+	if (!r->cfg.max_unauth_per_address)
+		r->cfg.max_unauth_per_address = 8;
+	if (r->cfg.max_unauth > DS_CONNS_MAX || r->cfg.max_unauth_per_address > r->cfg.max_unauth) {
+		ds_err_set(err,
+			   "receiver: max_unauth %u must be at most %d and at least "
+			   "max_unauth_per_address %u",
+			   r->cfg.max_unauth, DS_CONNS_MAX, r->cfg.max_unauth_per_address);
+		rc = -EINVAL;
+		goto out;
+	}
 	if (!cfg->endpoint || !cfg->keys || !cfg->authorized_sources || !cfg->inbox_path) {
 		ds_err_set(err,
 			   "receiver: endpoint, keys, authorized sources and inbox are required");
 		rc = -EINVAL;
 		goto out;
 	}
-	for (int i = 0; i < MAX_CONNS; i++)
-		r->conns[i].fd = -1;
+	{
+		/* A connection open past the handshake timeout has passed it: libzmq
+		 * closes the others then; the second more covers the monitor's lag. */
+		ds_conns_limits lim = {r->cfg.max_unauth, r->cfg.max_unauth_per_address,
+				       r->cfg.tuning.handshake_timeout_ms + 1000};
+		rc = ds_conns_new(&r->conns, &lim);
+		if (rc < 0)
+			goto out;
+	}
 	rc = ds_inbox_open(&r->inbox, cfg->inbox_path, err);
 	if (rc < 0)
 		goto out;
@@ -208,6 +221,10 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 	}
 	len = sizeof(r->endpoint);
 	zmq_getsockopt(r->router, ZMQ_LAST_ENDPOINT, r->endpoint, &len);
+	{
+		const char *colon = strrchr(r->endpoint, ':');
+		ds_conns_set_port(r->conns, colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 0);
+	}
 	emit(r, DS_LOG_INFO, "listening", r->endpoint, "CURVE server, ZAP domain %s",
 	     cfg->zap_domain ? cfg->zap_domain : DS_ZAP_DOMAIN);
 out:
@@ -232,6 +249,7 @@ void ds_receiver_free(ds_receiver *r)
 		zmq_close(r->router);
 	ds_zap_free(r->zap);
 	ds_refusals_free(r->refusals);
+	ds_conns_free(r->conns);
 	if (r->zctx)
 		zmq_ctx_term(r->zctx);
 	ds_inbox_free(r->inbox);
@@ -242,45 +260,79 @@ void ds_receiver_free(ds_receiver *r)
 
 /* ---- connections (monitor) --------------------------------------------- */
 
-static struct conn *conn_get(ds_receiver *r, int fd, bool create)
+/* The IP of "ip:port" (the refusals are grouped by address, without the port). */
+static void peer_ip(const char *peer, char *ip, size_t len)
 {
-	struct conn *free_slot = NULL;
+	char *colon;
 
-	for (int i = 0; i < MAX_CONNS; i++) {
-		if (r->conns[i].fd == fd)
-			return &r->conns[i];
-		if (!free_slot && r->conns[i].fd < 0)
-			free_slot = &r->conns[i];
-	}
-	if (!create)
-		return NULL;
-	if (!free_slot)
-		free_slot = &r->conns[(unsigned)fd % MAX_CONNS]; /* overwrite: only for logs */
-	memset(free_slot, 0, sizeof(*free_slot));
-	free_slot->fd = fd;
-	return free_slot;
+	snprintf(ip, len, "%s", peer);
+	colon = strrchr(ip, ':');
+	if (colon)
+		*colon = '\0';
 }
 
-static void fd_peer(int fd, char *buf, size_t len)
+static void on_accepted(ds_receiver *r, int fd, const char *addr)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
+	char peer[64], ip[64], detail[200];
+	enum ds_conns_verdict v =
+	    ds_conns_accepted(r->conns, fd, ds_clock_mono_ms(), peer, sizeof(peer), ip, sizeof(ip));
 
-	buf[0] = '\0';
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+	if (v == DS_CONNS_ADMITTED) {
+		emit(r, DS_LOG_DEBUG, "accepted", peer, "TCP connection on %s", addr);
 		return;
-	if (ss.ss_family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		port = ntohs(in->sin_port);
-	} else if (ss.ss_family == AF_INET6) {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
 	}
-	snprintf(buf, len, "%s:%u", host, port);
+	if (v == DS_CONNS_OVER_TOTAL)
+		snprintf(detail, sizeof(detail),
+			 "closed at once: %u connections are unauthenticated already "
+			 "(link.maxUnauthenticated)",
+			 r->cfg.max_unauth);
+	else
+		snprintf(detail, sizeof(detail),
+			 "closed at once: %u connections from %s are unauthenticated already "
+			 "(link.maxUnauthenticatedPerAddress)",
+			 r->cfg.max_unauth_per_address, ip);
+	ds_refusals_report(r->refusals, DS_LOG_WARN,
+			   v == DS_CONNS_OVER_TOTAL ? "conn_refused_unauth_total"
+						    : "conn_refused_unauth_per_address",
+			   ip, peer, detail);
+}
+
+static void on_disconnected(ds_receiver *r, int fd)
+{
+	char peer[64], ip[64];
+	bool capped = false, unauth = false;
+
+	ds_conns_closed(r->conns, fd, peer, sizeof(peer), &capped, &unauth);
+	peer_ip(peer, ip, sizeof(ip));
+	if (capped) {
+		/* Its refusal was said at its accept; the failure its shutdown
+		 * caused is that refusal, not another one. */
+		r->pending_failure[0] = '\0';
+	} else if (r->pending_failure[0] && r->pending_auth) {
+		/* zap_refused said it, with the key: one line per refusal. */
+		emit(r, DS_LOG_DEBUG, "handshake_failed", peer, "%s", r->pending_failure);
+		r->pending_failure[0] = '\0';
+	} else if (r->pending_failure[0]) {
+		ds_refusals_report(r->refusals, DS_LOG_WARN, "handshake_failed", ip, peer,
+				   r->pending_failure);
+		r->pending_failure[0] = '\0';
+	} else if (unauth) {
+		/* No failure event (libzmq has none for a frame over ZMQ_MAXMSGSIZE,
+		 * in the handshake or as the first message): a connection that never
+		 * brought a message is aggregated per address like the refusals, not
+		 * one line each, so a flood of them cannot flood the log. */
+		char why[200];
+		snprintf(why, sizeof(why),
+			 "connection closed before its first message (peer gone, handshake "
+			 "not completed, or a frame over ZMQ_MAXMSGSIZE=%zu)",
+			 r->cfg.tuning.limits.max_frame);
+		ds_refusals_report(r->refusals, DS_LOG_INFO, "disconnected", ip, peer, why);
+	} else {
+		emit(r, DS_LOG_INFO, "disconnected", peer,
+		     "connection closed (peer gone, heartbeat timeout, or a frame "
+		     "over ZMQ_MAXMSGSIZE=%zu)",
+		     r->cfg.tuning.limits.max_frame);
+	}
 }
 
 static void monitor_events(ds_receiver *r)
@@ -290,12 +342,9 @@ static void monitor_events(ds_receiver *r)
 	char addr[256], why[200];
 
 	while (ds_monitor_read(&r->mon, &ev, &value, addr, sizeof(addr))) {
-		struct conn *c;
 		switch (ev) {
 		case ZMQ_EVENT_ACCEPTED:
-			c = conn_get(r, (int)value, true);
-			fd_peer((int)value, c->peer, sizeof(c->peer));
-			emit(r, DS_LOG_DEBUG, "accepted", c->peer, "TCP connection on %s", addr);
+			on_accepted(r, (int)value, addr);
 			break;
 		case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
 		case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
@@ -310,34 +359,12 @@ static void monitor_events(ds_receiver *r)
 			r->pending_auth = ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
 			break;
 		case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+			/* Its value is 0 in libzmq 4.3, not the descriptor: the
+			 * connection counts as authenticated at its first message. */
 			r->pending_failure[0] = '\0';
 			break;
 		case ZMQ_EVENT_DISCONNECTED:
-			c = conn_get(r, (int)value, false);
-			if (r->pending_failure[0] && r->pending_auth) {
-				/* zap_refused said it, with the key: one line per refusal. */
-				emit(r, DS_LOG_DEBUG, "handshake_failed", c ? c->peer : "", "%s",
-				     r->pending_failure);
-				r->pending_failure[0] = '\0';
-			} else if (r->pending_failure[0]) {
-				/* Grouped by address without the port (ZAP knows none). */
-				char ip[64];
-				char *colon;
-				snprintf(ip, sizeof(ip), "%s", c ? c->peer : "");
-				colon = strrchr(ip, ':');
-				if (colon)
-					*colon = '\0';
-				ds_refusals_report(r->refusals, DS_LOG_WARN, "handshake_failed", ip,
-						   c ? c->peer : "", r->pending_failure);
-				r->pending_failure[0] = '\0';
-			} else {
-				emit(r, DS_LOG_INFO, "disconnected", c ? c->peer : "",
-				     "connection closed (peer gone, heartbeat timeout, or a frame "
-				     "over ZMQ_MAXMSGSIZE=%zu)",
-				     r->cfg.tuning.limits.max_frame);
-			}
-			if (c)
-				c->fd = -1;
+			on_disconnected(r, (int)value);
 			break;
 		default:
 			break;
@@ -345,10 +372,22 @@ static void monitor_events(ds_receiver *r)
 	}
 }
 
+/* Tell the gauge of unauthenticated connections when it changed. */
+static void unauth_update(ds_receiver *r)
+{
+	unsigned n = ds_conns_unauthenticated(r->conns, ds_clock_mono_ms());
+
+	if (n != r->unauth && r->cfg.on_unauth)
+		r->cfg.on_unauth(r->cfg.event_ud, n);
+	r->unauth = n;
+}
+
 static void *monitor_main(void *arg)
 {
 	ds_receiver *r = arg;
 
+	if (r->cfg.on_unauth)
+		r->cfg.on_unauth(r->cfg.event_ud, 0);
 	while (!atomic_load(&r->mon_stop)) {
 		zmq_pollitem_t item = {r->mon.pair, 0, ZMQ_POLLIN, 0};
 		int rc = zmq_poll(&item, 1, 100);
@@ -356,6 +395,7 @@ static void *monitor_main(void *arg)
 			break;
 		if (rc > 0)
 			monitor_events(r);
+		unauth_update(r);
 		ds_refusals_flush(r->refusals);
 	}
 	monitor_events(r);
@@ -431,7 +471,7 @@ static bool session_alive(const struct session *s)
 {
 	char addr[64];
 
-	fd_peer(s->fd, addr, sizeof(addr));
+	ds_fd_peer(s->fd, addr, sizeof(addr));
 	return s->fd >= 0 && addr[0] && strcmp(addr, s->peer) == 0;
 }
 
@@ -476,7 +516,7 @@ static void drop_peer(ds_receiver *r, int fd, const char *peer_ip, const uint8_t
 		presence_end(r, s, why);
 		s->used = false;
 	}
-	fd_peer(fd, addr, sizeof(addr));
+	ds_fd_peer(fd, addr, sizeof(addr));
 	if (fd >= 0 && peer_ip && peer_ip[0] && strncmp(addr, peer_ip, strlen(peer_ip)) == 0 &&
 	    addr[strlen(peer_ip)] == ':')
 		shutdown(fd, SHUT_RDWR);
@@ -498,7 +538,7 @@ static void revoke_session(ds_receiver *r, struct session *s)
 	if (ds_wire_goodbye_encode("the key of this source is no longer authorized by the target",
 				   &buf, &len) == 0)
 		send_to(r, s->rid, s->rid_len, buf, len);
-	fd_peer(s->fd, addr, sizeof(addr));
+	ds_fd_peer(s->fd, addr, sizeof(addr));
 	if (s->fd >= 0 && addr[0] && strcmp(addr, s->peer) == 0)
 		shutdown(s->fd, SHUT_RDWR);
 	emit(r, DS_LOG_WARN, "source_revoked", s->peer,
@@ -758,7 +798,11 @@ static void on_message(ds_receiver *r)
 	fd = zmq_msg_get(&body, ZMQ_SRCFD);
 	peer_ip = zmq_msg_gets(&body, "Peer-Address");
 	source = zmq_msg_gets(&body, "User-Id");
-	fd_peer(fd, peer, sizeof(peer));
+	ds_fd_peer(fd, peer, sizeof(peer));
+	/* Only a completed handshake delivers a message: the connection no
+	 * longer counts against the caps on unauthenticated ones. */
+	if (peer[0])
+		ds_conns_authenticated(r->conns, fd, peer);
 	if (!peer[0])
 		snprintf(peer, sizeof(peer), "%s", peer_ip ? peer_ip : "");
 	more = zmq_msg_more(&body);

@@ -12,8 +12,10 @@
 /* Addresses tracked at once; beyond them, the others share one entry "*". */
 #define PEERS_MAX 256
 
+/* One (event, address) pair: each kind of refusal has its windows. */
 struct peer {
 	char addr[64]; /* "" when free */
+	char name[48];
 	int64_t since; /* the window's start, monotonic ms */
 	uint64_t more; /* refusals at debug level in this window */
 };
@@ -57,12 +59,13 @@ static void emit(ds_refusals *g, enum ds_log_level level, const char *name, cons
 		g->fn(g->ud, &ev);
 }
 
-static struct peer *peer_get(ds_refusals *g, const char *ip)
+static struct peer *peer_get(ds_refusals *g, const char *name, const char *ip)
 {
 	struct peer *free_slot = NULL;
 
 	for (int i = 0; i < PEERS_MAX; i++) {
-		if (g->peers[i].addr[0] && strcmp(g->peers[i].addr, ip) == 0)
+		if (g->peers[i].addr[0] && strcmp(g->peers[i].addr, ip) == 0 &&
+		    strcmp(g->peers[i].name, name) == 0)
 			return &g->peers[i];
 		if (!free_slot && !g->peers[i].addr[0])
 			free_slot = &g->peers[i];
@@ -71,12 +74,14 @@ static struct peer *peer_get(ds_refusals *g, const char *ip)
 		free_slot = &g->peers[PEERS_MAX];
 		if (!free_slot->addr[0]) {
 			snprintf(free_slot->addr, sizeof(free_slot->addr), "*");
+			snprintf(free_slot->name, sizeof(free_slot->name), "refusals");
 			free_slot->since = -1;
 			free_slot->more = 0;
 		}
 		return free_slot;
 	}
 	snprintf(free_slot->addr, sizeof(free_slot->addr), "%s", ip);
+	snprintf(free_slot->name, sizeof(free_slot->name), "%s", name);
 	free_slot->since = -1;
 	free_slot->more = 0;
 	return free_slot;
@@ -90,7 +95,7 @@ void ds_refusals_report(ds_refusals *g, enum ds_log_level level, const char *nam
 	bool first;
 
 	pthread_mutex_lock(&g->mu);
-	p = peer_get(g, addr ? addr : "");
+	p = peer_get(g, name, addr ? addr : "");
 	first = p->since < 0 || (p->more == 0 && now - p->since >= g->window_ms);
 	if (first)
 		p->since = now;
@@ -108,7 +113,7 @@ void ds_refusals_flush(ds_refusals *g)
 		return;
 	for (int i = 0; i <= PEERS_MAX; i++) {
 		struct peer *p = &g->peers[i];
-		char addr[64], detail[200];
+		char addr[64], name[48], detail[300];
 		uint64_t more;
 
 		pthread_mutex_lock(&g->mu);
@@ -118,6 +123,7 @@ void ds_refusals_flush(ds_refusals *g)
 		}
 		more = p->more;
 		snprintf(addr, sizeof(addr), "%s", p->addr);
+		snprintf(name, sizeof(name), "%s", p->name);
 		/* A window with refusals at debug level opens the next one, so the
 		 * next refusal stays quiet too; a quiet window frees the entry. */
 		if (more) {
@@ -130,9 +136,9 @@ void ds_refusals_flush(ds_refusals *g)
 		if (!more)
 			continue;
 		snprintf(detail, sizeof(detail),
-			 "%llu more refused handshakes from this address in the last %d s "
+			 "%llu more %s from this address in the last %d s "
 			 "(each at debug level, all counted in the metrics)",
-			 (unsigned long long)more, (g->window_ms + 999) / 1000);
+			 (unsigned long long)more, name, (g->window_ms + 999) / 1000);
 		emit(g, DS_LOG_WARN, "refusals_repeated", addr, detail);
 	}
 }

@@ -2,7 +2,8 @@
 #define DRASYNC_REFUSALS_H
 
 /*
- * Refused handshakes, logged per peer address and per window: the first one
+ * Refused handshakes and connections, logged per kind (event name), peer
+ * address and window: the first one
  * at once, the others at debug level, then at most one line per address and
  * window saying how many more. Every refusal is still reported as an event
  * (the metrics count each one); only its level changes. Thread-safe: the ZAP
@@ -27,7 +28,7 @@ void ds_refusals_free(ds_refusals *g);
 void ds_refusals_report(ds_refusals *g, enum ds_log_level level, const char *name, const char *addr,
 			const char *peer, const char *detail);
 
-/** Emit "refusals_repeated" for each address whose window ended; call often. */
+/** Emit "refusals_repeated" for each kind and address whose window ended; call often. */
 void ds_refusals_flush(ds_refusals *g);
 
 /* The ZAP handler reports its refusals through g (NULL: one line each). */

@@ -190,6 +190,31 @@ static const struct tu_bad_config bad[] = {
     {"sources not a list", "sources: {name: a}\n", 1, 10, "sources: expected a list"},
     {"adoptExisting not a boolean", "adoptExisting: sometimes\n", 1, 16,
      "adoptExisting: expected a boolean"},
+    {"link not a mapping", "link: 5s\n", 1, 7, "link: expected a mapping"},
+    {"unknown link key", "link: {handshakeTimout: 5s}\n", 1, 8, "handshakeTimout"},
+    {"handshake timeout without a unit", "link: {handshakeTimeout: 5}\n", 1, 26,
+     "link.handshakeTimeout: a number needs a unit"},
+    {"handshake timeout with a bad unit", "link: {handshakeTimeout: 5sec}\n", 1, 27,
+     "link.handshakeTimeout: "},
+    {"handshake timeout too short", "link: {handshakeTimeout: 50ms}\n", 1, 26,
+     "link.handshakeTimeout: 50ms is out of bounds (100ms to 5m, default 5s)"},
+    {"handshake timeout too long", "link: {handshakeTimeout: 1h}\n", 1, 26, "out of bounds"},
+    {"frame limit too small", "link:\n  maxFrameBytes: 1000\n", 2, 18,
+     "link.maxFrameBytes: 1000 is out of bounds (65536 to 134217728, default 8388608)"},
+    {"frame limit not a number", "link:\n  maxFrameBytes: 8MiB\n", 2, 18,
+     "link.maxFrameBytes: expected an integer"},
+    {"no unauthenticated connection", "link: {maxUnauthenticated: 0}\n", 1, 28,
+     "link.maxUnauthenticated: 0 is out of bounds (1 to 1024, default 64)"},
+    {"too many unauthenticated connections", "link: {maxUnauthenticated: 5000}\n", 1, 28,
+     "out of bounds (1 to 1024"},
+    {"per address above the total",
+     "link:\n  maxUnauthenticated: 4\n  maxUnauthenticatedPerAddress: 5\n", 3, 33,
+     "link.maxUnauthenticatedPerAddress: maxUnauthenticatedPerAddress (5) must not exceed "
+     "maxUnauthenticated (4)"},
+    {"per address above the default total", "link: {maxUnauthenticatedPerAddress: 65}\n", 1, 38,
+     "must not exceed maxUnauthenticated (64)"},
+    {"refusal window too short", "link: {refusalLogWindow: 10ms}\n", 1, 26,
+     "link.refusalLogWindow: 10ms is out of bounds (1s to 1h, default 1m)"},
 };
 
 static void test_target_config__bad_files_are_located(void **state)
@@ -206,6 +231,31 @@ static void test_target_config__bad_files_are_located(void **state)
 		tu_assert_bad_config(&bad[i], r, &err, "target.yaml");
 		assert_null(cfg);
 	}
+}
+
+/* link: the defaults when absent, the values when set. */
+static void test_target_config__link_limits(void **state)
+{
+	ds_target_config *cfg = dt_config("mode: migrate\n");
+	const ds_target_link *l = ds_target_config_link(cfg);
+
+	(void)state;
+	assert_int_equal(l->handshake_timeout_ms, 5000);
+	assert_int_equal(l->max_frame_bytes, 8u * 1024 * 1024);
+	assert_int_equal(l->max_unauth, 64);
+	assert_int_equal(l->max_unauth_per_address, 8);
+	assert_int_equal(l->refusal_window_ms, 60000);
+	ds_target_config_free(cfg);
+	cfg = dt_config("link:\n  handshakeTimeout: 1.5s\n  maxFrameBytes: 1048576\n"
+			"  maxUnauthenticated: 16\n  maxUnauthenticatedPerAddress: 16\n"
+			"  refusalLogWindow: 2m\n");
+	l = ds_target_config_link(cfg);
+	assert_int_equal(l->handshake_timeout_ms, 1500);
+	assert_int_equal(l->max_frame_bytes, 1048576);
+	assert_int_equal(l->max_unauth, 16);
+	assert_int_equal(l->max_unauth_per_address, 16);
+	assert_int_equal(l->refusal_window_ms, 120000);
+	ds_target_config_free(cfg);
 }
 
 /* The seed lists share selectors across kinds: that is allowed. */
@@ -259,6 +309,7 @@ int main(void)
 	    cmocka_unit_test(test_target_config__bad_files_are_located),
 	    cmocka_unit_test(test_target_config__identical_selectors_across_kinds_allowed),
 	    cmocka_unit_test(test_target_config__shipped_example_loads),
+	    cmocka_unit_test(test_target_config__link_limits),
 	    cmocka_unit_test(test_target_config__missing_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

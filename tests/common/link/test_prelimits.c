@@ -5,7 +5,8 @@
  * command over the frame limit refused at its header, a frame over the
  * default limit from an admitted peer refused, and 50 refused handshakes from
  * one address logged in at most two lines, with their count, while every one
- * is still reported (the metrics count them).
+ * is still reported (the metrics count them); the caps on unauthenticated
+ * connections, per address and in total, close the one over them at once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +79,7 @@ static int count(struct leveled *l, const char *name, enum ds_log_level min_leve
 }
 
 struct server {
+	atomic_uint unauth; /* the last count on_unauth told */
 	ds_receiver *r;
 	pthread_t thread;
 	struct leveled ev;
@@ -90,6 +93,16 @@ static void *serve(void *arg)
 
 	ds_receiver_run(s->r, &err);
 	return NULL;
+}
+
+/* The caps the next server_start() sets (0: the defaults). */
+static unsigned caps_total, caps_per_address;
+
+static void on_unauth(void *ud, unsigned n)
+{
+	struct server *s = (struct server *)((char *)ud - offsetof(struct server, ev));
+
+	atomic_store(&s->unauth, n);
 }
 
 /* handshake_ms and window_ms 0: the defaults. */
@@ -115,6 +128,9 @@ static void server_start(struct server *s, const char *dir, const ds_keypair *ke
 	if (handshake_ms)
 		cfg.tuning.handshake_timeout_ms = handshake_ms;
 	cfg.refusal_window_ms = window_ms;
+	cfg.max_unauth = caps_total;
+	cfg.max_unauth_per_address = caps_per_address;
+	cfg.on_unauth = on_unauth;
 	if (ds_receiver_new(&s->r, &cfg, &err) < 0)
 		fail_msg("receiver: %s", err.msg);
 	colon = strrchr(ds_receiver_endpoint(s->r), ':');
@@ -131,8 +147,9 @@ static void server_stop(struct server *s)
 	pthread_mutex_destroy(&s->ev.mu);
 }
 
-/* A plain TCP connection to the server, reads timing out after 20 s. */
-static int tcp_connect(int port)
+/* A plain TCP connection to the server from loopback address `from`, reads
+ * timing out after 20 s. */
+static int tcp_connect_from(int port, const char *from)
 {
 	struct sockaddr_in sa = {0};
 	struct timeval tv = {20, 0};
@@ -140,11 +157,20 @@ static int tcp_connect(int port)
 
 	assert_true(fd >= 0);
 	sa.sin_family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, from, &sa.sin_addr), 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
 	sa.sin_port = htons((uint16_t)port);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return fd;
+}
+
+static int tcp_connect(int port)
+{
+	return tcp_connect_from(port, "127.0.0.1");
 }
 
 /* Read (and drop) until the server closes the connection; ms it took, -1 on a timeout. */
@@ -367,6 +393,75 @@ static void test_prelimits__refused_handshakes_logged_once_per_window(void **sta
 	free(dir);
 }
 
+/* The events named name, with the line at WARN among them. */
+static void expect_refusals(struct server *s, const char *name, int n)
+{
+	for (int i = 0; i < 100 && count(&s->ev, name, DS_LOG_DEBUG) < n; i++)
+		tu_msleep(20);
+	assert_int_equal(count(&s->ev, name, DS_LOG_DEBUG), n);
+	assert_int_equal(count(&s->ev, name, DS_LOG_WARN), 1);
+}
+
+static void test_prelimits__unauthenticated_caps_close_at_once(void **state)
+{
+	char *dir = tu_mkdtemp("prelimits-caps");
+	const char *names[] = {"prod-east"};
+	ds_keypair server, client;
+	struct server s;
+	int held[4], fd;
+	int64_t t0, took;
+
+	(void)state;
+	tu_link_make_keys(dir, names, 1, &server, &client);
+	caps_total = 4;
+	caps_per_address = 2;
+	/* A handshake timeout of 3 s: a close well before it is the caps'. */
+	server_start(&s, dir, &server, 3000, 0);
+	held[0] = tcp_connect(s.port);
+	held[1] = tcp_connect(s.port);
+	for (int i = 0; i < 100 && atomic_load(&s.unauth) < 2; i++)
+		tu_msleep(20);
+	assert_int_equal(atomic_load(&s.unauth), 2);
+	/* A third from 127.0.0.1, five times: each closed at once, one line. */
+	for (int i = 0; i < 5; i++) {
+		t0 = ds_clock_mono_ms();
+		fd = tcp_connect(s.port);
+		took = until_closed(fd, t0);
+		close(fd);
+		assert_true(took >= 0 && took < 1500);
+	}
+	expect_refusals(&s, "conn_refused_unauth_per_address", 5);
+	/* Two from 127.0.0.2 fit the total of 4; one from 127.0.0.3 does not. */
+	held[2] = tcp_connect_from(s.port, "127.0.0.2");
+	held[3] = tcp_connect_from(s.port, "127.0.0.3");
+	for (int i = 0; i < 100 && atomic_load(&s.unauth) < 4; i++)
+		tu_msleep(20);
+	assert_int_equal(atomic_load(&s.unauth), 4);
+	t0 = ds_clock_mono_ms();
+	fd = tcp_connect_from(s.port, "127.0.0.4");
+	took = until_closed(fd, t0);
+	close(fd);
+	assert_true(took >= 0 && took < 1500);
+	expect_refusals(&s, "conn_refused_unauth_total", 1);
+	/* The ones held are closed at the handshake timeout, and the count is 0. */
+	for (int i = 0; i < 4; i++) {
+		took = until_closed(held[i], t0);
+		close(held[i]);
+		assert_true(took >= 0);
+	}
+	for (int i = 0; i < 200 && atomic_load(&s.unauth) > 0; i++)
+		tu_msleep(20);
+	assert_int_equal(atomic_load(&s.unauth), 0);
+	/* Room again: a new one is not refused. */
+	fd = tcp_connect(s.port);
+	tu_msleep(300);
+	close(fd);
+	assert_int_equal(count(&s.ev, "conn_refused_unauth_per_address", DS_LOG_DEBUG), 5);
+	server_stop(&s);
+	caps_total = caps_per_address = 0;
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -375,6 +470,7 @@ int main(void)
 	    cmocka_unit_test(test_prelimits__handshake_command_over_limit_refused_at_its_header),
 	    cmocka_unit_test(test_prelimits__frame_over_default_limit_refused),
 	    cmocka_unit_test(test_prelimits__refused_handshakes_logged_once_per_window),
+	    cmocka_unit_test(test_prelimits__unauthenticated_caps_close_at_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

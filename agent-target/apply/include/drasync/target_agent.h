@@ -39,6 +39,7 @@ typedef struct ds_target_agent_hooks {
 	void (*on_apply)(void *ud, const ds_applier_event *ev);	 /* the applier's thread */
 	void (*on_verified)(void *ud, const ds_verify_item *it); /* the verifier's thread */
 	ds_transport_event_fn on_link_event; /* the receiver's; it logs them (NULL: none) */
+	void (*on_link_unauth)(void *ud, unsigned n); /* unauthenticated connections now */
 	void (*on_config)(void *ud, const ds_target_config *cfg); /* a reload put cfg in force */
 	/* The receiver is bound, before event=started: applier, verifier, endpoint are set. */
 	void (*on_listening)(void *ud, ds_target_agent *a);

@@ -158,6 +158,22 @@ const char *ds_target_config_ledger(const ds_target_config *cfg, char *buf, size
 uint64_t ds_target_config_max_unapplied(const ds_target_config *cfg);
 const char *ds_target_config_metrics_listen(const ds_target_config *cfg);
 
+/* link: the limits of the target's port before a peer is authenticated. */
+#define DS_TARGET_LINK_UNAUTH_MAX 1024
+typedef struct ds_target_link {
+	int handshake_timeout_ms;	 /* handshakeTimeout: 5s (100ms to 5m) */
+	uint64_t max_frame_bytes;	 /* maxFrameBytes: 8 MiB (64 KiB to 128 MiB) */
+	unsigned max_unauth;		 /* maxUnauthenticated: 64 (1 to 1024) */
+	unsigned max_unauth_per_address; /* maxUnauthenticatedPerAddress: 8 (at most the above) */
+	int refusal_window_ms;		 /* refusalLogWindow: 1m (1s to 1h) */
+} ds_target_link;
+
+/** The defaults above. */
+void ds_target_link_default(ds_target_link *l);
+
+/** link: as read (the defaults when absent). Borrowed. */
+const ds_target_link *ds_target_config_link(const ds_target_config *cfg);
+
 /** "migrate" / "standby". */
 const char *ds_mode_name(enum ds_mode mode);
 

@@ -66,6 +66,8 @@ void ds_target_monitor_on_verified(ds_target_monitor *m, const ds_verify_item *i
 
 /** Count one link event (a ds_transport_event_fn; ud: the monitor). */
 void ds_target_monitor_on_link_event(void *ud, const ds_transport_event *ev);
+/** The receiver's count of unauthenticated connections changed (its monitor thread). */
+void ds_target_monitor_on_link_unauth(void *ud, unsigned n);
 
 /** Serve on listen ("127.0.0.1:9450"). @return 0, or as ds_http_server_start() */
 int ds_target_monitor_serve(ds_target_monitor *m, const char *listen, ds_err *err);

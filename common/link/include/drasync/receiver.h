@@ -60,6 +60,14 @@ typedef struct ds_receiver_config {
 	/* Refused handshakes are logged once per peer address and window, then
 	 * counted in one "refusals_repeated" line at its end; 0: 60000. */
 	int refusal_window_ms;
+	/* Connections not through their CURVE handshake yet, in all and from one
+	 * IP address: one more is shut down at its accept, logged per address
+	 * and window; 0: 64 and 8. max_unauth is at most 1024. */
+	unsigned max_unauth;
+	unsigned max_unauth_per_address;
+	/* Called (event_ud, n) from the monitor's thread when the count of
+	 * unauthenticated connections changes; may be NULL. */
+	void (*on_unauth)(void *ud, unsigned n);
 } ds_receiver_config;
 
 /** Fill the defaults (tuning included); endpoint, keys and paths stay NULL. */
