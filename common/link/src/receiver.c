@@ -31,6 +31,9 @@
 /* Open sessions are written to the ledger's presence table this often (the
  * split-brain guard of failover reads it). */
 #define PRESENCE_MS 2000
+/* Ledger bytes are added up on commit and summed again from the ledger this
+ * often, so records deleted by compaction free their quota. */
+#define LEDGER_BYTES_MS 10000
 
 struct session {
 	bool used;
@@ -67,8 +70,9 @@ struct ds_receiver {
 	ds_wire_result *results;
 	size_t results_cap;
 	ds_wire_result applied[FEEDBACK_MAX];
-	uint64_t unapplied; /* the backlog as last counted, plus what was committed since */
-	bool throttled;	    /* the backlog is at max_unapplied: credit 0 */
+	ds_quota *quota;    /* backlog and ledger bytes per source, as last counted plus commits */
+	bool throttled;	    /* the total backlog is at max_unapplied */
+	int64_t next_bytes; /* the next ledger bytes recount */
 	/* Handshake failures carry no descriptor; libzmq reports the disconnect of
 	 * the same connection right after, from the same I/O thread (one per context). */
 	char pending_failure[200];
@@ -110,6 +114,11 @@ const char *ds_receiver_endpoint(const ds_receiver *r)
 	return r->endpoint;
 }
 
+ds_quota *ds_receiver_quota(ds_receiver *r)
+{
+	return r->quota;
+}
+
 void ds_receiver_stop(ds_receiver *r)
 {
 	atomic_store(&r->stop, 1);
@@ -144,6 +153,10 @@ int ds_receiver_new(ds_receiver **out, const ds_receiver_config *cfg, ds_err *er
 	for (int i = 0; i < MAX_CONNS; i++)
 		r->conns[i].fd = -1;
 	rc = ds_inbox_open(&r->inbox, cfg->inbox_path, err);
+	if (rc < 0)
+		goto out;
+	rc = ds_quota_new(&r->quota, r->cfg.max_unapplied, cfg->source_limits, cfg->limits_ud,
+			  cfg->on_event, cfg->event_ud);
 	if (rc < 0)
 		goto out;
 	rc = ds_wire_decoder_new(&r->dec, &r->cfg.tuning.limits);
@@ -235,6 +248,7 @@ void ds_receiver_free(ds_receiver *r)
 	if (r->zctx)
 		zmq_ctx_term(r->zctx);
 	ds_inbox_free(r->inbox);
+	ds_quota_free(r->quota);
 	ds_wire_decoder_free(r->dec);
 	free(r->results);
 	free(r);
@@ -520,34 +534,73 @@ static void sweep_revoked(ds_receiver *r)
 	}
 }
 
-/* The credit a source gets now: shrinking as the unapplied backlog nears its bound. */
-static uint32_t credit_now(const ds_receiver *r)
+/* The credit source gets now: by its quotas and the ceiling (quota.h). */
+static uint32_t credit_now(const ds_receiver *r, const char *source)
 {
-	uint64_t room;
-
-	if (!r->cfg.feedback.unapplied)
-		return r->cfg.credit;
-	if (r->unapplied >= r->cfg.max_unapplied)
-		return 0;
-	room = r->cfg.max_unapplied - r->unapplied;
-	return room < r->cfg.credit ? (uint32_t)room : r->cfg.credit;
+	return ds_quota_credit_for(r->quota, source, r->cfg.credit);
 }
 
-/* Count the backlog again; say when it stops or lets the sources send. */
+static int set_backlog(void *ud, const char *source, uint64_t n)
+{
+	ds_quota_count_backlog(ud, source, n);
+	return 0;
+}
+
+static int set_bytes(void *ud, const char *source, uint64_t bytes)
+{
+	ds_quota_set_bytes(ud, source, bytes);
+	return 0;
+}
+
+/* The distinct sources with a session: the ceiling is shared among them. */
+static size_t session_sources(const ds_receiver *r)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		bool dup = false;
+		if (!r->sessions[i].used)
+			continue;
+		for (int k = 0; k < i && !dup; k++)
+			dup = r->sessions[k].used &&
+			      strcmp(r->sessions[k].source, r->sessions[i].source) == 0;
+		n += !dup;
+	}
+	return n;
+}
+
+/*
+ * Count each source's backlog again (and, every LEDGER_BYTES_MS, its ledger
+ * bytes), judge the quotas, and say when the total stops or lets the
+ * sources send.
+ */
 static void refresh_unapplied(ds_receiver *r)
 {
-	uint64_t n = 0;
+	uint64_t n;
 	bool throttled;
+	ds_err err = {0};
 
-	if (!r->cfg.feedback.unapplied || r->cfg.feedback.unapplied(r->cfg.feedback.ud, &n) < 0)
-		return;
-	r->unapplied = n;
+	if (ds_clock_mono_ms() >= r->next_bytes) {
+		ds_quota_bytes_begin(r->quota);
+		if (ds_inbox_ledger_bytes_each(r->inbox, set_bytes, r->quota, &err) < 0)
+			emit(r, DS_LOG_WARN, "ledger_error", "", "ledger bytes per source: %s",
+			     err.msg);
+		r->next_bytes = ds_clock_mono_ms() + LEDGER_BYTES_MS;
+	}
+	if (r->cfg.feedback.unapplied_each) {
+		ds_quota_backlog_begin(r->quota);
+		if (r->cfg.feedback.unapplied_each(r->cfg.feedback.ud, set_backlog, r->quota) < 0)
+			return;
+	}
+	ds_quota_judge(r->quota, session_sources(r));
+	n = ds_quota_total_backlog(r->quota);
 	throttled = n >= r->cfg.max_unapplied;
 	if (throttled != r->throttled)
 		emit(r, throttled ? DS_LOG_WARN : DS_LOG_INFO,
 		     throttled ? "backlog_full" : "backlog_eased", "",
 		     throttled ? "%llu committed records wait to be applied (max_unapplied %llu): "
-				 "no credit until the apply stage catches up"
+				 "sources holding their share get no credit until the apply stage "
+				 "catches up"
 			       : "%llu committed records wait to be applied (max_unapplied %llu): "
 				 "credit again",
 		     (unsigned long long)n, (unsigned long long)r->cfg.max_unapplied);
@@ -560,7 +613,6 @@ static void refresh_unapplied(ds_receiver *r)
  */
 static void send_feedback(ds_receiver *r)
 {
-	uint32_t credit;
 	bool any = false;
 
 	/* Nobody to tell: no ledger reads (a Hello counts the backlog afresh). */
@@ -569,9 +621,9 @@ static void send_feedback(ds_receiver *r)
 	if (!any)
 		return;
 	refresh_unapplied(r);
-	credit = credit_now(r);
 	for (int i = 0; i < MAX_SESSIONS; i++) {
 		struct session *s = &r->sessions[i];
+		uint32_t credit = s->used ? credit_now(r, s->source) : 0;
 		bool starved = s->granted <= s->committed && credit > 0;
 		size_t n = 0;
 		int64_t token = 0;
@@ -593,7 +645,7 @@ static void send_feedback(ds_receiver *r)
 		ack.credit = credit;
 		ack.applied = r->applied;
 		ack.n_applied = n;
-		ack.unapplied = r->unapplied;
+		ack.unapplied = ds_quota_total_backlog(r->quota);
 		if (ds_wire_ack_encode(&ack, &buf, &len) < 0)
 			continue;
 		if (send_to(r, s->rid, s->rid_len, buf, len) < 0)
@@ -635,7 +687,6 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 			send_to(r, rid, rid_len, buf, len);
 		return;
 	}
-	refresh_unapplied(r);
 	s = session_new(r, rid, rid_len);
 	snprintf(s->source, sizeof(s->source), "%s", source);
 	snprintf(s->key, sizeof(s->key), "%s", key);
@@ -643,8 +694,9 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 	s->fd = fd;
 	s->epoch = h->epoch;
 	s->committed = committed;
-	s->granted = committed + credit_now(r);
 	s->last_seen = ds_clock_mono_ms();
+	refresh_unapplied(r); /* with this session among the ceiling's sharers */
+	s->granted = committed + credit_now(r, source);
 	memset(&w, 0, sizeof(w));
 	w.protocol_version = DS_PROTOCOL_VERSION;
 	w.agent_version = DS_VERSION;
@@ -725,14 +777,15 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 		return;
 	}
 	/* Counted again at the next feedback; until then what was committed adds up. */
-	r->unapplied += committed - s->committed;
+	ds_quota_add(r->quota, s->source, committed - s->committed,
+		     ds_inbox_committed_bytes(r->inbox));
 	s->committed = committed;
-	s->granted = committed + credit_now(r);
+	s->granted = committed + credit_now(r, s->source);
 	memset(&ack, 0, sizeof(ack));
 	ack.epoch = s->epoch;
 	ack.committed_seq = committed;
 	ack.credit = (uint32_t)(s->granted - committed);
-	ack.unapplied = r->unapplied;
+	ack.unapplied = ds_quota_total_backlog(r->quota);
 	ack.results = r->results;
 	ack.n_results = n;
 	if (ds_wire_ack_encode(&ack, &buf, &len) == 0)
