@@ -74,21 +74,17 @@ static int member_bytes(ds_config_walk *w, const json_t *obj, const char *key, u
 	} else if (json_is_string(v)) {
 		r = parse_bytes(json_string_value(v), out, &bad);
 		if (r == -ERANGE)
-			r = ds_config_fail(w, false, "%s '%s' is too large", key,
-					   json_string_value(v));
+			r = ds_config_fail(w, false, "'%s' is too large", json_string_value(v));
 		else if (r < 0)
 			r = ds_config_fail_in_value(
 			    w, bad,
-			    "%s: expected a byte quantity (an integer, or one with a suffix Ki, "
-			    "Mi, "
-			    "Gi, Ti, k, M, G, T, like 2Gi; 0: unlimited), found '%s'",
-			    key, json_string_value(v));
+			    "expected a byte quantity (like 2Gi; suffixes Ki "
+			    "Mi Gi Ti k M G T; 0: unlimited), found '%s'",
+			    json_string_value(v));
 	} else {
 		r = ds_config_fail(
-		    w, false,
-		    "%s: expected a byte quantity (like 2Gi, or 0: unlimited), "
-		    "found %s",
-		    key, json_is_integer(v) ? "a negative integer" : ds_config_type_name(v));
+		    w, false, "expected a byte quantity (like 2Gi, or 0: unlimited), found %s",
+		    json_is_integer(v) ? "a negative integer" : ds_config_type_name(v));
 	}
 	ds_config_pop(w, m);
 	if (r == 0 && set)
@@ -109,7 +105,7 @@ static int member_count(ds_config_walk *w, const json_t *obj, const char *key, u
 		return r;
 	if (json_integer_value(v) < 1) {
 		ds_config_mark m = ds_config_push_key(w, key);
-		r = ds_config_fail(w, false, "%s must be at least 1, found %lld", key,
+		r = ds_config_fail(w, false, "must be at least 1 (a record count), found %lld",
 				   (long long)json_integer_value(v));
 		ds_config_pop(w, m);
 		return r;
