@@ -220,21 +220,6 @@ int ds_quota_set_bytes(ds_quota *q, const char *source, uint64_t bytes)
 	return e ? 0 : -ENOSPC;
 }
 
-int ds_quota_add(ds_quota *q, const char *source, uint64_t records, uint64_t bytes)
-{
-	struct entry *e;
-
-	pthread_mutex_lock(&q->lock);
-	e = find(q, source, true);
-	if (e) {
-		e->u.backlog += records;
-		e->u.ledger_bytes += bytes;
-		q->total += records;
-	}
-	pthread_mutex_unlock(&q->lock);
-	return e ? 0 : -ENOSPC;
-}
-
 static void emit(ds_quota *q, enum ds_log_level level, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
@@ -270,27 +255,60 @@ static void report(ds_quota *q, const struct entry *e, enum ds_quota_kind was,
 	     (long long)(ds_clock_mono_ms() - e->since_ms));
 }
 
+/* With the lock held: e's state for t, reported when it changes. */
+static void decide(ds_quota *q, struct entry *e, const ds_quota_total *t)
+{
+	enum ds_quota_kind was = e->state;
+
+	e->state = ds_quota_state(&e->u, t, was);
+	/* Said again when another quota takes over (a raised limit, say). */
+	if (e->state == was)
+		return;
+	if (was == DS_QUOTA_NONE)
+		e->since_ms = ds_clock_mono_ms();
+	report(q, e, was, t);
+}
+
+static ds_quota_total total_of(const ds_quota *q)
+{
+	return (ds_quota_total){
+	    .backlog = q->total, .max_unapplied = q->max_unapplied, .sources = q->sessions};
+}
+
+/* Judged at once with the limits of the last judge: a burst of batches stops at the quota,
+ * not at the next recount. */
+int ds_quota_add(ds_quota *q, const char *source, uint64_t records, uint64_t bytes)
+{
+	struct entry *e;
+	ds_quota_total t;
+
+	pthread_mutex_lock(&q->lock);
+	e = find(q, source, true);
+	if (e) {
+		e->u.backlog += records;
+		e->u.ledger_bytes += bytes;
+		q->total += records;
+		t = total_of(q);
+		decide(q, e, &t);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return e ? 0 : -ENOSPC;
+}
+
 void ds_quota_judge(ds_quota *q, size_t sessions)
 {
 	ds_quota_total t;
 
 	pthread_mutex_lock(&q->lock);
 	q->sessions = sessions;
-	t = (ds_quota_total){
-	    .backlog = q->total, .max_unapplied = q->max_unapplied, .sources = sessions};
+	t = total_of(q);
 	for (size_t i = 0; i < q->n; i++) {
 		struct entry *e = &q->e[i];
-		enum ds_quota_kind was = e->state;
 
 		e->u.limits = (ds_quota_limits){0};
 		if (q->limits_fn)
 			q->limits_fn(q->limits_ud, e->name, &e->u.limits);
-		e->state = ds_quota_state(&e->u, &t, was);
-		if ((e->state == DS_QUOTA_NONE) == (was == DS_QUOTA_NONE))
-			continue;
-		if (was == DS_QUOTA_NONE)
-			e->since_ms = ds_clock_mono_ms();
-		report(q, e, was, &t);
+		decide(q, e, &t);
 	}
 	pthread_mutex_unlock(&q->lock);
 }
