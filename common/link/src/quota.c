@@ -174,6 +174,9 @@ static struct entry *find(ds_quota *q, const char *source, bool create)
 	e = &q->e[q->n++];
 	memset(e, 0, sizeof(*e));
 	snprintf(e->name, sizeof(e->name), "%s", source);
+	/* Its limits from the start: its first batch may already reach them. */
+	if (q->limits_fn)
+		q->limits_fn(q->limits_ud, e->name, &e->u.limits);
 	return e;
 }
 

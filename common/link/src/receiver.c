@@ -534,6 +534,17 @@ static void sweep_revoked(ds_receiver *r)
 	}
 }
 
+/*
+ * Let s send up to credit records past its committed seq; a grant is never
+ * taken back (batches under it may be on their way), so a throttled source
+ * stops at what it was granted before.
+ */
+static void grant(struct session *s, uint32_t credit)
+{
+	if (s->committed + credit > s->granted)
+		s->granted = s->committed + credit;
+}
+
 /* The credit source gets now: by its quotas and the ceiling (quota.h). */
 static uint32_t credit_now(const ds_receiver *r, const char *source)
 {
@@ -650,7 +661,7 @@ static void send_feedback(ds_receiver *r)
 			continue;
 		if (send_to(r, s->rid, s->rid_len, buf, len) < 0)
 			continue; /* kept: sent with a later Ack */
-		s->granted = s->committed + credit;
+		grant(s, credit);
 		if (n && r->cfg.feedback.sent)
 			r->cfg.feedback.sent(r->cfg.feedback.ud, s->source, s->epoch, token);
 	}
@@ -780,7 +791,7 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 	ds_quota_add(r->quota, s->source, committed - s->committed,
 		     ds_inbox_committed_bytes(r->inbox));
 	s->committed = committed;
-	s->granted = committed + credit_now(r, s->source);
+	grant(s, credit_now(r, s->source));
 	memset(&ack, 0, sizeof(ack));
 	ack.epoch = s->epoch;
 	ack.committed_seq = committed;
