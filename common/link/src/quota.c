@@ -334,6 +334,17 @@ uint32_t ds_quota_credit_for(ds_quota *q, const char *source, uint32_t credit)
 	return c;
 }
 
+bool ds_quota_bytes_limited(ds_quota *q)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&q->lock);
+	for (size_t i = 0; i < q->n && !any; i++)
+		any = q->e[i].u.limits.max_ledger_bytes != 0;
+	pthread_mutex_unlock(&q->lock);
+	return any;
+}
+
 uint64_t ds_quota_total_backlog(const ds_quota *q)
 {
 	ds_quota *m = (ds_quota *)(uintptr_t)q;

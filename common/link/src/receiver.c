@@ -31,9 +31,14 @@
 /* Open sessions are written to the ledger's presence table this often (the
  * split-brain guard of failover reads it). */
 #define PRESENCE_MS 2000
-/* Ledger bytes are added up on commit and summed again from the ledger this
- * often, so records deleted by compaction free their quota. */
+/* Ledger bytes are summed from the ledger once at start and added up on
+ * commit; while a source has a bytes quota they are summed again at least
+ * this often, so records deleted by compaction free their quota. The sum
+ * reads the whole records table (about 0.8 s for 500,000 records, 340 MB):
+ * it waits LEDGER_BYTES_PACE times as long as the last one took, so it never
+ * holds the receiver more than 2% of the time. */
 #define LEDGER_BYTES_MS 10000
+#define LEDGER_BYTES_PACE 50
 
 struct session {
 	bool used;
@@ -72,7 +77,8 @@ struct ds_receiver {
 	ds_wire_result applied[FEEDBACK_MAX];
 	ds_quota *quota;    /* backlog and ledger bytes per source, as last counted plus commits */
 	bool throttled;	    /* the total backlog is at max_unapplied */
-	int64_t next_bytes; /* the next ledger bytes recount */
+	bool bytes_counted; /* the ledger bytes were summed once */
+	int64_t next_bytes; /* the next recount, while a source has a bytes quota */
 	/* Handshake failures carry no descriptor; libzmq reports the disconnect of
 	 * the same connection right after, from the same I/O thread (one per context). */
 	char pending_failure[200];
@@ -581,8 +587,8 @@ static size_t session_sources(const ds_receiver *r)
 }
 
 /*
- * Count each source's backlog again (and, every LEDGER_BYTES_MS, its ledger
- * bytes), judge the quotas, and say when the total stops or lets the
+ * Count each source's backlog again (and, now and then, its ledger bytes:
+ * LEDGER_BYTES_MS), judge the quotas, and say when the total stops or lets the
  * sources send.
  */
 static void refresh_unapplied(ds_receiver *r)
@@ -591,12 +597,19 @@ static void refresh_unapplied(ds_receiver *r)
 	bool throttled;
 	ds_err err = {0};
 
-	if (ds_clock_mono_ms() >= r->next_bytes) {
+	if (!r->bytes_counted ||
+	    (ds_clock_mono_ms() >= r->next_bytes && ds_quota_bytes_limited(r->quota))) {
+		int64_t t0 = ds_clock_mono_ms(), took;
+
 		ds_quota_bytes_begin(r->quota);
 		if (ds_inbox_ledger_bytes_each(r->inbox, set_bytes, r->quota, &err) < 0)
 			emit(r, DS_LOG_WARN, "ledger_error", "", "ledger bytes per source: %s",
 			     err.msg);
-		r->next_bytes = ds_clock_mono_ms() + LEDGER_BYTES_MS;
+		took = ds_clock_mono_ms() - t0;
+		r->bytes_counted = true;
+		r->next_bytes = ds_clock_mono_ms() + (took * LEDGER_BYTES_PACE > LEDGER_BYTES_MS
+							  ? took * LEDGER_BYTES_PACE
+							  : LEDGER_BYTES_MS);
 	}
 	if (r->cfg.feedback.unapplied_each) {
 		ds_quota_backlog_begin(r->quota);

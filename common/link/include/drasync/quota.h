@@ -107,6 +107,9 @@ void ds_quota_judge(ds_quota *q, size_t sessions);
 /** The credit source gets now (out of `credit`), by its state at the last judge. */
 uint32_t ds_quota_credit_for(ds_quota *q, const char *source, uint32_t credit);
 
+/** Whether any source has a ledger bytes quota (at the last judge): a recount matters then. */
+bool ds_quota_bytes_limited(ds_quota *q);
+
 /** The sum of the backlogs as last counted, plus what was committed since. */
 uint64_t ds_quota_total_backlog(const ds_quota *q);
 
