@@ -25,7 +25,9 @@ static void usage(FILE *out)
 		     "\n"
 		     "Shows the importer's ledger (stateDir/ledger.db), whether `run` runs or\n"
 		     "not: every source (cluster, epoch, committed seq, last contact, records\n"
-		     "not applied yet, and the lag: how long the oldest of them waits), every\n"
+		     "not applied yet, and the lag: how long the oldest of them waits), its\n"
+		     "quotas (backlog and ledger bytes against their limits, and which one\n"
+		     "throttles it, if any), every\n"
 		     "target namespace with its mode (active or standby), since when and what\n"
 		     "set it (failover, failback, or the configuration's mode), the objects\n"
 		     "per state, and the objects that wait\n"
@@ -100,6 +102,7 @@ int ds_cmd_status(int argc, char **argv)
 		ds_target_config_free(cfg);
 		return rc == -ENOENT ? 2 : 1;
 	}
+	ds_ledger_status_quotas(st, cfg);
 	if (strcmp(output, "json") == 0)
 		ds_status_report_json(stdout, st, ledger, ds_target_config_mode(cfg));
 	else

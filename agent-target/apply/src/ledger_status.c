@@ -83,8 +83,10 @@ static int read_sources(ds_store *store, ds_ledger_status *st, ds_err *err)
 	if (rc >= 0)
 		rc = ds_store_prepare(store,
 				      "SELECT count(*), coalesce(sum(state = 'pending'), 0),"
-				      " min(CASE WHEN state = 'pending' THEN record_id END)"
-				      " FROM object_state WHERE source = ?",
+				      " min(CASE WHEN state = 'pending' THEN record_id END),"
+				      " (SELECT coalesce(sum(length(payload)), 0) FROM records"
+				      "  WHERE source = ?1)"
+				      " FROM object_state WHERE source = ?1",
 				      &objs, err);
 	for (size_t i = 0; rc >= 0 && i < st->n_sources; i++) {
 		ds_ledger_source *s = &st->sources[i];
@@ -102,6 +104,7 @@ static int read_sources(ds_store *store, ds_ledger_status *st, ds_err *err)
 			break;
 		}
 		s->objects = (uint64_t)sqlite3_column_int64(objs, 0);
+		s->ledger_bytes = (uint64_t)sqlite3_column_int64(objs, 3);
 		s->unapplied = records + (uint64_t)sqlite3_column_int64(objs, 1);
 		rc = 0;
 		if (sqlite3_column_type(objs, 2) != SQLITE_NULL)
@@ -112,6 +115,25 @@ static int read_sources(ds_store *store, ds_ledger_status *st, ds_err *err)
 	sqlite3_finalize(objs);
 	ds_ledger_records_free(r);
 	return rc < 0 ? ds_err_fallback(err, rc) : 0;
+}
+
+void ds_ledger_status_quotas(ds_ledger_status *st, const ds_target_config *cfg)
+{
+	ds_quota_total t = {.max_unapplied = ds_target_config_max_unapplied(cfg),
+			    .sources = st->n_sources};
+
+	for (size_t i = 0; i < st->n_sources; i++)
+		t.backlog += st->sources[i].unapplied;
+	for (size_t i = 0; i < st->n_sources; i++) {
+		ds_ledger_source *s = &st->sources[i];
+		ds_quota_usage u = {.backlog = s->unapplied, .ledger_bytes = s->ledger_bytes};
+
+		ds_target_config_source_limits(cfg, s->name, &u.limits.max_unapplied,
+					       &u.limits.max_ledger_bytes);
+		s->max_unapplied = u.limits.max_unapplied;
+		s->max_ledger_bytes = u.limits.max_ledger_bytes;
+		s->throttled = ds_quota_state(&u, &t, DS_QUOTA_NONE);
+	}
 }
 
 static int read_states(sqlite3 *db, ds_ledger_status *st, ds_err *err)

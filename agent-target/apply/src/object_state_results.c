@@ -304,6 +304,40 @@ int ds_object_state_unapplied(ds_object_state *st, uint64_t *n, ds_err *err)
 	return ds_err_fallback(err, rc);
 }
 
+int ds_object_state_unapplied_each(ds_object_state *st,
+				   int (*fn)(void *ud, const char *source, uint64_t n), void *ud,
+				   ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int64_t cursor = 0;
+	int rc;
+
+	rc =
+	    ds_store_prepare(st->store, "SELECT record_id FROM apply_cursor WHERE id = 1", &q, err);
+	if (rc == 0 && sqlite3_step(q) == SQLITE_ROW)
+		cursor = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	q = NULL;
+	if (rc == 0)
+		rc = ds_ledger_records_backlog_each(st->records, cursor, fn, ud, err);
+	if (rc >= 0)
+		rc = ds_store_prepare(st->store,
+				      "SELECT source, count(*) FROM object_state"
+				      " WHERE state = 'pending' GROUP BY source",
+				      &q, err);
+	/* The pending objects add to what the records said: fn is told a second time. */
+	while (rc >= 0 && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *source = (const char *)sqlite3_column_text(q, 0);
+		rc = fn(ud, source ? source : "", (uint64_t)sqlite3_column_int64(q, 1));
+	}
+	if (rc == SQLITE_DONE)
+		rc = 0;
+	else if (rc > 0)
+		rc = ds_store_fail(st->store, rc, "unapplied per source", err);
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}
+
 /* ---- the receiver's feedback (apply_feedback.h) --------------------------------- */
 
 struct ds_apply_feedback {
@@ -364,11 +398,12 @@ static void sent(void *ud, const char *source, uint64_t epoch, int64_t token)
 		ledger_trouble("apply results sent", &err);
 }
 
-static int unapplied(void *ud, uint64_t *n)
+static int unapplied_each(void *ud, int (*fn)(void *fnud, const char *source, uint64_t n),
+			  void *fnud)
 {
 	ds_apply_feedback *fb = ud;
 	ds_err err = {0};
-	int rc = ds_object_state_unapplied(fb->st, n, &err);
+	int rc = ds_object_state_unapplied_each(fb->st, fn, fnud, &err);
 
 	if (rc < 0)
 		ledger_trouble("unapplied count", &err);
@@ -379,6 +414,6 @@ void ds_apply_feedback_bind(ds_apply_feedback *fb, ds_receiver_feedback *out)
 {
 	out->results = results;
 	out->sent = sent;
-	out->unapplied = unapplied;
+	out->unapplied_each = unapplied_each;
 	out->ud = fb;
 }

@@ -128,6 +128,31 @@ static int64_t lag_seconds(const ds_ledger_source *s)
 		   : 0;
 }
 
+/* Each source's backlog and ledger bytes against its quotas, and which one throttles it. */
+static void print_quotas_text(FILE *out, const ds_ledger_status *st)
+{
+	if (!st->n_sources)
+		return;
+	fprintf(out, "\n%-20s %25s %31s  %s\n", "SOURCE", "BACKLOG/LIMIT", "LEDGER BYTES/LIMIT",
+		"CREDIT");
+	for (size_t i = 0; i < st->n_sources; i++) {
+		const ds_ledger_source *s = &st->sources[i];
+		char backlog[48], bytes[64], lim[24];
+		snprintf(backlog, sizeof(backlog), "%llu/%llu", (unsigned long long)s->unapplied,
+			 (unsigned long long)s->max_unapplied);
+		if (s->max_ledger_bytes)
+			snprintf(lim, sizeof(lim), "%llu", (unsigned long long)s->max_ledger_bytes);
+		else
+			snprintf(lim, sizeof(lim), "unlimited");
+		snprintf(bytes, sizeof(bytes), "%llu/%s", (unsigned long long)s->ledger_bytes, lim);
+		if (s->throttled != DS_QUOTA_NONE)
+			fprintf(out, "%-20s %25s %31s  throttled (%s)\n", s->name, backlog, bytes,
+				ds_quota_kind_name(s->throttled));
+		else
+			fprintf(out, "%-20s %25s %31s  ok\n", s->name, backlog, bytes);
+	}
+}
+
 /* A namespace's mode: the ledger's (failover, failback), else the configuration's. */
 static const char *ns_mode(const ds_ledger_namespace *n, enum ds_mode conf)
 {
@@ -154,6 +179,7 @@ void ds_status_report_text(FILE *out, const ds_ledger_status *st, const char *le
 	}
 	if (!st->n_sources)
 		fprintf(out, "(no source has connected yet)\n");
+	print_quotas_text(out, st);
 	if (st->n_namespaces) {
 		fprintf(out, "\n%-32s %-8s %-21s %-11s %9s %6s\n", "NAMESPACE", "MODE", "SINCE",
 			"CHANGED BY", "OBJECTS", "HELD");
@@ -199,13 +225,23 @@ int ds_status_report_json(FILE *out, const ds_ledger_status *st, const char *led
 
 	for (size_t i = 0; i < st->n_sources; i++) {
 		const ds_ledger_source *s = &st->sources[i];
-		json_array_append_new(
-		    srcs, json_pack("{ss ss sI sI sI sI sI sI}", "name", s->name, "cluster",
-				    s->cluster, "epoch", (json_int_t)s->epoch, "committedSeq",
-				    (json_int_t)s->committed_seq, "lastContact",
-				    (json_int_t)s->last_contact, "unapplied",
-				    (json_int_t)s->unapplied, "lagSeconds",
-				    (json_int_t)lag_seconds(s), "objects", (json_int_t)s->objects));
+		json_t *so = json_pack(
+		    "{ss ss sI sI sI sI sI sI}", "name", s->name, "cluster", s->cluster, "epoch",
+		    (json_int_t)s->epoch, "committedSeq", (json_int_t)s->committed_seq,
+		    "lastContact", (json_int_t)s->last_contact, "unapplied",
+		    (json_int_t)s->unapplied, "lagSeconds", (json_int_t)lag_seconds(s), "objects",
+		    (json_int_t)s->objects);
+		json_object_set_new(so, "ledgerBytes", json_integer((json_int_t)s->ledger_bytes));
+		json_object_set_new(so, "maxUnappliedRecords",
+				    json_integer((json_int_t)s->max_unapplied));
+		json_object_set_new(so, "maxLedgerBytes",
+				    json_integer((json_int_t)s->max_ledger_bytes));
+		json_object_set_new(so, "throttled", json_boolean(s->throttled != DS_QUOTA_NONE));
+		json_object_set_new(so, "throttledBy",
+				    s->throttled != DS_QUOTA_NONE
+					? json_string(ds_quota_kind_name(s->throttled))
+					: json_null());
+		json_array_append_new(srcs, so);
 	}
 	for (int s = 1; s < DS_APPLY_STATE_MAX; s++)
 		json_object_set_new(states, ds_apply_state_name((enum ds_apply_state)s),

@@ -305,6 +305,16 @@ int ds_target_agent_check_grants(const ds_target_config *cfg, ds_err *err)
 	return rc;
 }
 
+/* A source's quotas, from the configuration in force (a reload applies at the next recount). */
+static void source_limits(void *ud, const char *source, ds_quota_limits *out)
+{
+	ds_target_agent *a = ud;
+	ds_target_config *cfg = ds_config_holder_get(a->configs);
+
+	ds_target_config_source_limits(cfg, source, &out->max_unapplied, &out->max_ledger_bytes);
+	ds_target_config_unref(cfg);
+}
+
 int ds_target_agent_listen(ds_target_agent *a, ds_err *err)
 {
 	ds_receiver_config rc_cfg;
@@ -330,6 +340,8 @@ int ds_target_agent_listen(ds_target_agent *a, ds_err *err)
 		rc_cfg.refusal_window_ms = l->refusal_window_ms;
 		rc_cfg.on_unauth = a->cfg.hooks.on_link_unauth;
 	}
+	rc_cfg.source_limits = source_limits;
+	rc_cfg.limits_ud = a;
 	ds_apply_feedback_bind(a->feedback, &rc_cfg.feedback);
 	rc = ds_receiver_new(&a->receiver, &rc_cfg, err);
 	if (rc < 0) {
@@ -353,6 +365,11 @@ int ds_target_agent_listen(ds_target_agent *a, ds_err *err)
 	       (unsigned long long)rc_cfg.tuning.limits.max_frame, rc_cfg.max_unauth,
 	       rc_cfg.max_unauth_per_address);
 	return 0;
+}
+
+ds_quota *ds_target_agent_quota(ds_target_agent *a)
+{
+	return a->receiver ? ds_receiver_quota(a->receiver) : NULL;
 }
 
 ds_applier *ds_target_agent_applier(ds_target_agent *a)

@@ -1,5 +1,7 @@
 #include "drasync/target_config.h"
 
+#include "target_config_internal.h"
+
 #include "drasync/config_check.h"
 #include "drasync/kinds.h"
 #include "drasync/string_table.h"
@@ -36,6 +38,7 @@ struct ds_target_config {
 	    *metrics_listen;
 	uint64_t max_unapplied;
 	ds_target_link link;
+	ds_target_limits limits;
 };
 
 static int is_all(const char *s)
@@ -501,7 +504,9 @@ static bool namespace_glob_valid(const char *s)
 static int load_grant(ds_config_walk *w, ds_target_config *cfg, const json_t *v, size_t index,
 		      size_t *n_ns_used)
 {
-	static const char *const keys[] = {"name", "namespaces", "podSecurity", "relocate", NULL};
+	static const char *const keys[] = {"name",     "namespaces",	      "podSecurity",
+					   "relocate", "maxUnappliedRecords", "maxLedgerBytes",
+					   NULL};
 	ds_source_grant *g = &cfg->grants[cfg->n_grants];
 	const char *level;
 	json_t *ns, *e;
@@ -523,7 +528,8 @@ static int load_grant(ds_config_walk *w, ds_target_config *cfg, const json_t *v,
 		g->col = loc.col;
 	}
 	if ((r = ds_config_check_keys(w, v, keys)) < 0 ||
-	    (r = ds_config_member_str(w, v, "name", &g->name)) < 0)
+	    (r = ds_config_member_str(w, v, "name", &g->name)) < 0 ||
+	    (r = ds_target_config_load_grant_limits(w, v, g)) < 0)
 		return r;
 	if (!g->name || !g->name[0])
 		return ds_config_fail(w, false,
@@ -623,6 +629,7 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 	    "sources",
 	    "adoptExisting",
 	    "link",
+	    "limits",
 	    NULL,
 	};
 	static const char *const key_keys[] = {"secretKeyFile", "authorizedSources", NULL};
@@ -677,6 +684,15 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 	}
 	if ((r = ds_target_config_load_link(w, root, &cfg->link)) < 0)
 		return r;
+	cfg->limits.source_max_unapplied = cfg->max_unapplied;
+	if ((r = ds_config_member(w, root, "limits", JSON_OBJECT, &nsm)) < 0)
+		return r;
+	if (nsm) {
+		ds_config_mark m = ds_config_push_key(w, "limits");
+		if ((r = ds_target_config_load_limits(w, nsm, &cfg->limits)) < 0)
+			return r;
+		ds_config_pop(w, m);
+	}
 	if ((r = ds_config_member(w, root, "namespaceMappings", JSON_OBJECT, &nsm)) < 0)
 		return r;
 	if (nsm) {
@@ -880,6 +896,22 @@ const char *ds_target_config_kubeconfig(const ds_target_config *cfg)
 uint64_t ds_target_config_max_unapplied(const ds_target_config *cfg)
 {
 	return cfg->max_unapplied;
+}
+
+void ds_target_config_source_limits(const ds_target_config *cfg, const char *source,
+				    uint64_t *max_unapplied, uint64_t *max_ledger_bytes)
+{
+	*max_unapplied = cfg->limits.source_max_unapplied;
+	*max_ledger_bytes = cfg->limits.source_max_ledger_bytes;
+	for (size_t i = 0; source && i < cfg->n_grants; i++) {
+		const ds_source_grant *g = &cfg->grants[i];
+		if (strcmp(g->name, source) != 0)
+			continue;
+		if (g->has_max_unapplied)
+			*max_unapplied = g->max_unapplied;
+		if (g->has_max_ledger_bytes)
+			*max_ledger_bytes = g->max_ledger_bytes;
+	}
 }
 
 const char *ds_target_config_state_dir(const ds_target_config *cfg)

@@ -75,6 +75,18 @@ static const ds_metric_def defs[] = {
      0},
     {"drasync_target_source_last_contact_timestamp_seconds", DS_METRIC_GAUGE,
      "When this source last committed records or opened a session (Unix time).", "source", NULL, 0},
+    {"drasync_target_source_backlog_records", DS_METRIC_GAUGE,
+     "The unapplied backlog of this source as the receiver counts it for its quota "
+     "(maxUnappliedRecords).",
+     "source", NULL, 0},
+    {"drasync_target_source_ledger_bytes", DS_METRIC_GAUGE,
+     "Payload bytes of this source's records held in the ledger, as the receiver counts them "
+     "for its quota (maxLedgerBytes).",
+     "source", NULL, 0},
+    {"drasync_target_source_throttled", DS_METRIC_GAUGE,
+     "1 while this source gets no credit because it is over a quota (the source_throttled "
+     "event says which), else 0.",
+     "source", NULL, 0},
     {"drasync_target_namespaces", DS_METRIC_GAUGE,
      "Target namespaces of the ledger by mode (active, standby).", "mode", NULL, 0},
     {"drasync_target_mapping_rewrites_total", DS_METRIC_COUNTER,
@@ -123,6 +135,7 @@ struct ds_target_monitor {
 	uint64_t cfg_gen;     /* counts the configurations put in force */
 	ds_applier *applier;
 	ds_verifier *verifier;
+	ds_quota *quota; /* the receiver's, once it listens */
 	char listening[256];
 	/* The status page's inventory: held through a rebuild and the render that reads it, so
 	 * concurrent requests share one rebuild. */
@@ -205,6 +218,18 @@ static bool ready(ds_target_monitor *m, char *why, size_t size)
 	return true;
 }
 
+static void quota_row(void *ud, const ds_quota_row *row)
+{
+	ds_metrics *mx = ud;
+	const char *lv[] = {row->source};
+
+	ds_metrics_set(mx, "drasync_target_source_backlog_records", lv, (double)row->usage.backlog);
+	ds_metrics_set(mx, "drasync_target_source_ledger_bytes", lv,
+		       (double)row->usage.ledger_bytes);
+	ds_metrics_set(mx, "drasync_target_source_throttled", lv,
+		       row->throttled != DS_QUOTA_NONE ? 1 : 0);
+}
+
 static void collect(void *ud, ds_metrics *mx)
 {
 	ds_target_monitor *m = ud;
@@ -212,6 +237,7 @@ static void collect(void *ud, ds_metrics *mx)
 	ds_ledger_status *st = NULL;
 	ds_applier *a;
 	ds_verifier *v;
+	ds_quota *q;
 	uint64_t unapplied = 0, modes[DS_MODE_MAX] = {0};
 	ds_target_config *cfg = config_get(m);
 	int64_t now = ds_clock_wall_ms() / 1000;
@@ -220,7 +246,10 @@ static void collect(void *ud, ds_metrics *mx)
 	pthread_mutex_lock(&m->lock);
 	a = m->applier;
 	v = m->verifier;
+	q = m->quota;
 	pthread_mutex_unlock(&m->lock);
+	if (q)
+		ds_quota_each(q, quota_row, mx);
 	if (a) {
 		ds_applier_stats_get(a, &as);
 		ds_metrics_set(mx, "drasync_target_apply_passes_total", NULL, (double)as.passes);
@@ -353,6 +382,13 @@ void ds_target_monitor_attach(ds_target_monitor *m, ds_applier *a, ds_verifier *
 	pthread_mutex_lock(&m->lock);
 	m->applier = a;
 	m->verifier = v;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void ds_target_monitor_attach_quota(ds_target_monitor *m, ds_quota *q)
+{
+	pthread_mutex_lock(&m->lock);
+	m->quota = q;
 	pthread_mutex_unlock(&m->lock);
 }
 

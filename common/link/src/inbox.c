@@ -19,6 +19,8 @@ struct ds_inbox {
 	sqlite3_stmt *man;
 	ds_record_result *res; /* one per record of the last batch */
 	size_t res_cap;
+	uint64_t bytes; /* payload bytes the last commit stored */
+	sqlite3_stmt *sizes;
 };
 
 int ds_inbox_open(ds_inbox **out, const char *path, ds_err *err)
@@ -76,6 +78,7 @@ void ds_inbox_free(ds_inbox *ib)
 	sqlite3_finalize(ib->get);
 	sqlite3_finalize(ib->upd);
 	sqlite3_finalize(ib->man);
+	sqlite3_finalize(ib->sizes);
 	ds_store_free(ib->store);
 	free(ib->res);
 	free(ib);
@@ -165,7 +168,7 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 }
 
 static int insert(ds_inbox *ib, const char *source, const ds_wire_msg *batch, size_t i,
-		  const ds_record_result *res, ds_err *err)
+		  const ds_record_result *res, uint64_t *bytes, ds_err *err)
 {
 	const ds_record *r = ds_wire_msg_record(batch, i);
 	sqlite3_stmt *st = ib->ins;
@@ -173,6 +176,7 @@ static int insert(ds_inbox *ib, const char *source, const ds_wire_msg *batch, si
 	int zstd = 0, rc;
 
 	payload = ds_wire_msg_record_wire_payload(batch, i, &zstd);
+	*bytes += payload.len;
 	sqlite3_reset(st);
 	sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)r->epoch);
@@ -218,7 +222,7 @@ int ds_inbox_commit(ds_inbox *ib, const char *source, uint64_t epoch, const ds_w
 		    uint64_t *committed, ds_err *err)
 {
 	size_t n = ds_wire_msg_record_count(batch);
-	uint64_t e = 0, seq = 0;
+	uint64_t e = 0, seq = 0, bytes = 0;
 	int rc;
 
 	if (ds_grow((void **)&ib->res, &ib->res_cap, n, sizeof(*ib->res)) < 0)
@@ -267,7 +271,7 @@ int ds_inbox_commit(ds_inbox *ib, const char *source, uint64_t epoch, const ds_w
 			    res->status == DS_RESULT_DUPLICATE)
 				res->status = DS_RESULT_FAILED;
 			res->message[sizeof(res->message) - 1] = '\0';
-			rc = insert(ib, source, batch, i, res, err);
+			rc = insert(ib, source, batch, i, res, &bytes, err);
 			if (rc < 0)
 				goto out;
 			seq = r->seq;
@@ -288,7 +292,41 @@ out:
 		return ds_err_fallback(err, rc);
 	}
 	*committed = seq;
+	ib->bytes = bytes;
 	return 0;
+}
+
+uint64_t ds_inbox_committed_bytes(const ds_inbox *ib)
+{
+	return ib->bytes;
+}
+
+int ds_inbox_ledger_bytes_each(ds_inbox *ib, int (*fn)(void *ud, const char *source, uint64_t n),
+			       void *ud, ds_err *err)
+{
+	int rc = SQLITE_OK, n = 0;
+
+	/* length() of a blob reads its size from the record header, not its pages. */
+	if (!ib->sizes)
+		rc = sqlite3_prepare_v2(
+		    ib->db,
+		    "SELECT source, coalesce(sum(length(payload)), 0) FROM records"
+		    " GROUP BY source",
+		    -1, &ib->sizes, NULL);
+	if (rc != SQLITE_OK)
+		return ds_store_fail_db(ib->db, rc, "ledger bytes", err);
+	while ((rc = sqlite3_step(ib->sizes)) == SQLITE_ROW) {
+		const char *source = (const char *)sqlite3_column_text(ib->sizes, 0);
+		int r = fn(ud, source ? source : "", (uint64_t)sqlite3_column_int64(ib->sizes, 1));
+		if (r < 0) {
+			sqlite3_reset(ib->sizes);
+			return r;
+		}
+		n++;
+	}
+	rc = rc == SQLITE_DONE ? n : ds_store_fail_db(ib->db, rc, "ledger bytes", err);
+	sqlite3_reset(ib->sizes);
+	return rc;
 }
 
 /* ---- presence ------------------------------------------------------------ */

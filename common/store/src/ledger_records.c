@@ -15,7 +15,8 @@
 
 struct ds_ledger_records {
 	ds_store *st;
-	ds_store_stmt *after, *pending, *get, *origin, *backlog, *backlog_all, *manifest, *sources;
+	ds_store_stmt *after, *pending, *get, *origin, *backlog, *backlog_all, *backlog_each,
+	    *manifest, *sources;
 };
 
 int ds_ledger_records_new(ds_store *st, ds_ledger_records **out, ds_err *err)
@@ -186,6 +187,37 @@ int ds_ledger_records_backlog(ds_ledger_records *r, int64_t after, const char *s
 		rc = ds_store_fail(r->st, rc, "records backlog", err);
 	}
 	ds_store_stmt_done(*slot);
+	return rc;
+}
+
+int ds_ledger_records_backlog_each(ds_ledger_records *r, int64_t after,
+				   int (*fn)(void *ud, const char *source, uint64_t n), void *ud,
+				   ds_err *err)
+{
+	sqlite3_stmt *q;
+	int rc =
+	    ds_store_stmt_lazy(r->st, &r->backlog_each,
+			       "SELECT source, count(*) FROM records WHERE id > ?1 AND " APPLIED_OPS
+			       " GROUP BY source",
+			       &q, err);
+	int n = 0;
+
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(q, 1, after);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		int f = fn(ud, text(q, 0) ? text(q, 0) : "", (uint64_t)sqlite3_column_int64(q, 1));
+		if (f < 0) {
+			rc = f;
+			break;
+		}
+		n++;
+	}
+	if (rc == SQLITE_DONE)
+		rc = n;
+	else if (rc > 0)
+		rc = ds_store_fail(r->st, rc, "records backlog per source", err);
+	ds_store_stmt_done(r->backlog_each);
 	return rc;
 }
 

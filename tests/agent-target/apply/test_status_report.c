@@ -5,7 +5,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "drasync/ledger_status.h"
 #include "drasync/status_report.h"
+#include "dstest.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -109,12 +111,58 @@ static void test_status_report__json_names_the_namespace_mode_and_the_failure(vo
 	free(text);
 }
 
+/* Each source's quotas from the configuration, and which one throttles it now. */
+static void test_status_report__quotas_per_source(void **state)
+{
+	ds_target_config *cfg =
+	    dt_config("maxUnappliedRecords: 1000\n"
+		      "sources:\n"
+		      "- {name: noisy, namespaces: [a], maxUnappliedRecords: 20}\n"
+		      "- {name: big, namespaces: [b], maxLedgerBytes: 1Ki}\n"
+		      "- {name: quiet, namespaces: [c]}\n");
+	ds_ledger_source srcs[] = {
+	    {.name = S("noisy"), .cluster = S("e"), .unapplied = 20, .ledger_bytes = 500},
+	    {.name = S("big"), .cluster = S("w"), .unapplied = 1, .ledger_bytes = 2048},
+	    {.name = S("quiet"), .cluster = S("n"), .unapplied = 5, .ledger_bytes = 100},
+	};
+	ds_ledger_status st = {.sources = srcs, .n_sources = 3};
+	json_t *o, *a;
+	char *text;
+
+	(void)state;
+	ds_ledger_status_quotas(&st, cfg);
+	assert_int_equal(srcs[0].throttled, DS_QUOTA_BACKLOG);
+	assert_int_equal(srcs[1].throttled, DS_QUOTA_LEDGER_BYTES);
+	assert_int_equal(srcs[2].throttled, DS_QUOTA_NONE);
+	text = render(0, &st, DS_MODE_STANDBY);
+	assert_non_null(strstr(text, "20/20"));
+	assert_non_null(strstr(text, "500/unlimited  throttled (backlog)\n"));
+	assert_non_null(strstr(text, "2048/1024  throttled (ledger_bytes)\n"));
+	assert_non_null(strstr(text, "5/1000"));
+	assert_non_null(strstr(text, "100/unlimited  ok\n"));
+	free(text);
+	text = render(1, &st, DS_MODE_STANDBY);
+	o = json_loads(text, 0, NULL);
+	assert_non_null(o);
+	a = json_object_get(o, "sources");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "throttledBy")),
+			    "backlog");
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_array_get(a, 1), "maxLedgerBytes")), 1024);
+	assert_true(json_is_false(json_object_get(json_array_get(a, 2), "throttled")));
+	assert_true(json_is_null(json_object_get(json_array_get(a, 2), "throttledBy")));
+	json_decref(o);
+	free(text);
+	ds_target_config_free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_status_report__healthy_ledger_needs_no_attention),
 	    cmocka_unit_test(test_status_report__failed_comes_before_waiting_and_verification),
 	    cmocka_unit_test(test_status_report__json_names_the_namespace_mode_and_the_failure),
+	    cmocka_unit_test(test_status_report__quotas_per_source),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

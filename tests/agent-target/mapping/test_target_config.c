@@ -215,6 +215,22 @@ static const struct tu_bad_config bad[] = {
      "must not exceed maxUnauthenticated (64)"},
     {"refusal window too short", "link: {refusalLogWindow: 10ms}\n", 1, 26,
      "link.refusalLogWindow: 10ms is out of bounds (1s to 1h, default 1m)"},
+    {"bytes with an unknown suffix",
+     "sources:\n- {name: a, namespaces: [x], maxLedgerBytes: 2GB}\n", 2, 47,
+     "sources[0].maxLedgerBytes: expected a byte quantity"},
+    {"bytes negative", "limits:\n  sourceMaxLedgerBytes: -1\n", 2, 25,
+     "expected a byte quantity (like 2Gi, or 0: unlimited), found a negative integer"},
+    {"bytes not a quantity", "limits: {sourceMaxLedgerBytes: lots}\n", 1, 32,
+     "expected a byte quantity"},
+    {"bytes too large", "limits: {sourceMaxLedgerBytes: 99999999999Ti}\n", 1, 32, "too large"},
+    {"source backlog zero", "sources:\n- {name: a, namespaces: [x], maxUnappliedRecords: 0}\n", 2,
+     51, "sources[0].maxUnappliedRecords: must be at least 1 (a record count), found 0"},
+    {"source backlog not a number",
+     "sources:\n- {name: a, namespaces: [x], maxUnappliedRecords: many}\n", 2, 51,
+     "maxUnappliedRecords: expected an integer"},
+    {"unknown limits key", "limits:\n  maxLedgerBytes: 1Gi\n", 2, 3,
+     "limits.maxLedgerBytes: unknown key"},
+    {"limits not a mapping", "limits: 5\n", 1, 9, "limits: expected a mapping"},
 };
 
 static void test_target_config__bad_files_are_located(void **state)
@@ -256,6 +272,48 @@ static void test_target_config__link_limits(void **state)
 	assert_int_equal(l->max_unauth_per_address, 16);
 	assert_int_equal(l->refusal_window_ms, 120000);
 	ds_target_config_free(cfg);
+/* The quotas: each source's own, else the limits: defaults, else the ceiling and unlimited. */
+static void test_target_config__source_quotas(void **state)
+{
+	ds_target_config *cfg = dt_config("maxUnappliedRecords: 5000\n"
+					  "limits: {sourceMaxLedgerBytes: 4Gi}\n"
+					  "sources:\n"
+					  "- {name: noisy, namespaces: [a], maxUnappliedRecords: "
+					  "200, maxLedgerBytes: \"512Mi\"}\n"
+					  "- {name: dec, namespaces: [b], maxLedgerBytes: 3G}\n"
+					  "- {name: raw, namespaces: [c], maxLedgerBytes: 1000}\n"
+					  "- {name: free, namespaces: [d], maxLedgerBytes: 0}\n"
+					  "- {name: plain, namespaces: [e]}\n");
+	ds_target_config *dflt = dt_config("limits: {sourceMaxUnappliedRecords: 300}\n");
+	ds_target_config *none = dt_config("kind: TargetConfig\n");
+	uint64_t n = 0, b = 0;
+
+	(void)state;
+	ds_target_config_source_limits(cfg, "noisy", &n, &b);
+	assert_int_equal(n, 200);
+	assert_int_equal(b, 512ull << 20);
+	ds_target_config_source_limits(cfg, "dec", &n, &b);
+	assert_int_equal(n, 5000); /* the ceiling's value */
+	assert_int_equal(b, 3000000000ull);
+	ds_target_config_source_limits(cfg, "raw", &n, &b);
+	assert_int_equal(b, 1000);
+	ds_target_config_source_limits(cfg, "free", &n, &b);
+	assert_int_equal(b, 0); /* unlimited, over the 4Gi default */
+	ds_target_config_source_limits(cfg, "plain", &n, &b);
+	assert_int_equal(n, 5000);
+	assert_int_equal(b, 4ull << 30);
+	ds_target_config_source_limits(cfg, "not-listed", &n, &b);
+	assert_int_equal(b, 4ull << 30);
+	ds_target_config_source_limits(dflt, "x", &n, &b);
+	assert_int_equal(n, 300);
+	assert_int_equal(b, 0);
+	assert_int_equal(ds_target_config_max_unapplied(dflt), 100000);
+	ds_target_config_source_limits(none, "x", &n, &b);
+	assert_int_equal(n, 100000);
+	assert_int_equal(b, 0);
+	ds_target_config_free(cfg);
+	ds_target_config_free(dflt);
+	ds_target_config_free(none);
 }
 
 /* The seed lists share selectors across kinds: that is allowed. */
@@ -307,6 +365,7 @@ int main(void)
 	    cmocka_unit_test(test_target_config__full_example_loads),
 	    cmocka_unit_test(test_target_config__defaults),
 	    cmocka_unit_test(test_target_config__bad_files_are_located),
+	    cmocka_unit_test(test_target_config__source_quotas),
 	    cmocka_unit_test(test_target_config__identical_selectors_across_kinds_allowed),
 	    cmocka_unit_test(test_target_config__shipped_example_loads),
 	    cmocka_unit_test(test_target_config__link_limits),

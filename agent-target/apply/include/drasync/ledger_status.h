@@ -11,6 +11,7 @@
 
 #include "drasync/err.h"
 #include "drasync/object_state.h"
+#include "drasync/quota.h"
 #include "drasync/target_config.h"
 
 #include <stdbool.h>
@@ -25,6 +26,10 @@ typedef struct ds_ledger_source {
 	int64_t oldest_unapplied; /* when the oldest of them was committed (s since the epoch); 0:
 				     none */
 	uint64_t objects;	  /* objects it has in the ledger */
+	uint64_t ledger_bytes;	  /* payload bytes of its records in the ledger */
+	/* Its quotas and whether the ledger puts it over one now (ds_ledger_status_quotas). */
+	uint64_t max_unapplied, max_ledger_bytes; /* max_ledger_bytes 0: unlimited */
+	enum ds_quota_kind throttled;
 } ds_ledger_source;
 
 /* One object that needs a look (waiting or failed), newest change first. */
@@ -83,5 +88,12 @@ int ds_ledger_status_read_mapped(const char *path, size_t max_items,
 				 const char *(*map_ns)(void *ud, const char *source_ns),
 				 void *map_ud, ds_ledger_status **out, ds_err *err);
 void ds_ledger_status_free(ds_ledger_status *st);
+
+/**
+ * Each source's quotas from cfg, and whether its backlog and ledger bytes
+ * put it over one now (quota.h's rule, the sources in the ledger sharing the
+ * ceiling): what the receiver decides, but for the hysteresis it keeps in memory.
+ */
+void ds_ledger_status_quotas(ds_ledger_status *st, const ds_target_config *cfg);
 
 #endif

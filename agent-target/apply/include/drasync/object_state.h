@@ -321,6 +321,14 @@ int ds_object_state_results_sent(ds_object_state *st, const char *source, uint64
  */
 int ds_object_state_unapplied(ds_object_state *st, uint64_t *n, ds_err *err);
 
+/**
+ * The same backlog per source, in two aggregates: fn(ud, source, n) for the
+ * records of each source, then again for its pending objects, so fn adds.
+ */
+int ds_object_state_unapplied_each(ds_object_state *st,
+				   int (*fn)(void *ud, const char *source, uint64_t n), void *ud,
+				   ds_err *err);
+
 void ds_object_state_row_dispose(ds_object_state_row *row);
 void ds_object_state_rows_free(ds_object_state_row *rows, size_t n);
 

@@ -27,6 +27,7 @@
 #include "drasync/err.h"
 #include "drasync/keys.h"
 #include "drasync/kube_client.h"
+#include "drasync/quota.h"
 #include "drasync/target_config.h"
 #include "drasync/transport.h"
 #include "drasync/verifier.h"
@@ -65,6 +66,9 @@ int ds_target_agent_new(ds_target_agent **out, const ds_target_agent_config *cfg
 int ds_target_agent_listen(ds_target_agent *a, ds_err *err);
 
 /** The applier, the verifier (NULL with verify_timeout_ms 0), the bound endpoint: borrowed. */
+/** The receiver's per-source quotas (NULL before ds_target_agent_listen). */
+ds_quota *ds_target_agent_quota(ds_target_agent *a);
+
 ds_applier *ds_target_agent_applier(ds_target_agent *a);
 ds_verifier *ds_target_agent_verifier(ds_target_agent *a);
 const char *ds_target_agent_endpoint(const ds_target_agent *a);

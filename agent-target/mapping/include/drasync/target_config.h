@@ -86,7 +86,10 @@ typedef struct ds_source_grant {
 	enum ds_pss_level pod_security; /* default baseline */
 	bool relocate;			/* may ask for a planned failover; default false */
 	size_t index;			/* position in sources[] */
-	int line, col;			/* where the entry starts in the file */
+	/* Its quotas (maxUnappliedRecords, maxLedgerBytes) when the entry sets them. */
+	uint64_t max_unapplied, max_ledger_bytes;
+	bool has_max_unapplied, has_max_ledger_bytes;
+	int line, col; /* where the entry starts in the file */
 } ds_source_grant;
 
 typedef struct ds_target_config ds_target_config;
@@ -154,8 +157,17 @@ const char *ds_target_config_kubeconfig(const ds_target_config *cfg);
 const char *ds_target_config_state_dir(const ds_target_config *cfg);
 /** The ledger `run`, `status` and `retry` share: stateDir/ledger.db, into buf. @return buf */
 const char *ds_target_config_ledger(const ds_target_config *cfg, char *buf, size_t size);
-/* maxUnappliedRecords: the ledger backlog at which the sources get no more credit (100000). */
+/* maxUnappliedRecords: the ceiling of the whole ledger backlog (100000): at it, the
+ * sources holding their share of it get no more credit. */
 uint64_t ds_target_config_max_unapplied(const ds_target_config *cfg);
+
+/**
+ * The quotas of source: its sources[] entry's maxUnappliedRecords and
+ * maxLedgerBytes, else limits.sourceMaxUnappliedRecords (default: the
+ * ceiling) and limits.sourceMaxLedgerBytes (default 0: unlimited).
+ */
+void ds_target_config_source_limits(const ds_target_config *cfg, const char *source,
+				    uint64_t *max_unapplied, uint64_t *max_ledger_bytes);
 const char *ds_target_config_metrics_listen(const ds_target_config *cfg);
 
 /* link: the limits of the target's port before a peer is authenticated. */

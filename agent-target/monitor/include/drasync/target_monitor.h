@@ -20,6 +20,7 @@
 #include "drasync/err.h"
 #include "drasync/kube_client.h"
 #include "drasync/metrics.h"
+#include "drasync/quota.h"
 #include "drasync/target_config.h"
 #include "drasync/transport.h"
 #include "drasync/verifier.h"
@@ -50,6 +51,9 @@ void ds_target_monitor_free(ds_target_monitor *m);
 
 /** The applier and verifier whose counters a scrape reads (borrowed; either may be NULL). */
 void ds_target_monitor_attach(ds_target_monitor *m, ds_applier *a, ds_verifier *v);
+
+/** The receiver's quotas, for the per-source backlog, bytes and throttled metrics (borrowed). */
+void ds_target_monitor_attach_quota(ds_target_monitor *m, ds_quota *q);
 
 /** The configuration in force (SIGHUP): the monitor takes a reference to cfg and drops the
  *  one it held once no request still reads it. Safe from any thread. */

@@ -83,6 +83,17 @@ int ds_inbox_presence_end(ds_inbox *ib, const char *source, const char *why, ds_
 int ds_inbox_presence_get(ds_inbox *ib, const char *source, int64_t now_ms, ds_inbox_presence *out,
 			  ds_err *err);
 
+/** The payload bytes the last successful ds_inbox_commit() stored (what the ledger holds). */
+uint64_t ds_inbox_committed_bytes(const ds_inbox *ib);
+
+/**
+ * The payload bytes each source's records hold in the ledger, one aggregate:
+ * fn(ud, source, bytes) per source; fn < 0 stops with that value.
+ * @return the sources handed to fn, or a negative errno
+ */
+int ds_inbox_ledger_bytes_each(ds_inbox *ib, int (*fn)(void *ud, const char *source, uint64_t n),
+			       void *ud, ds_err *err);
+
 /** Last committed (epoch, seq) of a source; both 0 when unknown. */
 int ds_inbox_committed(ds_inbox *ib, const char *source, uint64_t *epoch, uint64_t *seq,
 		       ds_err *err);

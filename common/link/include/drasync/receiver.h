@@ -8,9 +8,10 @@
  * each batch in the inbox (the handler runs inside the commit) and only then
  * acknowledges it with per-record results and fresh credit. Apply results
  * (from the feedback functions) follow in later Acks, sent on their own when
- * no batch is coming; the credit shrinks only as the unapplied backlog passes
- * max_unapplied, so an API outage on the target costs apply lag, not a stalled
- * source, until that bound. A peer that sends
+ * no batch is coming; each source's credit shrinks only as its own unapplied
+ * backlog nears its bound (quota.h), so an API outage on the target costs apply
+ * lag, not a stalled source, until that bound, and a noisy source does not
+ * throttle the others. A peer that sends
  * anything malformed, oversized or beyond its credit is dropped and logged;
  * the others are served on.
  */
@@ -18,6 +19,7 @@
 #include "drasync/err.h"
 #include "drasync/inbox.h"
 #include "drasync/keys.h"
+#include "drasync/quota.h"
 #include "drasync/transport.h"
 
 #include <stdint.h>
@@ -35,8 +37,9 @@ typedef struct ds_receiver_feedback {
 		       size_t max, size_t *n, int64_t *token);
 	/* Those results are on their way to the source: forget them. */
 	void (*sent)(void *ud, const char *source, uint64_t epoch, int64_t token);
-	/* Committed records not yet applied (all sources). */
-	int (*unapplied)(void *ud, uint64_t *n);
+	/* Committed records not yet applied: fn once per source that has some. */
+	int (*unapplied_each)(void *ud, int (*fn)(void *fnud, const char *source, uint64_t n),
+			      void *fnud);
 	void *ud;
 } ds_receiver_feedback;
 
@@ -53,9 +56,13 @@ typedef struct ds_receiver_config {
 	ds_transport_event_fn on_event; /* may be NULL */
 	void *event_ud;
 	ds_receiver_feedback feedback;
-	/* The credit shrinks as the unapplied backlog nears this, and is 0 beyond
-	 * it, until the apply stage catches up; 0: 100000. */
+	/* The ceiling of all sources' unapplied backlog; 0: 100000. Each source's
+	 * credit shrinks as its own backlog nears its bound (source_limits, by
+	 * default this value) and is 0 at it, or over its ledger bytes, or when
+	 * the total is at the ceiling and it holds its share (quota.h). */
 	uint64_t max_unapplied;
+	ds_quota_limits_fn source_limits; /* may be NULL; asked at each backlog recount */
+	void *limits_ud;
 	int feedback_ms; /* results and backlog are looked at this often; 0: 200 */
 	/* Refused handshakes are logged once per peer address and window, then
 	 * counted in one "refusals_repeated" line at its end; 0: 60000. */
@@ -79,6 +86,9 @@ void ds_receiver_free(ds_receiver *r);
 
 /** The endpoint actually bound (the port resolved when "*" was asked). */
 const char *ds_receiver_endpoint(const ds_receiver *r);
+
+/** The per-source quotas (borrowed; ds_quota_each() may be called from any thread). */
+ds_quota *ds_receiver_quota(ds_receiver *r);
 
 /** Serve until ds_receiver_stop(). @return 0, or a negative errno on a fatal error */
 int ds_receiver_run(ds_receiver *r, ds_err *err);

@@ -76,6 +76,15 @@ int ds_ledger_records_backlog(ds_ledger_records *r, int64_t after, const char *s
 			      int64_t *oldest_s, ds_err *err);
 
 /**
+ * The upserts and deletes after id `after`, per source, one aggregate:
+ * fn(ud, source, n) for each source that has some; fn < 0 stops with that value.
+ * @return the sources handed to fn, or a negative errno
+ */
+int ds_ledger_records_backlog_each(ds_ledger_records *r, int64_t after,
+				   int (*fn)(void *ud, const char *source, uint64_t n), void *ud,
+				   ds_err *err);
+
+/**
  * Each key of the manifest of source's snapshot that ended at (epoch, seq).
  * @return the keys handed to fn, or a negative errno
  */
