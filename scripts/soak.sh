@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/soak.sh [CTEST ARGS...]: the reliability suite (tests/reliability,
 # ctest label reliability) at its full counts (DS_SOAK=1: e.g. 10,000 objects
-# and 20 SIGKILLs of each agent), on a tree built as scripts/test.sh builds it
+# and 20 SIGKILLs of each agent; itest_ledger_compaction 1,000 objects changed 500
+# times each, `SOAK test=ledger_compaction ... factor=...`), on a tree built as scripts/test.sh builds it
 # (warnings as errors, ASan+UBSan). Run it alone on the machine: it starts the
 # test clusters (under flock /tmp/ds-cluster.lock when that file exists).
 #
