@@ -2,8 +2,11 @@
 # scripts/soak.sh [CTEST ARGS...]: the reliability suite (tests/reliability,
 # ctest label reliability) at its full counts (DS_SOAK=1: e.g. 10,000 objects
 # and 20 SIGKILLs of each agent; itest_source_quota: 3,000 objects of a noisy
-# source over its quotas beside a quiet one, `SOAK test=source_quota ...`), on a
-# tree built as scripts/test.sh builds it (warnings as errors, ASan+UBSan). Run it alone on the machine: it starts the
+# source over its quotas beside a quiet one, `SOAK test=source_quota ...`;
+# itest_ledger_compaction: 1,000 objects changed 500 times each,
+# `SOAK test=ledger_compaction ... factor=...`), on a tree built as
+# scripts/test.sh builds it (warnings as errors, ASan+UBSan). Run it alone on
+# the machine: it starts the
 # test clusters (under flock /tmp/ds-cluster.lock when that file exists).
 #
 # Then the three libFuzzer targets (tests/fuzz) for 10^7 executions each

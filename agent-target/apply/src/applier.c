@@ -8,6 +8,7 @@
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
 #include "drasync/ledger_objects.h"
+#include "drasync/schemas.h"
 #include "drasync/namespace_mode.h"
 #include "drasync/preflight.h"
 #include "drasync/report.h"
@@ -164,6 +165,8 @@ void ds_applier_free(ds_applier *a)
 	json_decref(a->members);
 	json_decref(a->live);
 	json_decref(a->exists);
+	ds_ledger_compactor_free(a->compactor);
+	ds_store_free(a->compact_store);
 	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
@@ -416,6 +419,62 @@ static void ledger_full_wait(ds_applier *a, const ds_err *err)
 	pthread_mutex_unlock(&a->mu);
 }
 
+/*
+ * Compaction between passes, never inside one: every COMPACT_EVERY_MS, or
+ * sooner again while a backlog is left (a burst of history), each run at
+ * most about COMPACT_BUDGET_MS of the applier's time in transactions of a few
+ * hundred rows, so the receiver committing meanwhile waits a few ms at most.
+ */
+#define COMPACT_EVERY_MS 5000
+#define COMPACT_AGAIN_MS 200
+#define COMPACT_BUDGET_MS 100
+#define COMPACT_SAY_MS 60000 /* at most one on_compacted a minute */
+
+static void compact_due(ds_applier *a)
+{
+	int64_t now = ds_clock_mono_ms();
+	ds_ledger_compact_stats s = {0};
+	ds_ledger_compact_stats *u = &a->unlogged;
+	ds_err err = {0};
+	bool say;
+	int rc = 0;
+
+	if (now < a->compact_at)
+		return;
+	if (!a->compactor) {
+		rc = ds_ledger_open(&a->compact_store, a->cfg.ledger_path, 0, &err);
+		if (rc == 0)
+			rc = ds_ledger_compactor_new(a->compact_store, &a->compactor, &err);
+		if (rc < 0) {
+			ds_store_free(a->compact_store);
+			a->compact_store = NULL;
+		}
+	}
+	if (rc == 0)
+		rc = ds_ledger_compact(a->compactor, COMPACT_BUDGET_MS, &s, &err);
+	a->compact_at = ds_clock_mono_ms() + (rc == 1 ? COMPACT_AGAIN_MS : COMPACT_EVERY_MS);
+	pthread_mutex_lock(&a->mu);
+	a->stats.compacted_records += s.records;
+	a->stats.compacted_manifests += s.manifests;
+	a->stats.compacted_bytes += s.bytes_freed;
+	pthread_mutex_unlock(&a->mu);
+	u->records += s.records;
+	u->manifests += s.manifests;
+	u->bytes_freed += s.bytes_freed;
+	u->ms += s.ms;
+	say = !a->compact_said || now - a->compact_said >= COMPACT_SAY_MS;
+	if (!say || !a->cfg.on_compacted)
+		return;
+	if (rc < 0) {
+		a->cfg.on_compacted(a->cfg.event_ud, NULL, err.msg);
+		a->compact_said = now;
+	} else if (u->records || u->manifests || u->bytes_freed) {
+		a->cfg.on_compacted(a->cfg.event_ud, u, NULL);
+		memset(u, 0, sizeof(*u));
+		a->compact_said = now;
+	}
+}
+
 int ds_applier_run(ds_applier *a, ds_err *err)
 {
 	for (;;) {
@@ -435,6 +494,7 @@ int ds_applier_run(ds_applier *a, ds_err *err)
 		}
 		if (rc < 0 && rc != -EBUSY)
 			return rc;
+		compact_due(a);
 		if ((size_t)rc >= a->cfg.pass_max)
 			continue; /* a full pass: more is due at once, no burst to wait for */
 		if (rc > 0) {

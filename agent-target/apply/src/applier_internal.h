@@ -65,6 +65,12 @@ struct ds_applier {
 	/* per pass, for first writes: "api|kind|ns" -> {"seen": n, "names": {name: [managed-by,
 	 * source-cluster]}} once a list of what is there replaced a read per object */
 	json_t *exists;
+	/* ds_applier_run()'s compaction, on a connection of its own (opened at its first) */
+	ds_store *compact_store;
+	ds_ledger_compactor *compactor;
+	int64_t compact_at;		  /* the next one is due (ds_clock_mono_ms) */
+	ds_ledger_compact_stats unlogged; /* done since the last on_compacted */
+	int64_t compact_said;		  /* the last on_compacted (ds_clock_mono_ms); 0: never */
 };
 
 /* What guarded_delete() did: DELETED (reason empty: deleted, else why it was not there),

@@ -2,6 +2,7 @@
 
 #include "drasync/buf.h"
 
+#include "drasync/ledger_compact.h"
 #include "drasync/ledger_records.h"
 #include "drasync/schemas.h"
 
@@ -88,6 +89,8 @@ static int read_sources(ds_store *store, ds_ledger_status *st, ds_err *err)
 				      "  WHERE source = ?1)"
 				      " FROM object_state WHERE source = ?1",
 				      &objs, err);
+	if (rc >= 0)
+		rc = ds_ledger_records_count(r, &st->records, err);
 	for (size_t i = 0; rc >= 0 && i < st->n_sources; i++) {
 		ds_ledger_source *s = &st->sources[i];
 		uint64_t records = 0;
@@ -352,6 +355,7 @@ int ds_ledger_status_read_mapped(const char *path, size_t max_items,
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return ds_err_fallback(err, -ENOMEM);
+	st->bytes = ds_ledger_file_bytes(path);
 	rc = ds_ledger_open(&store, path, DS_STORE_READONLY, err);
 	if (rc < 0)
 		goto out;

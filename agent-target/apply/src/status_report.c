@@ -165,7 +165,8 @@ void ds_status_report_text(FILE *out, const ds_ledger_status *st, const char *le
 	const char *mode = ds_mode_name(conf);
 	char b[40];
 
-	fprintf(out, "ledger:  %s\nmode:    %s\n", ledger, mode);
+	fprintf(out, "ledger:  %s\nsize:    %.1f MiB, %llu records\nmode:    %s\n", ledger,
+		(double)st->bytes / (1024.0 * 1024.0), (unsigned long long)st->records, mode);
 	fprintf(out, "\n%-20s %-20s %20s %12s %-21s %10s %8s %9s\n", "SOURCE", "CLUSTER", "EPOCH",
 		"COMMITTED", "LAST CONTACT", "UNAPPLIED", "LAG", "OBJECTS");
 	for (size_t i = 0; i < st->n_sources; i++) {
@@ -270,6 +271,8 @@ int ds_status_report_json(FILE *out, const ds_ledger_status *st, const char *led
 				   (json_int_t)n->objects, "held", (json_int_t)n->held));
 	}
 	json_object_set_new(o, "ledger", json_string(ledger));
+	json_object_set_new(o, "ledgerBytes", json_integer((json_int_t)st->bytes));
+	json_object_set_new(o, "ledgerRecords", json_integer((json_int_t)st->records));
 	json_object_set_new(o, "mode", json_string(mode));
 	json_object_set_new(o, "sources", srcs);
 	json_object_set_new(o, "namespaces", nss);

@@ -165,6 +165,26 @@ static void on_ledger_full(void *ud, const char *msg, int retry_ms)
 	       a->ledger_path, ds_log_quote(msg, q, sizeof(q)), retry_ms / 1000);
 }
 
+/* What compaction gave back, at most a line a minute (ledger_compact.h). */
+static void on_compacted(void *ud, const ds_ledger_compact_stats *s, const char *error)
+{
+	ds_target_agent *a = ud;
+	char q[600];
+
+	if (!s) {
+		ds_log(DS_LOG_WARN, "ledger_compaction_failed",
+		       "ledger=%s error=%s detail=\"tried again in 5 s; the ledger keeps growing "
+		       "meanwhile\"",
+		       a->ledger_path, ds_log_quote(error ? error : "", q, sizeof(q)));
+		return;
+	}
+	ds_log(DS_LOG_INFO, "ledger_compacted",
+	       "ledger=%s records=%llu manifests=%llu bytes_freed=%llu ms=%lld ledger_bytes=%llu",
+	       a->ledger_path, (unsigned long long)s->records, (unsigned long long)s->manifests,
+	       (unsigned long long)s->bytes_freed, (long long)s->ms,
+	       (unsigned long long)ds_ledger_file_bytes(a->ledger_path));
+}
+
 static void *applier_main(void *arg)
 {
 	ds_target_agent *a = arg;
@@ -241,6 +261,7 @@ int ds_target_agent_new(ds_target_agent **out, const ds_target_agent_config *cfg
 	ac.cfg = ds_config_holder_peek(a->configs);
 	ac.on_event = on_apply;
 	ac.on_ledger_full = on_ledger_full;
+	ac.on_compacted = on_compacted;
 	ac.event_ud = a;
 	/* The applier before the receiver, whose handler wakes it. */
 	rc = ds_applier_new(&a->applier, &ac, err);

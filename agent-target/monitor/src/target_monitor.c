@@ -5,6 +5,7 @@
 #include "drasync/http_server.h"
 #include "drasync/inventory.h"
 #include "drasync/kube_probe.h"
+#include "drasync/ledger_compact.h"
 #include "drasync/ledger_status.h"
 #include "drasync/namespace_mode.h"
 #include "drasync/source_grants.h"
@@ -61,6 +62,16 @@ static const ds_metric_def defs[] = {
      "Objects in the ledger by apply state (pending, applied, waiting, failed, held, skipped, "
      "deleted, kept, refused).",
      "state", NULL, 0},
+    {"drasync_target_ledger_bytes", DS_METRIC_GAUGE,
+     "Bytes of the ledger on disk: ledger.db and its write-ahead log.", "", NULL, 0},
+    {"drasync_target_ledger_records", DS_METRIC_GAUGE,
+     "Records the ledger holds (what compaction left: the live objects' and those not "
+     "applied or reported yet).",
+     "", NULL, 0},
+    {"drasync_target_ledger_compacted_rows_total", DS_METRIC_COUNTER,
+     "Rows compaction deleted from the ledger, by table (records, manifests).", "table", NULL, 0},
+    {"drasync_target_ledger_compacted_bytes_total", DS_METRIC_COUNTER,
+     "Bytes the ledger file shrank by through compaction (incremental vacuum).", "", NULL, 0},
     {"drasync_target_ledger_unapplied_records", DS_METRIC_GAUGE,
      "Records committed in the ledger and not applied yet, all sources.", "", NULL, 0},
     {"drasync_target_source_unapplied_records", DS_METRIC_GAUGE,
@@ -260,7 +271,15 @@ static void collect(void *ud, ds_metrics *mx)
 		ds_metrics_set(mx, "drasync_target_apply_retries_total", NULL, (double)as.retried);
 		ds_metrics_set(mx, "drasync_target_apply_ledger_full_total", NULL,
 			       (double)as.ledger_full);
+		ds_metrics_set(mx, "drasync_target_ledger_compacted_rows_total",
+			       (const char *[]){"records"}, (double)as.compacted_records);
+		ds_metrics_set(mx, "drasync_target_ledger_compacted_rows_total",
+			       (const char *[]){"manifests"}, (double)as.compacted_manifests);
+		ds_metrics_set(mx, "drasync_target_ledger_compacted_bytes_total", NULL,
+			       (double)as.compacted_bytes);
 	}
+	ds_metrics_set(mx, "drasync_target_ledger_bytes", NULL,
+		       (double)ds_ledger_file_bytes(m->ledger_path));
 	if (m->kube) {
 		struct ds_kube_transport_stats ts;
 
@@ -299,6 +318,7 @@ static void collect(void *ud, ds_metrics *mx)
 		}
 		ds_metrics_set(mx, "drasync_target_ledger_unapplied_records", NULL,
 			       (double)unapplied);
+		ds_metrics_set(mx, "drasync_target_ledger_records", NULL, (double)st->records);
 		for (int s = 1; s < DS_APPLY_STATE_MAX; s++)
 			ds_metrics_set(
 			    mx, "drasync_target_objects",

@@ -16,7 +16,7 @@
 struct ds_ledger_records {
 	ds_store *st;
 	ds_store_stmt *after, *pending, *get, *origin, *backlog, *backlog_all, *backlog_each,
-	    *manifest, *sources;
+	    *manifest, *sources, *count;
 };
 
 int ds_ledger_records_new(ds_store *st, ds_ledger_records **out, ds_err *err)
@@ -218,6 +218,24 @@ int ds_ledger_records_backlog_each(ds_ledger_records *r, int64_t after,
 	else if (rc > 0)
 		rc = ds_store_fail(r->st, rc, "records backlog per source", err);
 	ds_store_stmt_done(r->backlog_each);
+	return rc;
+}
+
+int ds_ledger_records_count(ds_ledger_records *r, uint64_t *n, ds_err *err)
+{
+	sqlite3_stmt *q;
+	int rc = ds_store_stmt_lazy(r->st, &r->count, "SELECT count(*) FROM records", &q, err);
+
+	if (rc < 0)
+		return rc;
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		*n = (uint64_t)sqlite3_column_int64(q, 0);
+		rc = 0;
+	} else {
+		rc = ds_store_fail(r->st, rc, "records count", err);
+	}
+	ds_store_stmt_done(r->count);
 	return rc;
 }
 

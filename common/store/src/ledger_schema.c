@@ -49,12 +49,19 @@ static const ds_store_migration steps[] = {
      " checked_at INTEGER NOT NULL, seconds REAL, PRIMARY KEY(kind, namespace, name));"},
     {2, "store_info: what the file is and which drasync wrote it",
      "CREATE TABLE IF NOT EXISTS store_info(key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
+    {3, "the indexes of compaction (ledger_compact.c)",
+     /* Whether a record is still someone's: the desired or the applied state
+      * of an object, or a result its source has not heard yet. */
+     "CREATE INDEX IF NOT EXISTS object_state_record ON object_state(record_id);"
+     "CREATE INDEX IF NOT EXISTS object_state_applied ON object_state(applied_record_id);"
+     "CREATE INDEX IF NOT EXISTS apply_results_seq ON apply_results(source, epoch, seq);"},
 };
 
 const ds_store_schema ds_ledger_schema = {
     .file = "ledger",
     .steps = steps,
     .n_steps = (int)(sizeof(steps) / sizeof(steps[0])),
+    .incremental_vacuum = true,
 };
 
 int ds_ledger_open(ds_store **out, const char *path, unsigned flags, ds_err *err)

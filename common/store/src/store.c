@@ -284,10 +284,15 @@ int ds_store_open(ds_store **out, const char *path, const ds_store_schema *schem
 		 * power cut. Big pages: records are kilobytes of (compressed) JSON,
 		 * and WAL writes a frame per page, so small pages mean many system
 		 * calls per record; page_size only takes effect on a new file. */
-		rc = ds_store_exec(st,
-				   "PRAGMA page_size=32768; PRAGMA journal_mode=WAL; "
-				   "PRAGMA synchronous=FULL;",
-				   err);
+		/* auto_vacuum too only takes effect on a new file (before its first
+		 * table), and after page_size, which it would otherwise fix at the
+		 * default: an older file keeps its mode until a VACUUM (docs/store.md). */
+		rc = ds_store_exec(st, "PRAGMA page_size=32768", err);
+		if (rc == 0 && schema->incremental_vacuum)
+			rc = ds_store_exec(st, "PRAGMA auto_vacuum=INCREMENTAL", err);
+		if (rc == 0)
+			rc = ds_store_exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
+					   err);
 		if (rc == 0)
 			rc = migrate(st, err);
 	} else {

@@ -41,8 +41,12 @@ static void test_status_report__healthy_ledger_needs_no_attention(void **state)
 
 	(void)state;
 	st.states[DS_APPLY_APPLIED] = 3;
+	st.records = 4;
+	st.bytes = 3u << 20;
 	assert_null(ds_status_report_attention(&st));
 	text = render(0, &st, DS_MODE_STANDBY);
+	/* How big the ledger is, and what compaction left in it. */
+	assert_non_null(strstr(text, "size:    3.0 MiB, 4 records\n"));
 	assert_non_null(strstr(text, "mode:    standby\n"));
 	assert_non_null(strstr(text, "(no source has connected yet)"));
 	assert_non_null(strstr(text, "verification: never"));

@@ -24,9 +24,9 @@ static const ds_store_migration steps[] = {
     {3, "t.w", "ALTER TABLE t ADD COLUMN w TEXT NOT NULL DEFAULT 'three';"},
 };
 
-static const ds_store_schema v1 = {"test", steps, 1};
-static const ds_store_schema v2 = {"test", steps, 2};
-static const ds_store_schema v3 = {"test", steps, 3};
+static const ds_store_schema v1 = {"test", steps, 1, false};
+static const ds_store_schema v2 = {"test", steps, 2, false};
+static const ds_store_schema v3 = {"test", steps, 3, false};
 
 static char *tmp_path(char *path, size_t size, const char *name)
 {
@@ -205,7 +205,7 @@ static void test_store__a_failed_migration_changes_nothing(void **state)
 	    {2, "u", "CREATE TABLE u(k TEXT PRIMARY KEY);"},
 	    {3, "a typo", "ALTER TABLE nosuch ADD COLUMN w TEXT;"},
 	};
-	static const ds_store_schema bad3 = {"test", bad, 3};
+	static const ds_store_schema bad3 = {"test", bad, 3, false};
 	char path[1100];
 	ds_store *st = NULL;
 	ds_err err = {0};
@@ -232,7 +232,8 @@ static void test_store__a_newer_file_is_refused_naming_its_writer(void **state)
 	     "CREATE TABLE store_info(key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
 	    {3, "x", "CREATE TABLE x(k INTEGER);"},
 	};
-	static const ds_store_schema info2 = {"test", info, 2}, info3 = {"test", info, 3};
+	static const ds_store_schema info2 = {"test", info, 2, false},
+				     info3 = {"test", info, 3, false};
 
 	(void)state;
 	tmp_path(path, sizeof(path), "newer.db");
@@ -259,7 +260,8 @@ static void test_store__a_file_of_another_kind_is_refused(void **state)
 	    {1, "store_info",
 	     "CREATE TABLE store_info(key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
 	};
-	static const ds_store_schema outbox = {"outbox", info, 1}, ledger = {"ledger", info, 1};
+	static const ds_store_schema outbox = {"outbox", info, 1, false},
+				     ledger = {"ledger", info, 1, false};
 	char path[1100];
 	ds_store *st = NULL;
 	ds_err err = {0};

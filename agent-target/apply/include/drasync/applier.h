@@ -44,6 +44,7 @@
 
 #include "drasync/err.h"
 #include "drasync/kube_client.h"
+#include "drasync/ledger_compact.h"
 #include "drasync/object_state.h"
 #include "drasync/record.h"
 #include "drasync/report.h"
@@ -104,6 +105,9 @@ typedef struct ds_applier_config {
 	/* Only objects that go to these target namespaces (failover, failback); n 0: all. */
 	const char *const *namespaces;
 	size_t n_namespaces;
+	/* ds_applier_run() compacts the ledger between passes (ledger_compact.h): what
+	 * it did, at most once a minute (s NULL and error set when it failed). May be NULL. */
+	void (*on_compacted)(void *ud, const ds_ledger_compact_stats *s, const char *error);
 } ds_applier_config;
 
 /* What the applier did (since ds_applier_new). API calls are those it made itself. */
@@ -114,6 +118,8 @@ typedef struct ds_applier_stats {
 	uint64_t applied, unchanged, recreated, failed, waiting, retried, held, skipped;
 	uint64_t deleted, kept, refused;
 	uint64_t ledger_full; /* passes whose outcomes the full ledger could not keep */
+	/* ds_applier_run()'s compaction: rows deleted, bytes the file shrank by */
+	uint64_t compacted_records, compacted_manifests, compacted_bytes;
 } ds_applier_stats;
 
 /** Open the ledger's state tables and ask discovery which resource.k8s.io version to use. */

@@ -72,6 +72,8 @@ typedef struct ds_ledger_status {
 	size_t n_verifications;
 	uint64_t verified, not_verified; /* every workload's last verification */
 	int64_t last_checked;		 /* the newest check; 0: never verified */
+	uint64_t records;		 /* records the ledger holds (after compaction) */
+	uint64_t bytes;			 /* ledger.db and its write-ahead log on disk */
 } ds_ledger_status;
 
 /**

@@ -75,6 +75,9 @@ int ds_ledger_record_origin(ds_ledger_records *r, int64_t id, char *source, size
 int ds_ledger_records_backlog(ds_ledger_records *r, int64_t after, const char *source, uint64_t *n,
 			      int64_t *oldest_s, ds_err *err);
 
+/** How many records the ledger holds (what compaction left). @return 0, or a negative errno */
+int ds_ledger_records_count(ds_ledger_records *r, uint64_t *n, ds_err *err);
+
 /**
  * The upserts and deletes after id `after`, per source, one aggregate:
  * fn(ud, source, n) for each source that has some; fn < 0 stops with that value.

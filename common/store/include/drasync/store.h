@@ -34,6 +34,10 @@ typedef struct ds_store_schema {
 	const char *file; /* what the file is, in messages: "ledger", "outbox" */
 	const ds_store_migration *steps;
 	int n_steps; /* the newest version this drasync writes */
+	/* A new file is created with auto_vacuum=INCREMENTAL (pages freed by
+	 * deletes can be given back with PRAGMA incremental_vacuum); a file
+	 * created without it keeps its mode until a VACUUM. */
+	bool incremental_vacuum;
 } ds_store_schema;
 
 /* ds_store_open() flags. */
