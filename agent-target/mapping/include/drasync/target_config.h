@@ -157,6 +157,8 @@ const char *ds_target_config_ledger(const ds_target_config *cfg, char *buf, size
 /* maxUnappliedRecords: the ledger backlog at which the sources get no more credit (100000). */
 uint64_t ds_target_config_max_unapplied(const ds_target_config *cfg);
 const char *ds_target_config_metrics_listen(const ds_target_config *cfg);
+/* identity.namespace: where the ConfigMap drasync-ledger is (NULL: not set). */
+const char *ds_target_config_identity_namespace(const ds_target_config *cfg);
 
 /** "migrate" / "standby". */
 const char *ds_mode_name(enum ds_mode mode);
