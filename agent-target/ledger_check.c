@@ -28,9 +28,10 @@ int ds_target_check_ledger(const char *cmd, const char *ledger)
 	if (rc == -EBADMSG)
 		fprintf(stderr,
 			"  (the ledger cannot be used: stop drasync-target, move %s and its -wal "
-			"and -shm files aside, e.g. to %s.damaged, and start again: with an empty "
-			"ledger every source sends a full snapshot and the target is rebuilt "
-			"from it)\n",
+			"and -shm files aside, e.g. to %s.damaged, and start again with "
+			"--new-ledger: with an empty ledger every source sends a full snapshot and "
+			"the target is rebuilt from it, the namespace modes read back from the "
+			"Namespaces)\n",
 			ledger, ledger);
 	else if (rc == -ENOSPC)
 		fprintf(stderr, "  (free space on the filesystem that holds %s and start again)\n",

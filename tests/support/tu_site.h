@@ -52,6 +52,9 @@ void tu_site_dispose(tu_site *s);
 /**
  * Write the TargetConfig (listen, keys, stateDir) and the authorized-sources
  * file; `extra` is appended (YAML lines: mode, namespaceMappings...).
+ * Without `identity:` in extra the ledger's identity goes to a namespace that
+ * does not exist (ds-noid-PORT): it is not written, and no other test's
+ * ConfigMap is read.
  */
 void tu_site_write_config(tu_site *s, const char *extra);
 

@@ -344,6 +344,16 @@ int ds_ledger_identity_check(ds_kube *k, const ds_target_config *cfg, ds_identit
 	}
 	ds_kube_error_clear(&ke);
 	rc = ds_ledger_identity_fetch(k, c->ns, &c->cluster, &ke);
+	if (rc < 0 && (ke.code == 401 || ke.code == 403)) {
+		/* Not a silence to wait out: the RBAC lacks the rule (an upgrade
+		 * without the new RBAC, or identity.namespace elsewhere). */
+		snprintf(c->msg, sizeof(c->msg),
+			 "drasync-target %s: read %s: %s: the target's RBAC must allow get, create "
+			 "and update of that ConfigMap (deploy/kustomize/target/rbac.yaml, Role "
+			 "drasync-target-ledger), or set identity.namespace to the agent's namespace",
+			 c->cmd, cm, ds_kube_error_format(&ke, buf, sizeof(buf)));
+		return 1;
+	}
 	if (rc < 0) {
 		snprintf(c->msg, sizeof(c->msg), "drasync-target %s: read %s: %s", c->cmd, cm,
 			 ds_kube_error_format(&ke, buf, sizeof(buf)));
