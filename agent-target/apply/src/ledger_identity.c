@@ -25,7 +25,8 @@ static const char *const verdict_names[DS_IDENTITY_VERDICT_MAX] = {
 
 const char *ds_identity_verdict_name(enum ds_identity_verdict v)
 {
-	return (int)v >= 0 && v < DS_IDENTITY_VERDICT_MAX ? verdict_names[v] : "?";
+	/* _MAX: no decision (the ConfigMap could not be read) */
+	return (int)v >= 0 && v < DS_IDENTITY_VERDICT_MAX ? verdict_names[v] : "none";
 }
 
 enum ds_identity_verdict ds_ledger_identity_decide(const char *ledger_id, const char *cluster_id,
@@ -347,6 +348,7 @@ int ds_ledger_identity_check(ds_kube *k, const ds_target_config *cfg, ds_identit
 	if (rc < 0 && (ke.code == 401 || ke.code == 403)) {
 		/* Not a silence to wait out: the RBAC lacks the rule (an upgrade
 		 * without the new RBAC, or identity.namespace elsewhere). */
+		c->verdict = DS_IDENTITY_VERDICT_MAX;
 		snprintf(c->msg, sizeof(c->msg),
 			 "drasync-target %s: read %s: %s: the target's RBAC must allow get, create "
 			 "and update of that ConfigMap (deploy/kustomize/target/rbac.yaml, Role "

@@ -63,7 +63,7 @@ enum ds_identity_verdict {
 	DS_IDENTITY_VERDICT_MAX,
 };
 
-/** "same", "first", "publish", "lost", "other", "adopt". */
+/** "same", "first", "publish", "lost", "other", "adopt"; "none" for _MAX (not decided). */
 const char *ds_identity_verdict_name(enum ds_identity_verdict v);
 
 /**
