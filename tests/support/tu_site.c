@@ -152,9 +152,21 @@ static int start_agent(const char *what, const char *log, long *from, const char
 
 void tu_site_agent_start(tu_site *s)
 {
-	s->agent_pid = start_agent("drasync-target run", s->log, &s->log_from,
-				   (const char *[]){tu_env("DS_TARGET_BIN"), "run", "--config",
-						    s->cfg, "--kubeconfig", s->kubeconfig, NULL});
+	tu_site_agent_start_args(s, NULL);
+}
+
+void tu_site_agent_start_args(tu_site *s, const char *const *args)
+{
+	const char *argv[32] = {tu_env("DS_TARGET_BIN"), "run", "--config", s->cfg, "--kubeconfig",
+				s->kubeconfig};
+	size_t n = 6;
+
+	for (size_t i = 0; args && args[i]; i++) {
+		assert_true(n + 1 < sizeof(argv) / sizeof(argv[0]));
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	s->agent_pid = start_agent("drasync-target run", s->log, &s->log_from, argv);
 }
 
 void tu_site_write_source_config(tu_site *s, const char *extra)

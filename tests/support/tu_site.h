@@ -60,6 +60,8 @@ void tu_site_write_config(tu_site *s, const char *extra);
 
 /** drasync-target run, until it logged `started`. */
 void tu_site_agent_start(tu_site *s);
+/** As tu_site_agent_start(), extra arguments (NULL-terminated, may be NULL) after the config's. */
+void tu_site_agent_start_args(tu_site *s, const char *const *args);
 void tu_site_agent_sigkill(tu_site *s);
 /** SIGTERM; the agent must exit 0. */
 void tu_site_agent_sigterm(tu_site *s);
