@@ -100,7 +100,8 @@ static int parse_args(int argc, char **argv, struct run *r)
 {
 	static const struct ds_cli_option own[] = {
 	    {"verify-timeout", 'v' + DS_CLI_LONG_ONLY, DS_CLI_STRING},
-	    {"new-ledger", 'n' + DS_CLI_LONG_ONLY, DS_CLI_FLAG}, {NULL, 0, 0}};
+	    {"new-ledger", 'n' + DS_CLI_LONG_ONLY, DS_CLI_FLAG},
+	    {NULL, 0, 0}};
 	const struct ds_cli_spec spec = {.prog = "drasync-target",
 					 .cmd = "run",
 					 .takes = DS_CLI_CONFIG | DS_CLI_KUBECONFIG |

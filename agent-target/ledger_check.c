@@ -60,9 +60,10 @@ int ds_target_check_identity(const char *cmd, ds_kube *kube, const ds_target_con
 
 	while ((rc = ds_ledger_identity_check(kube, cfg, &c)) < 0) {
 		if (!wait) {
-			fprintf(stderr, "%s\n  (the ledger's identity is checked against the target "
-					"cluster before the ledger is written: try again when its "
-					"API server answers)\n",
+			fprintf(stderr,
+				"%s\n  (the ledger's identity is checked against the target "
+				"cluster before the ledger is written: try again when its "
+				"API server answers)\n",
 				c.msg);
 			return 1;
 		}
@@ -72,7 +73,8 @@ int ds_target_check_identity(const char *cmd, ds_kube *kube, const ds_target_con
 			said = ds_clock_mono_ms();
 		}
 		if (stop_signalled(pause)) {
-			ds_log(DS_LOG_INFO, "stopped", "exit=0 detail=\"before the ledger was checked\"");
+			ds_log(DS_LOG_INFO, "stopped",
+			       "exit=0 detail=\"before the ledger was checked\"");
 			return -1;
 		}
 		if (pause < 8000)

@@ -111,8 +111,9 @@ static void wait_replicas(long long want, int timeout_ms)
 			char *log = tu_site_run_log(&F.s);
 			size_t len = strlen(log);
 
-			fail_msg("Deployment trainer has replicas %lld, not %lld, after %d ms:\n...%s",
-				 replicas(), want, timeout_ms, len > 6000 ? log + len - 6000 : log);
+			fail_msg(
+			    "Deployment trainer has replicas %lld, not %lld, after %d ms:\n...%s",
+			    replicas(), want, timeout_ms, len > 6000 ? log + len - 6000 : log);
 		}
 		tu_msleep(200);
 	}
@@ -162,8 +163,8 @@ static void assert_in(const char *what, const char *text, const char *want)
 		fail_msg("%s has no '%s':\n%s", what, want, text);
 }
 
-static void test_itest_ledger_identity__lost_ledger_refused_then_new_ledger_keeps_active(
-    void **state)
+static void
+test_itest_ledger_identity__lost_ledger_refused_then_new_ledger_keeps_active(void **state)
 {
 	char first[80], now[80], other_id[80], want[300];
 	struct tu_run r;
@@ -288,7 +289,8 @@ static void test_itest_ledger_identity__lost_ledger_refused_then_new_ledger_keep
 						"'applied'") < 1) {
 			if (tu_now_ms() > end) {
 				log = tu_site_run_log(&F.s);
-				fail_msg("the record was not applied into the new ledger:\n%s", log);
+				fail_msg("the record was not applied into the new ledger:\n%s",
+					 log);
 			}
 			tu_msleep(200);
 		}
@@ -309,7 +311,8 @@ static void test_itest_ledger_identity__lost_ledger_refused_then_new_ledger_keep
 			if (strstr(log, "event=ledger_identity verdict=same"))
 				break;
 			if (tu_now_ms() > end)
-				fail_msg("no ledger_identity verdict=same after a restart:\n%s", log);
+				fail_msg("no ledger_identity verdict=same after a restart:\n%s",
+					 log);
 			free(log);
 			tu_msleep(200);
 		}

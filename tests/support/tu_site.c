@@ -157,8 +157,8 @@ void tu_site_agent_start(tu_site *s)
 
 void tu_site_agent_start_args(tu_site *s, const char *const *args)
 {
-	const char *argv[32] = {tu_env("DS_TARGET_BIN"), "run", "--config", s->cfg, "--kubeconfig",
-				s->kubeconfig};
+	const char *argv[32] = {tu_env("DS_TARGET_BIN"), "run",	       "--config", s->cfg,
+				"--kubeconfig",		 s->kubeconfig};
 	size_t n = 6;
 
 	for (size_t i = 0; args && args[i]; i++) {

@@ -43,7 +43,7 @@ struct ds_failover {
 	ds_object_state *st;
 	ds_namespace_modes *nm;
 	ds_inbox *ib;
-	ds_kube *kube; /* borrowed, during ds_failover_run() */
+	ds_kube *kube;	    /* borrowed, during ds_failover_run() */
 	size_t unannotated; /* Namespaces whose mode annotations could not be written */
 };
 
@@ -618,13 +618,14 @@ static int annotate_modes(ds_failover *f)
 						      row->changed_by, &ke) == 0)
 			continue;
 		f->unannotated++;
-		sayf(f, true,
-		     "drasync-target %s: namespace %s: the mode is in the ledger, but writing it on "
-		     "the Namespace (annotation " DS_ANNOTATION_MODE ") failed: %s; a new ledger "
-		     "reads the modes back from there: run %s again once that is fixed",
-		     f->o.verb, f->ns[i],
-		     row ? ds_kube_error_format(&ke, buf, sizeof(buf)) : "not in the ledger",
-		     f->o.verb);
+		sayf(
+		    f, true,
+		    "drasync-target %s: namespace %s: the mode is in the ledger, but writing it on "
+		    "the Namespace (annotation " DS_ANNOTATION_MODE ") failed: %s; a new ledger "
+		    "reads the modes back from there: run %s again once that is fixed",
+		    f->o.verb, f->ns[i],
+		    row ? ds_kube_error_format(&ke, buf, sizeof(buf)) : "not in the ledger",
+		    f->o.verb);
 	}
 	ds_namespace_mode_list_free(rows, n);
 	return 0;
@@ -710,7 +711,8 @@ int ds_failover_run(ds_failover *f, ds_kube *kube, int64_t deadline)
 		return 1;
 	rc = 1;
 	modes = set_modes(f);
-	if (modes < 0 || annotate_modes(f) < 0 || apply_rounds(f, deadline, &after, &pending_left) < 0)
+	if (modes < 0 || annotate_modes(f) < 0 ||
+	    apply_rounds(f, deadline, &after, &pending_left) < 0)
 		goto out;
 	changed = ds_failover_diff(before, after, &lines, &unchanged);
 	if (changed < 0)

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 static const char *const verdict_names[DS_IDENTITY_VERDICT_MAX] = {
-    [DS_IDENTITY_SAME] = "same",   [DS_IDENTITY_FIRST] = "first", [DS_IDENTITY_PUBLISH] = "publish",
-    [DS_IDENTITY_LOST] = "lost",   [DS_IDENTITY_OTHER] = "other", [DS_IDENTITY_ADOPT] = "adopt",
+    [DS_IDENTITY_SAME] = "same", [DS_IDENTITY_FIRST] = "first", [DS_IDENTITY_PUBLISH] = "publish",
+    [DS_IDENTITY_LOST] = "lost", [DS_IDENTITY_OTHER] = "other", [DS_IDENTITY_ADOPT] = "adopt",
 };
 
 const char *ds_identity_verdict_name(enum ds_identity_verdict v)
@@ -148,13 +148,15 @@ const char *ds_ledger_identity_namespace(const ds_target_config *cfg, char *buf,
 	return buf;
 }
 
-static const struct ds_kube_resource configmaps = {
-    .group = "", .version = "v1", .resource = "configmaps", .kind = "ConfigMap", .namespaced = true};
+static const struct ds_kube_resource configmaps = {.group = "",
+						   .version = "v1",
+						   .resource = "configmaps",
+						   .kind = "ConfigMap",
+						   .namespaced = true};
 static const struct ds_kube_resource namespaces = {
     .group = "", .version = "v1", .resource = "namespaces", .kind = "Namespace"};
 
-int ds_ledger_identity_fetch(ds_kube *k, const char *ns, ds_ledger_identity *out,
-			     ds_kube_error *ke)
+int ds_ledger_identity_fetch(ds_kube *k, const char *ns, ds_ledger_identity *out, ds_kube_error *ke)
 {
 	ds_ledger_identity id;
 	json_t *cm = NULL, *data;
@@ -277,8 +279,8 @@ int ds_namespace_modes_read_back(ds_kube *k, const ds_target_config *cfg, ds_nam
 			continue; /* missing, or not ours to read */
 		word = ds_obj_annotation(obj, DS_ANNOTATION_MODE);
 		if (word && (strcmp(word, "active") == 0 || strcmp(word, "standby") == 0)) {
-			enum ds_mode mode = strcmp(word, "active") == 0 ? DS_MODE_MIGRATE
-									: DS_MODE_STANDBY;
+			enum ds_mode mode =
+			    strcmp(word, "active") == 0 ? DS_MODE_MIGRATE : DS_MODE_STANDBY;
 			rc = ds_namespace_modes_get(nm, names[i], NULL, err);
 			if (rc == 0)
 				rc = ds_namespace_modes_set(nm, names[i], mode, "new-ledger", err);
@@ -311,17 +313,18 @@ static int refuse(ds_identity_check *c)
 			 "%s is new: restore the state directory, or run `drasync-target run "
 			 "--new-ledger` to start a new ledger (namespace modes are then read back "
 			 "from the Namespaces' " DS_ANNOTATION_MODE " annotations)",
-			 c->cmd, c->cluster.id, c->cluster.created[0] ? c->cluster.created : "?", cm,
-			 c->ledger_path);
+			 c->cmd, c->cluster.id, c->cluster.created[0] ? c->cluster.created : "?",
+			 cm, c->ledger_path);
 	else
-		snprintf(c->msg, sizeof(c->msg),
-			 "drasync-target %s: %s is ledger %s (created %s) but the target cluster's "
-			 "%s names ledger %s (created %s, by %s): another ledger; point stateDir at "
-			 "this cluster's ledger, or run `drasync-target run --new-ledger` to make "
-			 "%s this cluster's ledger",
-			 c->cmd, c->ledger_path, c->ledger.id, c->ledger.created, cm, c->cluster.id,
-			 c->cluster.created[0] ? c->cluster.created : "?",
-			 c->cluster.target[0] ? c->cluster.target : "?", c->ledger_path);
+		snprintf(
+		    c->msg, sizeof(c->msg),
+		    "drasync-target %s: %s is ledger %s (created %s) but the target cluster's "
+		    "%s names ledger %s (created %s, by %s): another ledger; point stateDir at "
+		    "this cluster's ledger, or run `drasync-target run --new-ledger` to make "
+		    "%s this cluster's ledger",
+		    c->cmd, c->ledger_path, c->ledger.id, c->ledger.created, cm, c->cluster.id,
+		    c->cluster.created[0] ? c->cluster.created : "?",
+		    c->cluster.target[0] ? c->cluster.target : "?", c->ledger_path);
 	return 1;
 }
 
@@ -349,11 +352,12 @@ int ds_ledger_identity_check(ds_kube *k, const ds_target_config *cfg, ds_identit
 		/* Not a silence to wait out: the RBAC lacks the rule (an upgrade
 		 * without the new RBAC, or identity.namespace elsewhere). */
 		c->verdict = DS_IDENTITY_VERDICT_MAX;
-		snprintf(c->msg, sizeof(c->msg),
-			 "drasync-target %s: read %s: %s: the target's RBAC must allow get, create "
-			 "and update of that ConfigMap (deploy/kustomize/target/rbac.yaml, Role "
-			 "drasync-target-ledger), or set identity.namespace to the agent's namespace",
-			 c->cmd, cm, ds_kube_error_format(&ke, buf, sizeof(buf)));
+		snprintf(
+		    c->msg, sizeof(c->msg),
+		    "drasync-target %s: read %s: %s: the target's RBAC must allow get, create "
+		    "and update of that ConfigMap (deploy/kustomize/target/rbac.yaml, Role "
+		    "drasync-target-ledger), or set identity.namespace to the agent's namespace",
+		    c->cmd, cm, ds_kube_error_format(&ke, buf, sizeof(buf)));
 		return 1;
 	}
 	if (rc < 0) {

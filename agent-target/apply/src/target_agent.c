@@ -455,6 +455,8 @@ static void restart_keys(const ds_target_config *was, const ds_target_config *cf
 		       ds_target_config_state_dir(cfg));
 	restart_needed("metrics.listen", ds_target_config_metrics_listen(was),
 		       ds_target_config_metrics_listen(cfg));
+	restart_needed("identity.namespace", ds_target_config_identity_namespace(was),
+		       ds_target_config_identity_namespace(cfg));
 }
 
 /*

@@ -60,7 +60,8 @@ static void test_ledger_identity__decide(void **state)
 			fail_msg("case %zu (%s, %s, %d): %s, not %s", i,
 				 cases[i].ledger ? cases[i].ledger : "NULL",
 				 cases[i].cluster ? cases[i].cluster : "NULL", cases[i].new_ledger,
-				 ds_identity_verdict_name(v), ds_identity_verdict_name(cases[i].want));
+				 ds_identity_verdict_name(v),
+				 ds_identity_verdict_name(cases[i].want));
 	}
 	assert_string_equal(ds_identity_verdict_name(DS_IDENTITY_LOST), "lost");
 	assert_string_equal(ds_identity_verdict_name(DS_IDENTITY_VERDICT_MAX), "none");

@@ -37,9 +37,9 @@
 #define DS_LEDGER_SA_NAMESPACE_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 /* The annotations of a target Namespace's mode. */
-#define DS_ANNOTATION_MODE "drasync.io/mode"		/* "active" or "standby" */
+#define DS_ANNOTATION_MODE "drasync.io/mode"		 /* "active" or "standby" */
 #define DS_ANNOTATION_MODE_SINCE "drasync.io/mode-since" /* RFC 3339, UTC */
-#define DS_ANNOTATION_MODE_BY "drasync.io/mode-by"	/* "failover", "failback", ... */
+#define DS_ANNOTATION_MODE_BY "drasync.io/mode-by"	 /* "failover", "failback", ... */
 
 /* store_info's keys in the ledger. */
 #define DS_LEDGER_INFO_ID "ledger_id"
