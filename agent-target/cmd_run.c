@@ -80,8 +80,7 @@ static int on_option(void *ctx, int key, const char *arg, long long ms)
 	int64_t ns;
 
 	(void)ms;
-	if (key == 'n' + DS_CLI_LONG_ONLY)
-		r->new_ledger = true;
+	r->new_ledger = r->new_ledger || key == 'n' + DS_CLI_LONG_ONLY;
 	if (key != 'v' + DS_CLI_LONG_ONLY)
 		return 0;
 	/* Its own text: 0 turns the verifier off, which --timeout would refuse. */
