@@ -65,8 +65,9 @@ typedef struct ds_ledger_status {
 	/* The last verification per workload: those NOT verified first, at most max_items. */
 	ds_ledger_verification *verifications;
 	size_t n_verifications;
-	uint64_t verified, not_verified; /* every workload's last verification */
-	int64_t last_checked;		 /* the newest check; 0: never verified */
+	uint64_t verified, not_verified;	/* every workload's last verification */
+	int64_t last_checked;			/* the newest check; 0: never verified */
+	char ledger_id[65], ledger_created[32]; /* its identity (ledger_identity.h); "" none */
 } ds_ledger_status;
 
 /**
