@@ -26,7 +26,7 @@
 struct run {
 	const char *config, *kubeconfig, *context;
 	long long verify_timeout_ms; /* -1: the verifier's default; 0: no verifier */
-	bool new_ledger, check_identity;
+	bool new_ledger;
 	ds_target_config *cfg;
 	ds_keypair keys;
 	ds_kube *kube;
@@ -40,10 +40,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: drasync-target run --config FILE [OPTIONS]\n"
 		"\n"
-		"Accepts the sources listed in keys.authorizedSources on `listen`, commits\n"
-		"every record in the ledger in stateDir before acknowledging it, and applies\n"
-		"the objects to this cluster from the ledger: DRA mapping, resource.k8s.io\n"
-		"conversion, standby, SPEC order, server-side apply as field manager drasync.\n"
+		"Accepts the sources of keys.authorizedSources on `listen`, commits every\n"
+		"record in the ledger (stateDir) before acknowledging it, and applies the\n"
+		"objects from there: DRA mapping, conversion, standby, SPEC order, SSA.\n"
 		"\n"
 		"Options:\n"
 		"  -c, --config FILE      the TargetConfig file (required)\n"
@@ -58,8 +57,7 @@ static void usage(FILE *out)
 		"  -h, --help             show this help\n"
 		"\n"
 		"Signals: SIGTERM/SIGINT finish the pass in flight and exit 0; SIGHUP reads the\n"
-		"file again (a bad file is refused with file:line:col, the rules in force\n"
-		"kept). The authorized sources are re-read whenever their file changes.\n"
+		"file again (a bad one is refused with file:line:col, the rules in force kept).\n"
 		"\n"
 		"Each workload applied is verified for up to 5 minutes (event=verified or\n"
 		"not_verified, kept for status); metrics.listen (e.g. 127.0.0.1:9450) serves\n"
@@ -67,9 +65,8 @@ static void usage(FILE *out)
 		"\n"
 		"A new ledger where the cluster's ConfigMap drasync-ledger names one is refused\n"
 		"(exit 1) unless --new-ledger; a new ledger waits for the API server first.\n"
-		"\n"
-		"Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the run could not go on,\n"
-		"2 usage or configuration error. Example, against a kubeconfig:\n"
+		"Exit: 0 stopped (SIGTERM/SIGINT), 1 the run could not go on, 2 usage or\n"
+		"configuration error. Example, against a kubeconfig:\n"
 		"  drasync-target run --config target.yaml --kubeconfig ~/.kube/config\n");
 }
 
@@ -187,11 +184,11 @@ static int connect_cluster(struct run *r)
 		return rc;
 	ds_log(DS_LOG_INFO, "target_cluster", "server=%s",
 	       ds_kubeconfig_server(ds_kube_get_config(r->kube)));
-	return ds_target_run_identity(r->kube, r->cfg, r->ledger, r->new_ledger,
-				      &r->check_identity);
+	return 0;
 }
 
-/* The monitor first (it counts the agent's events), then the agent, then the link. */
+/* The monitor first (it counts the agent's events; /healthz while a new ledger
+ * waits for its identity check), then the agent, then the link. */
 static int start(struct run *r)
 {
 	ds_target_monitor_config mc = {
@@ -201,9 +198,9 @@ static int start(struct run *r)
 				     .keys = &r->keys,
 				     .kube = r->kube,
 				     .ledger_path = r->ledger,
-				     .verify_timeout_ms = r->verify_timeout_ms,
-				     .check_identity = r->check_identity};
+				     .verify_timeout_ms = r->verify_timeout_ms};
 	ds_err err = {0};
+	int rc;
 
 	if (ds_target_monitor_start(&r->monitor, &mc, ds_target_config_metrics_listen(r->cfg),
 				    &err) < 0) {
@@ -211,6 +208,9 @@ static int start(struct run *r)
 		return 1;
 	}
 	ds_target_monitor_hooks(r->monitor, &ac.hooks);
+	rc = ds_target_run_identity(r->kube, r->cfg, r->ledger, r->new_ledger, &ac.check_identity);
+	if (rc)
+		return rc;
 	if (ds_target_agent_new(&r->agent, &ac, &err) < 0) {
 		fprintf(stderr, "drasync-target run: %s\n", err.msg);
 		return 1;
