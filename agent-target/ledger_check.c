@@ -55,7 +55,7 @@ int ds_target_check_identity(const char *cmd, ds_kube *kube, const ds_target_con
 			     const char *ledger, bool new_ledger, bool wait)
 {
 	ds_identity_check c = {.cmd = cmd, .ledger_path = ledger, .new_ledger = new_ledger};
-	int64_t said = 0;
+	int64_t said = ds_clock_mono_ms() - 30000; /* the first wait is said at once */
 	int rc, pause = 1000;
 
 	while ((rc = ds_ledger_identity_check(kube, cfg, &c)) < 0) {
