@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct drill_cmd {
 	struct ds_cli_args a;
@@ -176,6 +177,10 @@ int ds_cmd_drill(int argc, char **argv)
 	if (rc)
 		goto out;
 	ds_target_config_ledger(d.cfg, ledger, sizeof(ledger));
+	/* A lost ledger is refused here too (none at all: the drill says so). */
+	if (access(ledger, F_OK) == 0 &&
+	    (rc = ds_target_check_identity("drill", k, d.cfg, ledger, false, false)) != 0)
+		goto out;
 	o = (ds_drill_opts){.ledger_path = ledger,
 			    .cfg = d.cfg,
 			    .kube = k,

@@ -222,7 +222,8 @@ static int dr_main(int argc, char **argv, const char *verb, enum ds_mode to)
 	if ((rc = open_ledger(&d, cfg, ledger, sizeof(ledger), &f)) == 0 &&
 	    (rc = ds_failover_namespaces(f, d.a.namespaces, d.a.n_namespaces)) == 0 &&
 	    (rc = ds_failover_guard(f)) == 0 &&
-	    (rc = ds_target_connect(verb, d.a.kubeconfig, d.a.context, cfg, NULL, &kube)) == 0)
+	    (rc = ds_target_connect(verb, d.a.kubeconfig, d.a.context, cfg, NULL, &kube)) == 0 &&
+	    (rc = ds_target_check_identity(verb, kube, cfg, ledger, false, false)) == 0)
 		rc = ds_failover_run(f, kube, deadline);
 	ds_failover_free(f);
 	ds_kube_free(kube);

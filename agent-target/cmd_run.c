@@ -26,6 +26,7 @@
 struct run {
 	const char *config, *kubeconfig, *context;
 	long long verify_timeout_ms; /* -1: the verifier's default; 0: no verifier */
+	bool new_ledger;
 	ds_target_config *cfg;
 	ds_keypair keys;
 	ds_kube *kube;
@@ -39,10 +40,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: drasync-target run --config FILE [OPTIONS]\n"
 		"\n"
-		"Accepts the sources listed in keys.authorizedSources on `listen`, commits\n"
-		"every record in the ledger in stateDir before acknowledging it, and applies\n"
-		"the objects to this cluster from the ledger: DRA mapping, resource.k8s.io\n"
-		"conversion, standby, SPEC order, server-side apply as field manager drasync.\n"
+		"Accepts the sources of keys.authorizedSources on `listen`, commits every\n"
+		"record in the ledger (stateDir) before acknowledging it, and applies the\n"
+		"objects from there: DRA mapping, conversion, standby, SPEC order, SSA.\n"
 		"\n"
 		"Options:\n"
 		"  -c, --config FILE      the TargetConfig file (required)\n"
@@ -52,27 +52,21 @@ static void usage(FILE *out)
 		"      --log-level LEVEL  debug, info, warn or error (default info)\n"
 		"      --verify-timeout DUR  how long a workload applied may take to verify\n"
 		"                         (Go duration; default 5m; 0: do not verify)\n"
+		"      --new-ledger       accept a new ledger where the cluster had one (modes\n"
+		"                         read back from the Namespaces' drasync.io/mode)\n"
 		"  -h, --help             show this help\n"
 		"\n"
-		"Signals: SIGTERM/SIGINT finish the pass in flight and exit 0; SIGHUP reads\n"
-		"the file again (mapping rules, mode, namespaces; a bad file is refused\n"
-		"with file:line:col and the rules in force are kept). The authorized\n"
-		"sources are re-read whenever their file changes.\n"
+		"Signals: SIGTERM/SIGINT finish the pass in flight and exit 0; SIGHUP reads the\n"
+		"file again (a bad one is refused with file:line:col, the rules in force kept).\n"
 		"\n"
-		"Each workload applied is then verified on this cluster until it is or 5\n"
-		"minutes pass (pods scheduled and Running, claims allocated; standby:\n"
-		"parked): logged as event=verified or event=not_verified with the reason,\n"
-		"kept in the ledger for status; drasync-target verify checks on demand.\n"
+		"Each workload applied is verified for up to 5 minutes (event=verified or\n"
+		"not_verified, kept for status); metrics.listen (e.g. 127.0.0.1:9450) serves\n"
+		"/metrics, /healthz, /readyz and a status page at /.\n"
 		"\n"
-		"While it runs: drasync-target status --config FILE shows the ledger,\n"
-		"drasync-target retry --config FILE applies failed objects again. With\n"
-		"metrics.listen in the file (e.g. 127.0.0.1:9450) it serves /metrics\n"
-		"(Prometheus), /healthz, /readyz and a status page at /.\n"
-		"\n"
-		"Exit codes: 0 stopped by SIGTERM/SIGINT, 1 the run could not go on,\n"
-		"2 usage or configuration error.\n"
-		"\n"
-		"Example, outside a cluster against a kubeconfig:\n"
+		"A new ledger where the cluster's ConfigMap drasync-ledger names one is refused\n"
+		"(exit 1) unless --new-ledger; a new ledger waits for the API server first.\n"
+		"Exit: 0 stopped (SIGTERM/SIGINT), 1 the run could not go on, 2 usage or\n"
+		"configuration error. Example, against a kubeconfig:\n"
 		"  drasync-target run --config target.yaml --kubeconfig ~/.kube/config\n");
 }
 
@@ -83,6 +77,7 @@ static int on_option(void *ctx, int key, const char *arg, long long ms)
 	int64_t ns;
 
 	(void)ms;
+	r->new_ledger = r->new_ledger || key == 'n' + DS_CLI_LONG_ONLY;
 	if (key != 'v' + DS_CLI_LONG_ONLY)
 		return 0;
 	/* Its own text: 0 turns the verifier off, which --timeout would refuse. */
@@ -100,7 +95,9 @@ static int on_option(void *ctx, int key, const char *arg, long long ms)
 static int parse_args(int argc, char **argv, struct run *r)
 {
 	static const struct ds_cli_option own[] = {
-	    {"verify-timeout", 'v' + DS_CLI_LONG_ONLY, DS_CLI_STRING}, {NULL, 0, 0}};
+	    {"verify-timeout", 'v' + DS_CLI_LONG_ONLY, DS_CLI_STRING},
+	    {"new-ledger", 'n' + DS_CLI_LONG_ONLY, DS_CLI_FLAG},
+	    {NULL, 0, 0}};
 	const struct ds_cli_spec spec = {.prog = "drasync-target",
 					 .cmd = "run",
 					 .takes = DS_CLI_CONFIG | DS_CLI_KUBECONFIG |
@@ -190,7 +187,8 @@ static int connect_cluster(struct run *r)
 	return 0;
 }
 
-/* The monitor first (it counts the agent's events), then the agent, then the link. */
+/* The monitor first (it counts the agent's events; /healthz while a new ledger
+ * waits for its identity check), then the agent, then the link. */
 static int start(struct run *r)
 {
 	ds_target_monitor_config mc = {
@@ -202,6 +200,7 @@ static int start(struct run *r)
 				     .ledger_path = r->ledger,
 				     .verify_timeout_ms = r->verify_timeout_ms};
 	ds_err err = {0};
+	int rc;
 
 	if (ds_target_monitor_start(&r->monitor, &mc, ds_target_config_metrics_listen(r->cfg),
 				    &err) < 0) {
@@ -209,6 +208,9 @@ static int start(struct run *r)
 		return 1;
 	}
 	ds_target_monitor_hooks(r->monitor, &ac.hooks);
+	rc = ds_target_run_identity(r->kube, r->cfg, r->ledger, r->new_ledger, &ac.check_identity);
+	if (rc)
+		return rc;
 	if (ds_target_agent_new(&r->agent, &ac, &err) < 0) {
 		fprintf(stderr, "drasync-target run: %s\n", err.msg);
 		return 1;
@@ -236,6 +238,7 @@ int ds_cmd_run(int argc, char **argv)
 		goto out;
 	rc = ds_target_agent_run(r.agent, &err) < 0 ? 1 : 0;
 out:
+	rc = rc < 0 ? 0 : rc; /* a signal ended the wait for the API server */
 	/* The HTTP server reads the applier and verifier: it stops first. */
 	ds_target_monitor_free(r.monitor);
 	if (r.agent && ds_target_agent_endpoint(r.agent))

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The target agent of the running case: stopped by the teardown even when an assertion fails. */
 static int running_target;
@@ -65,8 +66,11 @@ static void write_configs(struct sites *s, const char *listen, const char *devic
 			     "mode: migrate\n"
 			     "namespaceMappings: {%s: %s}\n"
 			     "dra:\n"
-			     "  deviceClassMappings: [{from: gpu.nvidia.com, to: %s}]\n",
-			     listen, s->dir, auth, s->dir, s->ns, s->dst_ns, device_class) > 0);
+			     "  deviceClassMappings: [{from: gpu.nvidia.com, to: %s}]\n"
+			     /* the shared cluster's drasync/drasync-ledger is no test's */
+			     "identity: {namespace: ds-noid-%d}\n",
+			     listen, s->dir, auth, s->dir, s->ns, s->dst_ns, device_class,
+			     (int)getpid()) > 0);
 	tu_write_file(s->target_cfg, text);
 	free(text);
 }

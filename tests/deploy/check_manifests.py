@@ -17,7 +17,9 @@ source namespace of sources[].namespaces, a glob standing for the names it
 matches; without sources, the targets of namespaceMappings) and their -drill
 scratch namespaces, each created by the rendering with the granted
 podSecurity as its Pod Security enforce level (the more permissive one where
-sources share a namespace). Both: one Deployment, one replica, Recreate,
+sources share a namespace), and in its own namespace one Role: get and
+update of the ConfigMap drasync-ledger by name, create of ConfigMaps (the
+ledger's identity). Both: one Deployment, one replica, Recreate,
 /healthz and /readyz probes on the metrics port 9090, the restricted
 security context with no fixed UID (OpenShift restricted-v2), the stateDir
 on a PersistentVolumeClaim of the same rendering, the configuration from a
@@ -162,14 +164,33 @@ def main():
             continue
         cluster_rules += r.get("rules", [])
     ns_bindings = {}
+    own_roles = {(r["metadata"].get("namespace"), name(r)): r for r in by_kind(items, "Role")}
+    ledger_bound = False
     for b in bound("RoleBinding"):
+        where = b["metadata"].get("namespace")
+        if b["roleRef"]["kind"] == "Role":
+            # the target's one Role: the ledger's identity in its own namespace
+            if agent != "target" or where != sa_ns or (where, b["roleRef"]["name"]) not in own_roles:
+                bad(f"RoleBinding {where}/{name(b)}: Role {b['roleRef']['name']} is not the target's ledger Role of {sa_ns}")
+            else:
+                ledger_bound = True
+            continue
         r = roles.get(b["roleRef"]["name"]) if b["roleRef"]["kind"] == "ClusterRole" else None
         if not r:
-            bad(f"RoleBinding {b['metadata'].get('namespace')}/{name(b)}: role not in the rendering")
+            bad(f"RoleBinding {where}/{name(b)}: role not in the rendering")
             continue
-        ns_bindings[b["metadata"]["namespace"]] = r.get("rules", [])
-    if by_kind(items, "Role"):
-        bad("Roles in the rendering: the shipped RBAC binds ClusterRoles")
+        ns_bindings[where] = r.get("rules", [])
+    # A Role only for the ConfigMap drasync-ledger: get/update it by name, create
+    # (which cannot be limited by name).
+    for (where, rname), r in own_roles.items():
+        for rule in r.get("rules", []):
+            verbs, names = set(rule.get("verbs", [])), rule.get("resourceNames") or []
+            ok = rule.get("apiGroups") == [""] and rule.get("resources") == ["configmaps"] and (
+                (names == ["drasync-ledger"] and verbs <= {"get", "update"}) or (not names and verbs == {"create"}))
+            if agent != "target" or where != sa_ns or not ok:
+                bad(f"Role {where}/{rname}: {rule} is more than the ledger's ConfigMap drasync-ledger in {sa_ns}")
+    if agent == "target" and not ledger_bound:
+        bad(f"the target may not keep the ledger's identity: no Role for the ConfigMap drasync-ledger in {sa_ns}")
 
     # The configuration.
     deps = by_kind(items, "Deployment")

@@ -101,6 +101,8 @@ namespaceMappings: {ml-team: ml-team-dr}
 sources:
 - {name: prod-east, namespaces: [ml-team], podSecurity: baseline}
 metrics: {listen: "127.0.0.1:$target_metrics"}
+# the shared test cluster's drasync/drasync-ledger is no test's: none here
+identity: {namespace: ds-noid-$link_port}
 YAML
 cat >"$tmp/source/config/source.yaml" <<YAML
 apiVersion: drasync.io/v1alpha1

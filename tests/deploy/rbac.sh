@@ -36,7 +36,10 @@
 #     written there and that namespace is left as it was; drill (into the
 #     managed scratch namespace), failover, verify, failback and inventory
 #     work on the same token, and drill --cleanup cannot delete the scratch
-#     namespace.
+#     namespace; failover writes drasync.io/mode on the managed Namespace;
+#   - the ledger's identity: run writes it into the ConfigMap
+#     drasync/drasync-ledger on the target's token, which may read no other
+#     ConfigMap there nor list them.
 #
 # Environment: DS_KUBECONFIG_V1, DS_KUBE_BIN, DS_SOURCE_BIN, DS_TARGET_BIN.
 set -euo pipefail
@@ -125,7 +128,7 @@ for agent in source target; do
   k create --dry-run=client -o json -f "$tmp/$agent.yaml" >"$tmp/$agent.json"
   python3 - "$tmp/$agent.json" "$tmp/$agent-rbac.json" <<'PY'
 import json, sys
-keep = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding"}
+keep = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 # kubectl create -o json prints one object after another (or a List).
 text, dec, objs, i = open(sys.argv[1]).read(), json.JSONDecoder(), [], 0
 while True:
@@ -383,6 +386,21 @@ if [ -z "$endpoint" ]; then
   exit 1
 fi
 ok "drasync-target run started on its token, listening on $endpoint"
+# The ledger's identity, written on the target's own token into the one
+# ConfigMap its Role names; no other ConfigMap of its namespace is its to read.
+for _ in $(seq 1 50); do
+  [ -n "$(k -n drasync get configmap drasync-ledger -o jsonpath='{.data.ledgerId}' 2>/dev/null)" ] && break
+  sleep 0.1
+done
+ledger_id=$(k -n drasync get configmap drasync-ledger -o jsonpath='{.data.ledgerId}' 2>/dev/null || true)
+if [ "${#ledger_id}" = 32 ] && grep 'event=ledger_identity ' "$tmp/target.log" | grep -q "verdict=first .*id=$ledger_id"; then
+  ok "the ledger's identity $ledger_id is in the ConfigMap drasync/drasync-ledger, written on the target's token"
+else
+  notok "no ledger identity in drasync/drasync-ledger ('$ledger_id'): $(grep ledger_identity "$tmp/target.log" | tail -n 3)"
+fi
+allowed target_k "read the ConfigMap drasync/drasync-ledger" -n drasync get configmap drasync-ledger
+denied target_k "read another ConfigMap of its namespace" -n drasync get configmap drasync-other
+denied target_k "list the ConfigMaps of its namespace" -n drasync get configmaps
 cat >"$tmp/source-run.yaml" <<YAML
 apiVersion: drasync.io/v1alpha1
 kind: SourceConfig
@@ -584,6 +602,12 @@ else
   notok "after the drill: replicas '$(replicas ml-team-dr-drill)' in the drill, '$(replicas ml-team-dr)' in the standby"
 fi
 target_cmd "failover" failover --namespace ml-team-dr
+mode=$(k get namespace ml-team-dr -o jsonpath='{.metadata.annotations.drasync\.io/mode}')
+if [ "$mode" = active ]; then
+  ok "failover wrote drasync.io/mode=active on the Namespace ml-team-dr (patch, on its token)"
+else
+  notok "failover: the Namespace ml-team-dr has drasync.io/mode '$mode'"
+fi
 if [ "$(replicas ml-team-dr)" = 1 ]; then
   ok "failover activated web in ml-team-dr (replicas 1)"
 else

@@ -354,7 +354,8 @@ static void test_e2e_dr__two_sources_into_one_target(void **state)
 	/* SPEC §5: each source is granted its own namespace, and only that */
 	assert_true(
 	    asprintf(&text,
-		     "mode: migrate\nnamespaceMappings: {%s: %s, %s: %s}\n"
+		     "identity: {namespace: drasync}\nmode: migrate\n"
+		     "namespaceMappings: {%s: %s, %s: %s}\n"
 		     "sources:\n- {name: %s, namespaces: [%s]}\n- {name: %s, namespaces: [%s]}\n",
 		     M.ns[0], M.dst_ns[0], M.ns[1], M.dst_ns[1], names[0], M.ns[0], names[1],
 		     M.ns[1]) > 0);

@@ -138,7 +138,8 @@ static void test_e2e_trust__a_source_writes_only_what_the_target_grants(void **s
 
 	tu_site_init(&p->site, "e2et", p->rbac.target_kubeconfig, SOURCE);
 	assert_true(asprintf(&text,
-			     "mode: migrate\nnamespaceMappings: {%s: %s}\n"
+			     "identity: {namespace: drasync}\nmode: migrate\n"
+			     "namespaceMappings: {%s: %s}\n"
 			     "sources:\n  - name: %s\n    namespaces: [%s]\n"
 			     "    podSecurity: baseline\n",
 			     p->src_ns, p->dst_ns, SOURCE, p->src_ns) > 0);

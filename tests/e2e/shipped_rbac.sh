@@ -49,7 +49,7 @@ render() {
   kc "$kubeconfig_any" create --dry-run=client -o json -f "$2.yaml" >"$2.raw.json"
   python3 - "$2.raw.json" "$2.json" <<'PY'
 import json, sys
-keep = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding"}
+keep = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 text, dec, objs, i = open(sys.argv[1]).read(), json.JSONDecoder(), [], 0
 while True:
     while i < len(text) and text[i].isspace():

@@ -29,8 +29,10 @@ void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const cha
 	tu_rbac_install(&p->rbac, p->src_admin, (const char *const[]){p->src_ns, NULL},
 			p->dst_admin, (const char *const[]){p->dst_ns, NULL});
 	tu_site_init(&p->site, prefix, p->rbac.target_kubeconfig, source_name);
-	assert_true(asprintf(&text, "namespaceMappings: {%s: %s}\n%s", p->src_ns, p->dst_ns,
-			     target_extra ? target_extra : "") > 0);
+	/* the shipped RBAC's namespace: the ledger's identity is written there */
+	assert_true(asprintf(&text,
+			     "identity: {namespace: drasync}\nnamespaceMappings: {%s: %s}\n%s",
+			     p->src_ns, p->dst_ns, target_extra ? target_extra : "") > 0);
 	tu_site_write_config(&p->site, text);
 	free(text);
 	assert_true(asprintf(&text, "namespaces: [%s]\n%s", p->src_ns,

@@ -67,10 +67,12 @@ void tu_site_dispose(tu_site *s)
 
 void tu_site_write_config(tu_site *s, const char *extra)
 {
-	char auth[1100], *text;
+	char auth[1100], identity[128], *text;
 	ds_err err = {0};
 
 	assert_int_equal(ds_keys_write(s->dir, "target", &s->tkeys, true, &err), 0);
+	snprintf(identity, sizeof(identity), "identity: {namespace: ds-noid-%s}\n",
+		 strrchr(s->endpoint, ':') ? strrchr(s->endpoint, ':') + 1 : "0");
 	snprintf(auth, sizeof(auth), "%s/authorized_sources", s->dir);
 	assert_true(asprintf(&text, "%s %s\n", s->source, s->skeys.public_z85) > 0);
 	tu_write_file(auth, text);
@@ -82,8 +84,11 @@ void tu_site_write_config(tu_site *s, const char *extra)
 		     "listen: \"%s\"\n"
 		     "keys: {secretKeyFile: %s/target.key, authorizedSources: %s}\n"
 		     "stateDir: %s/target-state\n"
-		     "%s%s%s%s",
+		     "%s%s%s%s%s",
 		     s->endpoint, s->dir, auth, s->dir, extra ? extra : "",
+		     /* the ledger's identity in a namespace of its own, none by default: the
+		      * shared test clusters' drasync/drasync-ledger would be every site's */
+		     extra && strstr(extra, "identity:") ? "" : identity,
 		     /* the operator's grant (SPEC §5): every namespace, unless the test says */
 		     extra && strstr(extra, "sources:") ? "" : "sources: [{name: ",
 		     extra && strstr(extra, "sources:") ? "" : s->source,
@@ -147,9 +152,21 @@ static int start_agent(const char *what, const char *log, long *from, const char
 
 void tu_site_agent_start(tu_site *s)
 {
-	s->agent_pid = start_agent("drasync-target run", s->log, &s->log_from,
-				   (const char *[]){tu_env("DS_TARGET_BIN"), "run", "--config",
-						    s->cfg, "--kubeconfig", s->kubeconfig, NULL});
+	tu_site_agent_start_args(s, NULL);
+}
+
+void tu_site_agent_start_args(tu_site *s, const char *const *args)
+{
+	const char *argv[32] = {tu_env("DS_TARGET_BIN"), "run",	       "--config", s->cfg,
+				"--kubeconfig",		 s->kubeconfig};
+	size_t n = 6;
+
+	for (size_t i = 0; args && args[i]; i++) {
+		assert_true(n + 1 < sizeof(argv) / sizeof(argv[0]));
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	s->agent_pid = start_agent("drasync-target run", s->log, &s->log_from, argv);
 }
 
 void tu_site_write_source_config(tu_site *s, const char *extra)

@@ -52,11 +52,16 @@ void tu_site_dispose(tu_site *s);
 /**
  * Write the TargetConfig (listen, keys, stateDir) and the authorized-sources
  * file; `extra` is appended (YAML lines: mode, namespaceMappings...).
+ * Without `identity:` in extra the ledger's identity goes to a namespace that
+ * does not exist (ds-noid-PORT): it is not written, and no other test's
+ * ConfigMap is read.
  */
 void tu_site_write_config(tu_site *s, const char *extra);
 
 /** drasync-target run, until it logged `started`. */
 void tu_site_agent_start(tu_site *s);
+/** As tu_site_agent_start(), extra arguments (NULL-terminated, may be NULL) after the config's. */
+void tu_site_agent_start_args(tu_site *s, const char *const *args);
 void tu_site_agent_sigkill(tu_site *s);
 /** SIGTERM; the agent must exit 0. */
 void tu_site_agent_sigterm(tu_site *s);

@@ -11,6 +11,7 @@
 #include "drasync/inbox.h"
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
+#include "drasync/ledger_identity.h"
 #include "drasync/namespace_mode.h"
 #include "drasync/standby.h"
 #include "drasync/transform.h"
@@ -42,7 +43,8 @@ struct ds_failover {
 	ds_object_state *st;
 	ds_namespace_modes *nm;
 	ds_inbox *ib;
-	ds_kube *kube; /* borrowed, during ds_failover_run() */
+	ds_kube *kube;	    /* borrowed, during ds_failover_run() */
+	size_t unannotated; /* Namespaces whose mode annotations could not be written */
 };
 
 /* ---- the decisions ---------------------------------------------------------------- */
@@ -588,6 +590,47 @@ static int set_modes(ds_failover *f)
 	return changed;
 }
 
+/*
+ * The modes on the Namespaces too (drasync.io/mode*), what a new ledger reads
+ * back (ledger_identity.h). Written every time, so running the command again
+ * mends one that failed; a failure is said and fails the command.
+ */
+static int annotate_modes(ds_failover *f)
+{
+	ds_namespace_mode *rows = NULL;
+	size_t n = 0;
+	ds_err err = {0};
+
+	if (ds_namespace_modes_list(f->nm, &rows, &n, &err) < 0) {
+		say_ledger(f, &err);
+		return -EIO;
+	}
+	for (size_t i = 0; i < f->n_ns; i++) {
+		const ds_namespace_mode *row = NULL;
+		char buf[600];
+		ds_kube_error ke;
+
+		for (size_t j = 0; j < n && !row; j++)
+			if (strcmp(rows[j].ns, f->ns[i]) == 0)
+				row = &rows[j];
+		ds_kube_error_clear(&ke);
+		if (row && ds_namespace_mode_annotate(f->kube, f->ns[i], row->mode, row->since,
+						      row->changed_by, &ke) == 0)
+			continue;
+		f->unannotated++;
+		sayf(
+		    f, true,
+		    "drasync-target %s: namespace %s: the mode is in the ledger, but writing it on "
+		    "the Namespace (annotation " DS_ANNOTATION_MODE ") failed: %s; a new ledger "
+		    "reads the modes back from there: run %s again once that is fixed",
+		    f->o.verb, f->ns[i],
+		    row ? ds_kube_error_format(&ke, buf, sizeof(buf)) : "not in the ledger",
+		    f->o.verb);
+	}
+	ds_namespace_mode_list_free(rows, n);
+	return 0;
+}
+
 /* Reconsider and apply until the snapshot has the mode's form (or MAX_ROUNDS). */
 static int apply_rounds(ds_failover *f, int64_t deadline, json_t **after, size_t *pending_left)
 {
@@ -668,7 +711,8 @@ int ds_failover_run(ds_failover *f, ds_kube *kube, int64_t deadline)
 		return 1;
 	rc = 1;
 	modes = set_modes(f);
-	if (modes < 0 || apply_rounds(f, deadline, &after, &pending_left) < 0)
+	if (modes < 0 || annotate_modes(f) < 0 ||
+	    apply_rounds(f, deadline, &after, &pending_left) < 0)
 		goto out;
 	changed = ds_failover_diff(before, after, &lines, &unchanged);
 	if (changed < 0)
@@ -687,7 +731,7 @@ int ds_failover_run(ds_failover *f, ds_kube *kube, int64_t deadline)
 		     "on; see drasync-target status)",
 		     pending_left, pending_left == 1 ? "" : "s");
 	summary(f, (size_t)modes, (size_t)changed, unchanged, failed, pending_left);
-	rc = failed || pending_left ? 1 : 0;
+	rc = failed || pending_left || f->unannotated ? 1 : 0;
 out:
 	f->kube = NULL;
 	json_decref(lines);

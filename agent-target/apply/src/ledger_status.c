@@ -1,5 +1,7 @@
 #include "drasync/ledger_status.h"
 
+#include "drasync/ledger_identity.h"
+
 #include "drasync/buf.h"
 
 #include "drasync/ledger_compact.h"
@@ -360,6 +362,9 @@ int ds_ledger_status_read_mapped(const char *path, size_t max_items,
 	if (rc < 0)
 		goto out;
 	db = ds_store_db(store);
+	ds_store_info_get(store, DS_LEDGER_INFO_ID, st->ledger_id, sizeof(st->ledger_id));
+	ds_store_info_get(store, DS_LEDGER_INFO_CREATED, st->ledger_created,
+			  sizeof(st->ledger_created));
 	if (!ds_store_has_table(store, "sources") || !ds_store_has_table(store, "object_state"))
 		goto out; /* nothing received or applied yet */
 	rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : fail(db, "begin", err);

@@ -165,7 +165,13 @@ void ds_status_report_text(FILE *out, const ds_ledger_status *st, const char *le
 	const char *mode = ds_mode_name(conf);
 	char b[40];
 
-	fprintf(out, "ledger:  %s\nsize:    %.1f MiB, %llu records\nmode:    %s\n", ledger,
+	fprintf(out, "ledger:  %s\n", ledger);
+	if (st->ledger_id[0])
+		fprintf(out, "ledger id: %s (created %s; ConfigMap drasync-ledger)\n",
+			st->ledger_id, st->ledger_created);
+	else
+		fprintf(out, "ledger id: none yet (made by the next run, failover or failback)\n");
+	fprintf(out, "size:    %.1f MiB, %llu records\nmode:    %s\n",
 		(double)st->bytes / (1024.0 * 1024.0), (unsigned long long)st->records, mode);
 	fprintf(out, "\n%-20s %-20s %20s %12s %-21s %10s %8s %9s\n", "SOURCE", "CLUSTER", "EPOCH",
 		"COMMITTED", "LAST CONTACT", "UNAPPLIED", "LAG", "OBJECTS");
@@ -273,6 +279,10 @@ int ds_status_report_json(FILE *out, const ds_ledger_status *st, const char *led
 	json_object_set_new(o, "ledger", json_string(ledger));
 	json_object_set_new(o, "ledgerBytes", json_integer((json_int_t)st->bytes));
 	json_object_set_new(o, "ledgerRecords", json_integer((json_int_t)st->records));
+	json_object_set_new(o, "ledgerId",
+			    st->ledger_id[0] ? json_string(st->ledger_id) : json_null());
+	json_object_set_new(o, "ledgerCreated",
+			    st->ledger_created[0] ? json_string(st->ledger_created) : json_null());
 	json_object_set_new(o, "mode", json_string(mode));
 	json_object_set_new(o, "sources", srcs);
 	json_object_set_new(o, "namespaces", nss);

@@ -4,16 +4,19 @@
 #include "drasync/source_grants.h"
 #include "drasync/zap.h"
 #include "drasync/config_holder.h"
+#include "drasync/ledger_identity.h"
 #include "drasync/log.h"
 #include "drasync/receiver.h"
 #include "drasync/stop_signals.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct ds_target_agent {
 	ds_target_agent_config cfg; /* config_path and ledger_path copied below */
@@ -30,6 +33,7 @@ struct ds_target_agent {
 	size_t verified, not_verified; /* since the last summary (the verifier's thread's) */
 	pthread_t applier_thread, verifier_thread;
 	int applier_rc;
+	atomic_bool stopping; /* the identity's wait ends */
 };
 
 /* The configurations the applier has let go of (each pass takes the one in force). */
@@ -185,11 +189,83 @@ static void on_compacted(void *ud, const ds_ledger_compact_stats *s, const char 
 	       (unsigned long long)ds_ledger_file_bytes(a->ledger_path));
 }
 
+void ds_target_log_identity(const ds_identity_check *c, int rc)
+{
+	char q[1400], cm[300];
+
+	snprintf(cm, sizeof(cm), "%s/%s", c->ns, DS_LEDGER_CONFIGMAP);
+	if (rc < 0) {
+		ds_log(DS_LOG_WARN, "ledger_identity_waiting",
+		       "ledger=%s configmap=%s error=%s detail=\"%s\"", c->ledger_path, cm,
+		       ds_log_quote(c->msg, q, sizeof(q)),
+		       c->ledger.id[0] ? "the apply stage waits for the target's API server; the "
+					 "link is open"
+				       : "a new ledger accepts no record before the target's API "
+					 "server tells whether a ledger was lost");
+		return;
+	}
+	if (rc == 1) {
+		ds_log(DS_LOG_ERROR, "ledger_identity_refused",
+		       "verdict=%s ledger=%s ledger_id=%s cluster_id=%s configmap=%s detail=%s",
+		       ds_identity_verdict_name(c->verdict), c->ledger_path,
+		       c->ledger.id[0] ? c->ledger.id : "-", c->cluster.id[0] ? c->cluster.id : "-",
+		       cm, ds_log_quote(c->msg, q, sizeof(q)));
+		return;
+	}
+	ds_log(DS_LOG_INFO, "ledger_identity", "verdict=%s ledger=%s id=%s created=%s configmap=%s",
+	       ds_identity_verdict_name(c->verdict), c->ledger_path, c->ledger.id,
+	       c->ledger.created, cm);
+	if (c->verdict == DS_IDENTITY_ADOPT)
+		ds_log(DS_LOG_WARN, "namespace_modes_read_back",
+		       "ledger=%s modes=%zu detail=\"a new ledger (--new-ledger): the modes of the "
+		       "Namespaces' " DS_ANNOTATION_MODE " annotations are kept\"",
+		       c->ledger_path, c->modes_read);
+	if (rc == 2)
+		ds_log(DS_LOG_WARN, "ledger_identity_unpublished", "configmap=%s error=%s", cm,
+		       ds_log_quote(c->msg, q, sizeof(q)));
+}
+
+/*
+ * An existing ledger with an identity: the link opened at once; the apply
+ * stage checks it against the cluster's when the API server answers, and a
+ * ledger that is not the cluster's applies nothing.
+ * @return true: go on and apply
+ */
+static bool identity_checked(ds_target_agent *a)
+{
+	ds_identity_check c = {.cmd = "run", .ledger_path = a->ledger_path};
+	ds_target_config *cfg = ds_config_holder_get(a->configs);
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = 100000000L};
+	int rc, slices = 0;
+
+	while ((rc = ds_ledger_identity_check(a->cfg.kube, cfg, &c)) < 0 &&
+	       !atomic_load(&a->stopping)) {
+		if (slices % 300 == 0) /* every 30 s */
+			ds_target_log_identity(&c, rc);
+		for (int i = 0; i < 20 && !atomic_load(&a->stopping); i++, slices++)
+			nanosleep(&ts, NULL);
+	}
+	ds_target_config_unref(cfg);
+	if (rc < 0)
+		return false; /* stopping */
+	ds_target_log_identity(&c, rc);
+	if (rc == 1) {
+		ds_log(DS_LOG_ERROR, "apply_stopped",
+		       "ledger=%s detail=\"the ledger is not this cluster's (see "
+		       "ledger_identity_refused): nothing is applied; stop drasync-target\"",
+		       a->ledger_path);
+		return false;
+	}
+	return true;
+}
+
 static void *applier_main(void *arg)
 {
 	ds_target_agent *a = arg;
 	ds_err err = {0};
 
+	if (a->cfg.check_identity && !identity_checked(a))
+		return NULL;
 	a->applier_rc = ds_applier_run(a->applier, &err);
 	if (a->applier_rc < 0) {
 		ds_log(DS_LOG_ERROR, "applier_failed", "error=%s", err.msg);
@@ -450,6 +526,8 @@ static void restart_keys(const ds_target_config *was, const ds_target_config *cf
 		for (int i = 0; i < 5; i++)
 			restart_needed(keys[i], w[i], c[i]);
 	}
+	restart_needed("identity.namespace", ds_target_config_identity_namespace(was),
+		       ds_target_config_identity_namespace(cfg));
 }
 
 /*
@@ -553,6 +631,7 @@ int ds_target_agent_run(ds_target_agent *a, ds_err *err)
 	if (rc < 0)
 		ds_log(DS_LOG_ERROR, "receiver_failed", "error=%s", err ? err->msg : "");
 out:
+	atomic_store(&a->stopping, true);
 	ds_applier_stop(a->applier);
 	ds_applier_notify(a->applier);
 	if (applier_started) {

@@ -35,7 +35,7 @@ struct ds_target_config {
 	char *file;
 	ds_dra_config dra;
 	const char *listen, *secret_key_file, *authorized_sources, *kubeconfig, *state_dir,
-	    *metrics_listen;
+	    *metrics_listen, *identity_ns;
 	uint64_t max_unapplied;
 	ds_target_link link;
 	ds_target_limits limits;
@@ -612,6 +612,31 @@ static int load_sources(ds_config_walk *w, ds_target_config *cfg, const json_t *
 	return 0;
 }
 
+/* identity.namespace names a namespace: a DNS-1123 label. */
+static int check_identity(ds_config_walk *w, const ds_target_config *cfg)
+{
+	const char *ns = cfg->identity_ns;
+	size_t len = ns ? strlen(ns) : 0;
+	bool ok = len > 0 && len <= 63 && ns[0] != '-' && ns[len - 1] != '-';
+	ds_config_mark a, b;
+	int r;
+
+	for (size_t i = 0; ok && i < len; i++)
+		ok = (ns[i] >= 'a' && ns[i] <= 'z') || (ns[i] >= '0' && ns[i] <= '9') ||
+		     ns[i] == '-';
+	if (!ns || ok)
+		return 0;
+	a = ds_config_push_key(w, "identity");
+	b = ds_config_push_key(w, "namespace");
+	r = ds_config_fail(w, false,
+			   "identity.namespace '%s' is not a namespace name (lower-case letters, "
+			   "digits and '-', at most 63; e.g. drasync)",
+			   ns);
+	ds_config_pop(w, b);
+	ds_config_pop(w, a);
+	return r;
+}
+
 static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *root)
 {
 	static const char *const keys[] = {
@@ -630,10 +655,13 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 	    "adoptExisting",
 	    "link",
 	    "limits",
+	    "identity",
 	    NULL,
 	};
 	static const char *const key_keys[] = {"secretKeyFile", "authorizedSources", NULL};
 	static const char *const metric_keys[] = {"listen", NULL};
+	static const char *const identity_keys[] = {"namespace", NULL};
+	const char **identity_outs[] = {&cfg->identity_ns};
 	const char **key_outs[] = {&cfg->secret_key_file, &cfg->authorized_sources};
 	const char **metric_outs[] = {&cfg->metrics_listen};
 	const char *mode;
@@ -666,7 +694,9 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 	    (r = ds_config_member_str(w, root, "kubeconfig", &cfg->kubeconfig)) < 0 ||
 	    (r = ds_config_member_str(w, root, "stateDir", &cfg->state_dir)) < 0 ||
 	    (r = ds_config_section_str(w, root, "keys", key_keys, key_outs)) < 0 ||
-	    (r = ds_config_section_str(w, root, "metrics", metric_keys, metric_outs)) < 0)
+	    (r = ds_config_section_str(w, root, "metrics", metric_keys, metric_outs)) < 0 ||
+	    (r = ds_config_section_str(w, root, "identity", identity_keys, identity_outs)) < 0 ||
+	    (r = check_identity(w, cfg)) < 0)
 		return r;
 	cfg->max_unapplied = 100000;
 	if ((r = ds_config_member(w, root, "maxUnappliedRecords", JSON_INTEGER, &nsm)) < 0)
@@ -932,6 +962,11 @@ const ds_target_link *ds_target_config_link(const ds_target_config *cfg)
 const char *ds_target_config_metrics_listen(const ds_target_config *cfg)
 {
 	return cfg->metrics_listen;
+}
+
+const char *ds_target_config_identity_namespace(const ds_target_config *cfg)
+{
+	return cfg->identity_ns;
 }
 
 const char *ds_mode_name(enum ds_mode mode)

@@ -173,6 +173,21 @@ static int set_info(ds_store *st, const char *key, const char *value, ds_err *er
 	return rc;
 }
 
+int ds_store_info_get(ds_store *st, const char *key, char *buf, size_t size)
+{
+	read_info(st, key, buf, size);
+	return buf[0] ? 1 : 0;
+}
+
+int ds_store_info_set(ds_store *st, const char *key, const char *value, ds_err *err)
+{
+	if (!ds_store_has_table(st, "store_info")) {
+		ds_err_set(err, "%s has no store_info table", st->path);
+		return -ENOENT;
+	}
+	return set_info(st, key, value, err);
+}
+
 /* The file holds what the schema expects, at a version this drasync knows. */
 static int check_file(ds_store *st, ds_err *err)
 {

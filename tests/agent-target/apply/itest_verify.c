@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static json_t *objf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static json_t *objf(const char *fmt, ...)
@@ -432,8 +433,10 @@ static void test_itest_verify__run_verifies_what_it_applies(void **state)
 	base = tu_read_file(e->config, NULL);
 	assert_true(asprintf(&text,
 			     "%slisten: 'tcp://127.0.0.1:*'\n"
-			     "keys: {secretKeyFile: '%s/target.key', authorizedSources: '%s'}\n",
-			     base, e->dir, auth) > 0);
+			     "keys: {secretKeyFile: '%s/target.key', authorizedSources: '%s'}\n"
+			     /* the shared cluster's drasync/drasync-ledger is no test's */
+			     "identity: {namespace: ds-noid-%d}\n",
+			     base, e->dir, auth, (int)getpid()) > 0);
 	snprintf(cfg, sizeof(cfg), "%s/run.yaml", e->dir);
 	tu_write_file(cfg, text);
 	free(text);

@@ -50,6 +50,17 @@ static void test_status_report__healthy_ledger_needs_no_attention(void **state)
 	assert_non_null(strstr(text, "mode:    standby\n"));
 	assert_non_null(strstr(text, "(no source has connected yet)"));
 	assert_non_null(strstr(text, "verification: never"));
+	assert_non_null(strstr(text, "ledger id: none yet"));
+	free(text);
+	/* The identity a lost ledger is told by (ledger_identity.h). */
+	snprintf(st.ledger_id, sizeof(st.ledger_id), "3f2a00000000000000000000000000aa");
+	snprintf(st.ledger_created, sizeof(st.ledger_created), "2026-11-30T10:00:00Z");
+	text = render(0, &st, DS_MODE_STANDBY);
+	assert_non_null(strstr(text, "ledger id: 3f2a00000000000000000000000000aa (created "
+				     "2026-11-30T10:00:00Z; ConfigMap drasync-ledger)\n"));
+	free(text);
+	text = render(1, &st, DS_MODE_STANDBY);
+	assert_non_null(strstr(text, "\"ledgerId\": \"3f2a00000000000000000000000000aa\""));
 	free(text);
 }
 

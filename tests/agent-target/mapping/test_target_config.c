@@ -86,6 +86,10 @@ static void test_target_config__defaults(void **state)
 	assert_true(ds_target_config_dra(cfg)->require_target_objects);
 	assert_false(ds_target_config_dra(cfg)->replicate_device_classes);
 	assert_int_equal(ds_target_config_dra(cfg)->n_rules, 0);
+	assert_null(ds_target_config_identity_namespace(cfg));
+	ds_target_config_free(cfg);
+	cfg = dt_config("kind: TargetConfig\nidentity: {namespace: dr-ops}\n");
+	assert_string_equal(ds_target_config_identity_namespace(cfg), "dr-ops");
 	ds_target_config_free(cfg);
 }
 
@@ -231,6 +235,9 @@ static const struct tu_bad_config bad[] = {
     {"unknown limits key", "limits:\n  maxLedgerBytes: 1Gi\n", 2, 3,
      "limits.maxLedgerBytes: unknown key"},
     {"limits not a mapping", "limits: 5\n", 1, 9, "limits: expected a mapping"},
+    {"identity.namespace not a namespace name", "identity:\n  namespace: Drasync_NS\n", 2, 14,
+     "identity.namespace 'Drasync_NS' is not a namespace name"},
+    {"unknown key in identity", "identity: {namespce: drasync}\n", 1, 12, "namespce"},
 };
 
 static void test_target_config__bad_files_are_located(void **state)

@@ -70,10 +70,11 @@ typedef struct ds_ledger_status {
 	/* The last verification per workload: those NOT verified first, at most max_items. */
 	ds_ledger_verification *verifications;
 	size_t n_verifications;
-	uint64_t verified, not_verified; /* every workload's last verification */
-	int64_t last_checked;		 /* the newest check; 0: never verified */
-	uint64_t records;		 /* records the ledger holds (after compaction) */
-	uint64_t bytes;			 /* ledger.db and its write-ahead log on disk */
+	uint64_t verified, not_verified;	/* every workload's last verification */
+	int64_t last_checked;			/* the newest check; 0: never verified */
+	uint64_t records;			/* records the ledger holds (after compaction) */
+	uint64_t bytes;				/* ledger.db and its write-ahead log on disk */
+	char ledger_id[65], ledger_created[32]; /* its identity (ledger_identity.h); "" none */
 } ds_ledger_status;
 
 /**

@@ -26,6 +26,7 @@
 #include "drasync/applier.h"
 #include "drasync/err.h"
 #include "drasync/keys.h"
+#include "drasync/ledger_identity.h"
 #include "drasync/kube_client.h"
 #include "drasync/quota.h"
 #include "drasync/target_config.h"
@@ -53,6 +54,10 @@ typedef struct ds_target_agent_config {
 	ds_kube *kube;		     /* borrowed: the target cluster */
 	const char *ledger_path;
 	long long verify_timeout_ms; /* -1: the verifier's default; 0: no verifier */
+	/* The ledger has an identity: the apply stage checks it against the
+	 * cluster's (ledger_identity.h) before its first pass, and applies nothing
+	 * when it is another ledger's. */
+	bool check_identity;
 	ds_target_agent_hooks hooks;
 } ds_target_agent_config;
 
@@ -88,6 +93,13 @@ int ds_target_agent_run(ds_target_agent *a, ds_err *err);
  * @return 0 or the negative errno of the load
  */
 int ds_target_agent_reload(ds_target_agent *a, ds_err *err);
+
+/**
+ * Log one identity check (rc: ds_ledger_identity_check()'s): event
+ * ledger_identity, ledger_identity_refused, ledger_identity_waiting,
+ * ledger_identity_unpublished, namespace_modes_read_back.
+ */
+void ds_target_log_identity(const ds_identity_check *c, int rc);
 
 /** Make ds_target_agent_run() return. Safe from any thread. */
 void ds_target_agent_stop(ds_target_agent *a);

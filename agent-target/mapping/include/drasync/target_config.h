@@ -169,6 +169,8 @@ uint64_t ds_target_config_max_unapplied(const ds_target_config *cfg);
 void ds_target_config_source_limits(const ds_target_config *cfg, const char *source,
 				    uint64_t *max_unapplied, uint64_t *max_ledger_bytes);
 const char *ds_target_config_metrics_listen(const ds_target_config *cfg);
+/* identity.namespace: where the ConfigMap drasync-ledger is (NULL: not set). */
+const char *ds_target_config_identity_namespace(const ds_target_config *cfg);
 
 /* link: the limits of the target's port before a peer is authenticated. */
 #define DS_TARGET_LINK_UNAUTH_MAX 1024

@@ -121,6 +121,16 @@ sqlite3_stmt *ds_store_stmt_use(ds_store_stmt *h);
 void ds_store_stmt_done(ds_store_stmt *h);
 
 /**
+ * store_info's value for key (what the file is, who wrote it, the ledger's
+ * identity: ledger_id, ledger_created) into buf, "" when there is none.
+ * @return 1 found, 0 none
+ */
+int ds_store_info_get(ds_store *st, const char *key, char *buf, size_t size);
+
+/** Set store_info's key to value. @return 0, -ENOENT no store_info, or as ds_store_fail() */
+int ds_store_info_set(ds_store *st, const char *key, const char *value, ds_err *err);
+
+/**
  * Check an existing file before an agent uses it (SQLite's quick_check):
  * 0 when it is sound or does not exist yet; -EBADMSG, err "PATH is damaged:
  * ...", when it is not a database, truncated or corrupt; -ENOSPC when even
