@@ -140,7 +140,11 @@ class Pod:
         elif "emptyDir" in v:
             ed = v["emptyDir"] or {}
             if ed.get("medium") == "Memory":
-                opts = "size=%d,mode=0777" % quantity(ed.get("sizeLimit", "64Mi"))
+                # podman 4.3 takes size= for a quota it has not here:
+                # nr_blocks (pages) is the same tmpfs limit.
+                page = os.sysconf("SC_PAGE_SIZE")
+                size = quantity(ed.get("sizeLimit", "64Mi"))
+                opts = "mode=0777,nr_blocks=%d" % ((size + page - 1) // page)
                 vol = "%s-%s" % (self.args["volume_prefix"], name)
                 self.podman_volume(vol, ["--opt", "type=tmpfs", "--opt", "device=tmpfs",
                                          "--opt", "o=" + opts])

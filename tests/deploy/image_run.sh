@@ -237,12 +237,12 @@ start() {
   while IFS=$'\t' read -r role n f; do
     mapfile -d '' args <"$f"
     if [ "$role" = init ]; then
-      if ! out=$("${run[@]}" --rm --name "ds-image-$a-$n-$id" --network host "${env[@]}" "${args[@]}" 2>&1); then
+      if ! out=$("${run[@]}" --rm --name "ds-image-$a-$n-$id" --network host "${env[@]}" "${args[@]}" 2>&1 </dev/null); then
         notok "drasync-$a: init container $n failed: $out"
         return 1
       fi
     else
-      "${run[@]}" -d --name "ds-image-$a-$n-$id" --network host "${env[@]}" "${args[@]}" >/dev/null
+      "${run[@]}" -d --name "ds-image-$a-$n-$id" --network host "${env[@]}" "${args[@]}" >/dev/null </dev/null
     fi
   done <"$tmp/$a/pod/containers.tsv"
   probe_loop "$a" >"$tmp/$a/probes.log" 2>&1 &
