@@ -25,6 +25,7 @@
                          (named ports resolved), periodSeconds,
                          failureThreshold, initialDelaySeconds, timeoutSeconds
         grace            terminationGracePeriodSeconds (30 if unset)
+        serviceaccount   serviceAccountName ("default" if unset)
         volumes          the podman volumes created: each PVC (PREFIX-claim)
                          and each Memory emptyDir (a tmpfs of its sizeLimit)
       The service account's token directory (--sa-dir: token, ca.crt,
@@ -292,6 +293,8 @@ class Pod:
             f.write("".join("\t".join(map(str, r)) + "\n" for r in probes))
         with open(os.path.join(self.dir, "grace"), "w") as f:
             f.write("%d\n" % self.spec.get("terminationGracePeriodSeconds", 30))
+        with open(os.path.join(self.dir, "serviceaccount"), "w") as f:
+            f.write("%s\n" % self.spec.get("serviceAccountName", "default"))
 
 
 def main(argv):

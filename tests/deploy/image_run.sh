@@ -191,9 +191,7 @@ for a in source target; do
     notok "the $a's pod template: $(cat "$d/err")"
     exit 1
   fi
-  sa=$(python3 -c 'import json,sys
-for o in json.load(open(sys.argv[1]))["items"]:
-    if o["kind"] == "Deployment": print(o["spec"]["template"]["spec"].get("serviceAccountName", "default"))' "$d/rendered.json")
+  sa=$(cat "$d/pod/serviceaccount")
   server=$(k_of "$a" config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
   k_of "$a" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
     base64 -d >"$d/sa/ca.crt"
