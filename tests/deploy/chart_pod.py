@@ -27,7 +27,8 @@
         grace            terminationGracePeriodSeconds (30 if unset)
         serviceaccount   serviceAccountName ("default" if unset)
         volumes          the podman volumes created: each PVC (PREFIX-claim)
-                         and each Memory emptyDir (a tmpfs of its sizeLimit)
+        tmpfs            the tmpfs mounted for each Memory emptyDir (at
+                         vol/NAME, of its sizeLimit): umount them
       The service account's token directory (--sa-dir: token, ca.crt,
       namespace) is mounted at /var/run/secrets/kubernetes.io/serviceaccount
       in every container unless automountServiceAccountToken is false.
@@ -115,6 +116,7 @@ class Pod:
                         if o["metadata"].get("namespace") == self.ns}
         self.mounts = {}        # volume name -> ("bind"|"volume", source, forced ro)
         self.created = []
+        self.tmpfs = []
 
     def volume(self, v):
         name, d = v["name"], os.path.join(self.dir, "vol", v["name"])
@@ -141,15 +143,14 @@ class Pod:
         elif "emptyDir" in v:
             ed = v["emptyDir"] or {}
             if ed.get("medium") == "Memory":
-                # podman 4.3 takes size= for a quota it has not here:
-                # nr_blocks (pages) is the same tmpfs limit.
-                page = os.sysconf("SC_PAGE_SIZE")
+                # A tmpfs for the pod's lifetime (a podman tmpfs volume is
+                # unmounted, its files lost, when the init container exits).
                 size = quantity(ed.get("sizeLimit", "64Mi"))
-                opts = "mode=0777,nr_blocks=%d" % ((size + page - 1) // page)
-                vol = "%s-%s" % (self.args["volume_prefix"], name)
-                self.podman_volume(vol, ["--opt", "type=tmpfs", "--opt", "device=tmpfs",
-                                         "--opt", "o=" + opts])
-                self.mounts[name] = ("volume", vol, False)
+                os.makedirs(d, exist_ok=True)
+                subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%d,mode=0777" % size,
+                                "tmpfs", d], check=True)
+                self.tmpfs.append(d)
+                self.mounts[name] = ("bind", d, False)
             elif ed.get("medium", "") == "":
                 os.makedirs(d, exist_ok=True)
                 os.chmod(d, 0o777)      # as the kubelet makes an emptyDir
@@ -287,6 +288,8 @@ class Pod:
         finally:
             with open(os.path.join(self.dir, "volumes"), "w") as f:
                 f.write("".join(v + "\n" for v in self.created))
+            with open(os.path.join(self.dir, "tmpfs"), "w") as f:
+                f.write("".join(v + "\n" for v in self.tmpfs))
         with open(os.path.join(self.dir, "containers.tsv"), "w") as f:
             f.write("".join(line + "\n" for line in lines))
         with open(os.path.join(self.dir, "probes.tsv"), "w") as f:

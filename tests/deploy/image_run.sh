@@ -76,6 +76,9 @@ cleanup() {
     if [ -s "$tmp/$a/pod/volumes" ]; then
       xargs -r podman volume rm -f <"$tmp/$a/pod/volumes" >/dev/null 2>&1 || true
     fi
+    if [ -s "$tmp/$a/pod/tmpfs" ]; then
+      xargs -r umount <"$tmp/$a/pod/tmpfs" 2>/dev/null || true
+    fi
     if [ -s "$tmp/$a/objects.json" ]; then
       k_of "$a" delete -f "$tmp/$a/objects.json" --ignore-not-found --wait=false >/dev/null 2>&1 || true
     fi
@@ -253,6 +256,7 @@ ready() {
   budget=$(awk -F'\t' '$2 == "liveness" { print $7 + $5 * $6 }' "$tmp/$a/pod/probes.tsv")
   for i in $(seq 1 "${budget:-60}"); do
     grep -q ' readiness ok$' "$tmp/$a/probes.log" 2>/dev/null && return 0
+    [ "$(podman container inspect -f '{{.State.Running}}' "ds-image-$a-drasync-$a-$id" 2>/dev/null)" = true ] || return 1
     sleep 1
   done
   return 1
