@@ -12,13 +12,19 @@
 #
 # Output (in $DS_IMAGE_OUT, default build/image): drasync-<version>.oci.tar
 # (an OCI archive), drasync-<version>.sbom.tsv (package, version,
-# architecture, source from the image's dpkg status) and the image
+# architecture, source from the image's dpkg status),
+# drasync-<version>.vulns.tsv (scripts/image_vulns.sh: the packages with a
+# newer version in the -security/-updates suites of this machine's apt
+# indexes, their CVE ids from the Debian changelog) and the image
 # localhost/drasync:<version> in the local container store. Its size and the
 # build time are printed.
 #
 #   scripts/image.sh [--check]   --check: build the image a second time with
 #                                no cache and fail unless the layer digests
-#                                are the same
+#                                are the same, and fail when a security
+#                                update is pending for the image's packages
+#
+# A cached base that lacks an update the apt indexes have is built again.
 #
 # Environment: SOURCE_DATE_EPOCH (default: the last commit's time),
 # DS_IMAGE_OUT, DS_IMAGE_CACHE (default ~/.cache/drasync/image),
@@ -71,6 +77,20 @@ hash=$( (
 ) | sha256sum | cut -c1-16)
 base_tar=$cache/base-$hash.tar
 base_ref=localhost/drasync-base:$hash
+# A cached base older than the apt indexes (a security or point update came
+# since) is built again, so that the image gets the update.
+reimport=0
+if [ -s "$base_tar" ]; then
+  stale=$(mktemp -d)
+  tar -xOf "$base_tar" ./var/lib/dpkg/status >"$stale/status"
+  n_stale=$(DS_VULNS_NO_CHANGELOG=1 "$root/scripts/image_vulns.sh" "$stale/status" "$stale/updates.tsv")
+  if [ "$n_stale" -gt 0 ]; then
+    echo "image: the cached base $hash lacks $n_stale updates of the apt indexes ($(tail -n +2 "$stale/updates.tsv" | cut -f1 | paste -sd' ' -)): building it again"
+    rm -f "$base_tar"
+    reimport=1
+  fi
+  rm -rf "$stale"
+fi
 if [ ! -s "$base_tar" ]; then
   echo "image: building the base $hash with mmdebstrap (${sources})"
   tmp=$cache/base-$hash.partial.tar
@@ -103,7 +123,7 @@ if [ ! -s "$base_tar" ]; then
   # ---- recipe:end
   mv "$tmp" "$base_tar"
 fi
-if ! podman image exists "$base_ref"; then
+if [ "$reimport" = 1 ] || ! podman image exists "$base_ref"; then
   # A layer made from the tar as it is: its digest is the tar's.
   podman import --quiet "$base_tar" "$base_ref" >/dev/null
 fi
@@ -150,13 +170,26 @@ mnt=$(podman image mount "$ref")
     /^Source:/ { s = $2 } /^$/ && p != "" { print p "\t" v "\t" a "\t" s; p = "" }
     END { if (p != "") print p "\t" v "\t" a "\t" s }' "$mnt/var/lib/dpkg/status" | sort
 } >"$sbom"
+cp "$mnt/var/lib/dpkg/status" "$ctx/status"
 podman image unmount "$ref" >/dev/null
 n=$(($(wc -l <"$sbom") - 1))
 [ "$n" -gt 0 ] || fail "the image's dpkg status names no package"
+
+# ---- 5. the updates pending: packages with a newer version in the
+# -security/-updates suites of this machine's apt indexes, with the CVE ids
+# of their Debian changelogs
+vulns=$out/drasync-$version.vulns.tsv
+"$root/scripts/image_vulns.sh" "$ctx/status" "$vulns" >/dev/null
+n_security=$(awk -F'\t' 'NR > 1 && $4 ~ /-security$/' "$vulns" | wc -l)
+n_updates=$(($(wc -l <"$vulns") - 1 - n_security))
 
 size=$(podman image inspect --format '{{.Size}}' "$ref")
 echo "image: $ref: $((size / 1024 / 1024)) MiB ($size bytes) in the store, $(($(stat -c %s "$archive") / 1024 / 1024)) MiB archive"
 echo "image: layers: $layers"
 echo "image: $archive"
 echo "image: $sbom ($n Debian packages)"
+echo "image: $vulns ($n_security security updates pending, $n_updates other updates)"
+if [ "$check" = 1 ] && [ "$n_security" -gt 0 ]; then
+  fail "$n_security security updates pending ($(awk -F'\t' 'NR > 1 && $4 ~ /-security$/ { printf "%s%s %s", sep, $1, $3; sep = ", " }' "$vulns")): build again"
+fi
 echo "image: built in $(($(date +%s) - start)) s"

@@ -9,6 +9,10 @@
 #   deploy_manifests       kube_v1: kustomize/helm renderings, dry-run=server
 #   deploy_rbac            kube_v1: the shipped RBAC with real tokens, the
 #                          agents running on them
+#   deploy_image           kube_v1, kube_v1beta1, helm_bin: the image built,
+#                          both agents run from it as the chart renders them
+#   deploy_image_vulns     scripts/image_vulns.sh over this machine's apt
+#                          indexes (a stale package listed with its CVE ids)
 
 set(DS_HELM_BUILD ${CMAKE_CURRENT_LIST_DIR}/../kube/helm/build.sh)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
@@ -49,10 +53,21 @@ if(EXISTS ${_ds_deploy_dir}/rbac.sh)
 endif()
 
 # deploy_image (label image): scripts/image.sh builds the image (the
-# mmdebstrap base cached under ~/.cache/drasync/image), podman runs both
-# agents from it as the chart mounts them and they replicate between the v1beta1
-# (source) and v1 (target) clusters. Skipped (77) without podman.
+# mmdebstrap base cached under ~/.cache/drasync/image); the chart's helm
+# template for a source and a target release gives the RBAC applied to each
+# cluster and the pods podman runs (chart_pod.py), in-cluster on the chart's
+# ServiceAccount tokens, replicating between the v1beta1 (source) and v1
+# (target) clusters. It creates drasync and ml-team-dr on the v1 cluster, as
+# deploy_manifests and deploy_rbac do. Skipped (77) without podman.
 add_test(NAME deploy_image COMMAND ${_ds_deploy_dir}/image_run.sh)
 set_tests_properties(deploy_image PROPERTIES LABELS "integration;deploy;image" TIMEOUT 900
-  SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "kube_v1;kube_v1beta1"
-  ENVIRONMENT "${DS_TEST_ENV};${DS_KUBE_ENV}")
+  SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "kube_v1;kube_v1beta1;helm_bin"
+  RESOURCE_LOCK ds_deploy_namespaces
+  ENVIRONMENT "${DS_TEST_ENV};${DS_KUBE_ENV};DS_HELM_BIN=${DS_HELM_BIN_PATH}")
+
+# deploy_image_vulns (label image): the pending-updates listing over this
+# machine's apt indexes, one .deb downloaded from the mirror for its
+# changelog. Skipped (77) without a -security index or the mirror.
+add_test(NAME deploy_image_vulns COMMAND ${_ds_deploy_dir}/image_vulns.sh)
+set_tests_properties(deploy_image_vulns PROPERTIES LABELS "deploy;image" TIMEOUT 300
+  SKIP_RETURN_CODE 77 ENVIRONMENT "${DS_TEST_ENV}")
