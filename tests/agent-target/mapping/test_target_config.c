@@ -279,6 +279,8 @@ static void test_target_config__link_limits(void **state)
 	assert_int_equal(l->max_unauth_per_address, 16);
 	assert_int_equal(l->refusal_window_ms, 120000);
 	ds_target_config_free(cfg);
+}
+
 /* The quotas: each source's own, else the limits: defaults, else the ceiling and unlimited. */
 static void test_target_config__source_quotas(void **state)
 {
