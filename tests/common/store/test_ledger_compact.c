@@ -188,7 +188,7 @@ static size_t send_results(struct env *e)
 	return n;
 }
 
-/* Compact until nothing is left to do. */
+/* Compact until nothing is left to do, a step of each kind per call (budget 0). */
 static ds_ledger_compact_stats compact(struct env *e)
 {
 	ds_ledger_compact_stats total = {0}, s;
@@ -196,12 +196,14 @@ static ds_ledger_compact_stats compact(struct env *e)
 	int rc, rounds = 0;
 
 	do {
-		rc = ds_ledger_compact(e->c, 1000, &s, &err);
+		rc = ds_ledger_compact(e->c, 0, &s, &err);
 		if (rc < 0)
 			fail_msg("compact: %s", err.msg);
 		total.records += s.records;
 		total.manifests += s.manifests;
 		total.bytes_freed += s.bytes_freed;
+		if (s.ms > total.ms)
+			total.ms = s.ms; /* the longest call: a figure, not a check */
 	} while (rc == 1 && ++rounds < 1000);
 	assert_int_equal(rc, 0);
 	/* A sweep that reached the cursor starts again from the oldest. */
@@ -305,8 +307,9 @@ static void test_ledger_compact__history_goes_live_objects_stay_file_shrinks(voi
 	history(f, VERSIONS - 1, VERSIONS - 1);
 	env_close(f);
 	fresh = file_size(f->path);
-	print_message("ledger %lld bytes before, %lld after, %lld fresh (live payloads %lld)\n",
-		      before, after, fresh, live);
+	print_message("ledger %lld bytes before, %lld after, %lld fresh (live payloads %lld); "
+		      "longest call (one step of each kind) %lld ms\n",
+		      before, after, fresh, live, (long long)s.ms);
 	assert_true(after * 3 < before);
 	assert_true(after * 2 <= fresh * 3);
 	env_open(f);
