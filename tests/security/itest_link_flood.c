@@ -365,13 +365,15 @@ static void test_link_flood__caps_hold_while_the_source_syncs(void **state)
 	int seconds = env_int("DS_FLOOD_SECONDS", tu_soak() ? 60 : 8);
 	double base, rss, rss_max = 0, gauge, gauge_max = 0, bound;
 	double per_address, total, handshakes, zap;
-	struct flood fl = {0};
+	/* Static: the flood thread must not read a stack a failed assert left. */
+	static struct flood fl;
 	void *ctx = zmq_ctx_new(), *socks[ZAP_CLIENTS];
 	long long t0, next_create;
 	char *log;
 	int warn_lines, repeated;
 
 	(void)state;
+	memset(&fl, 0, sizeof(fl));
 	start(first);
 	tu_assert_same_objects(F.src, F.ns, F.dst, F.dst_ns, kinds, 90000);
 	tu_msleep(1000);
