@@ -320,9 +320,9 @@ static void on_accepted(ds_receiver *r, int fd, const char *addr)
 static void on_disconnected(ds_receiver *r, int fd)
 {
 	char peer[64], ip[64];
-	bool capped = false, unauth = false;
+	bool capped = false, unauth = false, known;
 
-	ds_conns_closed(r->conns, fd, peer, sizeof(peer), &capped, &unauth);
+	known = ds_conns_closed(r->conns, fd, peer, sizeof(peer), &capped, &unauth);
 	peer_ip(peer, ip, sizeof(ip));
 	if (capped) {
 		/* Its refusal was said at its accept; the failure its shutdown
@@ -336,7 +336,7 @@ static void on_disconnected(ds_receiver *r, int fd)
 		ds_refusals_report(r->refusals, DS_LOG_WARN, "handshake_failed", ip, peer,
 				   r->pending_failure);
 		r->pending_failure[0] = '\0';
-	} else if (unauth) {
+	} else if (unauth || !known) {
 		/* No failure event (libzmq has none for a frame over ZMQ_MAXMSGSIZE,
 		 * in the handshake or as the first message): a connection that never
 		 * brought a message is aggregated per address like the refusals, not

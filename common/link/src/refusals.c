@@ -95,7 +95,9 @@ void ds_refusals_report(ds_refusals *g, enum ds_log_level level, const char *nam
 	bool first;
 
 	pthread_mutex_lock(&g->mu);
-	p = peer_get(g, name, addr ? addr : "");
+	/* An empty address would read as a free entry, loud every time: a peer
+	 * gone before its address was read is grouped as "?". */
+	p = peer_get(g, name, addr && addr[0] ? addr : "?");
 	first = p->since < 0 || (p->more == 0 && now - p->since >= g->window_ms);
 	if (first)
 		p->since = now;
