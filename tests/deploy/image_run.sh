@@ -325,14 +325,22 @@ for a in source target; do
 done
 
 # ---- the probes over the run, then SIGTERM ----------------------------------
-sleep 1
+# A liveness probe that passed at least once (the first, at start, may come
+# before the HTTP server is up), within the liveness budget.
+for a in source target; do
+  budget=$(awk -F'\t' '$2 == "liveness" { print $7 + $5 * $6 }' "$tmp/$a/pod/probes.tsv")
+  for i in $(seq 1 "${budget:-60}"); do
+    grep -q ' liveness ok$' "$tmp/$a/probes.log" && break
+    sleep 1
+  done
+done
 for p in $prober_pids; do kill "$p" 2>/dev/null || true; done
 prober_pids=
 for a in source target; do
   thr=$(awk -F'\t' '$2 == "liveness" { print $6 }' "$tmp/$a/pod/probes.tsv")
   worst=$(awk '$3 == "liveness" { run = $4 == "fail" ? run + 1 : 0; if (run > max) max = run } END { print max + 0 }' "$tmp/$a/probes.log")
   n=$(grep -c ' liveness ' "$tmp/$a/probes.log" || true)
-  if [ "$n" -gt 0 ] && [ "$worst" -lt "${thr:-3}" ]; then
+  if grep -q ' liveness ok$' "$tmp/$a/probes.log" && [ "$worst" -lt "${thr:-3}" ]; then
     ok "drasync-$a: $n liveness probes, at most $worst failed in a row (a restart at $thr)"
   else
     notok "drasync-$a: liveness: $n probes, $worst failed in a row (threshold ${thr:-3}): $(tail -n 5 "$tmp/$a/probes.log")"
