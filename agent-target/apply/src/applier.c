@@ -16,6 +16,7 @@
 #include "drasync/transform.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -495,6 +496,11 @@ int ds_applier_run(ds_applier *a, ds_err *err)
 		if (rc < 0 && rc != -EBUSY)
 			return rc;
 		compact_due(a);
+		/* A pass's objects and calls were freed in the middle of the heaps
+		 * of several threads: give their pages back, so the agent's memory
+		 * is its working set, not the sum of every pass's holes. */
+		if (rc > 0)
+			malloc_trim(0);
 		if ((size_t)rc >= a->cfg.pass_max)
 			continue; /* a full pass: more is due at once, no burst to wait for */
 		if (rc > 0) {
