@@ -488,9 +488,11 @@ int ds_kube_xfer_setup(struct xfer *x, const struct ds_kube_request *req, bool s
 	curl_easy_setopt(x->h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(x->h, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
-	/* Each of up to max_parallel handles keeps its receive buffer (libcurl's
-	 * default 16 KiB): an apply's answer is one object, a few KiB. */
+	/* Each of up to max_parallel handles keeps its receive and its send
+	 * buffer (libcurl's defaults 16 and 64 KiB: 20 MiB at 256 in flight):
+	 * an apply's answer and its body are one object, a few KiB. */
 	curl_easy_setopt(x->h, CURLOPT_BUFFERSIZE, DS_KUBE_RECV_BUFFER);
+	curl_easy_setopt(x->h, CURLOPT_UPLOAD_BUFFERSIZE, DS_KUBE_SEND_BUFFER);
 	if (stream) {
 		curl_easy_setopt(x->h, CURLOPT_NOPROGRESS, 0L);
 		curl_easy_setopt(x->h, CURLOPT_XFERINFOFUNCTION, on_progress);
