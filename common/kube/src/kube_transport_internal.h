@@ -15,11 +15,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-/* The receive buffer of each transfer (CURLOPT_BUFFERSIZE; libcurl's default is 16 KiB). */
-#define DS_KUBE_RECV_BUFFER 4096L
-/* Its send buffer (CURLOPT_UPLOAD_BUFFERSIZE; libcurl's default 64 KiB, its least 16 KiB). */
-#define DS_KUBE_SEND_BUFFER 16384L
-
 struct ds_kube_transport {
 	ds_kubeconfig *kc;
 	struct ds_kube_transport_opts opts;
