@@ -617,6 +617,15 @@ static int annotate_modes(ds_failover *f)
 		if (row && ds_namespace_mode_annotate(f->kube, f->ns[i], row->mode, row->since,
 						      row->changed_by, &ke) == 0)
 			continue;
+		if (row && ke.code == 404 && strcmp(ke.details_kind, "namespaces") == 0) {
+			/* Nothing replicated there yet: nothing to carry the mode. */
+			sayf(f, false,
+			     "drasync-target %s: namespace %s is not on the target yet: its mode "
+			     "is in the ledger only (run %s again once it exists, so that a new "
+			     "ledger can read it back)",
+			     f->o.verb, f->ns[i], f->o.verb);
+			continue;
+		}
 		f->unannotated++;
 		sayf(
 		    f, true,
