@@ -197,3 +197,26 @@ void tu_apply_assert_state(tu_apply *e, const char *api, const char *kind, const
 			 ds_apply_state_name(want), reason_part ? reason_part : "");
 	ds_object_state_row_dispose(&r);
 }
+
+size_t tu_apply_mark_applied(ds_object_state *st, size_t max)
+{
+	ds_object_state_row *rows = NULL;
+	uint8_t h[DS_HASH_LEN] = {1};
+	size_t n = 0;
+	ds_err err = {0};
+
+	if (ds_object_state_ingest(st, &err) < 0 ||
+	    ds_object_state_pick(st, INT64_MAX, max, &rows, &n, &err) < 0)
+		fail_msg("ledger: %s", err.msg);
+	for (size_t i = 0; i < n; i++) {
+		ds_object_state_result res = {.state = DS_APPLY_APPLIED,
+					      .applied_hash = h,
+					      .target_api_version = "v1",
+					      .target_ns = "ml-team",
+					      .target_name = rows[i].name};
+		if (ds_object_state_set(st, rows[i].id, rows[i].record_id, &res, &err) < 0)
+			fail_msg("set: %s", err.msg);
+	}
+	ds_object_state_rows_free(rows, n);
+	return n;
+}

@@ -79,4 +79,10 @@ ds_object_state_row tu_apply_row(tu_apply *e, const char *api, const char *kind,
 void tu_apply_assert_state(tu_apply *e, const char *api, const char *kind, const char *name,
 			   enum ds_apply_state want, const char *reason_part);
 
+/**
+ * The applier's ledger steps without a cluster: fold the inbox in, mark up to
+ * max due objects applied (in ml-team). @return how many
+ */
+size_t tu_apply_mark_applied(ds_object_state *st, size_t max);
+
 #endif

@@ -24,6 +24,7 @@
 #include "drasync/receiver.h"
 #include "drasync/sender.h"
 #include "testutil.h"
+#include "tu_apply.h"
 #include "tu_kube.h"
 
 #include <pthread.h>
@@ -204,30 +205,6 @@ static uint64_t acked_when_still(struct link *l)
 	return 0;
 }
 
-/* The applier's ledger steps: fold in, mark up to max due objects applied. */
-static size_t apply_some(ds_object_state *st, size_t max)
-{
-	ds_object_state_row *rows = NULL;
-	uint8_t h[DS_HASH_LEN] = {1};
-	size_t n = 0;
-	ds_err err = {0};
-
-	if (ds_object_state_ingest(st, &err) < 0 ||
-	    ds_object_state_pick(st, INT64_MAX, max, &rows, &n, &err) < 0)
-		fail_msg("ledger: %s", err.msg);
-	for (size_t i = 0; i < n; i++) {
-		ds_object_state_result res = {.state = DS_APPLY_APPLIED,
-					      .applied_hash = h,
-					      .target_api_version = "v1",
-					      .target_ns = "ml-team",
-					      .target_name = rows[i].name};
-		if (ds_object_state_set(st, rows[i].id, rows[i].record_id, &res, &err) < 0)
-			fail_msg("set: %s", err.msg);
-	}
-	ds_object_state_rows_free(rows, n);
-	return n;
-}
-
 static void test_apply_feedback__credit_follows_backlog_results_follow_commits(void **state)
 {
 	struct link l;
@@ -251,7 +228,7 @@ static void test_apply_feedback__credit_follows_backlog_results_follow_commits(v
 	end = tu_now_ms() + 60000;
 	while (tu_now_ms() < end) {
 		long heard;
-		done += apply_some(st, 20);
+		done += tu_apply_mark_applied(st, 20);
 		pthread_mutex_lock(&l.mu);
 		heard = l.applied_results;
 		pthread_mutex_unlock(&l.mu);

@@ -24,6 +24,7 @@
 #include "drasync/receiver.h"
 #include "drasync/sender.h"
 #include "testutil.h"
+#include "tu_apply.h"
 #include "tu_kube.h"
 
 #include <pthread.h>
@@ -288,30 +289,6 @@ static struct seen quota_of(struct fx *f, const char *source)
 	return s;
 }
 
-/* Mark up to max due objects applied, as the applier would. */
-static size_t apply_some(ds_object_state *st, size_t max)
-{
-	ds_object_state_row *rows = NULL;
-	uint8_t h[DS_HASH_LEN] = {1};
-	size_t n = 0;
-	ds_err err = {0};
-
-	if (ds_object_state_ingest(st, &err) < 0 ||
-	    ds_object_state_pick(st, INT64_MAX, max, &rows, &n, &err) < 0)
-		fail_msg("ledger: %s", err.msg);
-	for (size_t i = 0; i < n; i++) {
-		ds_object_state_result res = {.state = DS_APPLY_APPLIED,
-					      .applied_hash = h,
-					      .target_api_version = "v1",
-					      .target_ns = "ml-team",
-					      .target_name = rows[i].name};
-		if (ds_object_state_set(st, rows[i].id, rows[i].record_id, &res, &err) < 0)
-			fail_msg("set: %s", err.msg);
-	}
-	ds_object_state_rows_free(rows, n);
-	return n;
-}
-
 static void test_source_quota__noisy_source_stops_at_its_bound_not_the_other(void **state)
 {
 	struct fx f;
@@ -346,7 +323,7 @@ static void test_source_quota__noisy_source_stops_at_its_bound_not_the_other(voi
 	assert_int_equal(ds_object_state_open(&st, f.ledger, &err), 0);
 	end = tu_now_ms() + 60000;
 	while (ds_sender_acked(f.noisy.s) < N_NOISY && tu_now_ms() < end) {
-		apply_some(st, 8);
+		tu_apply_mark_applied(st, 8);
 		tu_msleep(30);
 	}
 	ds_object_state_free(st);
