@@ -118,6 +118,9 @@ struct entry {
 	enum ds_quota_kind state;
 	int64_t since_ms; /* when it was throttled */
 	uint64_t total;	  /* what the ceiling looked like then */
+	/* A recount in progress, published whole by the next judge: a reader
+	 * (metrics, status) never sees a backlog half counted again. */
+	uint64_t counted, counted_bytes;
 };
 
 struct ds_quota {
@@ -126,6 +129,8 @@ struct ds_quota {
 	size_t n, cap;
 	uint64_t max_unapplied;
 	uint64_t total; /* the sum of the backlogs */
+	uint64_t counted_total;
+	bool recount_backlog, recount_bytes; /* begun, not yet published */
 	size_t sessions;
 	ds_quota_limits_fn limits_fn;
 	void *limits_ud;
@@ -184,8 +189,9 @@ void ds_quota_backlog_begin(ds_quota *q)
 {
 	pthread_mutex_lock(&q->lock);
 	for (size_t i = 0; i < q->n; i++)
-		q->e[i].u.backlog = 0;
-	q->total = 0;
+		q->e[i].counted = 0;
+	q->counted_total = 0;
+	q->recount_backlog = true;
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -196,8 +202,8 @@ int ds_quota_count_backlog(ds_quota *q, const char *source, uint64_t n)
 	pthread_mutex_lock(&q->lock);
 	e = find(q, source, true);
 	if (e) {
-		q->total += n;
-		e->u.backlog += n;
+		q->counted_total += n;
+		e->counted += n;
 	}
 	pthread_mutex_unlock(&q->lock);
 	return e ? 0 : -ENOSPC;
@@ -207,7 +213,8 @@ void ds_quota_bytes_begin(ds_quota *q)
 {
 	pthread_mutex_lock(&q->lock);
 	for (size_t i = 0; i < q->n; i++)
-		q->e[i].u.ledger_bytes = 0;
+		q->e[i].counted_bytes = 0;
+	q->recount_bytes = true;
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -218,7 +225,7 @@ int ds_quota_set_bytes(ds_quota *q, const char *source, uint64_t bytes)
 	pthread_mutex_lock(&q->lock);
 	e = find(q, source, true);
 	if (e)
-		e->u.ledger_bytes = bytes;
+		e->counted_bytes = bytes;
 	pthread_mutex_unlock(&q->lock);
 	return e ? 0 : -ENOSPC;
 }
@@ -303,6 +310,15 @@ void ds_quota_judge(ds_quota *q, size_t sessions)
 	ds_quota_total t;
 
 	pthread_mutex_lock(&q->lock);
+	for (size_t i = 0; i < q->n; i++) {
+		if (q->recount_backlog)
+			q->e[i].u.backlog = q->e[i].counted;
+		if (q->recount_bytes)
+			q->e[i].u.ledger_bytes = q->e[i].counted_bytes;
+	}
+	if (q->recount_backlog)
+		q->total = q->counted_total;
+	q->recount_backlog = q->recount_bytes = false;
 	q->sessions = sessions;
 	t = total_of(q);
 	for (size_t i = 0; i < q->n; i++) {

@@ -87,7 +87,8 @@ void ds_quota_free(ds_quota *q);
 
 /**
  * Every source's backlog is counted again: from 0, adding each part with
- * ds_quota_count_backlog() (a source may come more than once), then judge.
+ * ds_quota_count_backlog() (a source may come more than once), then judge,
+ * which publishes the new counts at once (readers meanwhile see the old).
  */
 void ds_quota_backlog_begin(ds_quota *q);
 int ds_quota_count_backlog(ds_quota *q, const char *source, uint64_t n);
