@@ -653,6 +653,12 @@ int ds_dra_workload_refs_in(const ds_dra_config *dra, const json_t *obj, const j
 		    (r = ds_dra_group_decide(dra, DS_RULE_PODGROUP, ds_obj_name(group), c.g, c.n_g,
 					     c.g_what, c.why, sizeof(c.why))) < 0)
 			goto out;
+		/* This member's own rule decides what no group rule does (others unknown). */
+		if (ds_dra_group_follow(dra, c.g, c.n_g, c.g_what, ds_obj_name(group), NULL, obj,
+					c.why, sizeof(c.why)) == -ENOMEM) {
+			r = -ENOMEM;
+			goto out;
+		}
 	}
 	if ((r = ds_dra_collect_entries(&c)) < 0 || (r = ds_dra_collect_refs(&c)) < 0)
 		goto out;

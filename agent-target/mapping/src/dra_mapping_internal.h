@@ -136,6 +136,18 @@ int ds_dra_group_read(json_t *rcs, const char *path, struct gentry **out, size_t
 int ds_dra_group_decide(const ds_dra_config *dra, int type, const char *instance, struct gentry *g,
 			size_t n, const char *what, char *why, size_t why_size);
 
+/*
+ * The group's entries that no rule naming the group decided follow its
+ * members (a JSON array of workloads as the source has them, and `self`, a
+ * member being mapped; either may be NULL): when every member that shares an
+ * entry resolves it the same way (a rule, or no rule: kept), the entry takes
+ * that rule. Members that differ, or a member rule against the group's rule,
+ * are an error (why, starting with the member's name). @return 0, -EINVAL, -ENOMEM
+ */
+int ds_dra_group_follow(const ds_dra_config *dra, struct gentry *g, size_t n, const char *gwhat,
+			const char *gname, const json_t *members, const json_t *self, char *why,
+			size_t size);
+
 /* Resolve every reference (its winning rule, target and the group entry it shares). @return 0,
  * -EINVAL */
 int ds_dra_resolve_refs(struct ctx *c);

@@ -249,8 +249,8 @@ static size_t apply_group(struct gentry *g, size_t n, const char *what, const ch
 	return changed;
 }
 
-static int map_workload(const ds_dra_config *dra, json_t *obj, const json_t *group, ds_report *rep,
-			bool *conflict)
+static int map_workload(const ds_dra_config *dra, json_t *obj, const json_t *group,
+			const json_t *members, ds_report *rep, bool *conflict)
 {
 	struct ctx c = {.dra = dra, .rep = rep};
 	size_t rep_start = ds_report_count(rep), inserted = 0;
@@ -302,6 +302,13 @@ static int map_workload(const ds_dra_config *dra, json_t *obj, const json_t *gro
 		    (r = ds_dra_group_decide(dra, DS_RULE_PODGROUP, c.g_name, c.g, c.n_g, gwhat,
 					     c.why, sizeof(c.why))) < 0)
 			goto out;
+		/* What no rule naming the group decides follows its members, this one too. */
+		r = ds_dra_group_follow(dra, c.g, c.n_g, gwhat, c.g_name, members, obj, c.why,
+					sizeof(c.why));
+		if (r < 0) {
+			c.g_conflict = r == -EINVAL;
+			goto out;
+		}
 	}
 	if ((r = ds_dra_collect_entries(&c)) < 0 || (r = ds_dra_collect_refs(&c)) < 0 ||
 	    (r = ds_dra_resolve_refs(&c)) < 0)
@@ -352,26 +359,56 @@ out:
 	return r;
 }
 
+int ds_dra_map_workload_members(const ds_dra_config *dra, json_t *obj, const json_t *group,
+				const json_t *members, ds_report *rep)
+{
+	return map_workload(dra, obj, group, members, rep, NULL);
+}
+
 int ds_dra_map_workload_in(const ds_dra_config *dra, json_t *obj, const json_t *group,
 			   ds_report *rep)
 {
-	return map_workload(dra, obj, group, rep, NULL);
+	return map_workload(dra, obj, group, NULL, rep, NULL);
 }
 
 int ds_dra_map_workload(const ds_dra_config *dra, json_t *obj, ds_report *rep)
 {
-	return map_workload(dra, obj, NULL, rep, NULL);
+	return map_workload(dra, obj, NULL, NULL, rep, NULL);
+}
+
+/* The group's entries as the rules naming it and its members decide. @return as follow */
+static int decide_podgroup(const ds_dra_config *dra, json_t *rcs, const char *path,
+			   const json_t *group, const json_t *members, struct gentry **g, size_t *n,
+			   char *why, size_t size)
+{
+	char what[300];
+	int r;
+
+	ds_obj_describe(group, what, sizeof(what));
+	if ((r = ds_dra_group_read(rcs, path, g, n, why, size)) < 0 ||
+	    (r = ds_dra_group_decide(dra, DS_RULE_PODGROUP, ds_obj_name(group), *g, *n, what, why,
+				     size)) < 0)
+		return r;
+	return ds_dra_group_follow(dra, *g, *n, what, ds_obj_name(group), members, NULL, why,
+				   size);
 }
 
 int ds_dra_check_group(const ds_dra_config *dra, const json_t *group, const json_t *members,
 		       char *why, size_t size)
 {
 	ds_report *rep = NULL;
-	size_t i;
+	struct gentry *g = NULL;
+	size_t i, n = 0;
 	json_t *m;
-	int r = ds_report_new(&rep);
+	int r;
 
+	/* Members that disagree among themselves, or with the group's rule. */
+	r = decide_podgroup(dra, ds_json_path(group, "spec.resourceClaims"),
+			    "the group's spec.resourceClaims", group, members, &g, &n, why, size);
+	free(g);
 	if (r < 0)
+		return r;
+	if ((r = ds_report_new(&rep)) < 0)
 		return r;
 	json_array_foreach (members, i, m) {
 		json_t *copy = json_deep_copy(m);
@@ -381,7 +418,7 @@ int ds_dra_check_group(const ds_dra_config *dra, const json_t *group, const json
 			r = -ENOMEM;
 			break;
 		}
-		r = map_workload(dra, copy, group, rep, &conflict);
+		r = map_workload(dra, copy, group, members, rep, &conflict);
 		json_decref(copy);
 		if (r == -ENOMEM)
 			break;
@@ -404,6 +441,12 @@ const char *ds_dra_group_of(const json_t *obj)
 
 int ds_dra_map_group(const ds_dra_config *dra, json_t *obj, ds_report *rep)
 {
+	return ds_dra_map_group_members(dra, obj, NULL, rep);
+}
+
+int ds_dra_map_group_members(const ds_dra_config *dra, json_t *obj, const json_t *members,
+			     ds_report *rep)
+{
 	const char *kind = ds_obj_kind(obj);
 	size_t rep_start = ds_report_count(rep), changed = 0;
 	bool podgroup;
@@ -422,10 +465,9 @@ int ds_dra_map_group(const ds_dra_config *dra, json_t *obj, ds_report *rep)
 	if (!copy)
 		return json_object_get(obj, "spec") ? -ENOMEM : 0;
 	if (podgroup) {
-		if ((r = ds_dra_group_read(json_object_get(copy, "resourceClaims"),
-					   "spec.resourceClaims", &g, &n, why, sizeof(why))) < 0 ||
-		    (r = ds_dra_group_decide(dra, DS_RULE_PODGROUP, ds_obj_name(obj), g, n, what,
-					     why, sizeof(why))) < 0)
+		if ((r = decide_podgroup(dra, json_object_get(copy, "resourceClaims"),
+					 "spec.resourceClaims", obj, members, &g, &n, why,
+					 sizeof(why))) < 0)
 			goto out;
 		changed += apply_group(g, n, what, "spec.resourceClaims", rep, &r);
 		goto out;

@@ -52,7 +52,7 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 	const ds_dra_config *dra = ds_target_config_dra(o->cfg);
 	char what[300], from_api[128];
 	char *uid = NULL;
-	const json_t *group = NULL;
+	const json_t *group = NULL, *members = NULL;
 	ds_err err = {0};
 	enum ds_mode mode;
 	int r;
@@ -87,9 +87,9 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 		if (ds_sched_is_group(obj) && ds_kind_is(kind, DS_KIND_POD_GROUP))
 			g = obj;
 		if (g) {
-			const json_t *members =
-			    o->members_of(o->group_ud, ds_obj_namespace(obj), ds_obj_name(g));
 			char why[600], msg[1000], gwhat[300];
+
+			members = o->members_of(o->group_ud, ds_obj_namespace(obj), ds_obj_name(g));
 
 			r = ds_dra_check_group(dra, g, members, why, sizeof(why));
 			if (r == -EINVAL) {
@@ -108,9 +108,10 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 		goto out;
 	ds_obj_describe(obj, what, sizeof(what));
 
-	r = ds_dra_map_workload_in(dra, obj, group, rep);
+	/* A group's claims follow its members, the members' the group. */
+	r = ds_dra_map_workload_members(dra, obj, group, members, rep);
 	if (r >= 0)
-		r = ds_dra_map_group(dra, obj, rep);
+		r = ds_dra_map_group_members(dra, obj, members, rep);
 	if (r == -EINVAL) {
 		r = DS_TRANSFORM_ERROR;
 		goto out;

@@ -44,6 +44,18 @@ int ds_dra_map_workload_in(const ds_dra_config *dra, json_t *obj, const json_t *
 			   ds_report *rep);
 
 /**
+ * As ds_dra_map_workload_in(), the group's entries that no rule naming the
+ * group decides following its members (a JSON array of the workloads that
+ * join it as the source has them, NULL: this one alone): when every member
+ * that shares an entry resolves it the same way, the group's entry and every
+ * member's take that (ds_dra_map_group_members() does it to the group).
+ * Members that resolve it differently are an error naming both rules.
+ * @return as ds_dra_map_workload()
+ */
+int ds_dra_map_workload_members(const ds_dra_config *dra, json_t *obj, const json_t *group,
+				const json_t *members, ds_report *rep);
+
+/**
  * Whether a PodGroup and its members (a JSON array of workloads as the source
  * has them) agree: every member mapped against the group, on a copy. The
  * first member whose rules would map a shared claim elsewhere than the group
@@ -64,6 +76,14 @@ const char *ds_dra_group_of(const json_t *obj);
  * @return number of entries changed, -EINVAL (a tie), -ENOMEM
  */
 int ds_dra_map_group(const ds_dra_config *dra, json_t *obj, ds_report *rep);
+
+/**
+ * As ds_dra_map_group(), a PodGroup's entries that no rule naming it decides
+ * following its members (see ds_dra_map_workload_members()); members that
+ * disagree among themselves or with the group's rule are the group's error.
+ */
+int ds_dra_map_group_members(const ds_dra_config *dra, json_t *obj, const json_t *members,
+			     ds_report *rep);
 
 /**
  * Apply deviceClassMappings to a ResourceClaim or ResourceClaimTemplate of any
