@@ -643,6 +643,151 @@ static void test_plan__member_disagreeing_with_group_fails(void **state)
 	tu_run_dispose(&r);
 }
 
+/* The claim entry of PodGroup or Deployment `name` of plan's JSON output (NULL: none). */
+static const char *claim_of(json_t *out, const char *kind, const char *name)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach (out, i, o)
+		if (strcmp(ds_obj_kind(o), kind) == 0 && strcmp(ds_obj_name(o), name) == 0)
+			return dt_str(o, strcmp(kind, "PodGroup") == 0
+					     ? "/spec/resourceClaims/0/resourceClaimTemplateName"
+					     : "/spec/template/spec/resourceClaims/0/"
+					       "resourceClaimTemplateName");
+	return NULL;
+}
+
+static const char *group_cfg(const char *rules)
+{
+	static char text[2048];
+
+	snprintf(text, sizeof(text),
+		 "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\nmode: migrate\n"
+		 "dra:\n  resourceClaimTemplateMappings:\n%s",
+		 rules);
+	return write_tmp("group-rules.yaml", text);
+}
+
+/* Issue 24: a rule naming the only member of a PodGroup maps the group's entry with it (the
+ * rule a SWIFT user writes: SWIFT's object types have no PodGroup). */
+static void test_plan__only_members_rule_maps_the_group(void **state)
+{
+	const char *cfg = group_cfg("  - {objectType: Deployment, objectInstance: group-1, "
+				    "container: ALL, resourceClaimTemplate: dr-gpu}\n");
+	const char *in = write_tmp(
+	    "one-member.yaml",
+	    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: group-1, namespace: ml}\n"
+	    "spec:\n  selector: {matchLabels: {app: g}}\n  template:\n"
+	    "    metadata: {labels: {app: g}}\n    spec:\n"
+	    "      schedulingGroup: {podGroupName: gang}\n"
+	    "      containers:\n      - name: ctr\n        image: x\n"
+	    "        resources: {claims: [{name: gpu}]}\n"
+	    "      resourceClaims:\n      - {name: gpu, resourceClaimTemplateName: gpu}\n---\n"
+	    "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\n"
+	    "metadata: {name: gang, namespace: ml}\nspec:\n  schedulingPolicy: {basic: {}}\n"
+	    "  resourceClaims:\n  - {name: gpu, resourceClaimTemplateName: gpu}\n");
+	struct tu_run r;
+	json_t *out;
+
+	(void)state;
+	plan(&r, NULL, (const char *[]){"--config", cfg, "-f", in, "-o", "json", NULL});
+	if (r.status != 0)
+		fail_msg("exit %d\n%s", r.status, r.err);
+	out = items(&r);
+	assert_string_equal(claim_of(out, "PodGroup", "gang"), "dr-gpu");
+	assert_string_equal(claim_of(out, "Deployment", "group-1"), "dr-gpu");
+	assert_non_null(strstr(r.err, "rewrite     PodGroup ml/gang container=ALL entry=gpu: "
+				      "resourceClaimTemplateName=gpu -> "
+				      "resourceClaimTemplateName=dr-gpu (rule "
+				      "dra.resourceClaimTemplateMappings[0] of its member "
+				      "Deployment ml/group-1, spec.resourceClaims)"));
+	assert_non_null(strstr(r.err, "2 to apply, 0 skipped, 0 held (standby), 0 failed"));
+	json_decref(out);
+	tu_run_dispose(&r);
+}
+
+/* Two members whose rules agree map the group with them. */
+static void test_plan__members_agreeing_map_the_group(void **state)
+{
+	const char *cfg = group_cfg("  - {objectType: Deployment, objectInstance: trainer-a, "
+				    "container: ALL, resourceClaimTemplate: dr-gpu}\n"
+				    "  - {objectType: Deployment, objectInstance: trainer-b, "
+				    "container: ctr, resourceClaimTemplate: dr-gpu}\n");
+	struct tu_run r;
+	json_t *out;
+
+	(void)state;
+	plan(&r, NULL,
+	     (const char *[]){"--config", cfg, "-f", resource_path("podgroup-deployments.yaml"),
+			      "-o", "json", NULL});
+	if (r.status != 0)
+		fail_msg("exit %d\n%s", r.status, r.err);
+	out = items(&r);
+	assert_string_equal(claim_of(out, "PodGroup", "trainers"), "dr-gpu");
+	assert_string_equal(claim_of(out, "Deployment", "trainer-a"), "dr-gpu");
+	assert_string_equal(claim_of(out, "Deployment", "trainer-b"), "dr-gpu");
+	assert_non_null(strstr(r.err, "4 to apply, 0 skipped, 0 held (standby), 0 failed"));
+	json_decref(out);
+	tu_run_dispose(&r);
+}
+
+/* Two members whose rules differ: an error for the group naming both, nothing of it applied. */
+static void test_plan__members_disagreeing_fail_the_group(void **state)
+{
+	const char *cfg = group_cfg("  - {objectType: Deployment, objectInstance: trainer-a, "
+				    "container: ALL, resourceClaimTemplate: dr-gpu}\n"
+				    "  - {objectType: Deployment, objectInstance: trainer-b, "
+				    "container: ALL, resourceClaimTemplate: big-gpu}\n");
+	struct tu_run r;
+	json_t *out;
+
+	(void)state;
+	plan(&r, NULL,
+	     (const char *[]){"--config", cfg, "-f", resource_path("podgroup-deployments.yaml"),
+			      "-o", "json", NULL});
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "PodGroup wl/trainers: nothing of PodGroup wl/trainers and its "
+				      "members is applied: Deployment wl/trainer-b: claim shared-gpu "
+				      "shares PodGroup wl/trainers's claim"));
+	assert_non_null(strstr(r.err, "rule dra.resourceClaimTemplateMappings[1] (line 7) maps it "
+				      "to resourceClaimTemplateName=big-gpu, but for Deployment "
+				      "wl/trainer-a rule dra.resourceClaimTemplateMappings[0] "
+				      "(line 6) maps it to resourceClaimTemplateName=dr-gpu"));
+	assert_non_null(strstr(r.err, "Deployment wl/trainer-a: nothing of PodGroup wl/trainers"));
+	assert_non_null(strstr(r.err, "Deployment wl/trainer-b: nothing of PodGroup wl/trainers"));
+	assert_non_null(strstr(r.err, "1 to apply, 0 skipped, 0 held (standby), 3 failed"));
+	out = items(&r);
+	assert_null(claim_of(out, "PodGroup", "trainers"));
+	assert_null(claim_of(out, "Deployment", "trainer-a"));
+	json_decref(out);
+	tu_run_dispose(&r);
+}
+
+/* A member's rule against the group's rule: the group's error, both rules named. */
+static void test_plan__member_rule_against_group_rule_fails_the_group(void **state)
+{
+	const char *cfg = group_cfg("  - {objectType: PodGroup, objectInstance: trainers, "
+				    "container: ALL, resourceClaimTemplate: dr-gpu}\n"
+				    "  - {objectType: Deployment, objectInstance: trainer-a, "
+				    "container: ALL, resourceClaimTemplate: big-gpu}\n");
+	struct tu_run r;
+
+	(void)state;
+	plan(&r, NULL,
+	     (const char *[]){"--config", cfg, "-f", resource_path("podgroup-deployments.yaml"),
+			      NULL});
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "PodGroup wl/trainers: nothing of PodGroup wl/trainers and its "
+				      "members is applied: Deployment wl/trainer-a: claim shared-gpu"));
+	assert_non_null(strstr(r.err, "rule dra.resourceClaimTemplateMappings[1] (line 7) maps it "
+				      "to resourceClaimTemplateName=big-gpu, but rule "
+				      "dra.resourceClaimTemplateMappings[0] (line 6) gives the group "
+				      "resourceClaimTemplateName=dr-gpu"));
+	assert_non_null(strstr(r.err, "1 to apply, 0 skipped, 0 held (standby), 3 failed"));
+	tu_run_dispose(&r);
+}
+
 /* KEP-5004: which path a kept extended resource takes on this target. */
 static void test_plan__extended_resource_paths(void **state)
 {
@@ -696,6 +841,10 @@ int main(void)
 	    cmocka_unit_test(test_plan__write_error_on_stdout_is_reported),
 	    cmocka_unit_test(test_plan__podgroup_and_members_mapped_together),
 	    cmocka_unit_test(test_plan__member_disagreeing_with_group_fails),
+	    cmocka_unit_test(test_plan__only_members_rule_maps_the_group),
+	    cmocka_unit_test(test_plan__members_agreeing_map_the_group),
+	    cmocka_unit_test(test_plan__members_disagreeing_fail_the_group),
+	    cmocka_unit_test(test_plan__member_rule_against_group_rule_fails_the_group),
 	    cmocka_unit_test(test_plan__extended_resource_paths),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -215,6 +215,7 @@ int ds_dra_group_follow(const ds_dra_config *dra, struct gentry *g, size_t n, co
 			g[i].rule = agreed[i].rule;
 			g[i].tkind = agreed[i].kind;
 			g[i].target = agreed[i].target;
+			snprintf(g[i].follows, sizeof(g[i].follows), "%.150s", agreed[i].by);
 		}
 out:
 	free(agreed);

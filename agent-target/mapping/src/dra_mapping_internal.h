@@ -35,6 +35,7 @@ struct gentry {
 	enum ds_target_kind tkind;
 	const char *target;
 	const char *by; /* what decided it, for messages: "container c" or the group */
+	char follows[160]; /* the member whose rule it follows (no rule names the group), or "" */
 };
 
 /* A pod-level spec.resourceClaims entry. */

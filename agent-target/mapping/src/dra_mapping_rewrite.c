@@ -231,15 +231,16 @@ static size_t apply_group(struct gentry *g, size_t n, const char *what, const ch
 	size_t changed = 0;
 
 	for (size_t i = 0; i < n && *rc == 0; i++) {
-		char from[300], to[300], msg[200];
+		char from[300], to[300], msg[400];
 
 		if (!g[i].rule ||
 		    (g[i].tkind == g[i].kind && strcmp(g[i].target, g[i].source) == 0))
 			continue;
 		ds_dra_ref_text(g[i].kind, g[i].source, from, sizeof(from));
 		ds_dra_ref_text(g[i].tkind, g[i].target, to, sizeof(to));
-		snprintf(msg, sizeof(msg), "(rule dra.%s[%zu], %s)", g[i].rule->list,
-			 g[i].rule->index, path);
+		snprintf(msg, sizeof(msg), "(rule dra.%s[%zu]%s%s, %s)", g[i].rule->list,
+			 g[i].rule->index, g[i].follows[0] ? " of its member " : "", g[i].follows,
+			 path);
 		if (ds_report_add(rep, DS_REPORT_REWRITE, what, "ALL", g[i].name, from, to, msg) <
 			0 ||
 		    ds_dra_retarget(g[i].json, g[i].tkind, g[i].target) < 0)

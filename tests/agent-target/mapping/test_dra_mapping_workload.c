@@ -183,8 +183,8 @@ static void test_dra_mapping__workload_refs_follow_the_group(void **state)
 	ds_target_config_free(cfg);
 }
 
-/* A member rule when no rule names the group: the group keeps its claim, so the member may not. */
-static void test_dra_mapping__member_rule_without_group_rule_is_an_error(void **state)
+/* A member rule when no rule names the group: the group follows its members (issue 24). */
+static void test_dra_mapping__group_follows_member_rule(void **state)
 {
 	ds_target_config *cfg =
 	    dt_config("dra:\n  resourceClaimTemplateMappings:\n"
@@ -193,21 +193,71 @@ static void test_dra_mapping__member_rule_without_group_rule_is_an_error(void **
 	json_t *docs = resource("podgroup-deployments.yaml");
 	json_t *pg = dt_find(docs, "PodGroup", "trainers");
 	json_t *a = dt_find(docs, "Deployment", "trainer-a");
+	json_t *members = json_pack("[O,O]", a, dt_find(docs, "Deployment", "trainer-b"));
+	json_t *alone = json_deep_copy(pg);
+	char why[600] = "";
 	ds_report *r;
 
 	(void)state;
 	assert_int_equal(ds_report_new(&r), 0);
-	assert_int_equal(ds_dra_map_workload_in(ds_target_config_dra(cfg), a, pg, r), -EINVAL);
-	assert_non_null(strstr(ds_report_get(r, 0)->message, "no rule gives the group"));
-	assert_non_null(strstr(ds_report_get(r, 0)->message, "objectInstance: trainers"));
-	/* The group itself is left alone: no rule names it. */
-	assert_int_equal(ds_dra_map_group(ds_target_config_dra(cfg), pg, r), 0);
-	/* An entry that differs from the group's in one field is the pod's own claim. */
-	json_object_set_new(dt_get(a, "/spec/template/spec/resourceClaims/0"),
-			    "resourceClaimTemplateName", json_string("own-gpu"));
-	assert_int_equal(ds_dra_map_workload_in(ds_target_config_dra(cfg), a, pg, r), 1);
+	assert_int_equal(ds_dra_check_group(ds_target_config_dra(cfg), pg, members, why,
+					    sizeof(why)),
+			 0);
+	assert_int_equal(ds_dra_map_workload_members(ds_target_config_dra(cfg), a, pg, members, r),
+			 1);
 	assert_string_equal(
 	    dt_str(a, "/spec/template/spec/resourceClaims/0/resourceClaimTemplateName"), "big-gpu");
+	assert_int_equal(ds_dra_map_group_members(ds_target_config_dra(cfg), pg, members, r), 1);
+	assert_string_equal(dt_str(pg, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "big-gpu");
+	assert_shares(a, pg);
+	assert_int_equal(dt_count(r, DS_REPORT_REWRITE, "PodGroup wl/trainers", "ALL", "shared-gpu",
+				  "resourceClaimTemplateName=shared-gpu",
+				  "resourceClaimTemplateName=big-gpu"),
+			 1);
+	/* Without its members known, the group keeps its claim: no rule names it. */
+	assert_int_equal(ds_dra_map_group(ds_target_config_dra(cfg), alone, r), 0);
+	assert_string_equal(dt_str(alone, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "shared-gpu");
+	json_decref(alone);
+	json_decref(members);
+	ds_report_free(r);
+	json_decref(docs);
+	ds_target_config_free(cfg);
+}
+
+/* Two members whose rules map the shared claim differently: the group's error, both named. */
+static void test_dra_mapping__members_disagreeing_is_the_groups_error(void **state)
+{
+	ds_target_config *cfg =
+	    dt_config("dra:\n  resourceClaimTemplateMappings:\n"
+		      "  - {objectType: Deployment, objectInstance: trainer-a, container: ALL, "
+		      "resourceClaimTemplate: dr-gpu}\n"
+		      "  - {objectType: Deployment, objectInstance: trainer-b, container: ALL, "
+		      "resourceClaimTemplate: big-gpu}\n");
+	json_t *docs = resource("podgroup-deployments.yaml");
+	json_t *pg = dt_find(docs, "PodGroup", "trainers");
+	json_t *members = json_pack("[O,O]", dt_find(docs, "Deployment", "trainer-a"),
+				    dt_find(docs, "Deployment", "trainer-b"));
+	json_t *before = json_deep_copy(pg);
+	char why[600] = "";
+	ds_report *r;
+
+	(void)state;
+	assert_int_equal(ds_report_new(&r), 0);
+	assert_int_equal(ds_dra_check_group(ds_target_config_dra(cfg), pg, members, why,
+					    sizeof(why)),
+			 -EINVAL);
+	assert_non_null(strstr(why, "Deployment wl/trainer-b: claim shared-gpu shares PodGroup "
+				    "wl/trainers's claim"));
+	assert_non_null(strstr(why, "rule dra.resourceClaimTemplateMappings[1]"));
+	assert_non_null(strstr(why, "for Deployment wl/trainer-a rule "
+				    "dra.resourceClaimTemplateMappings[0]"));
+	assert_int_equal(ds_dra_map_group_members(ds_target_config_dra(cfg), pg, members, r),
+			 -EINVAL);
+	assert_true(json_equal(pg, before));
+	json_decref(before);
+	json_decref(members);
 	ds_report_free(r);
 	json_decref(docs);
 	ds_target_config_free(cfg);
@@ -302,7 +352,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_dra_mapping__podgroup_rule_maps_group_and_members),
 	    cmocka_unit_test(test_dra_mapping__member_rule_disagreeing_with_group_is_an_error),
-	    cmocka_unit_test(test_dra_mapping__member_rule_without_group_rule_is_an_error),
+	    cmocka_unit_test(test_dra_mapping__group_follows_member_rule),
+	    cmocka_unit_test(test_dra_mapping__members_disagreeing_is_the_groups_error),
 	    cmocka_unit_test(test_dra_mapping__workload_refs_follow_the_group),
 	    cmocka_unit_test(test_dra_mapping__job_scheduling_claims_follow_the_pods),
 	    cmocka_unit_test(test_dra_mapping__job_shared_claim_cannot_be_split),
