@@ -164,6 +164,8 @@ void ds_applier_free(ds_applier *a)
 	json_decref(a->groups);
 	json_decref(a->classes);
 	json_decref(a->members);
+	json_decref(a->regroup);
+	json_decref(a->prepared);
 	json_decref(a->live);
 	json_decref(a->exists);
 	ds_ledger_compactor_free(a->compactor);
@@ -284,16 +286,20 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	json_decref(a->groups);
 	json_decref(a->classes);
 	json_decref(a->members);
+	json_decref(a->regroup);
+	json_decref(a->prepared);
 	a->objs = json_object();
 	a->groups = json_object();
 	a->members = json_object();
+	a->regroup = json_object();
+	a->prepared = json_object();
 	a->classes = NULL;
 	items = calloc(n, sizeof(*items));
 	up = calloc(n, sizeof(*up));
 	del = calloc(n, sizeof(*del));
 	a->present = json_object();
 	if (!items || !up || !del || !a->present || !a->objs || !a->groups || !a->members ||
-	    ds_report_new(&rep) < 0) {
+	    !a->regroup || !a->prepared || ds_report_new(&rep) < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -323,6 +329,9 @@ int ds_applier_pass(ds_applier *a, ds_err *err)
 	}
 	rc = ds_applier_record_all(a, del, n_del, rep, err);
 	if (rc < 0)
+		goto out;
+	/* A member that changed may change what its group's claims follow. */
+	if ((rc = ds_applier_regroup(a, err)) < 0)
 		goto out;
 	if (applied_any && (rc = ds_object_state_wake_waiting(a->st, err)) < 0)
 		goto out;

@@ -49,6 +49,9 @@ struct ds_applier {
 	json_t *groups;	 /* per pass: "source\nkey" -> a PodGroup as its source has it, or null */
 	json_t *classes; /* per pass, when asked: the target's DeviceClasses */
 	json_t *members; /* per pass: "source\nns\ngroup" -> the workloads that join it */
+	/* per pass: "source\nkey" of a PodGroup or Workload whose claims follow a member
+	 * prepared in it (decided again after the pass), and of every row prepared */
+	json_t *regroup, *prepared;
 	ds_object_state_scope scope; /* cfg.namespaces, when set */
 	ds_namespace_modes *nm;
 	ds_namespace_mode *modes; /* the ledger's namespace modes, read once per pass */
@@ -130,6 +133,10 @@ int ds_applier_record_all(ds_applier *a, struct item **v, size_t n, const ds_rep
 			  ds_err *err);
 
 void ds_applier_hash_hex(const uint8_t hash[DS_HASH_LEN], char hex[2 * DS_HASH_LEN + 1]);
+
+/* The PodGroups and Workloads whose members the pass prepared, and which it did not prepare
+ * itself, made due again: their claims follow their members. @return 0 or < 0 */
+int ds_applier_regroup(ds_applier *a, ds_err *err);
 
 /* Prepare it for the target (payload, pipeline, hash) or decide it. @return 0 or < 0 */
 int ds_applier_prepare(ds_applier *a, struct item *it, ds_report *rep);

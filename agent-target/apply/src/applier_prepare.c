@@ -11,6 +11,7 @@
 #include "drasync/dra_mapping.h"
 #include "drasync/field_loss.h"
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 #include "drasync/ledger_objects.h"
 #include "drasync/namespace_mode.h"
 #include "drasync/preflight.h"
@@ -274,6 +275,9 @@ static const json_t *group_of(void *ud, const char *ns, const char *name)
 
 	snprintf(key, sizeof(key), "%s\nscheduling.k8s.io/PodGroup/%s/%s", g->source, ns ? ns : "",
 		 name);
+	/* A member: what its group's claims follow may have changed (see ds_applier_regroup). */
+	if (json_object_set_new(g->a->regroup, key, json_true()) < 0)
+		return NULL;
 	seen = json_object_get(g->a->groups, key);
 	if (seen)
 		return json_is_object(seen) ? seen : NULL;
@@ -335,6 +339,46 @@ static const json_t *members_of(void *ud, const char *ns, const char *group)
 	return m.list;
 }
 
+/* A PodGroup made from a Workload's template: the Workload's claims follow it. */
+static int regroup_workload(ds_applier *a, const ds_object_state_row *r, const json_t *obj)
+{
+	const json_t *spec = json_object_get(obj, "spec");
+	const char *wl = ds_json_str(ds_json_path(spec, "podGroupTemplateRef.workload"),
+				     "workloadName");
+	char key[800];
+
+	if (!ds_kind_is(ds_obj_kind(obj), DS_KIND_POD_GROUP) || !ds_sched_is_group(obj))
+		return 0;
+	if (!wl)
+		wl = ds_json_str(json_object_get(spec, "workloadRef"), "workloadName");
+	if (!wl || !r->ns)
+		return 0;
+	snprintf(key, sizeof(key), "%s\nscheduling.k8s.io/Workload/%s/%s", r->source,
+		 r->ns, wl);
+	return json_object_set_new(a->regroup, key, json_true()) < 0 ? -ENOMEM : 0;
+}
+
+int ds_applier_regroup(ds_applier *a, ds_err *err)
+{
+	const char *key;
+	json_t *v;
+	int rc;
+
+	json_object_foreach (a->regroup, key, v) {
+		const char *nl = strchr(key, '\n');
+		char source[300];
+
+		/* Prepared in this pass: it was decided with the members the ledger has now. */
+		if (!nl || json_object_get(a->prepared, key))
+			continue;
+		snprintf(source, sizeof(source), "%.*s", (int)(nl - key), key);
+		rc = ds_object_state_reconsider_key(a->st, source, nl + 1, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /*
  * Decode the payload and run the pipeline. Decides the item unless it is to be
  * applied. *again (when not NULL) is set instead when discovery, read again
@@ -372,6 +416,14 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 	/* SPEC §5 trust boundary: before the pipeline, before any call */
 	if (!ds_applier_trust_check(a, it))
 		return 0;
+	{
+		char key[800];
+
+		snprintf(key, sizeof(key), "%s\n%s", r->source, r->key);
+		if (json_object_set_new(a->prepared, key, json_true()) < 0 ||
+		    regroup_workload(a, r, it->obj) < 0)
+			return -ENOMEM;
+	}
 	it->rep_first = first;
 	t = ds_transform_object(&topts, it->obj, rep);
 	if (t < 0)

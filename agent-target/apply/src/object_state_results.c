@@ -417,3 +417,25 @@ void ds_apply_feedback_bind(ds_apply_feedback *fb, ds_receiver_feedback *out)
 	out->unapplied_each = unapplied_each;
 	out->ud = fb;
 }
+
+int ds_object_state_reconsider_key(ds_object_state *st, const char *source, const char *key,
+				   ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = ds_store_prepare(
+	    st->store,
+	    "UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = 0"
+	    " WHERE source = ? AND key = ? AND op = 1 AND state IN ('applied', 'waiting',"
+	    " 'failed', 'held', 'skipped', 'refused')",
+	    &q, err);
+
+	if (rc < 0)
+		return ds_err_fallback(err, rc);
+	sqlite3_bind_text(q, 1, source, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(q);
+	rc = rc == SQLITE_DONE ? sqlite3_changes(st->db)
+			       : ds_store_fail(st->store, rc, "object_state reconsider", err);
+	sqlite3_finalize(q);
+	return ds_err_fallback(err, rc);
+}

@@ -170,6 +170,14 @@ int ds_object_state_set(ds_object_state *st, int64_t id, int64_t record_id,
 int ds_object_state_reconsider(ds_object_state *st, ds_err *err);
 
 /**
+ * As ds_object_state_reconsider(), the upsert of (source, key) only, when decided
+ * (a PodGroup whose members changed: its claims follow them).
+ * @return 1 made due, 0 not (absent, a tombstone, or due already), or a negative errno
+ */
+int ds_object_state_reconsider_key(ds_object_state *st, const char *source, const char *key,
+				   ds_err *err);
+
+/**
  * As ds_object_state_reconsider(), the upserts in scope only (their namespace
  * changed mode: failover, failback). @return the number of rows made due, or a negative errno
  */
