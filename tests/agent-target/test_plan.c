@@ -788,6 +788,79 @@ static void test_plan__member_rule_against_group_rule_fails_the_group(void **sta
 	tu_run_dispose(&r);
 }
 
+/* A Workload's podGroupTemplates follow the PodGroups made from them, which follow their
+ * members; a Workload rule still decides the template on its own. */
+static void test_plan__workload_template_follows_its_groups(void **state)
+{
+	const char *cfg = group_cfg("  - {objectType: Deployment, objectInstance: trainer, "
+				    "container: ALL, resourceClaimTemplate: dr-gpu}\n");
+	const char *in = write_tmp(
+	    "workload.yaml",
+	    "apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\n"
+	    "metadata: {name: training, namespace: wl}\nspec:\n  podGroupTemplates:\n"
+	    "  - name: workers\n    schedulingPolicy: {gang: {minCount: 1}}\n"
+	    "    resourceClaims:\n    - {name: gpu, resourceClaimTemplateName: gpu}\n"
+	    "  - name: other\n    schedulingPolicy: {basic: {}}\n"
+	    "    resourceClaims:\n    - {name: gpu, resourceClaimTemplateName: gpu}\n---\n"
+	    "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\n"
+	    "metadata: {name: training-workers-0, namespace: wl}\nspec:\n"
+	    "  workloadRef: {workloadName: training, templateName: workers}\n"
+	    "  schedulingPolicy: {gang: {minCount: 1}}\n"
+	    "  resourceClaims:\n  - {name: gpu, resourceClaimTemplateName: gpu}\n---\n"
+	    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: trainer, namespace: wl}\n"
+	    "spec:\n  selector: {matchLabels: {app: t}}\n  template:\n"
+	    "    metadata: {labels: {app: t}}\n    spec:\n"
+	    "      schedulingGroup: {podGroupName: training-workers-0}\n"
+	    "      containers:\n      - name: ctr\n        image: x\n"
+	    "        resources: {claims: [{name: gpu}]}\n"
+	    "      resourceClaims:\n      - {name: gpu, resourceClaimTemplateName: gpu}\n");
+	struct tu_run r;
+	json_t *out, *o;
+	size_t i;
+	bool seen = false;
+
+	(void)state;
+	plan(&r, NULL, (const char *[]){"--config", cfg, "-f", in, "-o", "json", NULL});
+	if (r.status != 0)
+		fail_msg("exit %d\n%s", r.status, r.err);
+	out = items(&r);
+	assert_string_equal(claim_of(out, "PodGroup", "training-workers-0"), "dr-gpu");
+	assert_string_equal(claim_of(out, "Deployment", "trainer"), "dr-gpu");
+	json_array_foreach (out, i, o)
+		if (strcmp(ds_obj_kind(o), "Workload") == 0) {
+			assert_string_equal(
+			    dt_str(o, "/spec/podGroupTemplates/0/resourceClaims/0/"
+				      "resourceClaimTemplateName"),
+			    "dr-gpu");
+			/* No PodGroup is made from the other template: it keeps its claim. */
+			assert_string_equal(
+			    dt_str(o, "/spec/podGroupTemplates/1/resourceClaims/0/"
+				      "resourceClaimTemplateName"),
+			    "gpu");
+			seen = true;
+		}
+	assert_true(seen);
+	assert_non_null(strstr(r.err, "rewrite     Workload wl/training container=ALL entry=gpu: "
+				      "resourceClaimTemplateName=gpu -> "
+				      "resourceClaimTemplateName=dr-gpu (rule "
+				      "dra.resourceClaimTemplateMappings[0] of its member PodGroup "
+				      "wl/training-workers-0, podGroupTemplates workers)"));
+	json_decref(out);
+	tu_run_dispose(&r);
+	/* A rule naming the Workload that maps the template elsewhere: the Workload's error. */
+	cfg = group_cfg("  - {objectType: Deployment, objectInstance: trainer, "
+			"container: ALL, resourceClaimTemplate: dr-gpu}\n"
+			"  - {objectType: Workload, objectInstance: training, "
+			"container: ALL, resourceClaimTemplate: big-gpu}\n");
+	plan(&r, NULL, (const char *[]){"--config", cfg, "-f", in, NULL});
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "Workload wl/training: PodGroup wl/training-workers-0: claim "
+				      "gpu shares Workload wl/training's claim"));
+	assert_non_null(strstr(r.err, "but rule dra.resourceClaimTemplateMappings[1] (line 7) "
+				      "gives the group resourceClaimTemplateName=big-gpu"));
+	tu_run_dispose(&r);
+}
+
 /* KEP-5004: which path a kept extended resource takes on this target. */
 static void test_plan__extended_resource_paths(void **state)
 {
@@ -845,6 +918,7 @@ int main(void)
 	    cmocka_unit_test(test_plan__members_agreeing_map_the_group),
 	    cmocka_unit_test(test_plan__members_disagreeing_fail_the_group),
 	    cmocka_unit_test(test_plan__member_rule_against_group_rule_fails_the_group),
+	    cmocka_unit_test(test_plan__workload_template_follows_its_groups),
 	    cmocka_unit_test(test_plan__extended_resource_paths),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

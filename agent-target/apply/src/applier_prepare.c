@@ -342,15 +342,11 @@ static const json_t *members_of(void *ud, const char *ns, const char *group)
 /* A PodGroup made from a Workload's template: the Workload's claims follow it. */
 static int regroup_workload(ds_applier *a, const ds_object_state_row *r, const json_t *obj)
 {
-	const json_t *spec = json_object_get(obj, "spec");
-	const char *wl = ds_json_str(ds_json_path(spec, "podGroupTemplateRef.workload"),
-				     "workloadName");
+	const char *wl = ds_dra_group_workload(obj);
 	char key[800];
 
 	if (!ds_kind_is(ds_obj_kind(obj), DS_KIND_POD_GROUP) || !ds_sched_is_group(obj))
 		return 0;
-	if (!wl)
-		wl = ds_json_str(json_object_get(spec, "workloadRef"), "workloadName");
 	if (!wl || !r->ns)
 		return 0;
 	snprintf(key, sizeof(key), "%s\nscheduling.k8s.io/Workload/%s/%s", r->source,
@@ -379,6 +375,54 @@ int ds_applier_regroup(ds_applier *a, ds_err *err)
 	return 0;
 }
 
+struct group_scan {
+	const char *workload;
+	json_t *list;
+};
+
+static int group_row(void *ud, const char *kind, const void *payload, size_t len, int zstd)
+{
+	struct group_scan *m = ud;
+	json_t *obj = NULL;
+	const char *w;
+	char why[200];
+
+	if (!ds_kind_is(kind, DS_KIND_POD_GROUP) ||
+	    ds_ledger_payload_json(payload, len, zstd, &obj, why, sizeof(why)) < 0)
+		return 0;
+	w = ds_dra_group_workload(obj);
+	if (w && strcmp(w, m->workload) == 0 && json_array_append(m->list, obj) < 0) {
+		json_decref(obj);
+		return -ENOMEM;
+	}
+	json_decref(obj);
+	return 0;
+}
+
+/* The PodGroups of the same source and source namespace made from a template of the
+ * Workload, as the ledger holds them, read once per pass. @return borrowed, or NULL */
+static const json_t *groups_from(void *ud, const char *ns, const char *workload)
+{
+	struct group_lookup *g = ud;
+	struct group_scan m = {.workload = workload, .list = NULL};
+	char key[800];
+	json_t *seen;
+
+	if (!ns)
+		return NULL;
+	/* "\n\n" before the name: no PodGroup's key of members_of() looks so */
+	snprintf(key, sizeof(key), "%s\n%s\n\n%s", g->source, ns, workload);
+	seen = json_object_get(g->a->members, key);
+	if (seen)
+		return seen;
+	m.list = json_array();
+	if (!m.list ||
+	    ds_object_state_each_in(g->a->st, g->source, ns, group_row, &m, NULL) < 0 ||
+	    json_object_set_new(g->a->members, key, m.list) < 0)
+		return NULL;
+	return m.list;
+}
+
 /*
  * Decode the payload and run the pipeline. Decides the item unless it is to be
  * applied. *again (when not NULL) is set instead when discovery, read again
@@ -399,6 +443,7 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 				   .sched_version = a->sched,
 				   .group_of = group_of,
 				   .members_of = members_of,
+				   .groups_from = groups_from,
 				   .group_ud = &gl};
 	size_t first = ds_report_count(rep);
 	ds_kube_error ke;

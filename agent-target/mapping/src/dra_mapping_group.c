@@ -130,7 +130,7 @@ static bool same_object(const json_t *a, const json_t *b)
 }
 
 /* Fold one member's votes into the group's decision (agreed). @return 0, -EINVAL (why) */
-static int fold(struct gentry *g, size_t n, const char *gwhat, const char *gname,
+static int fold(struct gentry *g, size_t n, const char *gwhat, const char *hint,
 		const struct vote *mine, struct vote *agreed, char *why, size_t size)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -163,12 +163,10 @@ static int fold(struct gentry *g, size_t n, const char *gwhat, const char *gname
 		rule_text(agreed[i].rule, b, sizeof(b));
 		snprintf(why, size,
 			 "%s: claim %s shares %s's claim (%s=%s): %s maps it to %s=%s, but for "
-			 "%s %s maps it to %s=%s; the members of a group must agree (one rule "
-			 "for all of them, or name the group: objectType: PodGroup, "
-			 "objectInstance: %s)",
+			 "%s %s maps it to %s=%s; %s",
 			 v->by, g[i].name, gwhat, ds_dra_ref_field[g[i].kind], g[i].source, a,
 			 ds_dra_ref_field[v->kind], v->target, agreed[i].by, b,
-			 ds_dra_ref_field[agreed[i].kind], agreed[i].target, gname);
+			 ds_dra_ref_field[agreed[i].kind], agreed[i].target, hint);
 		return -EINVAL;
 	}
 	return 0;
@@ -179,6 +177,7 @@ int ds_dra_group_follow(const ds_dra_config *dra, struct gentry *g, size_t n, co
 			size_t size)
 {
 	struct vote *agreed, *mine;
+	char hint[400];
 	bool self_done = false;
 	size_t i;
 	json_t *m;
@@ -186,6 +185,10 @@ int ds_dra_group_follow(const ds_dra_config *dra, struct gentry *g, size_t n, co
 
 	if (n == 0)
 		return 0;
+	snprintf(hint, sizeof(hint),
+		 "the members of a group must agree (one rule for all of them, or name the "
+		 "group: objectType: PodGroup, objectInstance: %.200s)",
+		 gname);
 	agreed = calloc(n, sizeof(*agreed));
 	mine = calloc(n, sizeof(*mine));
 	if (!agreed || !mine) {
@@ -203,13 +206,109 @@ int ds_dra_group_follow(const ds_dra_config *dra, struct gentry *g, size_t n, co
 			self_done = true;
 		}
 		if ((r = member_votes(dra, obj, g, n, mine, why, size)) < 0 ||
-		    (r = fold(g, n, gwhat, gname, mine, agreed, why, size)) < 0)
+		    (r = fold(g, n, gwhat, hint, mine, agreed, why, size)) < 0)
 			goto out;
 	}
 	if (self && !self_done &&
 	    ((r = member_votes(dra, self, g, n, mine, why, size)) < 0 ||
-	     (r = fold(g, n, gwhat, gname, mine, agreed, why, size)) < 0))
+	     (r = fold(g, n, gwhat, hint, mine, agreed, why, size)) < 0))
 		goto out;
+	for (i = 0; i < n; i++)
+		if (!g[i].rule && agreed[i].set && agreed[i].rule) {
+			g[i].rule = agreed[i].rule;
+			g[i].tkind = agreed[i].kind;
+			g[i].target = agreed[i].target;
+			snprintf(g[i].follows, sizeof(g[i].follows), "%.150s", agreed[i].by);
+		}
+out:
+	free(agreed);
+	free(mine);
+	return r;
+}
+
+const char *ds_dra_group_workload(const json_t *pg)
+{
+	const json_t *spec = json_object_get(pg, "spec");
+	const char *w = ds_json_str(ds_json_path(spec, "podGroupTemplateRef.workload"),
+				    "workloadName");
+
+	return w ? w : ds_json_str(json_object_get(spec, "workloadRef"), "workloadName");
+}
+
+/* Whether PodGroup pg was made from template tname of Workload wname (either version's field). */
+static bool made_from(const json_t *pg, const char *wname, const char *tname)
+{
+	const json_t *spec = json_object_get(pg, "spec");
+	const json_t *ref = ds_json_path(spec, "podGroupTemplateRef.workload");
+	const char *w = ds_json_str(ref, "workloadName");
+	const char *t = ds_json_str(ref, "podGroupTemplateName");
+
+	if (!ref) {
+		ref = json_object_get(spec, "workloadRef");
+		w = ds_json_str(ref, "workloadName");
+		t = ds_json_str(ref, "templateName");
+	}
+	return w && t && strcmp(w, wname) == 0 && strcmp(t, tname) == 0;
+}
+
+int ds_dra_template_follow(const ds_dra_config *dra, struct gentry *g, size_t n, const char *wwhat,
+			   const char *wname, const char *tname, const json_t *groups, char *why,
+			   size_t size)
+{
+	struct vote *agreed, *mine;
+	char hint[400];
+	size_t i;
+	json_t *x;
+	int r = 0;
+
+	if (n == 0)
+		return 0;
+	snprintf(hint, sizeof(hint),
+		 "the PodGroups made from template %.100s must agree (one rule for all, or "
+		 "name the Workload: objectType: Workload, objectInstance: %.100s)",
+		 tname, wname);
+	agreed = calloc(n, sizeof(*agreed));
+	mine = calloc(n, sizeof(*mine));
+	if (!agreed || !mine) {
+		r = -ENOMEM;
+		goto out;
+	}
+	json_array_foreach (groups, i, x) {
+		const json_t *pg = json_object_get(x, "podGroup");
+		struct gentry *pe = NULL;
+		size_t pn = 0;
+		char pwhat[300];
+
+		if (!pg || !made_from(pg, wname, tname))
+			continue;
+		ds_obj_describe(pg, pwhat, sizeof(pwhat));
+		/* What the group's own rules and its members make of its entries. */
+		if ((r = ds_dra_group_read(ds_json_path(pg, "spec.resourceClaims"),
+					   "spec.resourceClaims", &pe, &pn, why, size)) < 0 ||
+		    (r = ds_dra_group_decide(dra, DS_RULE_PODGROUP, ds_obj_name(pg), pe, pn, pwhat,
+					     why, size)) < 0 ||
+		    (r = ds_dra_group_follow(dra, pe, pn, pwhat, ds_obj_name(pg),
+					     json_object_get(x, "members"), NULL, why, size)) < 0) {
+			free(pe);
+			goto out;
+		}
+		memset(mine, 0, n * sizeof(*mine));
+		for (size_t j = 0; j < pn; j++) {
+			struct entry e = {.name = pe[j].name, .kind = pe[j].kind, .source = pe[j].source};
+			ptrdiff_t k = shared_with(g, n, &e);
+
+			if (k < 0)
+				continue;
+			mine[k] = (struct vote){.set = true,
+						.rule = pe[j].rule,
+						.kind = pe[j].tkind,
+						.target = pe[j].target};
+			snprintf(mine[k].by, sizeof(mine[k].by), "%s", pwhat);
+		}
+		free(pe);
+		if ((r = fold(g, n, wwhat, hint, mine, agreed, why, size)) < 0)
+			goto out;
+	}
 	for (i = 0; i < n; i++)
 		if (!g[i].rule && agreed[i].set && agreed[i].rule) {
 			g[i].rule = agreed[i].rule;

@@ -149,6 +149,17 @@ int ds_dra_group_follow(const ds_dra_config *dra, struct gentry *g, size_t n, co
 			const char *gname, const json_t *members, const json_t *self, char *why,
 			size_t size);
 
+/*
+ * A Workload's template `tname`: its entries that no rule naming the Workload
+ * decided follow the PodGroups made from it (groups: a JSON array of
+ * {"podGroup": a PodGroup as the source has it, "members": its members}),
+ * each decided by its own rules and members; PodGroups that differ, or one
+ * against the Workload's rule, are an error. @return 0, -EINVAL (why), -ENOMEM
+ */
+int ds_dra_template_follow(const ds_dra_config *dra, struct gentry *g, size_t n, const char *wwhat,
+			   const char *wname, const char *tname, const json_t *groups, char *why,
+			   size_t size);
+
 /* Resolve every reference (its winning rule, target and the group entry it shares). @return 0,
  * -EINVAL */
 int ds_dra_resolve_refs(struct ctx *c);

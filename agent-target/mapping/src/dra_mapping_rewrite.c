@@ -484,7 +484,9 @@ int ds_dra_map_group_members(const ds_dra_config *dra, json_t *obj, const json_t
 		if ((r = ds_dra_group_read(json_object_get(t, "resourceClaims"), path, &g, &n, why,
 					   sizeof(why))) < 0 ||
 		    (r = ds_dra_group_decide(dra, DS_RULE_WORKLOAD, ds_obj_name(obj), g, n, what,
-					     why, sizeof(why))) < 0)
+					     why, sizeof(why))) < 0 ||
+		    (r = ds_dra_template_follow(dra, g, n, what, ds_obj_name(obj), tn ? tn : "",
+						members, why, sizeof(why))) < 0)
 			goto out;
 		snprintf(path, sizeof(path), "podGroupTemplates %s", tn ? tn : "?");
 		changed += apply_group(g, n, what, path, rep, &r);

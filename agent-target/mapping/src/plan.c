@@ -116,6 +116,25 @@ static const json_t *members_of(void *ud, const char *ns, const char *group)
 	return list;
 }
 
+/* The PodGroups of the manifests in ns made from a template of Workload `workload`. */
+static const json_t *groups_from(void *ud, const char *ns, const char *workload)
+{
+	ds_plan *p = ud;
+	json_t *list = json_array(), *g;
+	size_t i;
+
+	if (!list || json_array_append_new(p->member_lists, list) < 0)
+		return NULL;
+	json_array_foreach (p->groups, i, g) {
+		const char *w = ds_dra_group_workload(g);
+
+		if (same_ns(ds_obj_namespace(g), ns) && w && strcmp(w, workload) == 0 &&
+		    json_array_append(list, g) < 0)
+			return NULL;
+	}
+	return list;
+}
+
 /* The importer's pipeline on every object read. @return 0, -ENOMEM */
 static int transform_all(ds_plan *p, ds_manifest *man, const ds_plan_opts *o)
 {
@@ -125,6 +144,7 @@ static int transform_all(ds_plan *p, ds_manifest *man, const ds_plan_opts *o)
 				   .sched_version = o->sched,
 				   .group_of = group_of,
 				   .members_of = members_of,
+				   .groups_from = groups_from,
 				   .group_ud = p};
 
 	p->keys = calloc(ds_manifest_count(man) + 1, sizeof(*p->keys));

@@ -20,6 +20,37 @@ static int error(ds_report *rep, const char *what, const char *msg)
 		   : DS_TRANSFORM_ERROR;
 }
 
+/* A Workload's PodGroups, each {"podGroup", "members"}, or NULL (none known). @return 0, -ENOMEM */
+static int workload_groups(const ds_transform_opts *o, const json_t *obj, json_t **out)
+{
+	const json_t *pgs;
+	json_t *v, *pg;
+	size_t i;
+
+	*out = NULL;
+	if (!o->groups_from || !ds_sched_is_group(obj) ||
+	    !ds_kind_is(ds_obj_kind(obj), DS_KIND_WORKLOAD))
+		return 0;
+	pgs = o->groups_from(o->group_ud, ds_obj_namespace(obj), ds_obj_name(obj));
+	if (!pgs)
+		return 0;
+	if (!(v = json_array()))
+		return -ENOMEM;
+	json_array_foreach (pgs, i, pg) {
+		const json_t *m =
+		    o->members_of ? o->members_of(o->group_ud, ds_obj_namespace(obj), ds_obj_name(pg))
+				  : NULL;
+
+		if (json_array_append_new(v, json_pack("{s:O,s:O?}", "podGroup", pg, "members",
+						       m)) < 0) {
+			json_decref(v);
+			return -ENOMEM;
+		}
+	}
+	*out = v;
+	return 0;
+}
+
 static int map_namespace(const ds_transform_opts *o, json_t *obj, const char *what, ds_report *rep)
 {
 	const char *kind = ds_obj_kind(obj);
@@ -53,6 +84,7 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 	char what[300], from_api[128];
 	char *uid = NULL;
 	const json_t *group = NULL, *members = NULL;
+	json_t *wl_groups = NULL;
 	ds_err err = {0};
 	enum ds_mode mode;
 	int r;
@@ -104,6 +136,10 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 				goto out;
 		}
 	}
+	if ((r = workload_groups(o, obj, &wl_groups)) < 0)
+		goto out;
+	if (wl_groups)
+		members = wl_groups;
 	if ((r = map_namespace(o, obj, what, rep)) < 0)
 		goto out;
 	ds_obj_describe(obj, what, sizeof(what));
@@ -162,6 +198,7 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 			r = DS_TRANSFORM_HOLD;
 	}
 out:
+	json_decref(wl_groups);
 	free(uid);
 	return r;
 }

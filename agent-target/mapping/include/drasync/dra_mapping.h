@@ -65,6 +65,10 @@ int ds_dra_map_workload_members(const ds_dra_config *dra, json_t *obj, const jso
 int ds_dra_check_group(const ds_dra_config *dra, const json_t *group, const json_t *members,
 		       char *why, size_t size);
 
+/** The Workload a PodGroup is made from (spec.podGroupTemplateRef.workload or
+ * spec.workloadRef: workloadName, borrowed), or NULL. */
+const char *ds_dra_group_workload(const json_t *pg);
+
 /** spec.schedulingGroup.podGroupName of a workload's pod spec (borrowed), or NULL. */
 const char *ds_dra_group_of(const json_t *obj);
 
@@ -81,6 +85,10 @@ int ds_dra_map_group(const ds_dra_config *dra, json_t *obj, ds_report *rep);
  * As ds_dra_map_group(), a PodGroup's entries that no rule naming it decides
  * following its members (see ds_dra_map_workload_members()); members that
  * disagree among themselves or with the group's rule are the group's error.
+ * For a Workload, `members` is the PodGroups made from its templates, each
+ * {"podGroup": the PodGroup as the source has it, "members": its members}: a
+ * template's entries that no rule naming the Workload decides follow what
+ * those PodGroups are given, when they agree.
  */
 int ds_dra_map_group_members(const ds_dra_config *dra, json_t *obj, const json_t *members,
 			     ds_report *rep);

@@ -50,6 +50,10 @@ typedef struct ds_transform_opts {
 	 * JSON array of the objects as the source has them (borrowed); NULL: none
 	 * known. A PodGroup and its members are applied only when all agree. */
 	const json_t *(*members_of)(void *ud, const char *ns, const char *group);
+	/* The PodGroups of source namespace ns made from a template of Workload `workload`, as a
+	 * JSON array of the objects as the source has them (borrowed); NULL: none known. A
+	 * template's claims follow them and their members. */
+	const json_t *(*groups_from)(void *ud, const char *ns, const char *workload);
 	void *group_ud;
 } ds_transform_opts;
 
