@@ -52,6 +52,7 @@ struct ds_applier {
 	/* per pass: "source\nkey" of a PodGroup or Workload whose claims follow a member
 	 * prepared in it (decided again after the pass), and of every row prepared */
 	json_t *regroup, *prepared;
+	bool regrouped; /* per pass: a group was made due again (its members wait for it) */
 	ds_object_state_scope scope; /* cfg.namespaces, when set */
 	ds_namespace_modes *nm;
 	ds_namespace_mode *modes; /* the ledger's namespace modes, read once per pass */
@@ -95,6 +96,7 @@ struct item {
 	uint8_t hash[DS_HASH_LEN];
 	bool decided, unchanged;
 	bool takeover; /* fields other managers owned were taken (the reason names them) */
+	bool recreated; /* deleted and created again: an immutable field changed */
 	int refusal;   /* decided refused: its enum ds_refusal; else -1 */
 	size_t rep_first, rep_n; /* its entries in the pass's report */
 	ds_object_state_result out;

@@ -132,6 +132,7 @@ static void tell(ds_applier *a, const struct item *it, const ds_report *rep)
 				.reason = it->out.reason,
 				.unchanged = it->unchanged,
 				.takeover = it->takeover,
+				.recreated = it->recreated,
 				.refusal = it->out.state == DS_APPLY_REFUSED ? it->refusal : -1,
 				.report = rep,
 				.report_first = it->rep_first,
@@ -354,6 +355,39 @@ static int regroup_workload(ds_applier *a, const ds_object_state_row *r, const j
 	return json_object_set_new(a->regroup, key, json_true()) < 0 ? -ENOMEM : 0;
 }
 
+/*
+ * A member whose PodGroup this pass did not decide: the group's claims follow
+ * its members, so the group is decided again first (made due now) and the
+ * member waits for it; both go in the next pass, the group before it, so that
+ * no pod of the member starts against the group's old claims.
+ * @return 1 (it waits), 0, -ENOMEM
+ */
+static int wait_for_group(ds_applier *a, struct item *it)
+{
+	const char *name = ds_dra_group_of(it->obj);
+	char key[800];
+	int rc;
+
+	if (!name || !it->row->ns)
+		return 0;
+	snprintf(key, sizeof(key), "%s\nscheduling.k8s.io/PodGroup/%s/%s", it->row->source,
+		 it->row->ns, name);
+	if (!json_is_object(json_object_get(a->groups, key)) || json_object_get(a->prepared, key))
+		return 0;
+	json_object_del(a->regroup, key);
+	rc = ds_object_state_reconsider_key(a->st, it->row->source, strchr(key, '\n') + 1, NULL);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc <= 0)
+		return 0; /* due already (it goes first in a pass), or the ledger said no */
+	a->regrouped = true;
+	ds_applier_decide(it, DS_APPLY_WAITING,
+			  "waits for PodGroup %s/%s to be decided again with it (a group's claims "
+			  "follow its members)",
+			  it->row->ns, name);
+	return 1;
+}
+
 int ds_applier_regroup(ds_applier *a, ds_err *err)
 {
 	const char *key;
@@ -371,6 +405,12 @@ int ds_applier_regroup(ds_applier *a, ds_err *err)
 		rc = ds_object_state_reconsider_key(a->st, source, nl + 1, err);
 		if (rc < 0)
 			return rc;
+		a->regrouped = a->regrouped || rc > 0;
+	}
+	/* A member waits for its group: both are due now. */
+	if (a->regrouped) {
+		a->regrouped = false;
+		return ds_object_state_wake_waiting(a->st, err);
 	}
 	return 0;
 }
@@ -489,6 +529,8 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 				  report_text(rep, first, DS_REPORT_ERROR, text, sizeof(text)));
 		return 0;
 	}
+	if ((rc = wait_for_group(a, it)) != 0)
+		return rc < 0 ? rc : 0;
 	it->rank = ds_selection_apply_rank(it->obj);
 	/* Two sources writing one object would overwrite each other: the first
 	 * keeps it, the second is refused and told why. */

@@ -97,6 +97,18 @@ static bool dropped(ds_applier *a, struct item *it, const json_t *kept)
 	return true;
 }
 
+/* What a re-create does beyond the object itself, for the reason (and the log). */
+static const char *recreate_effect(const json_t *obj)
+{
+	/* PodGroup spec.resourceClaims is immutable (KEP-5729): the claims it made go with it. */
+	if (ds_kind_is(ds_obj_kind(obj), DS_KIND_POD_GROUP))
+		return " (its spec.resourceClaims changed; the claims the old group made are "
+		       "deleted with it once no pod uses them: member pods that run keep their "
+		       "devices until they end, new member pods wait for the new group and share "
+		       "its claims)";
+	return "";
+}
+
 static void recreate(ds_applier *a, struct item *it, const ds_kube_error *why)
 {
 	struct ds_kube_delete_opts dopts = {.propagation = "Background", .grace_seconds = -1};
@@ -140,9 +152,10 @@ static void recreate(ds_applier *a, struct item *it, const ds_kube_error *why)
 		return;
 	}
 	ds_applier_count(a, &a->stats.recreated, 1);
+	it->recreated = true;
 	if (!dropped(a, it, got))
-		ds_applier_decide(it, DS_APPLY_APPLIED, "deleted and re-created: %s",
-				  ds_kube_error_format(why, buf, sizeof(buf)));
+		ds_applier_decide(it, DS_APPLY_APPLIED, "deleted and re-created%s: %s",
+				  recreate_effect(it->obj), ds_kube_error_format(why, buf, sizeof(buf)));
 	json_decref(got);
 }
 

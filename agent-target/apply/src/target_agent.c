@@ -153,6 +153,10 @@ static void on_apply(void *ud, const ds_applier_event *ev)
 	       ev->target ? ds_log_quote(ev->target, tgt, sizeof(tgt)) : "-",
 	       (unsigned long long)ev->seq, ds_apply_state_name(ev->state),
 	       ds_log_quote(ev->reason ? ev->reason : "", reason, sizeof(reason)));
+	/* An immutable field changed: the object on the target was deleted first. */
+	if (ev->recreated)
+		ds_log(DS_LOG_WARN, "recreated", "source=%s object=%s target=%s seq=%llu reason=%s",
+		       src, key, ev->target ? tgt : "-", (unsigned long long)ev->seq, reason);
 	log_mapping(ev);
 }
 

@@ -30,6 +30,10 @@ static const ds_metric_def defs[] = {
      "Objects the applier decided, by kind and result (applied, unchanged: already "
      "applied, no API call; waiting, failed, held, skipped, deleted, kept, refused).",
      "kind,result", NULL, 0},
+    {"drasync_target_recreated_total", DS_METRIC_COUNTER,
+     "Objects deleted and created again on the target because an immutable field changed "
+     "(a pod spec, a claim's spec, a PodGroup's resourceClaims), by kind.",
+     "kind", NULL, 0},
     {"drasync_target_refused_total", DS_METRIC_COUNTER,
      "Records refused because they are outside what the target grants their source (SPEC "
      "section 5), by source and reason (namespace, pod_security, name, reference, kind, "
@@ -476,6 +480,9 @@ void ds_target_monitor_on_apply(ds_target_monitor *m, const ds_applier_event *ev
 	    (const char *[]){kind[0] ? kind : "unknown",
 			     ev->unchanged ? "unchanged" : ds_apply_state_name(ev->state)},
 	    1);
+	if (ev->recreated)
+		ds_metrics_add(m->mx, "drasync_target_recreated_total",
+			       (const char *[]){kind[0] ? kind : "unknown"}, 1);
 	if (ev->state == DS_APPLY_REFUSED && !ev->unchanged)
 		ds_metrics_add(
 		    m->mx, "drasync_target_refused_total",

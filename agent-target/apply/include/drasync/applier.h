@@ -66,6 +66,7 @@ typedef struct ds_applier_event {
 	const char *reason; /* NULL: none */
 	bool unchanged;	    /* already applied: no API call was made */
 	bool takeover;	    /* applied by taking over fields other field managers owned */
+	bool recreated;	    /* deleted and created again (an immutable field changed) */
 	int refusal;	    /* state refused: its enum ds_refusal (source_grants.h); else -1 */
 	const ds_report *report;
 	size_t report_first, report_n; /* the pipeline's entries for this object */
