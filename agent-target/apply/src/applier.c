@@ -166,6 +166,7 @@ void ds_applier_free(ds_applier *a)
 	json_decref(a->members);
 	json_decref(a->regroup);
 	json_decref(a->prepared);
+	json_decref(a->group_seen);
 	json_decref(a->live);
 	json_decref(a->exists);
 	ds_ledger_compactor_free(a->compactor);

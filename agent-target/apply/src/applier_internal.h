@@ -53,6 +53,9 @@ struct ds_applier {
 	 * prepared in it (decided again after the pass), and of every row prepared */
 	json_t *regroup, *prepared;
 	bool regrouped; /* per pass: a group was made due again (its members wait for it) */
+	/* "source\nkey" of a PodGroup -> the newest record (records.id) the ledger held when
+	 * it was last decided: a member record up to it was among those it followed */
+	json_t *group_seen;
 	ds_object_state_scope scope; /* cfg.namespaces, when set */
 	ds_namespace_modes *nm;
 	ds_namespace_mode *modes; /* the ledger's namespace modes, read once per pass */

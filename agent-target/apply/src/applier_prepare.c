@@ -276,9 +276,6 @@ static const json_t *group_of(void *ud, const char *ns, const char *name)
 
 	snprintf(key, sizeof(key), "%s\nscheduling.k8s.io/PodGroup/%s/%s", g->source, ns ? ns : "",
 		 name);
-	/* A member: what its group's claims follow may have changed (see ds_applier_regroup). */
-	if (json_object_set_new(g->a->regroup, key, json_true()) < 0)
-		return NULL;
 	seen = json_object_get(g->a->groups, key);
 	if (seen)
 		return json_is_object(seen) ? seen : NULL;
@@ -362,7 +359,7 @@ static int regroup_workload(ds_applier *a, const ds_object_state_row *r, const j
  * no pod of the member starts against the group's old claims.
  * @return 1 (it waits), 0, -ENOMEM
  */
-static int wait_for_group(ds_applier *a, struct item *it)
+static int wait_for_group(ds_applier *a, struct item *it, bool hold)
 {
 	const char *name = ds_dra_group_of(it->obj);
 	char key[800];
@@ -374,13 +371,23 @@ static int wait_for_group(ds_applier *a, struct item *it)
 		 it->row->ns, name);
 	if (!json_is_object(json_object_get(a->groups, key)) || json_object_get(a->prepared, key))
 		return 0;
-	json_object_del(a->regroup, key);
-	rc = ds_object_state_reconsider_key(a->st, it->row->source, strchr(key, '\n') + 1, NULL);
-	if (rc == -ENOMEM)
-		return rc;
-	if (rc <= 0)
-		return 0; /* due already (it goes first in a pass), or the ledger said no */
-	a->regrouped = true;
+	/* The group was decided after this record of the member came: it followed it. */
+	if (it->row->record_id <= json_integer_value(json_object_get(a->group_seen, key)))
+		return 0;
+	/* false: made due by a member of this pass, whose other members wait too */
+	if (!json_is_false(json_object_get(a->regroup, key))) {
+		rc = ds_object_state_reconsider_key(a->st, it->row->source,
+						    strchr(key, '\n') + 1, NULL);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc <= 0)
+			return 0; /* due already (it goes first in a pass), or the ledger said no */
+		if (json_object_set_new(a->regroup, key, json_false()) < 0)
+			return -ENOMEM;
+		a->regrouped = true;
+	}
+	if (!hold)
+		return 0; /* decided already (failed, skipped): the group is decided again */
 	ds_applier_decide(it, DS_APPLY_WAITING,
 			  "waits for PodGroup %s/%s to be decided again with it (a group's claims "
 			  "follow its members)",
@@ -398,8 +405,9 @@ int ds_applier_regroup(ds_applier *a, ds_err *err)
 		const char *nl = strchr(key, '\n');
 		char source[300];
 
-		/* Prepared in this pass: it was decided with the members the ledger has now. */
-		if (!nl || json_object_get(a->prepared, key))
+		/* Prepared in this pass: it was decided with the members the ledger has now;
+		 * false: made due already (its members wait for it). */
+		if (!nl || json_object_get(a->prepared, key) || json_is_false(v))
 			continue;
 		snprintf(source, sizeof(source), "%.*s", (int)(nl - key), key);
 		rc = ds_object_state_reconsider_key(a->st, source, nl + 1, err);
@@ -504,16 +512,29 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 	{
 		char key[800];
 
+		int64_t seen = 0;
+
 		snprintf(key, sizeof(key), "%s\n%s", r->source, r->key);
 		if (json_object_set_new(a->prepared, key, json_true()) < 0 ||
 		    regroup_workload(a, r, it->obj) < 0)
 			return -ENOMEM;
+		/* A PodGroup is decided with the members of the ledger as it is now. */
+		if (ds_kind_is(r->kind, DS_KIND_POD_GROUP) &&
+		    ds_object_state_last_record_id(a->st, &seen, NULL) == 0) {
+			if (!a->group_seen && !(a->group_seen = json_object()))
+				return -ENOMEM;
+			if (json_object_set_new(a->group_seen, key, json_integer(seen)) < 0)
+				return -ENOMEM;
+		}
 	}
 	it->rep_first = first;
 	t = ds_transform_object(&topts, it->obj, rep);
 	if (t < 0)
 		return t;
 	it->rep_n = ds_report_count(rep) - first;
+	/* A member that changed: its group is decided again first; an applicable one waits. */
+	if ((rc = wait_for_group(a, it, t == DS_TRANSFORM_APPLY)) != 0)
+		return rc < 0 ? rc : 0;
 	switch (t) {
 	case DS_TRANSFORM_SKIP:
 		ds_applier_decide(it, DS_APPLY_SKIPPED, "%s",
@@ -529,8 +550,6 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 				  report_text(rep, first, DS_REPORT_ERROR, text, sizeof(text)));
 		return 0;
 	}
-	if ((rc = wait_for_group(a, it)) != 0)
-		return rc < 0 ? rc : 0;
 	it->rank = ds_selection_apply_rank(it->obj);
 	/* Two sources writing one object would overwrite each other: the first
 	 * keeps it, the second is refused and told why. */

@@ -103,10 +103,25 @@ static const char *recreate_effect(const json_t *obj)
 	/* PodGroup spec.resourceClaims is immutable (KEP-5729): the claims it made go with it. */
 	if (ds_kind_is(ds_obj_kind(obj), DS_KIND_POD_GROUP))
 		return " (its spec.resourceClaims changed; the claims the old group made are "
-		       "deleted with it once no pod uses them: member pods that run keep their "
-		       "devices until they end, new member pods wait for the new group and share "
-		       "its claims)";
+		       "the target's to delete with it, and new member pods share the new group's "
+		       "claims)";
 	return "";
+}
+
+#define PODGROUP_FINALIZER "scheduling.k8s.io/podgroup-protection"
+
+/* A PodGroup being deleted that the target keeps while pods reference it. */
+static bool holds_podgroup(const json_t *got)
+{
+	size_t i;
+	json_t *f;
+
+	if (!ds_kind_is(ds_obj_kind(got), DS_KIND_POD_GROUP))
+		return false;
+	json_array_foreach (ds_json_path(got, "metadata.finalizers"), i, f)
+		if (json_is_string(f) && strcmp(json_string_value(f), PODGROUP_FINALIZER) == 0)
+			return true;
+	return false;
 }
 
 static void recreate(ds_applier *a, struct item *it, const ds_kube_error *why)
@@ -117,6 +132,7 @@ static void recreate(ds_applier *a, struct item *it, const ds_kube_error *why)
 	ds_kube_error ke;
 	json_t *got = NULL;
 	int rc, waited = 0;
+	bool held = false;
 
 	ds_kube_error_clear(&ke);
 	ds_applier_count(a, &a->stats.api_writes, 1);
@@ -129,14 +145,24 @@ static void recreate(ds_applier *a, struct item *it, const ds_kube_error *why)
 		ds_kube_error_clear(&ke);
 		ds_applier_count(a, &a->stats.api_reads, 1);
 		rc = ds_kube_get(a->cfg.kube, &it->res, ns, name, NULL, &got, &ke);
+		held = rc == 0 && holds_podgroup(got);
 		json_decref(got);
 		got = NULL;
 		if (rc == -ENOENT)
 			break;
 		if (waited >= a->cfg.delete_wait_ms) {
 			ds_applier_decide_retry(a, it, NULL);
-			snprintf(it->reason, sizeof(it->reason),
-				 "re-create: the old object is still there after %d ms", waited);
+			if (held)
+				snprintf(it->reason, sizeof(it->reason),
+					 "re-create: PodGroup %s/%s is deleted but kept by its "
+					 "finalizer " PODGROUP_FINALIZER " while pods of its members "
+					 "run (they keep running, with their devices); it is created "
+					 "again once they have ended (retried)",
+					 ns ? ns : "", name);
+			else
+				snprintf(it->reason, sizeof(it->reason),
+					 "re-create: the old object is still there after %d ms",
+					 waited);
 			return;
 		}
 		msleep(200);

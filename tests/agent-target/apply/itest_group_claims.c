@@ -226,6 +226,112 @@ static void test_itest_group_claims__podgroup_claim_shared_on_gated_cluster(void
 }
 
 /*
+ * Issue 24 on the gated cluster: a rule that names only the members (objectType
+ * Deployment) maps the group. The PodGroup arrives first, alone: applied with
+ * its own claim. Its members arrive later: the group is decided again with them
+ * before they are applied (they wait for it), its immutable spec.resourceClaims
+ * changed, so it is deleted and created again; then the pods of both members
+ * share the new group's claim, made from the mapped template, and the old
+ * group's claim is gone with it.
+ */
+static void test_itest_group_claims__member_rule_maps_group_late_members_recreate_it(void **state)
+{
+	tu_apply_opts o = {
+	    .kubeconfig_env = "DS_KUBECONFIG_WORKLOAD",
+	    .dra_yaml = "  resourceClaimTemplateMappings:\n"
+			"  - {objectType: Deployment, objectInstance: ALL, container: ALL,\n"
+			"     resourceClaimTemplate: dr-gpu}\n"};
+	tu_apply *e = tu_apply_new("group-follow", &o);
+	json_t *docs = resource("podgroup-deployments.yaml", e->src);
+	json_t *pg = NULL, *claims, *c;
+	char uid[100];
+	const char *claim = NULL;
+	long long deadline;
+	size_t i;
+
+	(void)state;
+	commit_namespace(e);
+	tu_apply_commit1(e, tu_kube_doc("apiVersion: resource.k8s.io/v1\n"
+					"kind: ResourceClaimTemplate\n"
+					"metadata: {name: dr-gpu, namespace: '%s'}\n"
+					"spec:\n  spec:\n    devices:\n      requests:\n"
+					"      - name: dr\n        exactly: {deviceClassName: "
+					"gpu.nvidia.com}\n",
+					e->src));
+	/* The template the source's group names, and the group without its members. */
+	tu_apply_commit1(e, json_incref(dt_find(docs, "ResourceClaimTemplate", "shared-gpu")));
+	tu_apply_commit1(e, json_incref(dt_find(docs, "PodGroup", "trainers")));
+	tu_apply_settle(e);
+	assert_state(e, "scheduling.k8s.io/v1beta1", "PodGroup", "trainers", DS_APPLY_APPLIED,
+		     NULL);
+	pg = get(e, "scheduling.k8s.io/v1beta1", "PodGroup", "trainers");
+	assert_non_null(pg);
+	assert_string_equal(dt_str(pg, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "shared-gpu");
+	snprintf(uid, sizeof(uid), "%s", dt_str(pg, "/metadata/uid"));
+	json_decref(pg);
+
+	/* The members arrive: the rule naming them maps the group with them. */
+	tu_apply_commit1(e, json_incref(dt_find(docs, "Deployment", "trainer-a")));
+	tu_apply_commit1(e, json_incref(dt_find(docs, "Deployment", "trainer-b")));
+	tu_apply_settle(e);
+	pg = get(e, "scheduling.k8s.io/v1beta1", "PodGroup", "trainers");
+	assert_non_null(pg);
+	assert_string_equal(dt_str(pg, "/spec/resourceClaims/0/resourceClaimTemplateName"),
+			    "dr-gpu");
+	assert_string_equal(dt_str(pg, "/spec/resourceClaims/0/name"), "shared-gpu");
+	assert_string_not_equal(dt_str(pg, "/metadata/uid"), uid);
+	json_decref(pg);
+	assert_int_equal(tu_apply_stats(e).recreated, 1);
+	assert_state(e, "scheduling.k8s.io/v1beta1", "PodGroup", "trainers", DS_APPLY_APPLIED,
+		     "deleted and re-created (its spec.resourceClaims changed");
+	assert_state(e, "apps/v1", "Deployment", "trainer-a", DS_APPLY_APPLIED, NULL);
+	assert_state(e, "apps/v1", "Deployment", "trainer-b", DS_APPLY_APPLIED, NULL);
+	pg = NULL;
+
+	/* The pods of both members share the new group's claim, from the mapped template. */
+	deadline = now_ms() + WAIT_MS;
+	for (;;) {
+		json_decref(pg);
+		pg = get(e, "scheduling.k8s.io/v1beta1", "PodGroup", "trainers");
+		claim = dt_str(pg, "/status/resourceClaimStatuses/0/resourceClaimName");
+		if (claim && pods_sharing(e, "trainer-a", claim) == 1 &&
+		    pods_sharing(e, "trainer-b", claim) == 1)
+			break;
+		if (now_ms() > deadline)
+			fail_msg("the members' pods do not share the re-created group's claim (%s) "
+				 "after %d ms",
+				 claim ? claim : "none yet", WAIT_MS);
+		tu_msleep(300);
+	}
+	c = get(e, "resource.k8s.io/v1", "ResourceClaim", claim);
+	assert_non_null(c);
+	assert_string_equal(dt_str(c, "/spec/devices/requests/0/name"), "dr");
+	json_decref(c);
+	/* The old group's claim (from shared-gpu, request "gpu") went with it. */
+	deadline = now_ms() + WAIT_MS;
+	for (;;) {
+		size_t old = 0;
+		json_t *it;
+
+		claims = list(e, "resource.k8s.io/v1", "ResourceClaim");
+		json_array_foreach (json_object_get(claims, "items"), i, it)
+			if (strcmp(dt_str(it, "/spec/devices/requests/0/name"), "dr") != 0)
+				old++;
+		json_decref(claims);
+		if (old == 0)
+			break;
+		if (now_ms() > deadline)
+			fail_msg("%zu claim(s) of the old group still there after %d ms", old,
+				 WAIT_MS);
+		tu_msleep(300);
+	}
+	json_decref(pg);
+	json_decref(docs);
+	tu_apply_free(e);
+}
+
+/*
  * Job.spec.scheduling (gate WorkloadWithJob): the Job's rule moves the
  * scheduling claim and both containers' entry together; the target's Job
  * controller makes the Workload and PodGroup (owned by the Job, never
@@ -465,6 +571,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_itest_group_claims__podgroup_claim_shared_on_gated_cluster),
+	    cmocka_unit_test(
+		test_itest_group_claims__member_rule_maps_group_late_members_recreate_it),
 	    cmocka_unit_test(test_itest_group_claims__job_scheduling_claim_shared),
 	    cmocka_unit_test(test_itest_group_claims__disagreeing_member_holds_the_whole_group),
 	    cmocka_unit_test(test_itest_group_claims__ungated_target_names_dropped_fields),
