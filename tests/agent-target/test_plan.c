@@ -747,9 +747,10 @@ static void test_plan__members_disagreeing_fail_the_group(void **state)
 	     (const char *[]){"--config", cfg, "-f", resource_path("podgroup-deployments.yaml"),
 			      "-o", "json", NULL});
 	assert_int_equal(r.status, 1);
-	assert_non_null(strstr(r.err, "PodGroup wl/trainers: nothing of PodGroup wl/trainers and its "
-				      "members is applied: Deployment wl/trainer-b: claim shared-gpu "
-				      "shares PodGroup wl/trainers's claim"));
+	assert_non_null(strstr(r.err,
+			       "PodGroup wl/trainers: nothing of PodGroup wl/trainers and its "
+			       "members is applied: Deployment wl/trainer-b: claim shared-gpu "
+			       "shares PodGroup wl/trainers's claim"));
 	assert_non_null(strstr(r.err, "rule dra.resourceClaimTemplateMappings[1] (line 7) maps it "
 				      "to resourceClaimTemplateName=big-gpu, but for Deployment "
 				      "wl/trainer-a rule dra.resourceClaimTemplateMappings[0] "
@@ -778,12 +779,14 @@ static void test_plan__member_rule_against_group_rule_fails_the_group(void **sta
 	     (const char *[]){"--config", cfg, "-f", resource_path("podgroup-deployments.yaml"),
 			      NULL});
 	assert_int_equal(r.status, 1);
-	assert_non_null(strstr(r.err, "PodGroup wl/trainers: nothing of PodGroup wl/trainers and its "
-				      "members is applied: Deployment wl/trainer-a: claim shared-gpu"));
-	assert_non_null(strstr(r.err, "rule dra.resourceClaimTemplateMappings[1] (line 7) maps it "
-				      "to resourceClaimTemplateName=big-gpu, but rule "
-				      "dra.resourceClaimTemplateMappings[0] (line 6) gives the group "
-				      "resourceClaimTemplateName=dr-gpu"));
+	assert_non_null(strstr(r.err,
+			       "PodGroup wl/trainers: nothing of PodGroup wl/trainers and its "
+			       "members is applied: Deployment wl/trainer-a: claim shared-gpu"));
+	assert_non_null(strstr(r.err,
+			       "rule dra.resourceClaimTemplateMappings[1] (line 7) maps it "
+			       "to resourceClaimTemplateName=big-gpu, but rule "
+			       "dra.resourceClaimTemplateMappings[0] (line 6) gives the group "
+			       "resourceClaimTemplateName=dr-gpu"));
 	assert_non_null(strstr(r.err, "1 to apply, 0 skipped, 0 held (standby), 3 failed"));
 	tu_run_dispose(&r);
 }
@@ -828,15 +831,13 @@ static void test_plan__workload_template_follows_its_groups(void **state)
 	assert_string_equal(claim_of(out, "Deployment", "trainer"), "dr-gpu");
 	json_array_foreach (out, i, o)
 		if (strcmp(ds_obj_kind(o), "Workload") == 0) {
-			assert_string_equal(
-			    dt_str(o, "/spec/podGroupTemplates/0/resourceClaims/0/"
-				      "resourceClaimTemplateName"),
-			    "dr-gpu");
+			assert_string_equal(dt_str(o, "/spec/podGroupTemplates/0/resourceClaims/0/"
+						      "resourceClaimTemplateName"),
+					    "dr-gpu");
 			/* No PodGroup is made from the other template: it keeps its claim. */
-			assert_string_equal(
-			    dt_str(o, "/spec/podGroupTemplates/1/resourceClaims/0/"
-				      "resourceClaimTemplateName"),
-			    "gpu");
+			assert_string_equal(dt_str(o, "/spec/podGroupTemplates/1/resourceClaims/0/"
+						      "resourceClaimTemplateName"),
+					    "gpu");
 			seen = true;
 		}
 	assert_true(seen);

@@ -98,9 +98,9 @@ struct item {
 	struct ds_kube_resource res;
 	uint8_t hash[DS_HASH_LEN];
 	bool decided, unchanged;
-	bool takeover; /* fields other managers owned were taken (the reason names them) */
+	bool takeover;	/* fields other managers owned were taken (the reason names them) */
 	bool recreated; /* deleted and created again: an immutable field changed */
-	int refusal;   /* decided refused: its enum ds_refusal; else -1 */
+	int refusal;	/* decided refused: its enum ds_refusal; else -1 */
 	size_t rep_first, rep_n; /* its entries in the pass's report */
 	ds_object_state_result out;
 	char reason[REASON_MAX];

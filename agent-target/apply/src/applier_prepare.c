@@ -347,8 +347,7 @@ static int regroup_workload(ds_applier *a, const ds_object_state_row *r, const j
 		return 0;
 	if (!wl || !r->ns)
 		return 0;
-	snprintf(key, sizeof(key), "%s\nscheduling.k8s.io/Workload/%s/%s", r->source,
-		 r->ns, wl);
+	snprintf(key, sizeof(key), "%s\nscheduling.k8s.io/Workload/%s/%s", r->source, r->ns, wl);
 	return json_object_set_new(a->regroup, key, json_true()) < 0 ? -ENOMEM : 0;
 }
 
@@ -376,8 +375,8 @@ static int wait_for_group(ds_applier *a, struct item *it, bool hold)
 		return 0;
 	/* false: made due by a member of this pass, whose other members wait too */
 	if (!json_is_false(json_object_get(a->regroup, key))) {
-		rc = ds_object_state_reconsider_key(a->st, it->row->source,
-						    strchr(key, '\n') + 1, NULL);
+		rc = ds_object_state_reconsider_key(a->st, it->row->source, strchr(key, '\n') + 1,
+						    NULL);
 		if (rc == -ENOMEM)
 			return rc;
 		if (rc <= 0)
@@ -464,8 +463,7 @@ static const json_t *groups_from(void *ud, const char *ns, const char *workload)
 	if (seen)
 		return seen;
 	m.list = json_array();
-	if (!m.list ||
-	    ds_object_state_each_in(g->a->st, g->source, ns, group_row, &m, NULL) < 0 ||
+	if (!m.list || ds_object_state_each_in(g->a->st, g->source, ns, group_row, &m, NULL) < 0 ||
 	    json_object_set_new(g->a->members, key, m.list) < 0)
 		return NULL;
 	return m.list;

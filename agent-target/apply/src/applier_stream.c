@@ -153,12 +153,13 @@ static void recreate(ds_applier *a, struct item *it, const ds_kube_error *why)
 		if (waited >= a->cfg.delete_wait_ms) {
 			ds_applier_decide_retry(a, it, NULL);
 			if (held)
-				snprintf(it->reason, sizeof(it->reason),
-					 "re-create: PodGroup %s/%s is deleted but kept by its "
-					 "finalizer " PODGROUP_FINALIZER " while pods of its members "
-					 "run (they keep running, with their devices); it is created "
-					 "again once they have ended (retried)",
-					 ns ? ns : "", name);
+				snprintf(
+				    it->reason, sizeof(it->reason),
+				    "re-create: PodGroup %s/%s is deleted but kept by its "
+				    "finalizer " PODGROUP_FINALIZER " while pods of its members "
+				    "run (they keep running, with their devices); it is created "
+				    "again once they have ended (retried)",
+				    ns ? ns : "", name);
 			else
 				snprintf(it->reason, sizeof(it->reason),
 					 "re-create: the old object is still there after %d ms",
@@ -181,7 +182,8 @@ static void recreate(ds_applier *a, struct item *it, const ds_kube_error *why)
 	it->recreated = true;
 	if (!dropped(a, it, got))
 		ds_applier_decide(it, DS_APPLY_APPLIED, "deleted and re-created%s: %s",
-				  recreate_effect(it->obj), ds_kube_error_format(why, buf, sizeof(buf)));
+				  recreate_effect(it->obj),
+				  ds_kube_error_format(why, buf, sizeof(buf)));
 	json_decref(got);
 }
 

@@ -53,8 +53,8 @@ static ptrdiff_t shared_with(const struct gentry *g, size_t n, const struct entr
  * Two of its references that map one shared entry differently are a split.
  * @return 0, -EINVAL (why, *conflict), -ENOMEM
  */
-static int member_votes(const ds_dra_config *dra, const json_t *m, const struct gentry *g,
-			size_t n, struct vote *mine, char *why, size_t size)
+static int member_votes(const ds_dra_config *dra, const json_t *m, const struct gentry *g, size_t n,
+			struct vote *mine, char *why, size_t size)
 {
 	struct ctx c = {.dra = dra};
 	enum ds_workload w;
@@ -229,8 +229,8 @@ out:
 const char *ds_dra_group_workload(const json_t *pg)
 {
 	const json_t *spec = json_object_get(pg, "spec");
-	const char *w = ds_json_str(ds_json_path(spec, "podGroupTemplateRef.workload"),
-				    "workloadName");
+	const char *w =
+	    ds_json_str(ds_json_path(spec, "podGroupTemplateRef.workload"), "workloadName");
 
 	return w ? w : ds_json_str(json_object_get(spec, "workloadRef"), "workloadName");
 }
@@ -294,7 +294,8 @@ int ds_dra_template_follow(const ds_dra_config *dra, struct gentry *g, size_t n,
 		}
 		memset(mine, 0, n * sizeof(*mine));
 		for (size_t j = 0; j < pn; j++) {
-			struct entry e = {.name = pe[j].name, .kind = pe[j].kind, .source = pe[j].source};
+			struct entry e = {
+			    .name = pe[j].name, .kind = pe[j].kind, .source = pe[j].source};
 			ptrdiff_t k = shared_with(g, n, &e);
 
 			if (k < 0)

@@ -34,7 +34,7 @@ struct gentry {
 	const ds_dra_rule *rule; /* NULL: kept */
 	enum ds_target_kind tkind;
 	const char *target;
-	const char *by; /* what decided it, for messages: "container c" or the group */
+	const char *by;	   /* what decided it, for messages: "container c" or the group */
 	char follows[160]; /* the member whose rule it follows (no rule names the group), or "" */
 };
 

@@ -390,8 +390,7 @@ static int decide_podgroup(const ds_dra_config *dra, json_t *rcs, const char *pa
 	    (r = ds_dra_group_decide(dra, DS_RULE_PODGROUP, ds_obj_name(group), *g, *n, what, why,
 				     size)) < 0)
 		return r;
-	return ds_dra_group_follow(dra, *g, *n, what, ds_obj_name(group), members, NULL, why,
-				   size);
+	return ds_dra_group_follow(dra, *g, *n, what, ds_obj_name(group), members, NULL, why, size);
 }
 
 int ds_dra_check_group(const ds_dra_config *dra, const json_t *group, const json_t *members,

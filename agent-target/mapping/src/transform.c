@@ -37,12 +37,12 @@ static int workload_groups(const ds_transform_opts *o, const json_t *obj, json_t
 	if (!(v = json_array()))
 		return -ENOMEM;
 	json_array_foreach (pgs, i, pg) {
-		const json_t *m =
-		    o->members_of ? o->members_of(o->group_ud, ds_obj_namespace(obj), ds_obj_name(pg))
-				  : NULL;
+		const json_t *m = o->members_of ? o->members_of(o->group_ud, ds_obj_namespace(obj),
+								ds_obj_name(pg))
+						: NULL;
 
-		if (json_array_append_new(v, json_pack("{s:O,s:O?}", "podGroup", pg, "members",
-						       m)) < 0) {
+		if (json_array_append_new(
+			v, json_pack("{s:O,s:O?}", "podGroup", pg, "members", m)) < 0) {
 			json_decref(v);
 			return -ENOMEM;
 		}

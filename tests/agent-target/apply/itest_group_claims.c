@@ -236,11 +236,11 @@ static void test_itest_group_claims__podgroup_claim_shared_on_gated_cluster(void
  */
 static void test_itest_group_claims__member_rule_maps_group_late_members_recreate_it(void **state)
 {
-	tu_apply_opts o = {
-	    .kubeconfig_env = "DS_KUBECONFIG_WORKLOAD",
-	    .dra_yaml = "  resourceClaimTemplateMappings:\n"
-			"  - {objectType: Deployment, objectInstance: ALL, container: ALL,\n"
-			"     resourceClaimTemplate: dr-gpu}\n"};
+	tu_apply_opts o = {.kubeconfig_env = "DS_KUBECONFIG_WORKLOAD",
+			   .dra_yaml =
+			       "  resourceClaimTemplateMappings:\n"
+			       "  - {objectType: Deployment, objectInstance: ALL, container: ALL,\n"
+			       "     resourceClaimTemplate: dr-gpu}\n"};
 	tu_apply *e = tu_apply_new("group-follow", &o);
 	json_t *docs = resource("podgroup-deployments.yaml", e->src);
 	json_t *pg = NULL, *claims, *c;

@@ -200,9 +200,8 @@ static void test_dra_mapping__group_follows_member_rule(void **state)
 
 	(void)state;
 	assert_int_equal(ds_report_new(&r), 0);
-	assert_int_equal(ds_dra_check_group(ds_target_config_dra(cfg), pg, members, why,
-					    sizeof(why)),
-			 0);
+	assert_int_equal(
+	    ds_dra_check_group(ds_target_config_dra(cfg), pg, members, why, sizeof(why)), 0);
 	assert_int_equal(ds_dra_map_workload_members(ds_target_config_dra(cfg), a, pg, members, r),
 			 1);
 	assert_string_equal(
@@ -245,9 +244,8 @@ static void test_dra_mapping__members_disagreeing_is_the_groups_error(void **sta
 
 	(void)state;
 	assert_int_equal(ds_report_new(&r), 0);
-	assert_int_equal(ds_dra_check_group(ds_target_config_dra(cfg), pg, members, why,
-					    sizeof(why)),
-			 -EINVAL);
+	assert_int_equal(
+	    ds_dra_check_group(ds_target_config_dra(cfg), pg, members, why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "Deployment wl/trainer-b: claim shared-gpu shares PodGroup "
 				    "wl/trainers's claim"));
 	assert_non_null(strstr(why, "rule dra.resourceClaimTemplateMappings[1]"));
