@@ -24,6 +24,17 @@ static const char *map_class(const ds_dra_config *dra, const char *name)
 	return NULL;
 }
 
+/* The name a limits/requests key has after the mappings, in buf. */
+static const char *renamed(const ds_dra_config *dra, const char *key, char *buf, size_t size)
+{
+	const char *to = strncmp(key, IMPLICIT_PREFIX, IMPLICIT_LEN) == 0
+			     ? map_class(dra, key + IMPLICIT_LEN)
+			     : NULL;
+
+	snprintf(buf, size, "%s%s", to ? IMPLICIT_PREFIX : "", to ? to : key);
+	return to;
+}
+
 static void quantity_text(const json_t *v, char *buf, size_t size)
 {
 	if (json_is_string(v))
@@ -59,18 +70,25 @@ static int rename_map(const ds_dra_config *dra, json_t *res, const char *field, 
 	if (!(out = json_object()))
 		return -ENOMEM;
 	json_object_foreach (map, key, v) {
-		const char *to = strncmp(key, IMPLICIT_PREFIX, IMPLICIT_LEN) == 0
-				     ? map_class(dra, key + IMPLICIT_LEN)
-				     : NULL;
 		char nk[400], from[500], tos[500], q[64];
+		const char *to = renamed(dra, key, nk, sizeof(nk));
 
-		snprintf(nk, sizeof(nk), "%s%s", to ? IMPLICIT_PREFIX : "", to ? to : key);
 		if (json_object_get(out, nk)) {
+			const char *k2;
+			json_t *v2;
+			char other[400];
+
+			/* the key that took the name first */
+			json_object_foreach (map, k2, v2) {
+				renamed(dra, k2, other, sizeof(other));
+				if (strcmp(other, nk) == 0)
+					break;
+			}
 			snprintf(why, why_size,
 				 "container %s: %s.%s and %s.%s are both set and "
-				 "deviceClassMappings makes them one name; give the container one "
-				 "of them",
-				 cname, field, key, field, nk);
+				 "deviceClassMappings makes them one name, %s; give the container "
+				 "one of them",
+				 cname, field, k2 ? k2 : "?", field, key, nk);
 			json_decref(out);
 			return -EINVAL;
 		}
