@@ -28,6 +28,15 @@ static const struct {
      "control plane for the state of its own device pools"},
 };
 
+const char *ds_selection_never_reason(const char *kind, const char *group)
+{
+	for (size_t i = 0; kind && i < sizeof(never) / sizeof(never[0]); i++)
+		if (strcmp(never[i].kind, kind) == 0 &&
+		    (!never[i].group || (group && strcmp(never[i].group, group) == 0)))
+			return never[i].why;
+	return NULL;
+}
+
 static const json_t *controller_of(const json_t *obj)
 {
 	const json_t *refs = ds_json_path(obj, "metadata.ownerReferences");
@@ -65,12 +74,12 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, ds_err 
 		return 0;
 	}
 	if (!(k = ds_kind_of(obj))) {
-		for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
-			if (strcmp(never[i].kind, kind) == 0 &&
-			    (!never[i].group || strcmp(never[i].group, group) == 0)) {
-				ds_err_set(err, "%s", never[i].why);
-				return 0;
-			}
+		const char *why = ds_selection_never_reason(kind, group);
+
+		if (why) {
+			ds_err_set(err, "%s", why);
+			return 0;
+		}
 		ds_err_set(err, "kind %s (%s) is not replicated", kind, group[0] ? group : "core");
 		return 0;
 	}

@@ -157,8 +157,10 @@ static void test_itest_dra_1_37__device_taint_rule_is_skipped(void **state)
 	commit_namespace(e);
 	tu_apply_commit1(e, json_incref(json_array_get(docs, 0)));
 	tu_apply_settle(e);
+	/* A source never lists it: a record of one is outside every grant, its reason said. */
 	tu_apply_assert_state(e, "resource.k8s.io/v1", "DeviceTaintRule", "example",
-			      DS_APPLY_SKIPPED, "describes one cluster's hardware");
+			      DS_APPLY_REFUSED,
+			      "is not replicated by drasync: describes one cluster's hardware");
 	got = tu_apply_target_get(e, "resource.k8s.io/v1", "DeviceTaintRule", "example");
 	assert_null(got);
 	json_decref(docs);
