@@ -197,6 +197,12 @@ static int ext_note(void *ud, const char *container, const char *resource)
 			     "%scontainer %s keeps %s: DeviceClass %s serves it (DRA extended "
 			     "resource)",
 			     x->used ? "; " : "", container, resource, by);
+	else if (strncmp(resource, "deviceclass.resource.kubernetes.io/", 35) == 0)
+		/* a class's implicit name: only that class serves it */
+		w = snprintf(x->note + x->used, x->size - x->used,
+			     "%scontainer %s keeps %s: the target has no DeviceClass %s, whose "
+			     "implicit extended resource it is",
+			     x->used ? "; " : "", container, resource, resource + 35);
 	else
 		w = snprintf(
 		    x->note + x->used, x->size - x->used,

@@ -17,10 +17,14 @@ DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_dra_version, enum ds_dra_version)
 static const char *const api_versions[DS_DRA_VERSION_MAX] = {GROUP "/v1alpha3", GROUP "/v1beta1",
 							     GROUP "/v1beta2", GROUP "/v1"};
 
-/* What selects devices for an exact request: flat in v1beta1, under `exactly` in v1. */
+/*
+ * What selects devices for an exact request: flat in v1beta1, under `exactly` in v1.
+ * tolerations (1.33+: v1alpha3, v1beta1, v1beta2; v1 from 1.34) and derivedAttributes
+ * (1.37) are in every version k8s.io/api v0.37 serves; subrequests move unchanged.
+ */
 static const char *const exact_fields[] = {
-    "deviceClassName", "selectors",   "allocationMode", "count",
-    "adminAccess",     "tolerations", "capacity",	NULL,
+    "deviceClassName", "selectors", "allocationMode",	 "count", "adminAccess",
+    "tolerations",     "capacity",  "derivedAttributes", NULL,
 };
 
 static const char *const device_class_spec_fields[] = {

@@ -31,6 +31,43 @@ static void report_rewrite(struct ctx *c, const struct ref *rf, const char *entr
 		      rf->e->name, from, to, msg);
 }
 
+/* KEP-5304: where the container finds its devices' attributes (the claim's name, then the
+ * request's). A template's claim is named by the controller: <pod>-<entry>-<random>. */
+#define DEVICE_ATTRIBUTES_DIR "/var/run/dra-device-attributes"
+
+static void attr_prefix(const struct ctx *c, enum ds_target_kind kind, const char *name,
+			const char *entry, const char *request, char *buf, size_t size)
+{
+	const char *pod = c->workload == DS_WORKLOAD_POD ? c->instance : "<pod>";
+
+	if (kind == DS_TARGET_CLAIM)
+		snprintf(buf, size, DEVICE_ATTRIBUTES_DIR "/%s/%s%s", name, request ? request : "",
+			 request ? "/" : "");
+	else
+		snprintf(buf, size, DEVICE_ATTRIBUTES_DIR "/%s-%s-*/%s%s", pod, entry,
+			 request ? request : "", request ? "/" : "");
+}
+
+/* A reference whose claim (or entry, for a template) changes moves the files it reads. */
+static int report_attr_paths(struct ctx *c, const struct ref *rf, const char *entry_after)
+{
+	const char *request = ds_json_str(rf->claim_item, "request");
+	char from[400], to[400], msg[300];
+
+	attr_prefix(c, rf->e->kind, rf->e->source, rf->e->name, request, from, sizeof(from));
+	attr_prefix(c, rf->kind, rf->target, entry_after, request, to, sizeof(to));
+	if (strcmp(from, to) == 0)
+		return 0;
+	snprintf(msg, sizeof(msg),
+		 "(device attributes, KEP-5304: the application finds its devices' "
+		 "<driver>-metadata.json %s)",
+		 rf->kind == DS_TARGET_TEMPLATE ? "under the claim generated for the pod, named in "
+						  "its status.resourceClaimStatuses"
+						: "under the claim's name");
+	return ds_report_add(c->rep, DS_REPORT_ATTRIBUTES, c->what, rf->cname, entry_after, from,
+			     to, msg);
+}
+
 /*
  * Apply the decisions for one entry: a single target rewrites it in place;
  * several split it, the unchanged group (or else the first) keeping the name.
@@ -95,6 +132,8 @@ static int apply_entry(struct ctx *c, struct entry *e, json_t *rcs, size_t *inse
 				report_rewrite(c, rf, name);
 				c->changed++;
 			}
+			if (rf->claim_item && report_attr_paths(c, rf, name) < 0)
+				return -ENOMEM;
 		}
 	}
 	if (n_groups > 1) {
@@ -541,8 +580,11 @@ int ds_dra_map_device_classes(const ds_dra_config *dra, json_t *obj, ds_report *
 	size_t i;
 	json_t *rq;
 
-	if (!kind || dra->n_device_classes == 0 || !ds_obj_in_group(obj, "resource.k8s.io"))
+	if (!kind || dra->n_device_classes == 0)
 		return 0;
+	if ((r = ds_dra_map_extended(dra, obj, rep)) != 0 ||
+	    !ds_obj_in_group(obj, "resource.k8s.io"))
+		return r;
 	if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM))
 		requests = ds_json_path(obj, "spec.devices.requests");
 	else if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM_TEMPLATE))

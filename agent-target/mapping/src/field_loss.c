@@ -122,7 +122,10 @@ const char *ds_field_loss_cause(const char *path)
 	    {"resourceClaims",
 	     "feature gate DRAWorkloadResourceClaims (Kubernetes 1.36+, off by default) for a "
 	     "PodGroup's or Workload's claims; DynamicResourceAllocation for a pod's"},
-	    {"tolerations", "feature gate DRADeviceTaints (Kubernetes 1.33+)"},
+	    {"tolerations",
+	     "feature gate DRADeviceTaints (alpha 1.33-1.35, off by default; beta 1.36, GA 1.37), "
+	     "or a 1.32 or older server, whose claims have no tolerations"},
+	    {"derivedAttributes", "feature gate DRADerivedAttributes (Kubernetes 1.37+, alpha)"},
 	    {"capacity", "feature gate DRAConsumableCapacity (Kubernetes 1.34+)"},
 	    {"firstAvailable", "feature gate DRAPrioritizedList (Kubernetes 1.33+)"},
 	    {"adminAccess", "feature gate DRAAdminAccess (Kubernetes 1.32+)"},

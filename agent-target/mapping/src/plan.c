@@ -264,6 +264,14 @@ static int extended_need(void *ud, const char *container, const char *resource)
 			 "resource (the target's scheduler makes the claim; Kubernetes 1.34+, "
 			 "gate DRAExtendedResource)",
 			 resource, by);
+	else if (strncmp(resource, "deviceclass.resource.kubernetes.io/", 35) == 0)
+		/* the implicit name of a class: only that class serves it */
+		snprintf(msg, sizeof(msg),
+			 "keeps %s: the target needs DeviceClass %s, whose implicit extended "
+			 "resource it is (Kubernetes 1.34+, gate DRAExtendedResource, GA in "
+			 "1.37); a rule with attach: true and extendedResources: [%s] moves it "
+			 "to a claim instead",
+			 resource, resource + 35, resource);
 	else
 		snprintf(msg, sizeof(msg),
 			 "keeps %s: the target needs a DeviceClass with extendedResourceName %s "

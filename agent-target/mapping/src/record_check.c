@@ -11,6 +11,7 @@
 #include "drasync/log.h"
 #include "drasync/object_names.h"
 #include "drasync/pod_security.h"
+#include "drasync/selection.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -92,9 +93,13 @@ int ds_record_check(const ds_target_config *cfg, const ds_record_ref *r, const j
 
 	group_of(r->api_version, group, sizeof(group));
 	if (!k || strcmp(k->group, group) != 0) {
-		snprintf(why, size, "kind %s of %s is not replicated by drasync",
+		/* a source never lists these; the reason is still the kind's own */
+		const char *never = ds_selection_never_reason(r->kind, group);
+
+		snprintf(why, size, "kind %s of %s is not replicated by drasync%s%s",
 			 ds_record_shown(r->kind, q, sizeof(q)),
-			 ds_record_shown(r->api_version, q2, sizeof(q2)));
+			 ds_record_shown(r->api_version, q2, sizeof(q2)), never ? ": " : "",
+			 never ? never : "");
 		return DS_REFUSAL_KIND;
 	}
 	if (ds_name_check(k->name, r->name, text, sizeof(text)) < 0) {

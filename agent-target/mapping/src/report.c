@@ -15,7 +15,7 @@ struct ds_report {
 
 static const char *const ds_report_type_table[DS_REPORT_TYPE_MAX] = {
     "rewrite", "split", "attach",  "resource", "deviceclass", "namespace", "convert",
-    "standby", "hold",	"require", "skip",     "error",	      "extended",
+    "standby", "hold",	"require", "skip",     "error",	      "extended",  "attributes",
 };
 DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_report_type, enum ds_report_type)
 

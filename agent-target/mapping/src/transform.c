@@ -152,8 +152,11 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 		r = DS_TRANSFORM_ERROR;
 		goto out;
 	}
-	if (r < 0 || (r = ds_dra_map_device_classes(dra, obj, rep)) < 0)
+	if (r < 0 || (r = ds_dra_map_device_classes(dra, obj, rep)) < 0) {
+		if (r == -EINVAL)
+			r = DS_TRANSFORM_ERROR; /* reported */
 		goto out;
+	}
 	snprintf(from_api, sizeof(from_api), "%s", ds_obj_api_version(obj));
 	r = ds_dra_convert(obj, o->dra_version, &err);
 	if (r == -EINVAL) {

@@ -6,17 +6,36 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Kinds that are never replicated, and why a user is told so. */
+/* Kinds that are never replicated, and why a user is told so; group NULL: any group. */
 static const struct {
 	const char *kind;
+	const char *group;
 	const char *why;
 } never[] = {
-    {"ResourceSlice", "ResourceSlices describe the source's devices; the target's drivers publish "
-		      "their own"},
-    {"Event", "Events are made by the target cluster itself"},
-    {"Endpoints", "Endpointss are made by the target cluster itself"},
-    {"EndpointSlice", "EndpointSlices are made by the target cluster itself"},
+    {"ResourceSlice", NULL,
+     "ResourceSlices describe the source's devices; the target's drivers publish "
+     "their own"},
+    {"Event", NULL, "Events are made by the target cluster itself"},
+    {"Endpoints", NULL, "Endpointss are made by the target cluster itself"},
+    {"EndpointSlice", NULL, "EndpointSlices are made by the target cluster itself"},
+    /* resource.k8s.io since 1.33 (v1alpha3), v1beta2 and v1 (GA in 1.37) */
+    {"DeviceTaintRule", "resource.k8s.io",
+     "describes one cluster's hardware: a DeviceTaintRule taints the source's devices "
+     "(by driver, pool, device name); the target's administrators taint their own"},
+    /* resource.k8s.io/v1alpha3 since 1.36 (gate DRAResourcePoolStatus) */
+    {"ResourcePoolStatusRequest", "resource.k8s.io",
+     "describes one cluster's hardware: a ResourcePoolStatusRequest asks the source's "
+     "control plane for the state of its own device pools"},
 };
+
+const char *ds_selection_never_reason(const char *kind, const char *group)
+{
+	for (size_t i = 0; kind && i < sizeof(never) / sizeof(never[0]); i++)
+		if (strcmp(never[i].kind, kind) == 0 &&
+		    (!never[i].group || (group && strcmp(never[i].group, group) == 0)))
+			return never[i].why;
+	return NULL;
+}
 
 static const json_t *controller_of(const json_t *obj)
 {
@@ -55,11 +74,12 @@ int ds_selection_check(const json_t *obj, bool replicate_device_classes, ds_err 
 		return 0;
 	}
 	if (!(k = ds_kind_of(obj))) {
-		for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
-			if (strcmp(never[i].kind, kind) == 0) {
-				ds_err_set(err, "%s", never[i].why);
-				return 0;
-			}
+		const char *why = ds_selection_never_reason(kind, group);
+
+		if (why) {
+			ds_err_set(err, "%s", why);
+			return 0;
+		}
 		ds_err_set(err, "kind %s (%s) is not replicated", kind, group[0] ? group : "core");
 		return 0;
 	}

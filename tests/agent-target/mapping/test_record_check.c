@@ -44,6 +44,11 @@ static void test_record_check__admitted_and_refused_with_reasons(void **state)
 	assert_int_equal(ds_record_check(cfg, &ref, NULL, why, sizeof(why)), DS_REFUSAL_KIND);
 	assert_null(strchr(why, '\n')); /* a name from the wire never breaks a log line */
 	assert_non_null(strstr(why, "is not replicated by drasync"));
+	/* a kind that is never replicated says why (issue 24) */
+	ref = (ds_record_ref){"prod-east", "resource.k8s.io/v1", "DeviceTaintRule", NULL, "t"};
+	assert_int_equal(ds_record_check(cfg, &ref, NULL, why, sizeof(why)), DS_REFUSAL_KIND);
+	assert_non_null(strstr(why, "kind \"DeviceTaintRule\" of \"resource.k8s.io/v1\" is not "
+				    "replicated by drasync: describes one cluster's hardware"));
 
 	ref = ok;
 	ref.name = "..";

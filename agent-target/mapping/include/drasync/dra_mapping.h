@@ -97,9 +97,21 @@ int ds_dra_map_group_members(const ds_dra_config *dra, json_t *obj, const json_t
  * Apply deviceClassMappings to a ResourceClaim or ResourceClaimTemplate of any
  * resource.k8s.io version: every request's deviceClassName (v1beta1 flat,
  * v1/v1beta2 `exactly`) and every firstAvailable subrequest's.
- * @return number of names changed, -ENOMEM
+ * Then ds_dra_map_extended() for workloads and DeviceClasses.
+ * @return number of names changed, -EINVAL (obj unchanged, one DS_REPORT_ERROR), -ENOMEM
  */
 int ds_dra_map_device_classes(const ds_dra_config *dra, json_t *obj, ds_report *rep);
+
+/**
+ * deviceClassMappings for extended resources backed by DRA (KEP-5004): in a
+ * workload's containers, limits and requests keys
+ * deviceclass.resource.kubernetes.io/<from> become .../<to>; a DeviceClass that a
+ * mapping maps away loses spec.extendedResourceName (the class mapped to serves
+ * it on the target). Each change is a DS_REPORT_DEVICE_CLASS entry.
+ * @return names changed, -EINVAL (a container would hold one name twice: obj
+ * unchanged, one DS_REPORT_ERROR), -ENOMEM
+ */
+int ds_dra_map_extended(const ds_dra_config *dra, json_t *obj, ds_report *rep);
 
 /**
  * Which rule wins for one claim reference. `container` NULL means the

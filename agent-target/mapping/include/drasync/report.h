@@ -25,6 +25,7 @@ enum ds_report_type {
 	DS_REPORT_SKIP,		/* the object is not replicated, and why */
 	DS_REPORT_ERROR,	/* the object cannot be imported, and why */
 	DS_REPORT_EXTENDED,	/* an extended resource is kept in limits, and what serves it */
+	DS_REPORT_ATTRIBUTES,	/* KEP-5304: the device-attribute files a container reads move */
 	DS_REPORT_TYPE_MAX
 };
 

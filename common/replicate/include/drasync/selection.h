@@ -22,6 +22,13 @@
 int ds_selection_check(const json_t *obj, bool replicate_device_classes, ds_err *err);
 
 /**
+ * Why a kind outside the table is never replicated (ResourceSlice, Event,
+ * DeviceTaintRule, ...), for `kind` in API group `group` ("" core); NULL when
+ * the kind is simply not one drasync knows.
+ */
+const char *ds_selection_never_reason(const char *kind, const char *group);
+
+/**
  * Rank of an object in the target's apply order (SPEC §5): Namespace,
  * ServiceAccount, ConfigMap, Secret, PVC, Service, DeviceClass,
  * ResourceClaimTemplate, ResourceClaim, Workload, PodGroup, then workloads
