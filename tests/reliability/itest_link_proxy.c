@@ -1,6 +1,6 @@
 /*
  * The source reaches its target only through a SOCKS5 proxy, under a
- * bandwidth cap: drasync-source run (watch mode, v1 cluster) with
+ * bandwidth cap of 1Mi: drasync-source run (watch mode, v1 cluster) with
  * target.proxy = socks5://127.0.0.1:P, target.proxyCredentialsFile (user:pass,
  * mode 0600) and target.bandwidth, drasync-target run on the v1beta1 cluster.
  *
@@ -41,9 +41,9 @@
 #define SOURCE "prod-east"
 #define PASSWORD "pr0xy-s3cret-7f3a"
 #define PROXY_OUT_IP "127.0.0.3"
-#define RATE (256 * 1024) /* bytes per second: the cap */
-#define OBJECTS 320
-#define PAYLOAD 10000 /* incompressible bytes an object: ~10 s of the cap in all */
+#define RATE (1024 * 1024) /* bytes per second: the cap, target.bandwidth: 1Mi */
+#define OBJECTS 1300
+#define PAYLOAD 10000 /* incompressible bytes an object: some 9 s of the cap in all */
 
 static const char *const kinds[] = {"v1/ConfigMap", "v1/Secret", "apps/v1/Deployment", NULL};
 
@@ -190,8 +190,8 @@ static void test_link_proxy__socks5_only_path_under_the_cap(void **state)
 	tu_write_file(cred, "# the site's egress proxy\ndrasync:" PASSWORD "\n");
 	assert_int_equal(chmod(cred, 0600), 0);
 	snprintf(F.s.source_target_extra, sizeof(F.s.source_target_extra),
-		 ", bandwidth: %d, proxy: \"socks5://127.0.0.1:%d\", proxyCredentialsFile: %s",
-		 RATE, tu_proxy_port(F.relay), cred);
+		 ", bandwidth: 1Mi, proxy: \"socks5://127.0.0.1:%d\", proxyCredentialsFile: %s",
+		 tu_proxy_port(F.relay), cred);
 	snprintf(F.src_metrics, sizeof(F.src_metrics), "http://127.0.0.1:%d", sport);
 	assert_true(asprintf(&extra,
 			     "namespaces: [%s]\nschedule: {mode: watch}\n"
@@ -271,7 +271,7 @@ static void test_link_proxy__socks5_only_path_under_the_cap(void **state)
 	tu_run(
 	    &st, NULL,
 	    (const char *[]){tu_env("DS_SOURCE_BIN"), "status", "--config", F.s.source_cfg, NULL});
-	if (!strstr(st.out, "bandwidth:    capped at 262144 bytes/s") ||
+	if (!strstr(st.out, "bandwidth:    capped at 1048576 bytes/s") ||
 	    !strstr(st.out, "proxy:        SOCKS5 127.0.0.1:"))
 		fail_msg("status does not show the cap and the proxy:\n%s", st.out);
 	assert_no_password("status", st.out);
