@@ -64,6 +64,11 @@ static void print_text(const ds_source_status *v)
 		       v->running && v->as->connected ? "connected" : "not connected",
 		       when(v->as->since_ms, b1, sizeof(b1)), v->as->last_event,
 		       v->as->last_detail[0] ? ": " : "", v->as->last_detail);
+		if (v->as->bandwidth > 0)
+			printf("bandwidth:    capped at %llu bytes/s (target.bandwidth)\n",
+			       (unsigned long long)v->as->bandwidth);
+		if (v->as->proxy[0])
+			printf("proxy:        SOCKS5 %s (target.proxy)\n", v->as->proxy);
 		if (v->as->next_pass_ms > 0 && v->running)
 			printf("next pass:    %s\n", when(v->as->next_pass_ms, b1, sizeof(b1)));
 	}

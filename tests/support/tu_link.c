@@ -289,6 +289,13 @@ static void on_results(void *ud, const ds_wire_result *v, size_t n)
 void tu_tx_new(struct tu_tx *tx, const char *dir, const char *name, const char *endpoint,
 	       const ds_keypair *server, const ds_keypair *client, size_t batch)
 {
+	tu_tx_new_capped(tx, dir, name, endpoint, server, client, batch, 0, 0);
+}
+
+void tu_tx_new_capped(struct tu_tx *tx, const char *dir, const char *name, const char *endpoint,
+		      const ds_keypair *server, const ds_keypair *client, size_t batch,
+		      uint64_t bandwidth, int ack_timeout_ms)
+{
 	ds_sender_config cfg;
 	char outbox[1024];
 	ds_err err = {0};
@@ -304,6 +311,9 @@ void tu_tx_new(struct tu_tx *tx, const char *dir, const char *name, const char *
 	cfg.cluster_name = name;
 	if (batch)
 		cfg.batch_records = batch;
+	cfg.bandwidth = bandwidth;
+	if (ack_timeout_ms > 0)
+		cfg.ack_timeout_ms = ack_timeout_ms;
 	cfg.on_event = tu_link_on_event;
 	cfg.event_ud = &tx->ev;
 	cfg.on_results = on_results;

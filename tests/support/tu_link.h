@@ -92,6 +92,11 @@ struct tu_tx {
 void tu_tx_new(struct tu_tx *tx, const char *dir, const char *name, const char *endpoint,
 	       const ds_keypair *server, const ds_keypair *client, size_t batch);
 
+/** As tu_tx_new(), under a bandwidth cap (bytes/s) and an Ack timeout (0: the default). */
+void tu_tx_new_capped(struct tu_tx *tx, const char *dir, const char *name, const char *endpoint,
+		      const ds_keypair *server, const ds_keypair *client, size_t batch,
+		      uint64_t bandwidth, int ack_timeout_ms);
+
 /** Run the sender until tx->until is acknowledged or tx->timeout_ms pass (a thread's main). */
 void *tu_tx_main(void *arg);
 

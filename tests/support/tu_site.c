@@ -181,12 +181,12 @@ void tu_site_write_source_config(tu_site *s, const char *extra)
 			     "apiVersion: drasync.io/v1alpha1\n"
 			     "kind: SourceConfig\n"
 			     "clusterName: %s\n"
-			     "target: {endpoint: \"%s\", serverPublicKey: \"%s\"}\n"
+			     "target: {endpoint: \"%s\", serverPublicKey: \"%s\"%s}\n"
 			     "keys: {secretKeyFile: %s/source.key}\n"
 			     "stateDir: %s/source-state\n"
 			     "%s",
-			     s->source, s->source_endpoint, s->tkeys.public_z85, s->dir, s->dir,
-			     extra ? extra : "") > 0);
+			     s->source, s->source_endpoint, s->tkeys.public_z85,
+			     s->source_target_extra, s->dir, s->dir, extra ? extra : "") > 0);
 	tu_write_file(s->source_cfg, text);
 	free(text);
 }

@@ -27,6 +27,8 @@ typedef struct tu_site {
 	 * a proxy's before). */
 	char source_cfg[1100], source_log[1100], source_outbox[1100];
 	char source_endpoint[64];
+	/* More of the source's target: mapping (", bandwidth: 1Mi, proxy: ..."), or "". */
+	char source_target_extra[1024];
 	int source_pid;
 	long source_log_from;
 	const char *kubeconfig;

@@ -30,11 +30,12 @@ int ds_agent_state_write(const char *state_dir, const ds_agent_state *st, ds_err
 		return -ENAMETOOLONG;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	o = json_pack("{sI ss sb sI sI ss ss ss sI}", "pid", (json_int_t)st->pid, "endpoint",
+	o = json_pack("{sI ss sb sI sI ss ss ss sI sI ss}", "pid", (json_int_t)st->pid, "endpoint",
 		      st->endpoint, "connected", st->connected, "sinceMs", (json_int_t)st->since_ms,
 		      "startedMs", (json_int_t)st->started_ms, "lastEvent", st->last_event,
 		      "lastDetail", st->last_detail, "schedule", st->schedule, "nextPassMs",
-		      (json_int_t)st->next_pass_ms);
+		      (json_int_t)st->next_pass_ms, "bandwidth", (json_int_t)st->bandwidth, "proxy",
+		      st->proxy);
 	if (!o || !(text = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT))) {
 		ds_err_set(err, "out of memory");
 		rc = -ENOMEM;
@@ -112,6 +113,8 @@ int ds_agent_state_read(const char *state_dir, ds_agent_state *st, bool *running
 	copy_str(st->last_detail, sizeof(st->last_detail), o, "lastDetail");
 	copy_str(st->schedule, sizeof(st->schedule), o, "schedule");
 	st->next_pass_ms = get_int(o, "nextPassMs");
+	st->bandwidth = (uint64_t)get_int(o, "bandwidth");
+	copy_str(st->proxy, sizeof(st->proxy), o, "proxy");
 	json_decref(o);
 	if (running)
 		*running = st->pid > 0 && (kill((pid_t)st->pid, 0) == 0 || errno == EPERM);

@@ -567,8 +567,12 @@ static int make_exporter(ds_source_agent *a, ds_err *err)
 
 static int make_sender(ds_source_agent *a, ds_err *err)
 {
+	const ds_socks_proxy *px = ds_source_config_proxy(a->cfg.cfg);
+	const char *cred_file = ds_source_config_proxy_credentials_file(a->cfg.cfg);
+	ds_socks_proxy proxy = {.address = ""};
 	ds_sender_config sc;
 	char db[4096];
+	int rc;
 
 	if (ds_export_db_path(a->state_dir, db, sizeof(db)) < 0) {
 		ds_err_set(err, "stateDir path too long");
@@ -585,7 +589,19 @@ static int make_sender(ds_source_agent *a, ds_err *err)
 	sc.on_results = on_results;
 	sc.on_snapshot_required = on_snapshot_required;
 	sc.ud = a;
-	return ds_sender_new(&a->sender, &sc, err);
+	sc.bandwidth = ds_source_config_bandwidth(a->cfg.cfg);
+	if (px) {
+		proxy = *px;
+		if (cred_file && (rc = ds_socks_proxy_load_credentials(cred_file, &proxy, err)) < 0)
+			goto out;
+		sc.socks_proxy = proxy.address;
+		sc.socks_username = proxy.username[0] ? proxy.username : NULL;
+		sc.socks_password = proxy.username[0] ? proxy.password : NULL;
+	}
+	rc = ds_sender_new(&a->sender, &sc, err);
+out:
+	ds_socks_proxy_dispose(&proxy);
+	return rc;
 }
 
 int ds_source_agent_new(ds_source_agent **out, const ds_source_agent_config *cfg, ds_err *err)
@@ -622,13 +638,19 @@ int ds_source_agent_new(ds_source_agent **out, const ds_source_agent_config *cfg
 		 ds_source_config_endpoint(cfg->cfg));
 	snprintf(a->state.schedule, sizeof(a->state.schedule), "%s",
 		 ds_schedule_mode_name(a->sched->mode));
+	/* The proxy's address only: its credentials never leave the sender. */
+	a->state.bandwidth = ds_source_config_bandwidth(cfg->cfg);
+	snprintf(a->state.proxy, sizeof(a->state.proxy), "%s",
+		 ds_source_config_proxy(cfg->cfg) ? ds_source_config_proxy(cfg->cfg)->address : "");
 	state_save(a);
 	(void)ds_source_config_namespaces(cfg->cfg, &n_ns);
 	ds_log(DS_LOG_INFO, "started",
-	       "cluster=%s target=%s schedule=%s state_dir=%s namespaces=%zu selector=%s",
+	       "cluster=%s target=%s schedule=%s state_dir=%s namespaces=%zu selector=%s "
+	       "bandwidth=%llu proxy=%s",
 	       ds_source_config_cluster_name(cfg->cfg), ds_source_config_endpoint(cfg->cfg),
 	       ds_schedule_mode_name(a->sched->mode), a->state_dir, n_ns,
-	       cfg->selector ? "yes" : "no");
+	       cfg->selector ? "yes" : "no", (unsigned long long)a->state.bandwidth,
+	       a->state.proxy[0] ? a->state.proxy : "none");
 out:
 	if (rc < 0) {
 		ds_source_agent_free(a);

@@ -6,6 +6,8 @@
 #include "drasync/k8s_object.h"
 #include "drasync/keys.h"
 #include "drasync/label_selector.h"
+#include "drasync/quantity.h"
+#include "drasync/socks_proxy.h"
 #include "drasync/string_table.h"
 
 #include <errno.h>
@@ -24,6 +26,9 @@ struct ds_source_config {
 	const char **namespaces;
 	size_t n_namespaces;
 	ds_schedule_config schedule;
+	uint64_t bandwidth;		    /* target.bandwidth, bytes per second; 0: none */
+	const char *proxy_credentials_file; /* target.proxyCredentialsFile */
+	ds_socks_proxy proxy;		    /* target.proxy; address "" when not set */
 };
 
 static const char *const ds_schedule_mode_table[DS_SCHEDULE_MODE_MAX] = {
@@ -257,9 +262,78 @@ static int load_selection(ds_config_walk *w, ds_source_config *cfg, const json_t
 	return 0;
 }
 
+#define MIN_BANDWIDTH 1024 /* below 1Ki a single object could take minutes */
+
+/* target.bandwidth: a byte quantity per second (absent or 0: no cap). */
+static int load_bandwidth(ds_config_walk *w, const json_t *t, uint64_t *out)
+{
+	const json_t *v = json_object_get(t, "bandwidth");
+	ds_config_mark m;
+	size_t bad = 0;
+	int r = 0;
+
+	if (!v)
+		return 0;
+	m = ds_config_push_key(w, "bandwidth");
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*out = (uint64_t)json_integer_value(v);
+	} else if (json_is_string(v)) {
+		r = ds_quantity_parse_bytes(json_string_value(v), out, &bad);
+		if (r == -ERANGE)
+			r = ds_config_fail(w, false, "'%s' is too large", json_string_value(v));
+		else if (r < 0)
+			r = ds_config_fail_in_value(
+			    w, bad,
+			    "expected bytes per second (like 10Mi or 500Ki; "
+			    "suffixes Ki Mi Gi Ti k M G T), found '%s'",
+			    json_string_value(v));
+	} else {
+		r = ds_config_fail(
+		    w, false, "expected bytes per second (like 10Mi, or 0: no cap), found %s",
+		    json_is_integer(v) ? "a negative integer" : ds_config_type_name(v));
+	}
+	if (r == 0 && *out > 0 && *out < MIN_BANDWIDTH)
+		r = ds_config_fail(w, false,
+				   "%llu bytes per second is below the least cap, 1Ki (0: no cap)",
+				   (unsigned long long)*out);
+	ds_config_pop(w, m);
+	return r;
+}
+
+/* target.proxy (socks5://[user:pass@]host:port) and target.proxyCredentialsFile. */
+static int load_proxy(ds_config_walk *w, ds_source_config *cfg, const json_t *t)
+{
+	const char *url = NULL;
+	ds_err perr = {0};
+	size_t bad = 0;
+	int r;
+
+	if ((r = ds_config_member_str(w, t, "proxy", &url)) < 0 ||
+	    (r = ds_config_member_str(w, t, "proxyCredentialsFile", &cfg->proxy_credentials_file)) <
+		0)
+		return r;
+	if (!url) {
+		if (cfg->proxy_credentials_file)
+			return fail_at(w, "proxyCredentialsFile", true,
+				       "only with 'proxy' (socks5://host:port)");
+		return 0;
+	}
+	if (ds_socks_proxy_parse(url, &cfg->proxy, &bad, &perr) < 0)
+		return fail_in(w, "proxy", bad + 1, perr.msg);
+	if (cfg->proxy.username[0] && cfg->proxy_credentials_file)
+		return fail_at(w, "proxyCredentialsFile", true,
+			       "the proxy URL holds credentials already: keep them in the file "
+			       "only (a config file is seldom kept as a secret)");
+	if (cfg->proxy_credentials_file && !*cfg->proxy_credentials_file)
+		return fail_at(w, "proxyCredentialsFile", false,
+			       "must not be empty (a file holding user:pass, mode 0600)");
+	return 0;
+}
+
 static int load_target(ds_config_walk *w, ds_source_config *cfg, const json_t *root)
 {
-	static const char *const keys[] = {"endpoint", "serverPublicKey", NULL};
+	static const char *const keys[] = {"endpoint", "serverPublicKey",      "bandwidth",
+					   "proxy",    "proxyCredentialsFile", NULL};
 	const char *hp;
 	json_t *t;
 	ds_config_mark m;
@@ -288,6 +362,8 @@ static int load_target(ds_config_walk *w, ds_source_config *cfg, const json_t *r
 			       "'%s' is not a 40-character Z85 key (drasync-target keygen prints "
 			       "one)",
 			       cfg->server_public_key);
+	if ((r = load_bandwidth(w, t, &cfg->bandwidth)) < 0 || (r = load_proxy(w, cfg, t)) < 0)
+		return r;
 	ds_config_pop(w, m);
 	return 0;
 }
@@ -386,6 +462,7 @@ void ds_source_config_free(ds_source_config *cfg)
 	if (!cfg)
 		return;
 	free(cfg->namespaces);
+	ds_socks_proxy_dispose(&cfg->proxy);
 	json_decref(cfg->docs);
 	free(cfg);
 }
@@ -417,6 +494,21 @@ const char *ds_source_config_state_dir(const ds_source_config *cfg)
 const char *ds_source_config_metrics_listen(const ds_source_config *cfg)
 {
 	return cfg->metrics_listen;
+}
+
+uint64_t ds_source_config_bandwidth(const ds_source_config *cfg)
+{
+	return cfg->bandwidth;
+}
+
+const ds_socks_proxy *ds_source_config_proxy(const ds_source_config *cfg)
+{
+	return cfg->proxy.address[0] ? &cfg->proxy : NULL;
+}
+
+const char *ds_source_config_proxy_credentials_file(const ds_source_config *cfg)
+{
+	return cfg->proxy_credentials_file;
 }
 
 const char *const *ds_source_config_namespaces(const ds_source_config *cfg, size_t *n)

@@ -68,6 +68,8 @@ json_t *ds_source_status_json(const ds_source_status *v)
 		json_object_set_new(link, "lastDetail", json_string(v->as->last_detail));
 		json_object_set_new(link, "nextPassMs",
 				    json_integer((json_int_t)v->as->next_pass_ms));
+		json_object_set_new(link, "bandwidth", json_integer((json_int_t)v->as->bandwidth));
+		json_object_set_new(link, "proxy", json_string(v->as->proxy));
 	}
 	json_object_set_new(o, "agent", link);
 	json_object_set_new(o, "epoch", json_integer((json_int_t)st->epoch));

@@ -46,6 +46,13 @@ static const ds_metric_def defs[] = {
      "Sessions opened again after the first (the link went down and came back).", "", NULL, 0},
     {"drasync_source_link_events_total", DS_METRIC_COUNTER,
      "Every event of the link (what the log calls event=...), by event.", "event", NULL, 0},
+    {"drasync_source_link_bandwidth_limit_bytes_per_second", DS_METRIC_GAUGE,
+     "The link's bandwidth cap (target.bandwidth), bytes per second; 0: none.", "", NULL, 0},
+    {"drasync_source_link_bandwidth_bytes_total", DS_METRIC_COUNTER,
+     "Bytes of the Batch frames the sender put on the link (what the bandwidth cap meters).", "",
+     NULL, 0},
+    {"drasync_source_link_bandwidth_wait_seconds_total", DS_METRIC_COUNTER,
+     "Seconds the sender held a batch back to stay under the bandwidth cap.", "", NULL, 0},
     {"drasync_source_passes_total", DS_METRIC_COUNTER,
      "Full or incremental passes (interval, cron, once), by result (ok, failed).", "result", NULL,
      0},
@@ -140,9 +147,19 @@ static void collect(void *ud, ds_metrics *mx)
 	up = m->up;
 	pthread_mutex_unlock(&m->lock);
 	ds_metrics_set(mx, "drasync_source_link_up", NULL, up ? 1 : 0);
-	if (s)
+	if (s) {
+		ds_sender_bandwidth_stats bw;
+
 		ds_metrics_set(mx, "drasync_source_target_unapplied_records", NULL,
 			       (double)ds_sender_target_unapplied(s));
+		ds_sender_bandwidth_stats_get(s, &bw);
+		ds_metrics_set(mx, "drasync_source_link_bandwidth_limit_bytes_per_second", NULL,
+			       (double)bw.rate);
+		ds_metrics_set(mx, "drasync_source_link_bandwidth_bytes_total", NULL,
+			       (double)bw.bytes);
+		ds_metrics_set(mx, "drasync_source_link_bandwidth_wait_seconds_total", NULL,
+			       bw.wait_seconds);
+	}
 	if (ds_export_status_read(m->state_dir, 0, &st, NULL) == 0) {
 		uint64_t acked = st->outbox.acked_seq, last = st->outbox.last_seq;
 

@@ -16,6 +16,14 @@ int64_t ds_clock_mono_ms(void)
 	return ms_of(CLOCK_MONOTONIC);
 }
 
+int64_t ds_clock_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 int64_t ds_clock_wall_ms(void)
 {
 	return ms_of(CLOCK_REALTIME);

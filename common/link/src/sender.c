@@ -1,5 +1,6 @@
 #include "drasync/sender.h"
 
+#include "drasync/bandwidth.h"
 #include "drasync/clock.h"
 #include "drasync/outbox.h"
 #include "drasync/version.h"
@@ -15,6 +16,12 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <zmq.h>
+
+/* Draft in the libzmq 4.3 headers, honoured by the library (4.3.3 and later). */
+#ifndef ZMQ_SOCKS_USERNAME
+#define ZMQ_SOCKS_USERNAME 99
+#define ZMQ_SOCKS_PASSWORD 100
+#endif
 
 enum state {
 	S_IDLE,	    /* no socket; a new one after the backoff */
@@ -52,6 +59,17 @@ struct ds_sender {
 	uint64_t granted;  /* may send up to this seq */
 	uint8_t *pending;  /* a frame that met a full queue */
 	size_t pending_len;
+
+	/* The bandwidth cap: a frame the bucket holds back until it may go. */
+	char proxy[256], proxy_user[256], proxy_pass[256];
+	ds_bandwidth bw;
+	uint8_t *held;
+	size_t held_len;
+	uint64_t held_first; /* the first seq the held frame carries */
+	bool cap_reported;   /* bandwidth_capped was emitted in this session */
+	_Atomic uint64_t bw_bytes;
+	_Atomic uint64_t bw_wait_ns;
+	_Atomic int64_t bw_blocked_since; /* 0: not held */
 };
 
 static void emit(ds_sender *s, enum ds_log_level level, const char *name, const char *fmt, ...)
@@ -107,6 +125,23 @@ int ds_sender_new(ds_sender **out, const ds_sender_config *cfg, ds_err *err)
 		s->cfg.batch_bytes = 4u << 20;
 	if (s->cfg.batch_bytes > s->cfg.tuning.limits.max_frame / 2)
 		s->cfg.batch_bytes = s->cfg.tuning.limits.max_frame / 2;
+	s->cfg.batch_bytes = ds_bandwidth_batch_bytes(cfg->bandwidth, s->cfg.batch_bytes);
+	ds_bandwidth_init(&s->bw, cfg->bandwidth, s->cfg.batch_bytes, ds_clock_mono_ns());
+	if (cfg->socks_proxy &&
+	    (strlen(cfg->socks_proxy) >= sizeof(s->proxy) ||
+	     (cfg->socks_username && strlen(cfg->socks_username) >= sizeof(s->proxy_user)) ||
+	     (cfg->socks_password && strlen(cfg->socks_password) >= sizeof(s->proxy_pass)))) {
+		ds_err_set(err, "sender: the SOCKS5 proxy's address or credentials are too long "
+				"(255 bytes each at most)");
+		rc = -EINVAL;
+		goto out;
+	}
+	snprintf(s->proxy, sizeof(s->proxy), "%s", cfg->socks_proxy ? cfg->socks_proxy : "");
+	snprintf(s->proxy_user, sizeof(s->proxy_user), "%s",
+		 cfg->socks_username ? cfg->socks_username : "");
+	snprintf(s->proxy_pass, sizeof(s->proxy_pass), "%s",
+		 cfg->socks_password ? cfg->socks_password : "");
+	s->cfg.socks_proxy = s->cfg.socks_username = s->cfg.socks_password = NULL;
 	snprintf(s->endpoint, sizeof(s->endpoint), "%s", cfg->endpoint);
 	snprintf(s->server_key, sizeof(s->server_key), "%s", cfg->server_public_key);
 	snprintf(s->cluster, sizeof(s->cluster), "%s", cfg->cluster_name);
@@ -148,8 +183,11 @@ out:
 	return 0;
 }
 
+static void drop_held(ds_sender *s);
+
 static void close_socket(ds_sender *s)
 {
+	drop_held(s);
 	ds_monitor_stop(&s->mon, s->sock);
 	if (s->sock)
 		zmq_close(s->sock);
@@ -171,6 +209,7 @@ void ds_sender_free(ds_sender *s)
 	if (s->wakefd >= 0)
 		close(s->wakefd);
 	explicit_bzero(&s->keys, sizeof(s->keys));
+	explicit_bzero(s->proxy_pass, sizeof(s->proxy_pass));
 	free(s);
 }
 
@@ -203,6 +242,21 @@ int ds_sender_target_sends_apply_results(const ds_sender *s)
 	int v = atomic_load(&((ds_sender *)(uintptr_t)s)->apply_results);
 
 	return v == 0 ? -1 : v == 1;
+}
+
+void ds_sender_bandwidth_stats_get(const ds_sender *s, ds_sender_bandwidth_stats *out)
+{
+	ds_sender *m = (ds_sender *)(uintptr_t)s;
+	int64_t since = atomic_load(&m->bw_blocked_since);
+	uint64_t ns = atomic_load(&m->bw_wait_ns);
+
+	if (since > 0) {
+		int64_t now = ds_clock_mono_ns();
+		ns += now > since ? (uint64_t)(now - since) : 0;
+	}
+	out->rate = s->cfg.bandwidth;
+	out->bytes = atomic_load(&m->bw_bytes);
+	out->wait_seconds = (double)ns / 1e9;
 }
 
 uint64_t ds_sender_target_unapplied(const ds_sender *s)
@@ -239,6 +293,17 @@ static int open_socket(ds_sender *s, ds_err *err)
 	    zmq_setsockopt(s->sock, ZMQ_RCVHWM, &hwm, sizeof(hwm))) {
 		rc = -zmq_errno();
 		ds_err_set(err, "cannot configure the CURVE client socket: %s", zmq_strerror(-rc));
+		goto fail;
+	}
+	if (s->proxy[0] &&
+	    (zmq_setsockopt(s->sock, ZMQ_SOCKS_PROXY, s->proxy, strlen(s->proxy)) ||
+	     (s->proxy_user[0] &&
+	      (zmq_setsockopt(s->sock, ZMQ_SOCKS_USERNAME, s->proxy_user, strlen(s->proxy_user)) ||
+	       zmq_setsockopt(s->sock, ZMQ_SOCKS_PASSWORD, s->proxy_pass,
+			      strlen(s->proxy_pass)))))) {
+		rc = -zmq_errno();
+		ds_err_set(err, "cannot set the SOCKS5 proxy on the client socket: %s",
+			   zmq_strerror(-rc));
 		goto fail;
 	}
 	rc = ds_sock_tune(s->sock, &s->cfg.tuning);
@@ -324,6 +389,75 @@ static int try_send(ds_sender *s, uint8_t **buf, size_t len)
 	return -e;
 }
 
+/* ---- the bandwidth cap: Batch frames go through the bucket, nothing else does ---- */
+
+/* The frame held back is dropped with its session; its wait is counted. */
+static void drop_held(ds_sender *s)
+{
+	int64_t since = atomic_exchange(&s->bw_blocked_since, 0);
+
+	if (since > 0)
+		atomic_fetch_add(&s->bw_wait_ns, (uint64_t)(ds_clock_mono_ns() - since));
+	free(s->held);
+	s->held = NULL;
+	s->held_len = 0;
+}
+
+/* Send a Batch frame now if the bucket allows, else hold it. Takes *frame. */
+static int send_metered(ds_sender *s, uint8_t **frame, size_t len, uint64_t first_seq)
+{
+	int64_t now = ds_clock_mono_ns();
+
+	if (ds_bandwidth_delay_ns(&s->bw, now) > 0) {
+		if (!s->cap_reported)
+			emit(s, DS_LOG_INFO, "bandwidth_capped",
+			     "target.bandwidth (%llu bytes/s) holds batches back; the time held is "
+			     "drasync_source_link_bandwidth_wait_seconds_total",
+			     (unsigned long long)s->cfg.bandwidth);
+		s->cap_reported = true;
+		s->held = *frame;
+		*frame = NULL;
+		s->held_len = len;
+		s->held_first = first_seq;
+		atomic_store(&s->bw_blocked_since, now);
+		return 0;
+	}
+	ds_bandwidth_take(&s->bw, len, now);
+	atomic_store(&s->bw_bytes, s->bw.bytes);
+	return try_send(s, frame, len);
+}
+
+/* The held frame goes once its time has come. */
+static int release_held(ds_sender *s)
+{
+	int64_t now = ds_clock_mono_ns(), since;
+	uint8_t *f = s->held;
+
+	if (!f || s->pending || ds_bandwidth_delay_ns(&s->bw, now) > 0)
+		return 0;
+	since = atomic_exchange(&s->bw_blocked_since, 0);
+	if (since > 0)
+		atomic_fetch_add(&s->bw_wait_ns, (uint64_t)(now - since));
+	/* Nothing was in flight while it waited: the Ack timeout counts from now. */
+	if (s->target_committed + 1 == s->held_first)
+		s->last_progress = ds_clock_mono_ms();
+	s->held = NULL;
+	ds_bandwidth_take(&s->bw, s->held_len, now);
+	atomic_store(&s->bw_bytes, s->bw.bytes);
+	return try_send(s, &f, s->held_len);
+}
+
+/* Milliseconds the poll may sleep before the held frame may go (at most cap). */
+static int held_wait_ms(const ds_sender *s, int cap)
+{
+	int64_t ns;
+
+	if (!s->held)
+		return cap;
+	ns = ds_bandwidth_delay_ns(&s->bw, ds_clock_mono_ns());
+	return ns / 1000000 + 1 < cap ? (int)(ns / 1000000 + 1) : cap;
+}
+
 static void send_hello(ds_sender *s)
 {
 	ds_wire_hello h = {DS_PROTOCOL_VERSION, s->cluster, DS_VERSION, ds_outbox_epoch(s->outbox)};
@@ -385,6 +519,7 @@ static void on_welcome(ds_sender *s, const ds_wire_welcome *w)
 		return;
 	}
 	s->backoff = s->cfg.tuning.reconnect_ivl_ms;
+	s->cap_reported = false;
 	atomic_store(&s->apply_results, w->apply_results ? 1 : 2);
 	s->target_committed = w->committed_seq;
 	s->granted = w->committed_seq + w->credit;
@@ -479,7 +614,7 @@ static void read_incoming(ds_sender *s)
 
 static int fill_window(ds_sender *s, ds_err *err)
 {
-	while (s->state == S_STREAM && !s->pending && s->next_seq <= s->granted) {
+	while (s->state == S_STREAM && !s->pending && !s->held && s->next_seq <= s->granted) {
 		ds_outbox_batch b;
 		uint8_t *frame;
 		size_t len, room = (size_t)(s->granted - s->next_seq + 1);
@@ -496,10 +631,12 @@ static int fill_window(ds_sender *s, ds_err *err)
 		}
 		rc = ds_wire_batch_encode(b.records, b.n, &frame, &len);
 		if (rc == 0) {
+			uint64_t first = s->next_seq;
+
 			if (s->next_seq == s->target_committed + 1)
 				s->last_progress = ds_clock_mono_ms(); /* in flight from now */
 			s->next_seq = b.last_seq + 1;
-			rc = try_send(s, &frame, len);
+			rc = send_metered(s, &frame, len, first);
 		}
 		ds_outbox_batch_dispose(&b);
 		if (rc < 0) {
@@ -542,6 +679,7 @@ int ds_sender_run(ds_sender *s, uint64_t until_seq, int timeout_ms, ds_err *err)
 			reset(s, true);
 		}
 		if (s->state == S_STREAM && s->next_seq - 1 > s->target_committed &&
+		    !(s->held && s->held_first == s->target_committed + 1) &&
 		    now - s->last_progress > s->cfg.ack_timeout_ms) {
 			emit(s, DS_LOG_WARN, "ack_timeout", "no Ack within %d ms",
 			     s->cfg.ack_timeout_ms);
@@ -549,11 +687,17 @@ int ds_sender_run(ds_sender *s, uint64_t until_seq, int timeout_ms, ds_err *err)
 		}
 		if (s->state == S_SNAPSHOT && now >= s->snapshot_check)
 			resume(s);
+		if (s->state == S_STREAM && (rc = release_held(s)) < 0) {
+			emit(s, DS_LOG_WARN, "send_failed", "%s", zmq_strerror(-rc));
+			reset(s, true);
+		}
+		rc = 0;
 		if (s->state == S_STREAM) {
 			rc = fill_window(s, err);
 			if (rc < 0)
 				break;
 		}
+		wait = held_wait_ms(s, wait);
 		if (s->sock) {
 			items[n].socket = s->sock;
 			items[n].fd = 0;

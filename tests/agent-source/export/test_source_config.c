@@ -331,6 +331,98 @@ static void test_source_config__file_errors_name_the_file(void **state)
 	assert_null(cfg);
 }
 
+/* target.bandwidth and target.proxy: the values, and located errors that never quote a password. */
+#define TGT                                                                                        \
+	"clusterName: a\n"                                                                         \
+	"keys: {secretKeyFile: /k}\n"                                                              \
+	"namespaces: [a]\n"                                                                        \
+	"target:\n"                                                                                \
+	"  endpoint: tcp://a:1\n"                                                                  \
+	"  serverPublicKey: \"" KEY "\"\n"
+
+static const struct tu_bad_config bad_link[] = {
+    {"bandwidth bad suffix", TGT "  bandwidth: 10Xi\n", 7, 16,
+     "target.bandwidth: expected bytes per second (like 10Mi or 500Ki"},
+    {"bandwidth negative", TGT "  bandwidth: -5\n", 7, 14, "found a negative integer"},
+    {"bandwidth tiny", TGT "  bandwidth: 100\n", 7, 14,
+     "100 bytes per second is below the least cap, 1Ki (0: no cap)"},
+    {"bandwidth a list", TGT "  bandwidth: [1]\n", 7, 14, "found a list"},
+    {"bandwidth too large", TGT "  bandwidth: 99999999999Ti\n", 7, 14, "is too large"},
+    {"proxy not socks5", TGT "  proxy: http://p:1080\n", 7, 10,
+     "target.proxy: not a SOCKS5 proxy URL: write socks5://[user:pass@]host:port"},
+    {"proxy without port", TGT "  proxy: socks5://p\n", 7, 19,
+     "target.proxy: the proxy's address is not host:port"},
+    {"proxy credentials without password", TGT "  proxy: \"socks5://u@p:1080\"\n", 7, 20,
+     "target.proxy: the proxy's credentials are not user:pass"},
+    {"proxy credentials twice",
+     TGT "  proxy: \"socks5://u:pw@p:1080\"\n  proxyCredentialsFile: /c\n", 8, 3,
+     "target.proxyCredentialsFile: the proxy URL holds credentials already"},
+    {"credentials file without proxy", TGT "  proxyCredentialsFile: /c\n", 7, 3,
+     "target.proxyCredentialsFile: only with 'proxy'"},
+    {"unknown target key", TGT "  proxi: socks5://p:1\n", 7, 3,
+     "target.proxi: unknown key (did you mean 'proxy'?)"},
+};
+
+static void test_source_config__bandwidth_and_proxy(void **state)
+{
+	static const struct {
+		const char *value;
+		uint64_t bytes;
+	} rates[] = {{"10Mi", 10485760}, {"500Ki", 512000}, {"2M", 2000000},
+		     {"4096", 4096},	 {"0", 0},	    {"1Ki", 1024}};
+	ds_source_config *cfg;
+	const ds_socks_proxy *px;
+	char yaml[1024];
+	ds_err err = {0};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		snprintf(yaml, sizeof(yaml), "%s  bandwidth: %s\n", TGT, rates[i].value);
+		cfg = load(yaml);
+		assert_int_equal(ds_source_config_bandwidth(cfg), rates[i].bytes);
+		assert_null(ds_source_config_proxy(cfg));
+		ds_source_config_free(cfg);
+	}
+	cfg = load(TGT);
+	assert_int_equal(ds_source_config_bandwidth(cfg), 0);
+	ds_source_config_free(cfg);
+
+	cfg = load(TGT "  proxy: socks5://egress.corp.example:1080\n"
+		       "  proxyCredentialsFile: /etc/drasync/proxy-credentials\n");
+	px = ds_source_config_proxy(cfg);
+	assert_non_null(px);
+	assert_string_equal(px->address, "egress.corp.example:1080");
+	assert_string_equal(px->username, "");
+	assert_string_equal(ds_source_config_proxy_credentials_file(cfg),
+			    "/etc/drasync/proxy-credentials");
+	ds_source_config_free(cfg);
+
+	cfg = load(TGT "  proxy: \"socks5://drasync:p@ss:word@10.0.0.1:1080\"\n");
+	px = ds_source_config_proxy(cfg);
+	assert_string_equal(px->address, "10.0.0.1:1080");
+	assert_string_equal(px->username, "drasync");
+	assert_string_equal(px->password, "p@ss:word");
+	ds_source_config_free(cfg);
+
+	for (size_t i = 0; i < sizeof(bad_link) / sizeof(bad_link[0]); i++) {
+		int r;
+
+		cfg = NULL;
+		ds_err_clear(&err);
+		r = ds_source_config_parse(&cfg, bad_link[i].yaml, strlen(bad_link[i].yaml),
+					   "source.yaml", &err);
+		tu_assert_bad_config(&bad_link[i], r, &err, "source.yaml");
+		assert_null(cfg);
+	}
+	/* A bad proxy URL is reported without its password. */
+	ds_err_clear(&err);
+	snprintf(yaml, sizeof(yaml), "%s", TGT "  proxy: \"socks5://u:s3cr3t@:1080\"\n");
+	assert_int_equal(ds_source_config_parse(&cfg, yaml, strlen(yaml), "source.yaml", &err),
+			 -EINVAL);
+	assert_non_null(strstr(err.msg, "not host:port"));
+	assert_null(strstr(err.msg, "s3cr3t"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +433,7 @@ int main(void)
 	    cmocka_unit_test(test_source_config__bad_files_are_located),
 	    cmocka_unit_test(test_source_config__shipped_example_loads),
 	    cmocka_unit_test(test_source_config__file_errors_name_the_file),
+	    cmocka_unit_test(test_source_config__bandwidth_and_proxy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

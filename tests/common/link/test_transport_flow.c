@@ -498,6 +498,82 @@ static void test_transport__sender_never_exceeds_credit(void **state)
 	free(dir);
 }
 
+/*
+ * A capped sender over real sockets: frames held back longer than the Ack
+ * timeout do not reset the session (nothing is in flight while one waits),
+ * every record is committed once, the link takes at least as long as the
+ * cap says, and the hold is counted.
+ */
+#define CAP_RECORDS 5
+#define CAP_RATE (32u * 1024)
+
+static void test_transport__capped_sender_holds_without_timing_out(void **state)
+{
+	char *dir = tu_mkdtemp("transport-cap");
+	const char *names[] = {"prod-east"};
+	static char json[CAP_RECORDS][100032];
+	ds_record recs[CAP_RECORDS];
+	char outbox[1024], inbox[1024], rname[CAP_RECORDS][32];
+	ds_sender_bandwidth_stats st;
+	ds_keypair server, client;
+	struct tu_rx rx = {0};
+	struct tu_tx tx;
+	ds_outbox *ob;
+	ds_err err = {0};
+	double t0, secs, floor_s;
+
+	(void)state;
+	tu_link_make_keys(dir, names, 1, &server, &client);
+	snprintf(outbox, sizeof(outbox), "%s/prod-east-outbox.db", dir);
+	snprintf(inbox, sizeof(inbox), "%s/inbox.db", dir);
+	/* Records of ~100 KB of random hex: some 50 KB a frame after zstd, one a batch. */
+	memset(recs, 0, sizeof(recs));
+	srand(7);
+	for (int i = 0; i < CAP_RECORDS; i++) {
+		int n = snprintf(json[i], sizeof(json[i]), "{\"data\":\"");
+
+		for (int k = 0; k < 100000; k++)
+			json[i][n + k] = "0123456789abcdef"[rand() % 16];
+		snprintf(json[i] + n + 100000, sizeof(json[i]) - (size_t)n - 100000, "\"}");
+		snprintf(rname[i], sizeof(rname[i]), "blob-%d", i);
+		recs[i].op = DS_RECORD_UPSERT;
+		recs[i].api_version = "v1";
+		recs[i].kind = "ConfigMap";
+		recs[i].ns = "ml-team";
+		recs[i].name = rname[i];
+		recs[i].payload = (const uint8_t *)json[i];
+		recs[i].payload_len = strlen(json[i]);
+	}
+	assert_int_equal(ds_outbox_open(&ob, outbox, NULL, &err), 0);
+	assert_int_equal(ds_outbox_push(ob, recs, CAP_RECORDS, NULL, &err), 0);
+	ds_outbox_free(ob);
+
+	tu_rx_start(&rx, dir, &server, 0);
+	/* Each frame is about 1.5 s of the cap; the Ack timeout is 1 s. */
+	tu_tx_new_capped(&tx, dir, "prod-east", ds_receiver_endpoint(rx.r), &server, &client, 0,
+			 CAP_RATE, 1000);
+	t0 = ds_clock_mono_s();
+	assert_int_equal(tu_tx_deliver(&tx, CAP_RECORDS, 30000), 0);
+	secs = ds_clock_mono_s() - t0;
+	ds_sender_bandwidth_stats_get(tx.s, &st);
+
+	tu_assert_exactly_once_in_order(inbox, "prod-east", CAP_RECORDS);
+	assert_int_equal(tu_events_count(&tx.ev, "session_open", NULL), 1);
+	assert_int_equal(tu_events_count(&tx.ev, "ack_timeout", NULL), 0);
+	assert_int_equal(tu_events_count(&tx.ev, "bandwidth_capped", NULL), 1);
+	assert_int_equal(st.rate, CAP_RATE);
+	assert_true(st.bytes > CAP_RECORDS * 40000u);
+	/* The bucket lets a batch's worth (64 KiB) and one frame go ahead of the rate. */
+	floor_s = ((double)st.bytes - 2.0 * 65536) / CAP_RATE;
+	print_message("capped: %llu bytes in %.2f s (floor %.2f s), held %.2f s\n",
+		      (unsigned long long)st.bytes, secs, floor_s, st.wait_seconds);
+	assert_true(secs >= floor_s);
+	assert_true(st.wait_seconds >= floor_s * 0.8);
+	tu_tx_free(&tx);
+	tu_rx_stop(&rx);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -506,6 +582,7 @@ int main(void)
 	    cmocka_unit_test(test_transport__snapshot_required_with_no_err),
 	    cmocka_unit_test(test_transport__sender_beyond_credit_dropped),
 	    cmocka_unit_test(test_transport__sender_never_exceeds_credit),
+	    cmocka_unit_test(test_transport__capped_sender_holds_without_timing_out),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

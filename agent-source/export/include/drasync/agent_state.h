@@ -23,6 +23,8 @@ typedef struct ds_agent_state {
 	char last_detail[256]; /* its detail */
 	char schedule[16];     /* watch, interval, cron, once */
 	int64_t next_pass_ms;  /* interval/cron: the next slot; 0 otherwise */
+	uint64_t bandwidth;    /* target.bandwidth, bytes per second; 0: no cap */
+	char proxy[256];       /* target.proxy's host:port (never its credentials); "" none */
 } ds_agent_state;
 
 /** "STATE_DIR/agent.json" into buf. @return 0, -ENAMETOOLONG */

@@ -9,9 +9,11 @@
  */
 
 #include "drasync/err.h"
+#include "drasync/socks_proxy.h"
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum ds_schedule_mode {
 	DS_SCHEDULE_WATCH,    /* list, then watch; changes coalesced per debounce window */
@@ -52,6 +54,16 @@ const char *ds_source_config_secret_key_file(const ds_source_config *cfg);   /* 
 const char *ds_source_config_kubeconfig(const ds_source_config *cfg);
 const char *ds_source_config_state_dir(const ds_source_config *cfg); /* default /var/lib/drasync */
 const char *ds_source_config_metrics_listen(const ds_source_config *cfg);
+
+/** target.bandwidth in bytes per second; 0: no cap. */
+uint64_t ds_source_config_bandwidth(const ds_source_config *cfg);
+/**
+ * target.proxy parsed (borrowed; NULL: no proxy). Its username and password
+ * are set only when the URL holds them; with target.proxyCredentialsFile
+ * (ds_source_config_proxy_credentials_file()) the agent reads them at start.
+ */
+const ds_socks_proxy *ds_source_config_proxy(const ds_source_config *cfg);
+const char *ds_source_config_proxy_credentials_file(const ds_source_config *cfg);
 
 /**
  * The selected namespaces: either a list (`namespaces: [...]`, n > 0) or a

@@ -20,6 +20,9 @@
 /** Milliseconds on CLOCK_MONOTONIC (an arbitrary origin: compare, never store). */
 int64_t ds_clock_mono_ms(void);
 
+/** Nanoseconds on CLOCK_MONOTONIC (rate arithmetic: the link's bandwidth cap). */
+int64_t ds_clock_mono_ns(void);
+
 /** Milliseconds since the Unix epoch on CLOCK_REALTIME (store and show, never wait on). */
 int64_t ds_clock_wall_ms(void);
 

@@ -36,6 +36,15 @@ typedef struct ds_sender_config {
 	int hello_timeout_ms; /* no Welcome within: reconnect; default 10000 */
 	int ack_timeout_ms;   /* records in flight and no Ack within: reconnect; default 30000 */
 	ds_transport_tuning tuning;
+	/* target.bandwidth: bytes per second of Batch frames (drasync/bandwidth.h);
+	 * 0: no cap. Batches shrink to ds_bandwidth_batch_bytes() under a cap. */
+	uint64_t bandwidth;
+	/* target.proxy: "host:port" of a SOCKS5 proxy to reach the target through
+	 * (ZMQ_SOCKS_PROXY); NULL: connect directly. With a username, the proxy's
+	 * username/password authentication (RFC 1929); both are copied, never logged. */
+	const char *socks_proxy;
+	const char *socks_username;
+	const char *socks_password;
 	ds_transport_event_fn on_event; /* may be NULL */
 	void *event_ud;
 	/* Per-record results from the target, an Ack's at a time (may be NULL): the
@@ -80,6 +89,16 @@ uint64_t ds_sender_acked(const ds_sender *s);
  * 1 yes, 0 no, -1 no session opened yet.
  */
 int ds_sender_target_sends_apply_results(const ds_sender *s);
+
+/* What the bandwidth cap did (ds_sender_bandwidth_stats()). */
+typedef struct ds_sender_bandwidth_stats {
+	uint64_t rate;	     /* the cap, bytes per second; 0: none */
+	uint64_t bytes;	     /* bytes of the Batch frames sent so far */
+	double wait_seconds; /* time a frame was held back by the cap, the current hold included */
+} ds_sender_bandwidth_stats;
+
+/** The cap and what it metered so far. Safe from another thread. */
+void ds_sender_bandwidth_stats_get(const ds_sender *s, ds_sender_bandwidth_stats *out);
 
 /** Records the target has committed and not yet applied, as its last Ack said. */
 uint64_t ds_sender_target_unapplied(const ds_sender *s);
