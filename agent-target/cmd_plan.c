@@ -40,7 +40,8 @@ static void usage(FILE *out)
 		"      --target-scheduling-api VERSION\n"
 		"                            scheduling.k8s.io version of Workload and PodGroup\n"
 		"                            the target serves: scheduling.k8s.io/v1beta1\n"
-		"                            (default, Kubernetes 1.37) or v1alpha2 (1.36)\n"
+		"                            (default, Kubernetes 1.37), v1alpha3 (1.37)\n"
+		"                            or v1alpha2 (1.36)\n"
 		"      --source-cluster NAME record NAME in annotation drasync.io/source-cluster\n"
 		"  -q, --quiet               print only errors and the summary on stderr\n"
 		"  -h, --help                show this help\n"
@@ -110,7 +111,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (ds_sched_version_parse(optarg, &a->sched) < 0) {
 				fprintf(stderr,
 					"plan: --target-scheduling-api %s: expected "
-					"scheduling.k8s.io/v1beta1 or scheduling.k8s.io/v1alpha2\n",
+					"scheduling.k8s.io/v1beta1, v1alpha3 or v1alpha2\n",
 					optarg);
 				return EXIT_USAGE;
 			}

@@ -899,6 +899,50 @@ static void test_plan__extended_resource_paths(void **state)
 	tu_run_dispose(&r);
 }
 
+/* Admin access: the source's grant on a Namespace is not carried; each claim and template that
+ * asks for it is said to wait for the target admins' label, in the report and the summary. */
+static void test_plan__admin_access_waits_for_the_label(void **state)
+{
+	static const char in[] =
+	    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ops\n"
+	    "  labels: {resource.kubernetes.io/admin-access: 'true', team: gpu}\n"
+	    "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+	    "metadata: {name: monitor, namespace: ops}\nspec:\n  devices:\n    requests:\n"
+	    "    - {name: watch, exactly: {deviceClassName: gpu.example.com, adminAccess: true}}\n"
+	    "---\napiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\n"
+	    "metadata: {name: monitor-all, namespace: ops}\nspec:\n  spec:\n    devices:\n"
+	    "      requests:\n"
+	    "      - {name: every, deviceClassName: gpu.example.com, adminAccess: true,"
+	    " allocationMode: All}\n"
+	    "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+	    "metadata: {name: plain, namespace: ops}\nspec:\n  devices:\n    requests:\n"
+	    "    - {name: gpu, exactly: {deviceClassName: gpu.example.com}}\n";
+	struct tu_run r;
+	json_t *out, *ns, *t;
+
+	(void)state;
+	plan(&r, in, (const char *[]){"-c", migrate_cfg(), "-f", "-", "-o", "json", NULL});
+	assert_int_equal(r.status, 0);
+	out = items(&r);
+	ns = dt_find(out, "Namespace", "ops");
+	assert_null(dt_get(ns, "/metadata/labels/resource.kubernetes.io~1admin-access"));
+	assert_string_equal(dt_str(ns, "/metadata/labels/team"), "gpu");
+	/* converted to v1, the request keeps adminAccess where v1 holds it */
+	t = dt_find(out, "ResourceClaimTemplate", "monitor-all");
+	assert_true(json_is_true(dt_get(t, "/spec/spec/devices/requests/0/exactly/adminAccess")));
+	assert_non_null(strstr(r.err, "ResourceClaim ops/monitor: request watch asks for "
+				      "adminAccess: the target admits it only in a Namespace "
+				      "labelled resource.kubernetes.io/admin-access: \"true\""));
+	assert_non_null(strstr(r.err, "ResourceClaimTemplate ops/monitor-all: request every asks "
+				      "for adminAccess"));
+	assert_non_null(strstr(r.err, "drasync never sets it"));
+	assert_null(strstr(r.err, "ResourceClaim ops/plain: request"));
+	assert_non_null(strstr(
+	    r.err, "2 claim(s) or template(s) wait for the admin-access label; mode migrate"));
+	json_decref(out);
+	tu_run_dispose(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -921,6 +965,7 @@ int main(void)
 	    cmocka_unit_test(test_plan__member_rule_against_group_rule_fails_the_group),
 	    cmocka_unit_test(test_plan__workload_template_follows_its_groups),
 	    cmocka_unit_test(test_plan__extended_resource_paths),
+	    cmocka_unit_test(test_plan__admin_access_waits_for_the_label),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -5,7 +5,7 @@
 #                                               start etcd, kube-apiserver,
 #                                               kube-scheduler, kube-controller-manager;
 #                                               LIST (comma-separated):
-#                                                 workload: scheduling.k8s.io/v1beta1
+#                                                 workload: scheduling.k8s.io/v1beta1 and v1alpha3
 #                                                   Workload/PodGroup, pod schedulingGroup
 #                                                   (gate GenericWorkload)
 #                                                 workload-claims: workload, plus their
@@ -245,7 +245,8 @@ cmd_up() {
     *) die "up: --features: unknown feature '$f' (workload, workload-claims)" ;;
     esac
   done
-  [ -z "$gates" ] || sched_rc=scheduling.k8s.io/v1beta1=true
+  # 1.37 serves Workload and PodGroup as v1beta1 and v1alpha3 (alpha: runtime-config)
+  [ -z "$gates" ] || sched_rc=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true
   [ -z "$gates" ] || [ "$api" = v1 ] || die "up: --features needs --dra-api v1"
 
   local dir=$root/$name

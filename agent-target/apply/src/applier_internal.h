@@ -43,7 +43,8 @@ struct ds_applier {
 	const ds_target_config *next_cfg; /* taken at the start of the next pass */
 	ds_applier_stats stats;
 	json_t *present; /* per pass: "kind/ns/name" -> whether it exists on the target */
-	json_t *objs;	 /* per pass: "kind/ns/name" -> a claim or template as on the target */
+	json_t
+	    *objs; /* per pass: "kind/ns/name" -> a claim, template or Namespace as on the target */
 	/* scheduling.k8s.io version the target serves (Workload, PodGroup) */
 	enum ds_sched_version sched;
 	json_t *groups;	 /* per pass: "source\nkey" -> a PodGroup as its source has it, or null */
@@ -157,6 +158,10 @@ void ds_applier_obj_key(const char *kind, const char *ns, const char *name, char
 /* What it needs on the target first; decides it when that is missing (see applier_preflight.c).
  * @return 0, -ENOMEM */
 int ds_applier_preflight(ds_applier *a, struct item *it, char *note, size_t note_size);
+
+/* A claim or template whose request asks for adminAccess waits for its target Namespace's
+ * grant (resource.kubernetes.io/admin-access: "true"), said in its reason. */
+void ds_applier_decide_wait_admin(ds_applier *a, struct item *it, const char *request);
 
 /* Apply the pass's upserts through the client's stream. @return 0 or < 0 */
 int ds_applier_apply_upserts(ds_applier *a, struct item **v, size_t n, const ds_report *rep,

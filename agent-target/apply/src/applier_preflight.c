@@ -215,10 +215,52 @@ static int ext_note(void *ud, const char *container, const char *resource)
 }
 
 /*
+ * The target's Namespace ns, read once per pass (kept with the pass's claims
+ * and templates). @return borrowed, or NULL when it is not there or cannot be read
+ */
+static json_t *target_namespace(ds_applier *a, const char *ns)
+{
+	struct ds_kube_resource res;
+	ds_kube_error ke;
+	json_t *o = NULL;
+	char key[800];
+
+	ds_applier_obj_key("Namespace", NULL, ns, key, sizeof(key));
+	o = json_object_get(a->objs, key);
+	if (o)
+		return json_is_object(o) ? o : NULL;
+	ds_kube_error_clear(&ke);
+	if (ds_kube_resource_find(a->cfg.kube, "v1", "Namespace", &res, &ke) == 0) {
+		ds_applier_count(a, &a->stats.api_reads, 1);
+		if (ds_kube_get(a->cfg.kube, &res, NULL, ns, NULL, &o, &ke) < 0)
+			o = NULL;
+	}
+	if (json_object_set_new(a->objs, key, o ? o : json_null()) < 0)
+		return NULL;
+	return o;
+}
+
+void ds_applier_decide_wait_admin(ds_applier *a, struct item *it, const char *request)
+{
+	const char *ns = ds_obj_namespace(it->obj);
+
+	ds_applier_decide(it, DS_APPLY_WAITING,
+			  "waits for admin access: request %s asks for adminAccess, which the "
+			  "target admits only in a Namespace labelled %s: \"true\"; Namespace %s "
+			  "on the target %s (a grant of the target's admins: drasync never sets "
+			  "it; looked at again every %d s)",
+			  request && request[0] ? request : "(unnamed)", DS_ADMIN_ACCESS_LABEL,
+			  ns ? ns : "", target_namespace(a, ns) ? "lacks it" : "is not there yet",
+			  (a->cfg.wait_retry_ms + 999) / 1000);
+	it->out.next_try_at = ds_clock_wall_ms() + a->cfg.wait_retry_ms;
+}
+
+/*
  * SPEC §5: a workload waits for the claims and templates it references and
  * the DeviceClasses they request; a claim or template is applied even when
  * its DeviceClass is missing (nothing else is held back), and its reason says
- * which is missing.
+ * which is missing. A claim or template that asks for admin access waits until
+ * its target Namespace carries the admins' grant (DS_ADMIN_ACCESS_LABEL).
  * @return 0, -ENOMEM
  */
 int ds_applier_preflight(ds_applier *a, struct item *it, char *note, size_t note_size)
@@ -230,6 +272,16 @@ int ds_applier_preflight(ds_applier *a, struct item *it, char *note, size_t note
 	int rc;
 
 	note[0] = '\0';
+	if (!workload) {
+		/* Admitted only where the target's admins granted it: waits until they do. */
+		const char *req = ds_preflight_admin_access(it->obj);
+		const json_t *ns = req ? target_namespace(a, ds_obj_namespace(it->obj)) : NULL;
+
+		if (req && !ds_preflight_admin_granted(ns)) {
+			ds_applier_decide_wait_admin(a, it, req);
+			return 0;
+		}
+	}
 	if (workload && dra && !dra->require_target_objects)
 		return 0;
 	rc = ds_preflight_needs(it->obj, need, &m);

@@ -610,6 +610,10 @@ static void stream_done(void *ud, struct ds_kube_op *op)
 		return;
 	} else if (ds_kube_error_is_namespace_missing(&op->error)) {
 		decide_wait_namespace(a, it, op->error.details_name);
+	} else if (op->error.code == 422 && ds_preflight_admin_access(it->obj) &&
+		   strstr(op->error.message, DS_ADMIN_ACCESS_LABEL)) {
+		/* The grant went between the preflight and the write (or was cached). */
+		ds_applier_decide_wait_admin(a, it, ds_preflight_admin_access(it->obj));
 	} else if (ds_kube_error_is_immutable(&op->error) ||
 		   ds_kube_error_is_type_not_served(&op->error)) {
 		s->later[s->n_later++] = it;

@@ -8,6 +8,7 @@
 #include "drasync/clock.h"
 #include "drasync/k8s_object.h"
 #include "drasync/namespace_mode.h"
+#include "drasync/preflight.h"
 #include "drasync/standby.h"
 
 #include <errno.h>
@@ -150,7 +151,10 @@ int ds_verify_items_from_ledger(const char *path, const ds_verify_select *sel,
 		const char *ns = tns;
 		ds_verify_item *it;
 
-		if (!ds_kind_is_workload(kind))
+		/* and the claims and templates that wait for the admin-access grant */
+		if (!ds_kind_is_workload(kind) &&
+		    !(ds_kind_is_claim(kind) && state && strcmp(state, "waiting") == 0 && reason &&
+		      strstr(reason, DS_ADMIN_ACCESS_LABEL)))
 			continue;
 		if (!ns && sns)
 			ns = sel && sel->map_ns ? sel->map_ns(sel->map_ud, sns) : sns;

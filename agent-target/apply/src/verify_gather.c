@@ -1,7 +1,9 @@
 #include "verify_internal.h"
 
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 #include "drasync/namespace_mode.h"
+#include "drasync/preflight.h"
 #include "drasync/standby.h"
 
 #include <errno.h>
@@ -349,6 +351,47 @@ static int gather_claims(ds_verify *v, const ds_verify_item *it, json_t *names, 
 	return 0;
 }
 
+/*
+ * A claim or template the importer holds back until its Namespace carries the
+ * admin-access grant: verified once it is on the target; else why not, from
+ * the target's Namespace as it is now.
+ */
+static void check_admin_wait(ds_verify *v, ds_verify_item *it)
+{
+	char errs[DS_VERIFY_REASON_MAX] = "";
+	struct text t = {errs, sizeof(errs), 0};
+	json_t *obj = NULL, *ns = NULL;
+
+	it->verified = false;
+	if (dra_api(v) < 0) {
+		snprintf(it->reason, sizeof(it->reason),
+			 "the target serves no resource.k8s.io API for %s %s", it->kind, it->name);
+		return;
+	}
+	if (get(v, v->dra_api, it->kind, it->ns, it->name, &obj, &t) < 0 ||
+	    get(v, "v1", "Namespace", NULL, it->ns, &ns, &t) < 0) {
+		snprintf(it->reason, sizeof(it->reason), "%s", errs);
+	} else if (obj) {
+		it->verified = true;
+		snprintf(it->reason, sizeof(it->reason),
+			 "on the target: Namespace %s grants admin access", it->ns);
+	} else if (ds_preflight_admin_granted(ns)) {
+		snprintf(
+		    it->reason, sizeof(it->reason),
+		    "asks for admin access to devices and is not on the target yet: Namespace "
+		    "%s grants it now (%s: \"true\"), the importer applies it at its next look",
+		    it->ns, DS_ADMIN_ACCESS_LABEL);
+	} else {
+		snprintf(it->reason, sizeof(it->reason),
+			 "asks for admin access to devices and waits: Namespace %s on the target "
+			 "%s label %s: \"true\", a grant of the target's admins (drasync never "
+			 "sets it)",
+			 it->ns, ns ? "lacks" : "is not there, with", DS_ADMIN_ACCESS_LABEL);
+	}
+	json_decref(obj);
+	json_decref(ns);
+}
+
 int ds_verify_check(ds_verify *v, ds_verify_item *it)
 {
 	int w = ds_workload_from_kind(it->kind);
@@ -364,6 +407,11 @@ int ds_verify_check(ds_verify *v, ds_verify_item *it)
 
 	if (!pods || !claims || !templates || !classes || !names || !wanted)
 		goto out;
+	if (ds_kind_is_claim(it->kind)) {
+		check_admin_wait(v, it);
+		rc = it->verified ? 1 : 0;
+		goto out;
+	}
 	if (w < 0) {
 		snprintf(it->reason, sizeof(it->reason), "%s is not a workload kind", it->kind);
 		it->verified = false;

@@ -283,6 +283,29 @@ static int extended_need(void *ud, const char *container, const char *resource)
 			     msg);
 }
 
+/*
+ * A claim or template that asks for admin access is admitted only in a
+ * Namespace the target's admins labelled: a Namespace of this plan never
+ * carries the label (drasync drops it), so the plan says it waits for it.
+ */
+static int admin_need(ds_plan *p, const json_t *obj)
+{
+	const char *req = ds_preflight_admin_access(obj);
+	const char *ns = ds_obj_namespace(obj);
+	char msg[600];
+
+	if (!req)
+		return 0;
+	snprintf(msg, sizeof(msg),
+		 "request %s asks for adminAccess: the target admits it only in a Namespace "
+		 "labelled %s: \"true\"; Namespace %s needs that label on the target, set by "
+		 "the target's admins (drasync never sets it, nor copies it from the source); "
+		 "until then it waits, and so do the workloads that use it",
+		 req[0] ? req : "(unnamed)", DS_ADMIN_ACCESS_LABEL, ns ? ns : "");
+	p->n.admin++;
+	return ds_report_add(p->rep, DS_REPORT_REQUIRE, p->obj_desc, NULL, NULL, NULL, NULL, msg);
+}
+
 /* Preflight: what the planned objects reference but the plan does not contain. @return 0, -ENOMEM
  */
 static int preflight_all(ds_plan *p, FILE *out, bool quiet)
@@ -297,7 +320,7 @@ static int preflight_all(ds_plan *p, FILE *out, bool quiet)
 
 		p->obj_desc = ds_obj_describe(obj, desc, sizeof(desc));
 		if (ds_preflight_needs(obj, need, p) < 0 ||
-		    ds_preflight_extended(obj, extended_need, p) < 0)
+		    ds_preflight_extended(obj, extended_need, p) < 0 || admin_need(p, obj) < 0)
 			return -ENOMEM;
 		for (size_t k = first; out && !quiet && k < ds_report_count(p->rep); k++)
 			ds_report_entry_print(out, ds_report_get(p->rep, k));
@@ -459,14 +482,20 @@ const ds_plan_counts *ds_plan_count(const ds_plan *p)
 
 void ds_plan_summary(const ds_plan *p, FILE *out, size_t n_bad_files)
 {
+	char admin[120] = "";
+
+	if (p->n.admin)
+		snprintf(admin, sizeof(admin),
+			 "%zu claim(s) or template(s) wait for the admin-access label; ",
+			 p->n.admin);
 	fprintf(out,
 		"plan: %zu to apply, %zu skipped, %zu held (standby), %zu failed; %zu DRA "
 		"reference(s) rewritten, %zu split, %zu attached, %zu device class(es) renamed; "
-		"%zu object(s) must already exist on the target; mode %s, %s\n",
+		"%zu object(s) must already exist on the target; %smode %s, %s\n",
 		p->n.apply, p->n.skip, p->n.held, p->n.failed + n_bad_files,
 		ds_report_count_type(p->rep, DS_REPORT_REWRITE),
 		ds_report_count_type(p->rep, DS_REPORT_SPLIT),
 		ds_report_count_type(p->rep, DS_REPORT_ATTACH),
-		ds_report_count_type(p->rep, DS_REPORT_DEVICE_CLASS), p->n.required,
+		ds_report_count_type(p->rep, DS_REPORT_DEVICE_CLASS), p->n.required, admin,
 		ds_mode_name(p->mode), ds_dra_api_version(p->api));
 }

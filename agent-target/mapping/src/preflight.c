@@ -165,3 +165,35 @@ int ds_preflight_class_serves(const json_t *dc, const char *resource)
 	return name && strncmp(resource, IMPLICIT_PREFIX, sizeof(IMPLICIT_PREFIX) - 1) == 0 &&
 	       strcmp(resource + sizeof(IMPLICIT_PREFIX) - 1, name) == 0;
 }
+
+const char *ds_preflight_admin_access(const json_t *obj)
+{
+	const char *kind = ds_obj_kind(obj);
+	const json_t *requests;
+	size_t i;
+	json_t *rq;
+
+	if (!kind || !ds_obj_in_group(obj, "resource.k8s.io"))
+		return NULL;
+	if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM))
+		requests = ds_json_path(obj, "spec.devices.requests");
+	else if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM_TEMPLATE))
+		requests = ds_json_path(obj, "spec.spec.devices.requests");
+	else
+		return NULL;
+	json_array_foreach (requests, i, rq) {
+		const json_t *exactly = json_object_get(rq, "exactly");
+
+		if (json_is_true(json_object_get(rq, "adminAccess")) ||
+		    json_is_true(json_object_get(exactly, "adminAccess")))
+			return ds_json_str(rq, "name") ? ds_json_str(rq, "name") : "";
+	}
+	return NULL;
+}
+
+int ds_preflight_admin_granted(const json_t *ns)
+{
+	const char *v = ds_json_str(ds_json_path(ns, "metadata.labels"), DS_ADMIN_ACCESS_LABEL);
+
+	return v && strcmp(v, "true") == 0;
+}

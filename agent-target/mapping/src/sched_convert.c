@@ -13,15 +13,17 @@
 
 /* 0 is "no version" and has no name */
 static const char *const ds_sched_version_table[DS_SCHED_VERSION_MAX] = {NULL, "v1alpha2",
-									 "v1beta1"};
+									 "v1alpha3", "v1beta1"};
 DS_DEFINE_PRIVATE_STRING_TABLE_LOOKUP(ds_sched_version, enum ds_sched_version)
 static const char *const api_versions[DS_SCHED_VERSION_MAX] = {NULL, GROUP "/v1alpha2",
-							       GROUP "/v1beta1"};
+							       GROUP "/v1alpha3", GROUP "/v1beta1"};
 
 /*
- * The spec fields each version holds (Kubernetes 1.36 v1alpha2, 1.37
- * v1beta1). Those in both with one shape are copied; the renamed ones are
- * converted below; anything else is an error.
+ * The spec fields each version holds (Kubernetes 1.36 v1alpha2; 1.37 v1beta1,
+ * and v1alpha3 whose Workload and PodGroup have v1beta1's fields, one for one:
+ * k8s.io/api v0.37.2 scheduling/v1alpha3 and v1beta1). Those in both with one
+ * shape are copied; the renamed ones are converted below; anything else is an
+ * error.
  */
 static const char *const pg_alpha2[] = {"podGroupTemplateRef",
 					"schedulingPolicy",
@@ -56,6 +58,20 @@ static const char *const tpl_beta1[] = {
     "name",	      "schedulingPolicy", "schedulingConstraints",
     "resourceClaims", "disruptionMode",	  "priorityClassName",
     "priority",	      "preemptionPolicy", NULL};
+
+/* Indexed by enum ds_sched_version. */
+static const char *const *const pg_fields[DS_SCHED_VERSION_MAX] = {NULL, pg_alpha2, pg_beta1,
+								   pg_beta1};
+static const char *const *const wl_fields[DS_SCHED_VERSION_MAX] = {NULL, wl_alpha2, wl_beta1,
+								   wl_beta1};
+static const char *const *const tpl_fields[DS_SCHED_VERSION_MAX] = {NULL, tpl_alpha2, tpl_beta1,
+								    tpl_beta1};
+
+/* v1alpha3 and v1beta1 have workloadRef and the disruptionMode union; v1alpha2 the older shape. */
+static bool union_shape(enum ds_sched_version v)
+{
+	return v != DS_SCHED_V1ALPHA2;
+}
 
 int ds_sched_version_parse(const char *s, enum ds_sched_version *out)
 {
@@ -113,7 +129,7 @@ static int check_fields(const json_t *obj, const char *const *from_fields,
 	return 0;
 }
 
-/* "Pod" | "PodGroup" (v1alpha2) <-> {single: {}} | {all: {}} (v1beta1), in holder. */
+/* "Pod" | "PodGroup" (v1alpha2) <-> {single: {}} | {all: {}} (v1alpha3, v1beta1), in holder. */
 static int disruption_mode(json_t *holder, const char *path, enum ds_sched_version to, ds_err *err)
 {
 	json_t *v = json_object_get(holder, "disruptionMode");
@@ -121,7 +137,7 @@ static int disruption_mode(json_t *holder, const char *path, enum ds_sched_versi
 
 	if (!v || json_is_null(v))
 		return 0;
-	if (to == DS_SCHED_V1BETA1) {
+	if (union_shape(to)) {
 		const char *s = json_string_value(v);
 		if (s && strcmp(s, "Pod") == 0)
 			nv = json_pack("{s:{}}", "single");
@@ -172,7 +188,7 @@ static int disruption_mode(json_t *holder, const char *path, enum ds_sched_versi
  * <-> spec.workloadRef{workloadName, templateName}. */
 static int template_ref(json_t *spec, enum ds_sched_version to, ds_err *err)
 {
-	const char *from_key = to == DS_SCHED_V1BETA1 ? "podGroupTemplateRef" : "workloadRef";
+	const char *from_key = union_shape(to) ? "podGroupTemplateRef" : "workloadRef";
 	json_t *ref = json_object_get(spec, from_key), *nv;
 	const char *wl, *tpl;
 
@@ -180,7 +196,7 @@ static int template_ref(json_t *spec, enum ds_sched_version to, ds_err *err)
 		json_object_del(spec, from_key);
 		return 0;
 	}
-	if (to == DS_SCHED_V1BETA1) {
+	if (union_shape(to)) {
 		json_t *w = json_object_get(ref, "workload");
 		if (json_object_size(ref) != 1 || !json_is_object(w) || json_object_size(w) > 2) {
 			ds_err_set(err, "spec.podGroupTemplateRef: only workload{workloadName, "
@@ -217,18 +233,19 @@ static int template_ref(json_t *spec, enum ds_sched_version to, ds_err *err)
 static int convert_spec(json_t *spec, bool podgroup, enum ds_sched_version from,
 			enum ds_sched_version to, ds_err *err)
 {
-	const bool beta = to == DS_SCHED_V1BETA1;
+	/* v1alpha3 <-> v1beta1: one shape, only the fields are checked */
+	const bool reshape = union_shape(from) != union_shape(to);
 	int r;
 
 	if (podgroup) {
-		if ((r = template_ref(spec, to, err)) < 0 ||
-		    (r = disruption_mode(spec, "spec", to, err)) < 0)
+		if (reshape && ((r = template_ref(spec, to, err)) < 0 ||
+				(r = disruption_mode(spec, "spec", to, err)) < 0))
 			return r;
-		return check_fields(spec, from == DS_SCHED_V1BETA1 ? pg_beta1 : pg_alpha2,
-				    beta ? pg_beta1 : pg_alpha2, "spec", "PodGroup", to, err);
+		return check_fields(spec, pg_fields[from], pg_fields[to], "spec", "PodGroup", to,
+				    err);
 	}
-	if ((r = check_fields(spec, from == DS_SCHED_V1BETA1 ? wl_beta1 : wl_alpha2,
-			      beta ? wl_beta1 : wl_alpha2, "spec", "Workload", to, err)) < 0)
+	if ((r = check_fields(spec, wl_fields[from], wl_fields[to], "spec", "Workload", to, err)) <
+	    0)
 		return r;
 	{
 		json_t *tpls = json_object_get(spec, "podGroupTemplates"), *t;
@@ -238,9 +255,8 @@ static int convert_spec(json_t *spec, bool podgroup, enum ds_sched_version from,
 			char path[64];
 
 			snprintf(path, sizeof(path), "spec.podGroupTemplates[%zu]", i);
-			if ((r = disruption_mode(t, path, to, err)) < 0 ||
-			    (r = check_fields(t, from == DS_SCHED_V1BETA1 ? tpl_beta1 : tpl_alpha2,
-					      beta ? tpl_beta1 : tpl_alpha2, path,
+			if ((reshape && (r = disruption_mode(t, path, to, err)) < 0) ||
+			    (r = check_fields(t, tpl_fields[from], tpl_fields[to], path,
 					      "PodGroupTemplate", to, err)) < 0)
 				return r;
 		}
@@ -258,8 +274,10 @@ int ds_sched_convert(json_t *obj, enum ds_sched_version to, ds_err *err)
 	if (to == DS_SCHED_AS_IS || (unsigned)to >= DS_SCHED_VERSION_MAX || !ds_sched_is_group(obj))
 		return 0;
 	if (ds_sched_version_parse(ds_obj_version(obj), &from) < 0) {
-		ds_err_set(err, "%s %s cannot be converted to %s (only v1alpha2 and v1beta1 can)",
-			   ds_obj_api_version(obj), ds_obj_kind(obj), api_versions[to]);
+		ds_err_set(
+		    err,
+		    "%s %s cannot be converted to %s (only v1alpha2, v1alpha3 and v1beta1 can)",
+		    ds_obj_api_version(obj), ds_obj_kind(obj), api_versions[to]);
 		return -EINVAL;
 	}
 	if (from == to)

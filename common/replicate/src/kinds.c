@@ -8,8 +8,9 @@
 static const char *const v1[] = {"v1", NULL};
 /* SPEC §4: v1 (1.34+), else v1beta2 (1.33), else v1beta1 (1.32) */
 static const char *const dra_versions[] = {"v1", "v1beta2", "v1beta1", NULL};
-/* v1beta1 (1.37), else v1alpha2 (1.36): the versions the target converts between */
-static const char *const sched_versions[] = {"v1", "v1beta1", "v1alpha2", NULL};
+/* v1beta1 (1.37), v1alpha3 (1.37), else v1alpha2 (1.36): the versions the target converts
+ * between */
+static const char *const sched_versions[] = {"v1", "v1beta1", "v1alpha3", "v1alpha2", NULL};
 
 #define CORE(id, name, res, ns, rank, cls)                                                         \
 	{                                                                                          \

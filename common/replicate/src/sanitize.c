@@ -39,6 +39,16 @@ static const char *const source_only_annotations[] = {
     NULL,
 };
 
+/*
+ * A Namespace's grant of admin access to devices (DRA, Kubernetes 1.36 GA): a
+ * decision of each cluster's admins, never carried from the source to the
+ * target (the importer waits for the target's own, agent-target preflight.h).
+ */
+static const char *const grant_labels[] = {
+    "resource.kubernetes.io/admin-access",
+    NULL,
+};
+
 static void del_keys(json_t *obj, const char *const *keys)
 {
 	for (; json_is_object(obj) && *keys; keys++)
@@ -111,6 +121,12 @@ int ds_sanitize(json_t *obj)
 	if (!kind)
 		return 0;
 	switch (ds_kind_id_from_name(kind)) {
+	case DS_KIND_NAMESPACE:
+		del_keys(json_object_get(meta, "labels"), grant_labels);
+		if (json_is_object(json_object_get(meta, "labels")) &&
+		    json_object_size(json_object_get(meta, "labels")) == 0)
+			json_object_del(meta, "labels");
+		break;
 	case DS_KIND_POD:
 		json_object_del(spec, "nodeName");
 		break;

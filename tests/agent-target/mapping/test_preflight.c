@@ -120,9 +120,52 @@ static void test_preflight__extended_resources_and_classes(void **state)
 	json_decref(dc);
 }
 
+/* adminAccess where each resource.k8s.io version holds it; the namespace grant, exactly "true". */
+static void test_preflight__admin_access(void **state)
+{
+	json_t *v1 =
+	    dt_object("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+		      "metadata: {name: mon, namespace: ops}\nspec:\n  devices:\n"
+		      "    requests:\n    - {name: plain, exactly: {deviceClassName: g}}\n"
+		      "    - {name: watch, exactly: {deviceClassName: g, adminAccess: true}}\n");
+	json_t *b1 = dt_object("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\n"
+			       "metadata: {name: mon, namespace: ops}\nspec:\n  spec:\n"
+			       "    devices:\n      requests:\n"
+			       "      - {name: all, deviceClassName: g, adminAccess: true}\n");
+	json_t *b2 = dt_object("apiVersion: resource.k8s.io/v1beta2\nkind: ResourceClaim\n"
+			       "metadata: {name: mon, namespace: ops}\nspec:\n  devices:\n"
+			       "    requests:\n    - {name: w, exactly: {deviceClassName: g,"
+			       " adminAccess: false}}\n");
+	json_t *cls = dt_object("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\n"
+				"metadata: {name: g}\nspec: {adminAccess: true}\n");
+	json_t *granted = dt_object("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ops\n"
+				    "  labels: {resource.kubernetes.io/admin-access: 'true'}\n");
+	json_t *other = dt_object("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ops\n"
+				  "  labels: {resource.kubernetes.io/admin-access: 'True'}\n");
+	json_t *bare = dt_object("apiVersion: v1\nkind: Namespace\nmetadata: {name: ops}\n");
+
+	(void)state;
+	assert_string_equal(ds_preflight_admin_access(v1), "watch");
+	assert_string_equal(ds_preflight_admin_access(b1), "all");
+	assert_null(ds_preflight_admin_access(b2)); /* false asks for nothing */
+	assert_null(ds_preflight_admin_access(cls));
+	assert_true(ds_preflight_admin_granted(granted));
+	assert_false(ds_preflight_admin_granted(other)); /* case-sensitive, as the API server */
+	assert_false(ds_preflight_admin_granted(bare));
+	assert_false(ds_preflight_admin_granted(NULL));
+	json_decref(v1);
+	json_decref(b1);
+	json_decref(b2);
+	json_decref(cls);
+	json_decref(granted);
+	json_decref(other);
+	json_decref(bare);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_preflight__admin_access),
 	    cmocka_unit_test(test_preflight__groups_and_their_members),
 	    cmocka_unit_test(test_preflight__extended_resources_and_classes),
 	};

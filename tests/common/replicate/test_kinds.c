@@ -142,8 +142,9 @@ static void test_kinds__versions_preferred_first(void **state)
 	assert_null(rc->versions[3]);
 	assert_string_equal(pg->versions[0], "v1");
 	assert_string_equal(pg->versions[1], "v1beta1");
-	assert_string_equal(pg->versions[2], "v1alpha2");
-	assert_null(pg->versions[3]);
+	assert_string_equal(pg->versions[2], "v1alpha3");
+	assert_string_equal(pg->versions[3], "v1alpha2");
+	assert_null(pg->versions[4]);
 	assert_string_equal(dep->versions[0], "v1");
 	assert_null(dep->versions[1]);
 }

@@ -150,6 +150,32 @@ static void test_sanitize__podgroup_status_and_finalizer(void **state)
 	json_decref(g);
 }
 
+/* The target's admins grant admin access to devices: the source's grant is not carried. */
+static void test_sanitize__namespace_admin_access_grant(void **state)
+{
+	json_t *ns = dt_object("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: mon\n"
+			       "  labels:\n    resource.kubernetes.io/admin-access: 'true'\n"
+			       "    team: gpu-ops\n");
+	json_t *only = dt_object("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: m2\n"
+				 "  labels: {resource.kubernetes.io/admin-access: 'true'}\n");
+	json_t *cm = dt_object("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
+			       "  labels: {resource.kubernetes.io/admin-access: 'true'}\n");
+
+	(void)state;
+	assert_int_equal(ds_sanitize(ns), 0);
+	assert_null(dt_get(ns, "/metadata/labels/resource.kubernetes.io~1admin-access"));
+	assert_string_equal(dt_str(ns, "/metadata/labels/team"), "gpu-ops");
+	assert_int_equal(ds_sanitize(only), 0);
+	assert_null(dt_get(only, "/metadata/labels"));
+	/* Only a Namespace's label grants anything: another kind keeps it. */
+	assert_int_equal(ds_sanitize(cm), 0);
+	assert_string_equal(dt_str(cm, "/metadata/labels/resource.kubernetes.io~1admin-access"),
+			    "true");
+	json_decref(ns);
+	json_decref(only);
+	json_decref(cm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -159,6 +185,7 @@ int main(void)
 	    cmocka_unit_test(test_sanitize__job_generated_selector_and_uid_labels),
 	    cmocka_unit_test(test_sanitize__resource_claim_allocation_and_finalizer),
 	    cmocka_unit_test(test_sanitize__podgroup_status_and_finalizer),
+	    cmocka_unit_test(test_sanitize__namespace_admin_access_grant),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,10 @@
  *   ledger holds is not on the cluster.
  * In both forms the ResourceClaims and ResourceClaimTemplates the pod template
  * names directly exist (the seed: "the mapped claim or template is present").
+ * A ResourceClaim or ResourceClaimTemplate the ledger has waiting for the
+ * admin-access grant (its Namespace without resource.kubernetes.io/admin-access:
+ * "true") is an item too: verified once it is on the target, else it says
+ * whether the target's Namespace has the grant now.
  */
 
 #include "drasync/err.h"

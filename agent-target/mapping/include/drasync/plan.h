@@ -35,6 +35,7 @@ typedef struct ds_plan_opts {
 typedef struct ds_plan_counts {
 	size_t apply, skip, held, failed; /* by the transform's verdict */
 	size_t required; /* distinct objects a planned one needs that the plan lacks */
+	size_t admin;	 /* claims and templates that wait for the admin-access grant */
 } ds_plan_counts;
 
 int ds_plan_new(ds_plan **out);

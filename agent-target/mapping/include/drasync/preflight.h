@@ -39,4 +39,21 @@ int ds_preflight_extended(const json_t *obj, ds_preflight_ext_fn fn, void *userd
  */
 int ds_preflight_class_serves(const json_t *dc, const char *resource);
 
+/* The namespace label that grants admin access to devices (Kubernetes 1.36 GA,
+ * DRAAdminNamespaceLabelKey): a claim or template with adminAccess: true is
+ * refused (422) in a namespace without it, value "true" exactly. A grant of
+ * the target's admins: drasync never sets it, nor copies it from the source. */
+#define DS_ADMIN_ACCESS_LABEL "resource.kubernetes.io/admin-access"
+
+/**
+ * The first request of a ResourceClaim or ResourceClaimTemplate that asks for
+ * admin access: requests[].exactly.adminAccess in resource.k8s.io v1 and
+ * v1beta2, requests[].adminAccess in v1beta1 (subrequests cannot ask for it).
+ * @return its name (borrowed from obj), or NULL (none, or another kind)
+ */
+const char *ds_preflight_admin_access(const json_t *obj);
+
+/** Whether Namespace ns carries DS_ADMIN_ACCESS_LABEL: "true". */
+int ds_preflight_admin_granted(const json_t *ns);
+
 #endif

@@ -8,8 +8,11 @@
  * disruptionMode a string "Pod" | "PodGroup"); 1.37 as v1beta1 (PodGroup
  * spec.workloadRef{workloadName, templateName}, disruptionMode a union
  * {single: {}} | {all: {}}), with no conversion between the two on the
- * server. Field by field: a field the target version cannot hold, or one the
- * conversion does not know, is an error naming it, never dropped.
+ * server. 1.37 serves v1alpha3 as well (gate and runtime-config): its Workload
+ * and PodGroup have v1beta1's fields and shapes (k8s.io/api v0.37.2), so
+ * between those two only the fields are checked; v1alpha3's own
+ * CompositePodGroup is not a kind drasync replicates. Field by field: a field the target version
+ * cannot hold, or one the conversion does not know, is an error naming it, never dropped.
  */
 
 #include "drasync/err.h"
@@ -18,7 +21,9 @@
 
 enum ds_sched_version {
 	DS_SCHED_AS_IS, /* no conversion (the target's version is not known) */
+	/* in the order of preference: the last one the target serves is picked */
 	DS_SCHED_V1ALPHA2,
+	DS_SCHED_V1ALPHA3,
 	DS_SCHED_V1BETA1,
 	DS_SCHED_VERSION_MAX
 };
