@@ -618,7 +618,8 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 		}
 		/* A compressed payload was checked by zstd against its XXH64 checksum
 		 * (and by CURVE's MAC in transit), so was one of a ZBatch (the checksum
-		 * of the whole batch); a plain one is checked here. */
+		 * of the whole batch; what the store keeps plain is hashed then); a
+		 * plain one is checked here. */
 		if (out->payload == r->payload.data && !msg->zbatch) {
 			ds_record_hash(out->payload, out->payload_len, h);
 			if (memcmp(h, out->content_hash, DS_HASH_LEN) != 0) {

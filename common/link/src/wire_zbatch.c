@@ -11,6 +11,7 @@
 #include "drasync/buf.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,6 +226,23 @@ static int has_checksum(const uint8_t *p, size_t len)
 	       (p[4] & 0x04);
 }
 
+/*
+ * A payload the store keeps plain must match its SHA-256, as a Batch's plain
+ * ones do (what the store keeps compressed carries a checksum of the bytes the
+ * ZBatch's own checksum vouched for).
+ */
+static bool plain_ok(const ds_record *rec, ds_err *err)
+{
+	uint8_t h[DS_HASH_LEN];
+
+	ds_record_hash(rec->payload, rec->payload_len, h);
+	if (memcmp(h, rec->content_hash, DS_HASH_LEN) == 0)
+		return true;
+	ds_err_set(err, "record seq %llu: payload does not match its content hash",
+		   (unsigned long long)rec->seq);
+	return false;
+}
+
 /* Each plain payload of STORE_THRESHOLD bytes or more as its own zstd frame. */
 static int recompress(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 {
@@ -242,9 +260,14 @@ static int recompress(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 		size_t bound, zlen;
 		uint8_t *buf;
 
-		if (rec->payload_len < STORE_THRESHOLD ||
+		if (!rec->payload_len ||
 		    (r->has_compression && r->compression != DRASYNC__COMPRESSION__COMPRESSION_NONE))
-			continue; /* small, or already its own frame */
+			continue; /* no payload, or its own frame, which zstd checked */
+		if (rec->payload_len < STORE_THRESHOLD) {
+			if (!plain_ok(rec, err))
+				return -EBADMSG;
+			continue; /* stored plain, as the outbox would */
+		}
 		if (!dec->cctx && !(dec->cctx = new_cctx(STORE_LEVEL)))
 			return ds_err_fallback(err, -ENOMEM);
 		bound = ZSTD_compressBound(rec->payload_len);
@@ -257,6 +280,8 @@ static int recompress(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 		zlen = ZSTD_compress2(dec->cctx, buf, bound, rec->payload, rec->payload_len);
 		if (ZSTD_isError(zlen) || zlen >= rec->payload_len) {
 			ds_wire_budget_free(&msg->budget, buf);
+			if (!plain_ok(rec, err))
+				return -EBADMSG;
 			continue; /* kept plain, as the outbox would */
 		}
 		msg->stored[i].data = buf;

@@ -282,6 +282,32 @@ static void test_wire_zbatch__checksum_and_contents_checked(void **state)
 		assert_non_null(strstr(err.msg, "not consecutive"));
 		free(bad);
 	}
+	/* A small payload (kept plain in the store) whose SHA-256 is not the one sent: refused. */
+	{
+		ds_wire_encoder *enc;
+		ds_record r;
+		uint8_t *rb;
+		ds_wire_blob one;
+		memset(&r, 0, sizeof(r));
+		r.epoch = 5;
+		r.seq = 1;
+		r.op = DS_RECORD_UPSERT;
+		r.api_version = "v1";
+		r.kind = "ConfigMap";
+		r.name = "cm";
+		r.payload = (const uint8_t *)f.json[1];
+		r.payload_len = strlen(f.json[1]);
+		ds_record_hash("other", 5, r.content_hash);
+		assert_int_equal(ds_wire_encoder_new(&enc, 3, 512), 0);
+		assert_int_equal(ds_wire_record_encode(enc, &r, &rb, &one.len, &err), 0);
+		one.data = rb;
+		assert_int_equal(ds_wire_zbatch_encode(z, &one, 1, &bad, &bad_len, NULL), 0);
+		assert_int_equal(ds_wire_decode(dec, bad, bad_len, &msg, &err), -EBADMSG);
+		assert_non_null(strstr(err.msg, "content hash"));
+		free(bad);
+		free(rb);
+		ds_wire_encoder_free(enc);
+	}
 	/* Not a Batch inside: refused. */
 	{
 		uint8_t zbuf[128], junk[16];
