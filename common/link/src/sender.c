@@ -216,6 +216,11 @@ uint64_t ds_sender_target_unapplied(const ds_sender *s)
 	return atomic_load(&((ds_sender *)(uintptr_t)s)->unapplied);
 }
 
+const ds_link_stats *ds_sender_link_stats(const ds_sender *s)
+{
+	return s->cfg.stats;
+}
+
 /* Leave the session: a fresh socket after the backoff, so nothing of the old
  * connection (queued frames, late acks) can leak into the next session. */
 static void reset(ds_sender *s, bool backoff)

@@ -8,6 +8,7 @@
  * change. `status` believes "running" only while that pid is alive.
  */
 
+#include "drasync/link_stats.h"
 #include "drasync/err.h"
 
 #include <stdbool.h>
@@ -23,6 +24,7 @@ typedef struct ds_agent_state {
 	char last_detail[256]; /* its detail */
 	char schedule[16];     /* watch, interval, cron, once */
 	int64_t next_pass_ms;  /* interval/cron: the next slot; 0 otherwise */
+	ds_link_figures wire;  /* the link's bytes and the JSON they carried (link_stats.h) */
 } ds_agent_state;
 
 /** "STATE_DIR/agent.json" into buf. @return 0, -ENAMETOOLONG */

@@ -91,4 +91,7 @@ int ds_sender_target_sends_apply_results(const ds_sender *s);
 /** Records the target has committed and not yet applied, as its last Ack said. */
 uint64_t ds_sender_target_unapplied(const ds_sender *s);
 
+/** The config's stats (NULL when it gave none). */
+const ds_link_stats *ds_sender_link_stats(const ds_sender *s);
+
 #endif
