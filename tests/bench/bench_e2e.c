@@ -549,7 +549,8 @@ static void json_bytes_only(const struct opts *o, struct results *r)
 		 "-A -l app.kubernetes.io/managed-by=drasync-loadgen -o json "
 		 "| python3 '%s' --stats '%s' >/dev/null",
 		 o->kube_bin, o->source_admin, o->sanitizer, stats);
-	if (bu_wait_child(bu_spawn((const char *[]){"/bin/bash", "-c", cmd, NULL}, NULL, log)) != 0) {
+	if (bu_wait_child(bu_spawn((const char *[]){"/bin/bash", "-c", cmd, NULL}, NULL, log)) !=
+	    0) {
 		bu_show_tail(log);
 		bu_die("measuring the objects' JSON failed: %s", cmd);
 	}

@@ -164,8 +164,8 @@ static size_t classic_bytes(const ds_wire_blob *b, size_t n, size_t batch)
 }
 
 /* ZBatch frames at level; decoded again (timed) when dec_s is set. */
-static size_t zbatch_bytes(const ds_wire_blob *b, size_t n, size_t batch, int level,
-			   double *enc_s, double *dec_s)
+static size_t zbatch_bytes(const ds_wire_blob *b, size_t n, size_t batch, int level, double *enc_s,
+			   double *dec_s)
 {
 	ds_wire_zbatcher *z;
 	ds_wire_decoder *dec;
@@ -237,8 +237,8 @@ static size_t session_bytes(const ds_wire_blob *plain, size_t n, size_t batch)
 }
 
 /* Per-record frames with a dictionary trained on the first payloads, + the dictionary. */
-static size_t dict_bytes(const struct obj *v, const ds_wire_blob *plain, size_t n,
-			 size_t batch, size_t *dict_len)
+static size_t dict_bytes(const struct obj *v, const ds_wire_blob *plain, size_t n, size_t batch,
+			 size_t *dict_len)
 {
 	size_t train = n < 2000 ? n : 2000, total = 0, dcap = 64 * 1024, sum, cap = 1u << 20;
 	size_t *sizes = calloc(train, sizeof(*sizes));
@@ -349,8 +349,8 @@ int main(int argc, char **argv)
 	printf("record   %9zu bytes  %6.1f an object  %.3f of the JSON\n", rec,
 	       (double)rec / (double)n, (double)rec / (double)json);
 	for (int l = 0; l < 3; l++)
-		printf("zbatch%d  %9zu bytes  %6.1f an object  %.3f of the JSON\n", levels[l], zb[l],
-		       (double)zb[l] / (double)n, (double)zb[l] / (double)json);
+		printf("zbatch%d  %9zu bytes  %6.1f an object  %.3f of the JSON\n", levels[l],
+		       zb[l], (double)zb[l] / (double)n, (double)zb[l] / (double)json);
 	printf("session  %9zu bytes  %6.1f an object  %.3f of the JSON\n", sess,
 	       (double)sess / (double)n, (double)sess / (double)json);
 	printf("dict     %9zu bytes  %6.1f an object  %.3f of the JSON (dictionary %zu bytes)\n",

@@ -38,9 +38,10 @@ int ds_agent_state_write(const char *state_dir, const ds_agent_state *st, ds_err
 	if (o) /* the wire's figures */
 		json_object_set_new(
 		    o, "wire",
-		    json_pack("{sI sI sI sI sI sI sb}", "sent", (json_int_t)st->wire.sent, "received",
-			      (json_int_t)st->wire.received, "json", (json_int_t)st->wire.json,
-			      "sessionSent", (json_int_t)st->wire.session_sent, "sessionReceived",
+		    json_pack("{sI sI sI sI sI sI sb}", "sent", (json_int_t)st->wire.sent,
+			      "received", (json_int_t)st->wire.received, "json",
+			      (json_int_t)st->wire.json, "sessionSent",
+			      (json_int_t)st->wire.session_sent, "sessionReceived",
 			      (json_int_t)st->wire.session_received, "sessionJson",
 			      (json_int_t)st->wire.session_json, "zbatch", st->wire.zbatch));
 	if (!o || !(text = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT))) {

@@ -35,7 +35,7 @@ struct ds_source_agent {
 	const char *state_dir;
 	ds_exporter *ex;
 	ds_sender *sender;
-	ds_link_stats link; /* the link's figures (the sender writes them) */
+	ds_link_stats link;	       /* the link's figures (the sender writes them) */
 	_Atomic int64_t wire_saved_ms; /* when on_results last wrote them to agent.json */
 
 	pthread_t sender_thread;

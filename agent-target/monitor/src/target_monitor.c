@@ -157,7 +157,7 @@ struct ds_target_monitor {
 	uint64_t cfg_gen;     /* counts the configurations put in force */
 	ds_applier *applier;
 	ds_verifier *verifier;
-	ds_quota *quota; /* the receiver's, once it listens */
+	ds_quota *quota;	   /* the receiver's, once it listens */
 	const ds_link_stats *link; /* the receiver's figures, once it listens */
 	char listening[256];
 	/* The status page's inventory: held through a rebuild and the render that reads it, so

@@ -46,7 +46,8 @@ int ds_wire_hello_encode(const ds_wire_hello *h, uint8_t **out, size_t *len)
 {
 	Drasync__Envelope env = DRASYNC__ENVELOPE__INIT;
 	Drasync__Hello m = DRASYNC__HELLO__INIT;
-	char *caps[] = {str("zstd"), str("snapshot"), str(DS_CAP_APPLY_RESULTS), str(DS_CAP_ZBATCH)};
+	char *caps[] = {str("zstd"), str("snapshot"), str(DS_CAP_APPLY_RESULTS),
+			str(DS_CAP_ZBATCH)};
 
 	m.protocol_version = h->protocol_version;
 	m.cluster_name = str(h->cluster_name);

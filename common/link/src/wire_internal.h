@@ -32,7 +32,7 @@ struct ds_wire_msg {
 	struct budget budget;
 	ProtobufCAllocator alloc;
 	Drasync__Envelope *env;
-	Drasync__Batch *batch; /* env->batch, or the Batch a ZBatch held */
+	Drasync__Batch *batch;	/* env->batch, or the Batch a ZBatch held */
 	Drasync__Batch *zbatch; /* unpacked from a ZBatch (owned), else NULL */
 	enum ds_wire_kind kind;
 	union {

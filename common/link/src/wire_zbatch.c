@@ -157,7 +157,8 @@ static int add_record(ds_wire_zbatcher *z, const ds_wire_blob *blob, size_t *use
 		} else if (ds_grow((void **)&z->tmp, &z->tmp_cap, fcs ? (size_t)fcs : 1, 1) < 0) {
 			rc = -ENOMEM;
 		} else {
-			got = ZSTD_decompressDCtx(z->dctx, z->tmp, (size_t)fcs, orig.data, orig.len);
+			got =
+			    ZSTD_decompressDCtx(z->dctx, z->tmp, (size_t)fcs, orig.data, orig.len);
 			if (ZSTD_isError(got) || got != fcs) {
 				rc = -EBADMSG;
 			} else {
@@ -176,8 +177,8 @@ static int add_record(ds_wire_zbatcher *z, const ds_wire_blob *blob, size_t *use
 	return rc;
 }
 
-int ds_wire_zbatch_encode(ds_wire_zbatcher *z, const ds_wire_blob *records, size_t n,
-			  uint8_t **out, size_t *len, uint64_t *plain_bytes)
+int ds_wire_zbatch_encode(ds_wire_zbatcher *z, const ds_wire_blob *records, size_t n, uint8_t **out,
+			  size_t *len, uint64_t *plain_bytes)
 {
 	Drasync__Envelope env = DRASYNC__ENVELOPE__INIT;
 	Drasync__ZBatch m = DRASYNC__ZBATCH__INIT;
@@ -260,8 +261,8 @@ static int recompress(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 		size_t bound, zlen;
 		uint8_t *buf;
 
-		if (!rec->payload_len ||
-		    (r->has_compression && r->compression != DRASYNC__COMPRESSION__COMPRESSION_NONE))
+		if (!rec->payload_len || (r->has_compression &&
+					  r->compression != DRASYNC__COMPRESSION__COMPRESSION_NONE))
 			continue; /* no payload, or its own frame, which zstd checked */
 		if (rec->payload_len < STORE_THRESHOLD) {
 			if (!plain_ok(rec, err))
@@ -273,7 +274,8 @@ static int recompress(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 		bound = ZSTD_compressBound(rec->payload_len);
 		buf = ds_wire_budget_alloc(&msg->budget, bound);
 		if (!buf) {
-			ds_err_set(err, "record seq %llu: re-compressed payloads over the memory limit",
+			ds_err_set(err,
+				   "record seq %llu: re-compressed payloads over the memory limit",
 				   (unsigned long long)rec->seq);
 			return -E2BIG;
 		}

@@ -473,7 +473,8 @@ static void test_transport__sender_never_exceeds_credit(void **state)
 	ds_wire_msg_free(msg);
 	ds_wire_decoder_free(dec);
 	{
-		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "test", epoch, 0, 10, "prod-east", false, false};
+		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "test", epoch, 0, 10,
+				     "prod-east",	  false,  false};
 		assert_int_equal(ds_wire_welcome_encode(&w, &buf, &len), 0);
 		send_to_peer(router, rid, (size_t)rid_len, buf, len);
 	}

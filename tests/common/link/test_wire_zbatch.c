@@ -25,13 +25,14 @@ static char *object_json(unsigned i, size_t extra)
 	int n;
 
 	assert_non_null(buf);
-	n = snprintf(buf, cap,
-		     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"labels\":"
-		     "{\"app.kubernetes.io/managed-by\":\"drasync-loadgen\",\"app\":\"web-%u\"},"
-		     "\"name\":\"cm-%u\",\"namespace\":\"team-a\"},\"data\":{\"config.yaml\":\""
-		     "replicas: 3\\nimage: registry.example/web/frontend:1.%u\\nport: 8080\\n"
-		     "timeout: 30s\\nretries: 5\\nlog: info\\nfeature.flags: a,b,c,d\\n\",\"pad\":\"",
-		     i % 7, i, i % 5);
+	n = snprintf(
+	    buf, cap,
+	    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"labels\":"
+	    "{\"app.kubernetes.io/managed-by\":\"drasync-loadgen\",\"app\":\"web-%u\"},"
+	    "\"name\":\"cm-%u\",\"namespace\":\"team-a\"},\"data\":{\"config.yaml\":\""
+	    "replicas: 3\\nimage: registry.example/web/frontend:1.%u\\nport: 8080\\n"
+	    "timeout: 30s\\nretries: 5\\nlog: info\\nfeature.flags: a,b,c,d\\n\",\"pad\":\"",
+	    i % 7, i, i % 5);
 	for (size_t k = 0; k < extra; k++)
 		buf[n++] = (char)('a' + (k * 7 + i) % 26);
 	buf[n++] = '"';
@@ -72,8 +73,8 @@ static void make(struct fixture *f, int level)
 			r.payload_len = strlen(f->json[i]);
 		}
 		ds_record_hash(r.payload, r.payload_len, r.content_hash);
-		assert_int_equal(ds_wire_record_encode(enc, &r, &f->bufs[i], &f->blobs[i].len, &err),
-				 0);
+		assert_int_equal(
+		    ds_wire_record_encode(enc, &r, &f->bufs[i], &f->blobs[i].len, &err), 0);
 		f->blobs[i].data = f->bufs[i];
 	}
 	ds_wire_encoder_free(enc);
@@ -154,8 +155,8 @@ static void test_wire_zbatch__round_trip_smaller_and_stored_per_record(void **st
 			uint8_t *plain;
 			size_t plain_len;
 			assert_int_equal(ds_wire_payload_plain_len(&st, 1), r->payload_len);
-			assert_int_equal(ds_wire_payload_inflate(&st, 1, 1 << 20, &plain, &plain_len),
-					 0);
+			assert_int_equal(
+			    ds_wire_payload_inflate(&st, 1, 1 << 20, &plain, &plain_len), 0);
 			assert_memory_equal(plain, f.json[i], plain_len);
 			assert_true(st.len > 4 && (st.data[4] & 0x04)); /* content checksum */
 			free(plain);

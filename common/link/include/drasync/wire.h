@@ -121,8 +121,8 @@ void ds_wire_zbatcher_free(ds_wire_zbatcher *z);
  * not be smaller than ds_wire_batch_encode()'s (send that one then);
  * -EBADMSG for a record that does not decode; -ENOMEM
  */
-int ds_wire_zbatch_encode(ds_wire_zbatcher *z, const ds_wire_blob *records, size_t n,
-			  uint8_t **out, size_t *len, uint64_t *plain_bytes);
+int ds_wire_zbatch_encode(ds_wire_zbatcher *z, const ds_wire_blob *records, size_t n, uint8_t **out,
+			  size_t *len, uint64_t *plain_bytes);
 
 /** The payloads' JSON bytes of records[0..n) (their raw sizes), for a Batch frame's figures. */
 uint64_t ds_wire_records_plain_bytes(const ds_wire_blob *records, size_t n);
