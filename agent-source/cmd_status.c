@@ -48,6 +48,17 @@ static const char *when(int64_t ms, char *buf, size_t size)
 	return ds_schedule_format_time(ms, buf, size);
 }
 
+/* The link's bytes against the JSON they carried, in all and this session. */
+static void print_wire(const ds_link_figures *w)
+{
+	printf("wire:         %llu bytes sent, %llu received for %llu of JSON (%.2f of it); "
+	       "this session %llu/%llu for %llu; batches %s\n",
+	       (unsigned long long)w->sent, (unsigned long long)w->received,
+	       (unsigned long long)w->json, ds_link_figures_ratio(w->sent, w->received, w->json),
+	       (unsigned long long)w->session_sent, (unsigned long long)w->session_received,
+	       (unsigned long long)w->session_json, w->zbatch ? "zbatch" : "per-record zstd");
+}
+
 static void print_text(const ds_source_status *v)
 {
 	const ds_export_status *st = v->st;
@@ -69,6 +80,7 @@ static void print_text(const ds_source_status *v)
 			       (unsigned long long)v->as->bandwidth);
 		if (v->as->proxy[0])
 			printf("proxy:        SOCKS5 %s (target.proxy)\n", v->as->proxy);
+		print_wire(&v->as->wire);
 		if (v->as->next_pass_ms > 0 && v->running)
 			printf("next pass:    %s\n", when(v->as->next_pass_ms, b1, sizeof(b1)));
 	}

@@ -254,6 +254,8 @@ void tu_rx_start(struct tu_rx *rx, const char *dir, const ds_keypair *server, si
 		cfg.tuning.limits.max_frame = max_frame;
 	if (rx->credit)
 		cfg.credit = rx->credit;
+	cfg.no_zbatch = rx->no_zbatch;
+	cfg.stats = &rx->stats;
 	if (ds_receiver_new(&rx->r, &cfg, &err) < 0)
 		fail_msg("receiver: %s", err.msg);
 	assert_int_equal(pthread_create(&rx->thread, NULL, rx_main, rx), 0);

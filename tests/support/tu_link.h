@@ -69,6 +69,8 @@ struct tu_rx {
 	int handler_sleep_us; /* each record's apply takes this long */
 	long handled;
 	uint32_t credit; /* set before tu_rx_start; 0: the default */
+	bool no_zbatch;	 /* set before tu_rx_start: a Welcome without "zbatch" (an older target) */
+	ds_link_stats stats; /* the receiver's link figures */
 };
 
 /** Start rx (zeroed but for handler_sleep_us and credit); max_frame 0: the default. */

@@ -36,6 +36,15 @@ int ds_agent_state_write(const char *state_dir, const ds_agent_state *st, ds_err
 		      "lastDetail", st->last_detail, "schedule", st->schedule, "nextPassMs",
 		      (json_int_t)st->next_pass_ms, "bandwidth", (json_int_t)st->bandwidth, "proxy",
 		      st->proxy);
+	if (o) /* the wire's figures */
+		json_object_set_new(
+		    o, "wire",
+		    json_pack("{sI sI sI sI sI sI sb}", "sent", (json_int_t)st->wire.sent,
+			      "received", (json_int_t)st->wire.received, "json",
+			      (json_int_t)st->wire.json, "sessionSent",
+			      (json_int_t)st->wire.session_sent, "sessionReceived",
+			      (json_int_t)st->wire.session_received, "sessionJson",
+			      (json_int_t)st->wire.session_json, "zbatch", st->wire.zbatch));
 	if (!o || !(text = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT))) {
 		ds_err_set(err, "out of memory");
 		rc = -ENOMEM;
@@ -115,6 +124,16 @@ int ds_agent_state_read(const char *state_dir, ds_agent_state *st, bool *running
 	st->next_pass_ms = get_int(o, "nextPassMs");
 	st->bandwidth = (uint64_t)get_int(o, "bandwidth");
 	copy_str(st->proxy, sizeof(st->proxy), o, "proxy");
+	{
+		const json_t *w = json_object_get(o, "wire");
+		st->wire.sent = (uint64_t)get_int(w, "sent");
+		st->wire.received = (uint64_t)get_int(w, "received");
+		st->wire.json = (uint64_t)get_int(w, "json");
+		st->wire.session_sent = (uint64_t)get_int(w, "sessionSent");
+		st->wire.session_received = (uint64_t)get_int(w, "sessionReceived");
+		st->wire.session_json = (uint64_t)get_int(w, "sessionJson");
+		st->wire.zbatch = json_is_true(json_object_get(w, "zbatch"));
+	}
 	json_decref(o);
 	if (running)
 		*running = st->pid > 0 && (kill((pid_t)st->pid, 0) == 0 || errno == EPERM);

@@ -35,6 +35,8 @@ struct ds_source_agent {
 	const char *state_dir;
 	ds_exporter *ex;
 	ds_sender *sender;
+	ds_link_stats link;	       /* the link's figures (the sender writes them) */
+	_Atomic int64_t wire_saved_ms; /* when on_results last wrote them to agent.json */
 
 	pthread_t sender_thread;
 	int sender_rc;
@@ -148,6 +150,7 @@ static void state_save(ds_source_agent *a)
 	int rc;
 
 	pthread_mutex_lock(&a->state_lock);
+	ds_link_stats_read(&a->link, &a->state.wire);
 	rc = ds_agent_state_write(a->state_dir, &a->state, &err);
 	pthread_mutex_unlock(&a->state_lock);
 	if (rc < 0)
@@ -216,8 +219,14 @@ static void on_snapshot_required(void *ud, uint64_t target_committed_seq)
 static void on_results(void *ud, const ds_wire_result *v, size_t n)
 {
 	ds_source_agent *a = ud;
+	int64_t now = ds_clock_mono_ms();
 
 	ds_exporter_on_results(a->ex, v, n);
+	/* `status` shows the link's figures: refreshed at most every 2 s as Acks come. */
+	if (now - atomic_load(&a->wire_saved_ms) >= 2000) {
+		atomic_store(&a->wire_saved_ms, now);
+		state_save(a);
+	}
 }
 
 /* ---- the sender's thread ---------------------------------------------------------- */
@@ -589,6 +598,7 @@ static int make_sender(ds_source_agent *a, ds_err *err)
 	sc.on_results = on_results;
 	sc.on_snapshot_required = on_snapshot_required;
 	sc.ud = a;
+	sc.stats = &a->link;
 	sc.bandwidth = ds_source_config_bandwidth(a->cfg.cfg);
 	if (px) {
 		proxy = *px;

@@ -70,6 +70,17 @@ json_t *ds_source_status_json(const ds_source_status *v)
 				    json_integer((json_int_t)v->as->next_pass_ms));
 		json_object_set_new(link, "bandwidth", json_integer((json_int_t)v->as->bandwidth));
 		json_object_set_new(link, "proxy", json_string(v->as->proxy));
+		json_object_set_new(
+		    link, "wire",
+		    json_pack(
+			"{sI sI sI sI sI sI sb sf}", "sentBytes", (json_int_t)v->as->wire.sent,
+			"receivedBytes", (json_int_t)v->as->wire.received, "jsonBytes",
+			(json_int_t)v->as->wire.json, "sessionSentBytes",
+			(json_int_t)v->as->wire.session_sent, "sessionReceivedBytes",
+			(json_int_t)v->as->wire.session_received, "sessionJsonBytes",
+			(json_int_t)v->as->wire.session_json, "zbatch", v->as->wire.zbatch, "ratio",
+			ds_link_figures_ratio(v->as->wire.sent, v->as->wire.received,
+					      v->as->wire.json)));
 	}
 	json_object_set_new(o, "agent", link);
 	json_object_set_new(o, "epoch", json_integer((json_int_t)st->epoch));

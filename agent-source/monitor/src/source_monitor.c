@@ -53,6 +53,17 @@ static const ds_metric_def defs[] = {
      NULL, 0},
     {"drasync_source_link_bandwidth_wait_seconds_total", DS_METRIC_COUNTER,
      "Seconds the sender held a batch back to stay under the bandwidth cap.", "", NULL, 0},
+    /* the wire's figures (link_stats.h) */
+    {"drasync_source_link_bytes_total", DS_METRIC_COUNTER,
+     "Bytes of the link's frames since the agent started, by direction (sent, received); "
+     "CURVE's framing aside.",
+     "direction", NULL, 0},
+    {"drasync_source_link_json_bytes_total", DS_METRIC_COUNTER,
+     "JSON bytes of the records the link carried (their payloads uncompressed).", "", NULL, 0},
+    {"drasync_source_link_wire_ratio", DS_METRIC_GAUGE,
+     "Link bytes (both directions) per JSON byte carried since the agent started (0: none "
+     "yet); compression with context makes it a fraction.",
+     "", NULL, 0},
     {"drasync_source_passes_total", DS_METRIC_COUNTER,
      "Full or incremental passes (interval, cron, once), by result (ok, failed).", "result", NULL,
      0},
@@ -159,6 +170,16 @@ static void collect(void *ud, ds_metrics *mx)
 			       (double)bw.bytes);
 		ds_metrics_set(mx, "drasync_source_link_bandwidth_wait_seconds_total", NULL,
 			       bw.wait_seconds);
+	if (s) { /* the wire's figures */
+		ds_link_figures f;
+		ds_link_stats_read(ds_sender_link_stats(s), &f);
+		ds_metrics_set(mx, "drasync_source_link_bytes_total", (const char *[]){"sent"},
+			       (double)f.sent);
+		ds_metrics_set(mx, "drasync_source_link_bytes_total", (const char *[]){"received"},
+			       (double)f.received);
+		ds_metrics_set(mx, "drasync_source_link_json_bytes_total", NULL, (double)f.json);
+		ds_metrics_set(mx, "drasync_source_link_wire_ratio", NULL,
+			       ds_link_figures_ratio(f.sent, f.received, f.json));
 	}
 	if (ds_export_status_read(m->state_dir, 0, &st, NULL) == 0) {
 		uint64_t acked = st->outbox.acked_seq, last = st->outbox.last_seq;

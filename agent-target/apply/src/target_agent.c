@@ -28,6 +28,7 @@ struct ds_target_agent {
 	ds_apply_feedback *feedback;
 	ds_applier *applier;
 	ds_receiver *receiver;
+	ds_link_stats link; /* the link's figures (the receiver writes them) */
 	ds_verifier *verifier;
 	ds_verify_modes verify_modes;  /* the verifier's thread's, with its reference in .cfg */
 	size_t verified, not_verified; /* since the last summary (the verifier's thread's) */
@@ -443,6 +444,7 @@ int ds_target_agent_listen(ds_target_agent *a, ds_err *err)
 	}
 	rc_cfg.source_limits = source_limits;
 	rc_cfg.limits_ud = a;
+	rc_cfg.stats = &a->link;
 	ds_apply_feedback_bind(a->feedback, &rc_cfg.feedback);
 	rc = ds_receiver_new(&a->receiver, &rc_cfg, err);
 	if (rc < 0) {
@@ -466,6 +468,11 @@ int ds_target_agent_listen(ds_target_agent *a, ds_err *err)
 	       (unsigned long long)rc_cfg.tuning.limits.max_frame, rc_cfg.max_unauth,
 	       rc_cfg.max_unauth_per_address);
 	return 0;
+}
+
+const ds_link_stats *ds_target_agent_link_stats(const ds_target_agent *a)
+{
+	return &a->link;
 }
 
 ds_quota *ds_target_agent_quota(ds_target_agent *a)

@@ -21,6 +21,7 @@ static void on_listening(void *ud, ds_target_agent *a)
 {
 	ds_target_monitor_attach(ud, ds_target_agent_applier(a), ds_target_agent_verifier(a));
 	ds_target_monitor_attach_quota(ud, ds_target_agent_quota(a));
+	ds_target_monitor_attach_link(ud, ds_target_agent_link_stats(a));
 	ds_target_monitor_set_listening(ud, ds_target_agent_endpoint(a));
 }
 

@@ -300,6 +300,10 @@ int ds_status_page_render(ds_str *o, const ds_status_page *p)
 	ds_html_escape(o, p->ledger_path ? p->ledger_path : "-");
 	ds_str_adds(o, ". Link: ");
 	ds_html_escape(o, p->listen ? p->listen : "-");
+	ds_str_addf(o, ". Wire: %llu bytes received, %llu sent for %llu bytes of JSON (%.2f of it)",
+		    (unsigned long long)p->wire.received, (unsigned long long)p->wire.sent,
+		    (unsigned long long)p->wire.json,
+		    ds_link_figures_ratio(p->wire.sent, p->wire.received, p->wire.json));
 	ds_str_adds(o, ". Generated ");
 	when(o, p->now);
 	ds_str_adds(o, ".</p>\n");

@@ -135,6 +135,17 @@ static const ds_metric_def defs[] = {
      "TCP connections to the link not through their CURVE handshake yet.", "", NULL, 0},
     {"drasync_target_link_events_total", DS_METRIC_COUNTER,
      "Every event of the link (what the log calls event=...), by event.", "event", NULL, 0},
+    /* the wire's figures (link_stats.h) */
+    {"drasync_target_link_bytes_total", DS_METRIC_COUNTER,
+     "Bytes of the link's frames since the agent started, by direction (sent, received); "
+     "CURVE's framing aside.",
+     "direction", NULL, 0},
+    {"drasync_target_link_json_bytes_total", DS_METRIC_COUNTER,
+     "JSON bytes of the records received (their payloads uncompressed).", "", NULL, 0},
+    {"drasync_target_link_wire_ratio", DS_METRIC_GAUGE,
+     "Link bytes (both directions) per JSON byte received since the agent started (0: none "
+     "yet).",
+     "", NULL, 0},
     {"drasync_target_ready", DS_METRIC_GAUGE,
      "1 when /readyz answers 200: bound, ledger readable, API server reachable.", "", NULL, 0},
 };
@@ -150,7 +161,8 @@ struct ds_target_monitor {
 	uint64_t cfg_gen;     /* counts the configurations put in force */
 	ds_applier *applier;
 	ds_verifier *verifier;
-	ds_quota *quota; /* the receiver's, once it listens */
+	ds_quota *quota;	   /* the receiver's, once it listens */
+	const ds_link_stats *link; /* the receiver's figures, once it listens */
 	char listening[256];
 	/* The status page's inventory: held through a rebuild and the render that reads it, so
 	 * concurrent requests share one rebuild. */
@@ -265,6 +277,19 @@ static void collect(void *ud, ds_metrics *mx)
 	pthread_mutex_unlock(&m->lock);
 	if (q)
 		ds_quota_each(q, quota_row, mx);
+	{ /* the wire's figures */
+		ds_link_figures f;
+		pthread_mutex_lock(&m->lock);
+		ds_link_stats_read(m->link, &f);
+		pthread_mutex_unlock(&m->lock);
+		ds_metrics_set(mx, "drasync_target_link_bytes_total", (const char *[]){"sent"},
+			       (double)f.sent);
+		ds_metrics_set(mx, "drasync_target_link_bytes_total", (const char *[]){"received"},
+			       (double)f.received);
+		ds_metrics_set(mx, "drasync_target_link_json_bytes_total", NULL, (double)f.json);
+		ds_metrics_set(mx, "drasync_target_link_wire_ratio", NULL,
+			       ds_link_figures_ratio(f.sent, f.received, f.json));
+	}
 	if (a) {
 		ds_applier_stats_get(a, &as);
 		ds_metrics_set(mx, "drasync_target_apply_passes_total", NULL, (double)as.passes);
@@ -406,6 +431,13 @@ void ds_target_monitor_attach(ds_target_monitor *m, ds_applier *a, ds_verifier *
 	pthread_mutex_lock(&m->lock);
 	m->applier = a;
 	m->verifier = v;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void ds_target_monitor_attach_link(ds_target_monitor *m, const ds_link_stats *st)
+{
+	pthread_mutex_lock(&m->lock);
+	m->link = st;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -626,6 +658,7 @@ static void get_page(void *ud, ds_http_reply *r)
 
 	pthread_mutex_lock(&m->lock);
 	snprintf(listening, sizeof(listening), "%s", m->listening);
+	ds_link_stats_read(m->link, &p.wire);
 	pthread_mutex_unlock(&m->lock);
 	p.listen = listening;
 	p.ready = ready(m, why, sizeof(why));

@@ -280,17 +280,6 @@ void ds_receiver_free(ds_receiver *r)
 
 /* ---- connections (monitor) --------------------------------------------- */
 
-/* The IP of "ip:port" (the refusals are grouped by address, without the port). */
-static void peer_ip(const char *peer, char *ip, size_t len)
-{
-	char *colon;
-
-	snprintf(ip, len, "%s", peer);
-	colon = strrchr(ip, ':');
-	if (colon)
-		*colon = '\0';
-}
-
 static void on_accepted(ds_receiver *r, int fd, const char *addr)
 {
 	char peer[64], ip[64], detail[200];
@@ -323,7 +312,7 @@ static void on_disconnected(ds_receiver *r, int fd)
 	bool capped = false, unauth = false, known;
 
 	known = ds_conns_closed(r->conns, fd, peer, sizeof(peer), &capped, &unauth);
-	peer_ip(peer, ip, sizeof(ip));
+	ds_peer_ip(peer, ip, sizeof(ip));
 	if (capped) {
 		/* Its refusal was said at its accept; the failure its shutdown
 		 * caused is that refusal, not another one. */
@@ -464,6 +453,8 @@ static int send_to(ds_receiver *r, const uint8_t *rid, size_t rid_len, uint8_t *
 	if (zmq_send(r->router, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
 	    zmq_send(r->router, buf, len, ZMQ_DONTWAIT) < 0)
 		rc = -zmq_errno();
+	else
+		ds_link_stats_add(r->cfg.stats, len, 0, 0);
 	free(buf);
 	return rc;
 }
@@ -769,6 +760,7 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 	w.credit = (uint32_t)(s->granted - committed);
 	w.source_name = source;
 	w.apply_results = r->cfg.feedback.results != NULL;
+	w.zbatch = !r->cfg.no_zbatch;
 	ds_inbox_presence_seen(r->inbox, source, peer, true, presence_valid_ms(r), NULL);
 	if (ds_wire_welcome_encode(&w, &buf, &len) == 0)
 		send_to(r, rid, rid_len, buf, len);
@@ -818,6 +810,7 @@ static void on_batch(ds_receiver *r, int fd, const char *peer_ip, const uint8_t 
 		drop_peer(r, fd, peer_ip, rid, rid_len, why);
 		return;
 	}
+	ds_link_stats_add(r->cfg.stats, 0, 0, ds_wire_msg_json_bytes(msg));
 	if (ds_grow((void **)&r->results, &r->results_cap, n, sizeof(*r->results)) < 0)
 		return; /* no ack: the source resends after its timeout */
 	rc = ds_inbox_commit(r->inbox, s->source, s->epoch, msg, r->cfg.handler, r->cfg.handler_ud,
@@ -872,6 +865,7 @@ static void on_message(ds_receiver *r)
 		goto out;
 	if (!zmq_msg_more(&rid) || zmq_msg_recv(&body, r->router, 0) < 0)
 		goto out;
+	ds_link_stats_add(r->cfg.stats, 0, zmq_msg_size(&body), 0);
 	fd = zmq_msg_get(&body, ZMQ_SRCFD);
 	peer_ip = zmq_msg_gets(&body, "Peer-Address");
 	source = zmq_msg_gets(&body, "User-Id");

@@ -70,6 +70,9 @@ struct ds_sender {
 	_Atomic uint64_t bw_bytes;
 	_Atomic uint64_t bw_wait_ns;
 	_Atomic int64_t bw_blocked_since; /* 0: not held */
+
+	ds_wire_zbatcher *zb; /* NULL with no_zbatch */
+	bool zbatch;	      /* this session's batches go as ZBatch frames */
 };
 
 static void emit(ds_sender *s, enum ds_log_level level, const char *name, const char *fmt, ...)
@@ -154,6 +157,9 @@ int ds_sender_new(ds_sender **out, const ds_sender_config *cfg, ds_err *err)
 	if (rc < 0)
 		goto out;
 	rc = ds_wire_decoder_new(&s->dec, &s->cfg.tuning.limits);
+	if (rc == 0 && !s->cfg.no_zbatch)
+		rc = ds_wire_zbatcher_new(&s->zb, s->cfg.zbatch_level ? s->cfg.zbatch_level : 3,
+					  s->cfg.tuning.limits.max_zbatch);
 	if (rc < 0)
 		goto out;
 	s->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -206,6 +212,7 @@ void ds_sender_free(ds_sender *s)
 		zmq_ctx_term(s->zctx);
 	ds_outbox_free(s->outbox);
 	ds_wire_decoder_free(s->dec);
+	ds_wire_zbatcher_free(s->zb);
 	if (s->wakefd >= 0)
 		close(s->wakefd);
 	explicit_bzero(&s->keys, sizeof(s->keys));
@@ -262,6 +269,11 @@ void ds_sender_bandwidth_stats_get(const ds_sender *s, ds_sender_bandwidth_stats
 uint64_t ds_sender_target_unapplied(const ds_sender *s)
 {
 	return atomic_load(&((ds_sender *)(uintptr_t)s)->unapplied);
+}
+
+const ds_link_stats *ds_sender_link_stats(const ds_sender *s)
+{
+	return s->cfg.stats;
 }
 
 /* Leave the session: a fresh socket after the backoff, so nothing of the old
@@ -377,6 +389,7 @@ static int try_send(ds_sender *s, uint8_t **buf, size_t len)
 	*buf = NULL;
 	if (zmq_send(s->sock, b, len, ZMQ_DONTWAIT) >= 0) {
 		free(b);
+		ds_link_stats_add(s->cfg.stats, len, 0, 0);
 		return 0;
 	}
 	e = zmq_errno(); /* before free(), which may change errno */
@@ -460,7 +473,8 @@ static int held_wait_ms(const ds_sender *s, int cap)
 
 static void send_hello(ds_sender *s)
 {
-	ds_wire_hello h = {DS_PROTOCOL_VERSION, s->cluster, DS_VERSION, ds_outbox_epoch(s->outbox)};
+	ds_wire_hello h = {DS_PROTOCOL_VERSION, s->cluster, DS_VERSION, ds_outbox_epoch(s->outbox),
+			   s->zb != NULL};
 	uint8_t *buf;
 	size_t len;
 
@@ -468,6 +482,8 @@ static void send_hello(ds_sender *s)
 		return;
 	/* ZMQ_IMMEDIATE: this only succeeds once a connection is up. */
 	if (zmq_send(s->sock, buf, len, ZMQ_DONTWAIT) >= 0) {
+		ds_link_stats_session(s->cfg.stats, false); /* a session's figures from its Hello */
+		ds_link_stats_add(s->cfg.stats, len, 0, 0);
 		s->state = S_WELCOME;
 		s->hello_sent = ds_clock_mono_ms();
 	}
@@ -521,11 +537,15 @@ static void on_welcome(ds_sender *s, const ds_wire_welcome *w)
 	s->backoff = s->cfg.tuning.reconnect_ivl_ms;
 	s->cap_reported = false;
 	atomic_store(&s->apply_results, w->apply_results ? 1 : 2);
+	s->zbatch = w->zbatch && s->zb;
+	if (s->cfg.stats)
+		atomic_store(&s->cfg.stats->zbatch, s->zbatch ? 1 : 0);
 	s->target_committed = w->committed_seq;
 	s->granted = w->committed_seq + w->credit;
 	emit(s, DS_LOG_INFO, "session_open",
-	     "target %s accepted source %s; committed_seq %llu credit %u", w->agent_version,
-	     w->source_name, (unsigned long long)w->committed_seq, w->credit);
+	     "target %s accepted source %s; committed_seq %llu credit %u; batches %s",
+	     w->agent_version, w->source_name, (unsigned long long)w->committed_seq, w->credit,
+	     s->zbatch ? "zbatch (one zstd frame a batch)" : "per-record zstd");
 	if (w->committed_seq > atomic_load(&s->acked) &&
 	    ds_outbox_ack(s->outbox, w->committed_seq, &err) == 0)
 		atomic_store(&s->acked, w->committed_seq);
@@ -589,6 +609,7 @@ static void read_incoming(ds_sender *s)
 			reset(s, true);
 			return;
 		}
+		ds_link_stats_add(s->cfg.stats, 0, zmq_msg_size(&m), 0);
 		zmq_msg_close(&m);
 		switch (ds_wire_msg_kind(msg)) {
 		case DS_WIRE_WELCOME:
@@ -616,7 +637,8 @@ static int fill_window(ds_sender *s, ds_err *err)
 {
 	while (s->state == S_STREAM && !s->pending && !s->held && s->next_seq <= s->granted) {
 		ds_outbox_batch b;
-		uint8_t *frame;
+		uint8_t *frame = NULL;
+		uint64_t json = 0;
 		size_t len, room = (size_t)(s->granted - s->next_seq + 1);
 		int rc;
 
@@ -629,10 +651,18 @@ static int fill_window(ds_sender *s, ds_err *err)
 			ds_outbox_batch_dispose(&b);
 			return 0;
 		}
-		rc = ds_wire_batch_encode(b.records, b.n, &frame, &len);
+		rc = s->zbatch ? ds_wire_zbatch_encode(s->zb, b.records, b.n, &frame, &len, &json)
+			       : -E2BIG;
+		if (rc == -E2BIG || rc == -EBADMSG) {
+			/* Over the ZBatch bound, not paying, or not for this target: a Batch. */
+			rc = ds_wire_batch_encode(b.records, b.n, &frame, &len);
+			if (s->cfg.stats)
+				json = ds_wire_records_plain_bytes(b.records, b.n);
+		}
 		if (rc == 0) {
 			uint64_t first = s->next_seq;
 
+			ds_link_stats_add(s->cfg.stats, 0, 0, json);
 			if (s->next_seq == s->target_committed + 1)
 				s->last_progress = ds_clock_mono_ms(); /* in flight from now */
 			s->next_seq = b.last_seq + 1;

@@ -143,3 +143,13 @@ const char *ds_handshake_reason(uint16_t event, uint32_t value, char *buf, size_
 		snprintf(buf, len, "handshake protocol error 0x%x", value);
 	return buf;
 }
+
+void ds_peer_ip(const char *peer, char *ip, size_t len)
+{
+	char *colon;
+
+	snprintf(ip, len, "%s", peer);
+	colon = strrchr(ip, ':');
+	if (colon)
+		*colon = '\0';
+}

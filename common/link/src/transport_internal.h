@@ -29,6 +29,9 @@ int ds_monitor_read(struct ds_monitor *m, uint16_t *event, uint32_t *value, char
 /* Stop monitoring sock (may be NULL when already closed) and close the PAIR. */
 void ds_monitor_stop(struct ds_monitor *m, void *sock);
 
+/* The IP of "ip:port" (the refusals are grouped by address, without the port). */
+void ds_peer_ip(const char *peer, char *ip, size_t len);
+
 /* Why a handshake failed, in words. */
 const char *ds_handshake_reason(uint16_t event, uint32_t value, char *buf, size_t len);
 

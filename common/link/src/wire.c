@@ -2,6 +2,7 @@
 
 #include "drasync/buf.h"
 #include "drasync.pb-c.h"
+#include "wire_internal.h"
 
 #include <errno.h>
 #include <stdalign.h>
@@ -17,6 +18,7 @@ void ds_wire_limits_default(ds_wire_limits *lim)
 	lim->max_record = 16 * MiB;
 	lim->max_decoded = 128 * MiB;
 	lim->max_batch = 4096;
+	lim->max_zbatch = 32 * MiB;
 }
 
 /* ---- encoding ---------------------------------------------------------- */
@@ -44,13 +46,14 @@ int ds_wire_hello_encode(const ds_wire_hello *h, uint8_t **out, size_t *len)
 {
 	Drasync__Envelope env = DRASYNC__ENVELOPE__INIT;
 	Drasync__Hello m = DRASYNC__HELLO__INIT;
-	char *caps[] = {str("zstd"), str("snapshot"), str(DS_CAP_APPLY_RESULTS)};
+	char *caps[] = {str("zstd"), str("snapshot"), str(DS_CAP_APPLY_RESULTS),
+			str(DS_CAP_ZBATCH)};
 
 	m.protocol_version = h->protocol_version;
 	m.cluster_name = str(h->cluster_name);
 	m.agent_version = str(h->agent_version);
 	m.epoch = h->epoch;
-	m.n_capabilities = 3;
+	m.n_capabilities = h->zbatch ? 4 : 3;
 	m.capabilities = caps;
 	env.body_case = DRASYNC__ENVELOPE__BODY_HELLO;
 	env.hello = &m;
@@ -61,14 +64,19 @@ int ds_wire_welcome_encode(const ds_wire_welcome *w, uint8_t **out, size_t *len)
 {
 	Drasync__Envelope env = DRASYNC__ENVELOPE__INIT;
 	Drasync__Welcome m = DRASYNC__WELCOME__INIT;
-	char *caps[] = {str("zstd"), str("snapshot"), str(DS_CAP_APPLY_RESULTS)};
+	char *caps[4] = {str("zstd"), str("snapshot")};
+	size_t n_caps = 2;
 
+	if (w->apply_results)
+		caps[n_caps++] = str(DS_CAP_APPLY_RESULTS);
+	if (w->zbatch)
+		caps[n_caps++] = str(DS_CAP_ZBATCH);
 	m.protocol_version = w->protocol_version;
 	m.agent_version = str(w->agent_version);
 	m.epoch = w->epoch;
 	m.committed_seq = w->committed_seq;
 	m.credit = w->credit;
-	m.n_capabilities = w->apply_results ? 3 : 2;
+	m.n_capabilities = n_caps;
 	m.capabilities = caps;
 	m.source_name = str(w->source_name);
 	env.body_case = DRASYNC__ENVELOPE__BODY_WELCOME;
@@ -356,19 +364,9 @@ out:
 
 /* ---- decoding ---------------------------------------------------------- */
 
-/*
- * Every allocation of one decode is charged to a budget, so a small frame
- * that unpacks into a huge tree (many tiny repeated messages) or a
- * decompression bomb fails cleanly instead of exhausting memory.
- */
-struct budget {
-	size_t used;
-	size_t limit;
-};
-
 #define HDR (alignof(max_align_t) > sizeof(size_t) ? alignof(max_align_t) : sizeof(size_t))
 
-static void *budget_alloc(void *data, size_t size)
+void *ds_wire_budget_alloc(void *data, size_t size)
 {
 	struct budget *b = data;
 	unsigned char *p;
@@ -383,7 +381,7 @@ static void *budget_alloc(void *data, size_t size)
 	return p + HDR;
 }
 
-static void budget_free(void *data, void *ptr)
+void ds_wire_budget_free(void *data, void *ptr)
 {
 	struct budget *b = data;
 	unsigned char *p = ptr;
@@ -396,28 +394,6 @@ static void budget_free(void *data, void *ptr)
 	b->used -= HDR + size;
 	free(p);
 }
-
-struct ds_wire_decoder {
-	ds_wire_limits lim;
-	ZSTD_DCtx *dctx;
-};
-
-struct ds_wire_msg {
-	struct budget budget;
-	ProtobufCAllocator alloc;
-	Drasync__Envelope *env;
-	enum ds_wire_kind kind;
-	union {
-		ds_wire_hello hello;
-		ds_wire_welcome welcome;
-		ds_wire_ack ack;
-	} u;
-	ds_wire_result *results, *applied;
-	ds_record *records;
-	size_t n_records;
-	uint8_t **inflated; /* per record, NULL when the payload was not compressed */
-	ds_manifest_entry **manifests;
-};
 
 int ds_wire_decoder_new(ds_wire_decoder **out, const ds_wire_limits *lim)
 {
@@ -443,6 +419,7 @@ void ds_wire_decoder_free(ds_wire_decoder *dec)
 	if (!dec)
 		return;
 	ZSTD_freeDCtx(dec->dctx);
+	ZSTD_freeCCtx(dec->cctx);
 	free(dec);
 }
 
@@ -452,15 +429,16 @@ void ds_wire_msg_free(ds_wire_msg *msg)
 		return;
 	for (size_t i = 0; i < msg->n_records; i++) {
 		if (msg->inflated)
-			budget_free(&msg->budget, msg->inflated[i]);
+			ds_wire_budget_free(&msg->budget, msg->inflated[i]);
 		if (msg->manifests)
-			budget_free(&msg->budget, msg->manifests[i]);
+			ds_wire_budget_free(&msg->budget, msg->manifests[i]);
 	}
-	budget_free(&msg->budget, msg->inflated);
-	budget_free(&msg->budget, msg->manifests);
-	budget_free(&msg->budget, msg->records);
-	budget_free(&msg->budget, msg->results);
-	budget_free(&msg->budget, msg->applied);
+	ds_wire_budget_free(&msg->budget, msg->inflated);
+	ds_wire_budget_free(&msg->budget, msg->manifests);
+	ds_wire_budget_free(&msg->budget, msg->records);
+	ds_wire_budget_free(&msg->budget, msg->results);
+	ds_wire_budget_free(&msg->budget, msg->applied);
+	ds_wire_zbatch_free(msg);
 	if (msg->env)
 		drasync__envelope__free_unpacked(msg->env, &msg->alloc);
 	free(msg);
@@ -474,7 +452,7 @@ static void *charge(ds_wire_msg *msg, size_t n, size_t size)
 		return NULL;
 	if (size && n > SIZE_MAX / size)
 		return NULL;
-	p = budget_alloc(&msg->budget, n * size);
+	p = ds_wire_budget_alloc(&msg->budget, n * size);
 	if (p)
 		memset(p, 0, n * size);
 	return p;
@@ -494,7 +472,7 @@ static int hash_ok(const ProtobufCBinaryData *h)
 
 static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_err *err)
 {
-	const Drasync__Record *r = msg->env->batch->records[i];
+	const Drasync__Record *r = msg->batch->records[i];
 	ds_record *out = &msg->records[i];
 	unsigned long long seq = (unsigned long long)r->seq;
 
@@ -616,7 +594,7 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 					   seq, (unsigned long long)raw);
 				return -EBADMSG;
 			}
-			buf = budget_alloc(&msg->budget, (size_t)raw);
+			buf = ds_wire_budget_alloc(&msg->budget, (size_t)raw);
 			if (!buf) {
 				ds_err_set(err,
 					   "record seq %llu: decompressed payloads over the "
@@ -640,8 +618,10 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 			return -EBADMSG;
 		}
 		/* A compressed payload was checked by zstd against its XXH64 checksum
-		 * (and by CURVE's MAC in transit); a plain one is checked here. */
-		if (out->payload == r->payload.data) {
+		 * (and by CURVE's MAC in transit), so was one of a ZBatch (the checksum
+		 * of the whole batch; what the store keeps plain is hashed then); a
+		 * plain one is checked here. */
+		if (out->payload == r->payload.data && !msg->zbatch) {
 			ds_record_hash(out->payload, out->payload_len, h);
 			if (memcmp(h, out->content_hash, DS_HASH_LEN) != 0) {
 				ds_err_set(err,
@@ -658,9 +638,9 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 	return 0;
 }
 
-static int decode_batch(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
+int ds_wire_decode_records(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 {
-	const Drasync__Batch *b = msg->env->batch;
+	const Drasync__Batch *b = msg->batch;
 	int rc;
 
 	if (b->n_records == 0) {
@@ -739,6 +719,10 @@ static int decode_body(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 		msg->u.hello.agent_version =
 		    env->hello->agent_version ? env->hello->agent_version : "";
 		msg->u.hello.epoch = env->hello->epoch;
+		for (size_t i = 0; i < env->hello->n_capabilities; i++)
+			if (env->hello->capabilities[i] &&
+			    strcmp(env->hello->capabilities[i], DS_CAP_ZBATCH) == 0)
+				msg->u.hello.zbatch = true;
 		if (!env->hello->cluster_name[0] || env->hello->epoch == 0) {
 			ds_err_set(err, "hello without a cluster name or epoch");
 			return -EBADMSG;
@@ -758,6 +742,9 @@ static int decode_body(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 			if (env->welcome->capabilities[i] &&
 			    strcmp(env->welcome->capabilities[i], DS_CAP_APPLY_RESULTS) == 0)
 				msg->u.welcome.apply_results = true;
+			else if (env->welcome->capabilities[i] &&
+				 strcmp(env->welcome->capabilities[i], DS_CAP_ZBATCH) == 0)
+				msg->u.welcome.zbatch = true;
 		return 0;
 	case DRASYNC__ENVELOPE__BODY_ACK: {
 		const Drasync__Ack *a = env->ack;
@@ -784,7 +771,11 @@ static int decode_body(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 		return 0;
 	case DRASYNC__ENVELOPE__BODY_BATCH:
 		msg->kind = DS_WIRE_BATCH;
-		return decode_batch(dec, msg, err);
+		msg->batch = env->batch;
+		return ds_wire_decode_records(dec, msg, err);
+	case DRASYNC__ENVELOPE__BODY_ZBATCH:
+		msg->kind = DS_WIRE_BATCH;
+		return ds_wire_decode_zbatch(dec, msg, err);
 	default:
 		ds_err_set(err, "envelope without a known body");
 		return -EBADMSG;
@@ -806,8 +797,8 @@ int ds_wire_decode(ds_wire_decoder *dec, const void *frame, size_t len, ds_wire_
 	if (!msg)
 		return ds_err_fallback(err, -ENOMEM);
 	msg->budget.limit = dec->lim.max_decoded;
-	msg->alloc.alloc = budget_alloc;
-	msg->alloc.free = budget_free;
+	msg->alloc.alloc = ds_wire_budget_alloc;
+	msg->alloc.free = ds_wire_budget_free;
 	msg->alloc.allocator_data = &msg->budget;
 	msg->env = drasync__envelope__unpack(&msg->alloc, len, frame);
 	if (!msg->env) {
@@ -870,7 +861,11 @@ ds_wire_blob ds_wire_msg_record_wire_payload(const ds_wire_msg *msg, size_t i, i
 	*zstd = 0;
 	if (i >= ds_wire_msg_record_count(msg))
 		return b;
-	r = msg->env->batch->records[i];
+	if (msg->stored && msg->stored[i].data) {
+		*zstd = 1;
+		return msg->stored[i];
+	}
+	r = msg->batch->records[i];
 	if (!r->has_payload)
 		return b;
 	b.data = r->payload.data;

@@ -332,7 +332,7 @@ static void test_transport__sender_beyond_credit_dropped(void **state)
 	ds_wire_blob blobs[12];
 	uint8_t *bufs[12], *frame, reply[4096];
 	size_t len;
-	ds_wire_hello h = {DS_PROTOCOL_VERSION, "greedy", "test", 5};
+	ds_wire_hello h = {DS_PROTOCOL_VERSION, "greedy", "test", 5, false};
 	ds_err err = {0};
 	const char *json = "{\"kind\":\"Secret\"}";
 
@@ -473,7 +473,8 @@ static void test_transport__sender_never_exceeds_credit(void **state)
 	ds_wire_msg_free(msg);
 	ds_wire_decoder_free(dec);
 	{
-		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "test", epoch, 0, 10, "prod-east", false};
+		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "test", epoch, 0, 10,
+				     "prod-east",	  false,  false};
 		assert_int_equal(ds_wire_welcome_encode(&w, &buf, &len), 0);
 		send_to_peer(router, rid, (size_t)rid_len, buf, len);
 	}

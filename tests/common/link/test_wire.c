@@ -120,7 +120,7 @@ static void test_wire__control_messages_round_trip(void **state)
 	uint8_t *buf;
 	size_t len;
 	ds_err err = {0};
-	ds_wire_hello h = {DS_PROTOCOL_VERSION, "prod-east", "0.1.0", 9};
+	ds_wire_hello h = {DS_PROTOCOL_VERSION, "prod-east", "0.1.0", 9, false};
 	ds_wire_result res[2] = {{5, DS_RESULT_OK, ""}, {6, DS_RESULT_FAILED, "quota exceeded"}};
 	ds_wire_result app[1] = {{3, DS_RESULT_WAITING, "waits for ResourceClaimTemplate ml/gpu"}};
 	ds_wire_ack a = {9, 6, 128, res, 2, app, 1, 40};

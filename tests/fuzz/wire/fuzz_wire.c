@@ -2,6 +2,8 @@
  * libFuzzer target: ds_wire_decode() on arbitrary bytes, as the receiver and
  * the sender do with every frame from the network. Whatever the input, the
  * decoder returns a validated message or an error, within its memory budget.
+ * Batch and ZBatch frames (a Batch in one zstd frame: corpus/zbatch) both
+ * decode to the records checked below.
  * Built with clang in its own tree (tests/fuzz/CMakeLists.txt, -DDS_FUZZ=ON);
  * seeds in tests/fuzz/wire/corpus.
  */

@@ -8,6 +8,7 @@
  * change. `status` believes "running" only while that pid is alive.
  */
 
+#include "drasync/link_stats.h"
 #include "drasync/err.h"
 
 #include <stdbool.h>
@@ -25,6 +26,7 @@ typedef struct ds_agent_state {
 	int64_t next_pass_ms;  /* interval/cron: the next slot; 0 otherwise */
 	uint64_t bandwidth;    /* target.bandwidth, bytes per second; 0: no cap */
 	char proxy[256];       /* target.proxy's host:port (never its credentials); "" none */
+	ds_link_figures wire;  /* the link's bytes and the JSON they carried (link_stats.h) */
 } ds_agent_state;
 
 /** "STATE_DIR/agent.json" into buf. @return 0, -ENAMETOOLONG */

@@ -27,6 +27,7 @@
 #include "drasync/err.h"
 #include "drasync/keys.h"
 #include "drasync/ledger_identity.h"
+#include "drasync/link_stats.h"
 #include "drasync/kube_client.h"
 #include "drasync/quota.h"
 #include "drasync/target_config.h"
@@ -73,6 +74,8 @@ int ds_target_agent_listen(ds_target_agent *a, ds_err *err);
 /** The applier, the verifier (NULL with verify_timeout_ms 0), the bound endpoint: borrowed. */
 /** The receiver's per-source quotas (NULL before ds_target_agent_listen). */
 ds_quota *ds_target_agent_quota(ds_target_agent *a);
+/** The link's figures: bytes each way, JSON received (the receiver's thread writes them). */
+const ds_link_stats *ds_target_agent_link_stats(const ds_target_agent *a);
 
 ds_applier *ds_target_agent_applier(ds_target_agent *a);
 ds_verifier *ds_target_agent_verifier(ds_target_agent *a);

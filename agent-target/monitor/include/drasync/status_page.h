@@ -12,6 +12,7 @@
 #include "drasync/buf.h"
 #include "drasync/inventory.h"
 #include "drasync/ledger_status.h"
+#include "drasync/link_stats.h"
 #include "drasync/target_config.h"
 
 #include <stdbool.h>
@@ -28,6 +29,7 @@ typedef struct ds_status_page {
 	bool ready;
 	const char *not_ready; /* why, when not ready */
 	int64_t now;	       /* seconds since the epoch */
+	ds_link_figures wire;  /* the link's bytes and the JSON they carried */
 } ds_status_page;
 
 /** Append the page to out. @return 0, or out's error */

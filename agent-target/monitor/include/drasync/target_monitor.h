@@ -20,6 +20,7 @@
 #include "drasync/err.h"
 #include "drasync/kube_client.h"
 #include "drasync/metrics.h"
+#include "drasync/link_stats.h"
 #include "drasync/quota.h"
 #include "drasync/target_config.h"
 #include "drasync/transport.h"
@@ -54,6 +55,8 @@ void ds_target_monitor_attach(ds_target_monitor *m, ds_applier *a, ds_verifier *
 
 /** The receiver's quotas, for the per-source backlog, bytes and throttled metrics (borrowed). */
 void ds_target_monitor_attach_quota(ds_target_monitor *m, ds_quota *q);
+/** The receiver's link figures, for the wire metrics and the status page (borrowed). */
+void ds_target_monitor_attach_link(ds_target_monitor *m, const ds_link_stats *st);
 
 /** The configuration in force (SIGHUP): the monitor takes a reference to cfg and drops the
  *  one it held once no request still reads it. Safe from any thread. */

@@ -19,9 +19,11 @@
 #include "drasync/err.h"
 #include "drasync/inbox.h"
 #include "drasync/keys.h"
+#include "drasync/link_stats.h"
 #include "drasync/quota.h"
 #include "drasync/transport.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct ds_receiver ds_receiver;
@@ -75,6 +77,10 @@ typedef struct ds_receiver_config {
 	/* Called (event_ud, n) from the monitor's thread when the count of
 	 * unauthenticated connections changes; may be NULL. */
 	void (*on_unauth)(void *ud, unsigned n);
+	/* The link's figures (bytes each way, JSON received) go here; may be NULL. */
+	ds_link_stats *stats;
+	/* Welcome without the capability "zbatch" (what a target before it sends). */
+	bool no_zbatch;
 } ds_receiver_config;
 
 /** Fill the defaults (tuning included); endpoint, keys and paths stay NULL. */

@@ -17,10 +17,12 @@
 
 #include "drasync/err.h"
 #include "drasync/keys.h"
+#include "drasync/link_stats.h"
 #include "drasync/record.h"
 #include "drasync/transport.h"
 #include "drasync/wire.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct ds_sender ds_sender;
@@ -56,6 +58,11 @@ typedef struct ds_sender_config {
 	/* The target needs a snapshot: push SNAPSHOT_BEGIN, every object, SNAPSHOT_END. */
 	void (*on_snapshot_required)(void *ud, uint64_t target_committed_seq);
 	void *ud;
+	/* The link's figures (bytes each way, JSON carried) go here; may be NULL. */
+	ds_link_stats *stats;
+	/* Never offer nor send ZBatch frames (what an agent before them does). */
+	bool no_zbatch;
+	int zbatch_level; /* zstd level of ZBatch frames; 0: 3 */
 } ds_sender_config;
 
 /** Fill the defaults (tuning included); endpoint, keys and paths stay NULL. */
@@ -102,5 +109,8 @@ void ds_sender_bandwidth_stats_get(const ds_sender *s, ds_sender_bandwidth_stats
 
 /** Records the target has committed and not yet applied, as its last Ack said. */
 uint64_t ds_sender_target_unapplied(const ds_sender *s);
+
+/** The config's stats (NULL when it gave none). */
+const ds_link_stats *ds_sender_link_stats(const ds_sender *s);
 
 #endif

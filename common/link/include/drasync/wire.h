@@ -22,6 +22,7 @@ typedef struct ds_wire_limits {
 	size_t max_record;  /* largest uncompressed payload; default 16 MiB */
 	size_t max_decoded; /* memory one decoded frame may take, payloads included; 128 MiB */
 	size_t max_batch;   /* records in one batch; default 4096 */
+	size_t max_zbatch;  /* a ZBatch's decompressed Batch; default 32 MiB */
 } ds_wire_limits;
 
 /** Fill the defaults above. */
@@ -41,9 +42,13 @@ typedef struct ds_wire_hello {
 	const char *cluster_name;
 	const char *agent_version;
 	uint64_t epoch;
+	bool zbatch; /* capability "zbatch": the source can send ZBatch frames */
 } ds_wire_hello;
 
 #define DS_CAP_APPLY_RESULTS "apply-results"
+/* A batch's records in one zstd frame (Envelope.zbatch): sent only to a target
+ * whose Welcome lists it; an older target's does not, and gets Batch frames. */
+#define DS_CAP_ZBATCH "zbatch"
 
 typedef struct ds_wire_welcome {
 	uint32_t protocol_version;
@@ -53,6 +58,7 @@ typedef struct ds_wire_welcome {
 	uint32_t credit;
 	const char *source_name;
 	bool apply_results; /* capability "apply-results": apply results follow in later Acks */
+	bool zbatch;	    /* capability "zbatch": the target takes ZBatch frames */
 } ds_wire_welcome;
 
 typedef struct ds_wire_result {
@@ -96,6 +102,31 @@ int ds_wire_batch_encode(const ds_wire_blob *records, size_t n, uint8_t **out, s
 /** Bytes a record of `record_len` adds to a batch frame (its length prefix included). */
 size_t ds_wire_batch_cost(size_t record_len);
 
+/*
+ * ZBatch frames: the records of one batch (as the outbox holds them, payloads
+ * compressed one by one) with their payloads plain, as one Batch compressed
+ * in one zstd frame (content size and XXH64 checksum), so what records share
+ * (keys, labels, images, namespaces) is paid for once a batch.
+ */
+typedef struct ds_wire_zbatcher ds_wire_zbatcher;
+
+/** @return 0, -ENOMEM or -EINVAL (a bad level). max_plain: the largest Batch it compresses */
+int ds_wire_zbatcher_new(ds_wire_zbatcher **out, int zstd_level, size_t max_plain);
+void ds_wire_zbatcher_free(ds_wire_zbatcher *z);
+
+/**
+ * An Envelope{zbatch} of records[0..n) (each from ds_wire_record_encode()).
+ * *plain_bytes: the payloads' JSON bytes (what compression is measured against).
+ * @return 0; -E2BIG when the plain Batch is over max_plain or the frame would
+ * not be smaller than ds_wire_batch_encode()'s (send that one then);
+ * -EBADMSG for a record that does not decode; -ENOMEM
+ */
+int ds_wire_zbatch_encode(ds_wire_zbatcher *z, const ds_wire_blob *records, size_t n, uint8_t **out,
+			  size_t *len, uint64_t *plain_bytes);
+
+/** The payloads' JSON bytes of records[0..n) (their raw sizes), for a Batch frame's figures. */
+uint64_t ds_wire_records_plain_bytes(const ds_wire_blob *records, size_t n);
+
 /* Encodes records, compressing payloads with zstd above a threshold. */
 typedef struct ds_wire_encoder ds_wire_encoder;
 
@@ -137,11 +168,15 @@ const ds_wire_welcome *ds_wire_msg_welcome(const ds_wire_msg *msg);
 const ds_wire_ack *ds_wire_msg_ack(const ds_wire_msg *msg);
 const char *ds_wire_msg_goodbye(const ds_wire_msg *msg);
 size_t ds_wire_msg_record_count(const ds_wire_msg *msg);
+/** The JSON bytes (uncompressed payloads) of a batch's records. */
+uint64_t ds_wire_msg_json_bytes(const ds_wire_msg *msg);
 /** Record i of a batch, payload uncompressed. */
 const ds_record *ds_wire_msg_record(const ds_wire_msg *msg, size_t i);
 /**
- * Record i's payload as it came on the wire; *zstd set when it is one zstd
- * frame (what a store keeps to save space).
+ * Record i's payload as a store keeps it; *zstd set when it is one zstd frame
+ * (with its content size and checksum): as it came in a Batch, or, from a
+ * ZBatch, re-compressed on its own (payloads of 512 bytes or more, when that
+ * makes them smaller), so the ledger holds the same per-record frames either way.
  */
 ds_wire_blob ds_wire_msg_record_wire_payload(const ds_wire_msg *msg, size_t i, int *zstd);
 

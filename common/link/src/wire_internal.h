@@ -1,0 +1,58 @@
+#ifndef DRASYNC_WIRE_INTERNAL_H
+#define DRASYNC_WIRE_INTERNAL_H
+
+/* What wire.c (frames, records) and wire_zbatch.c (compressed batches) share. */
+
+#include "drasync/wire.h"
+#include "drasync.pb-c.h"
+
+#include <zstd.h>
+
+/*
+ * Every allocation of one decode is charged to a budget, so a small frame
+ * that unpacks into a huge tree (many tiny repeated messages) or a
+ * decompression bomb fails cleanly instead of exhausting memory.
+ */
+struct budget {
+	size_t used;
+	size_t limit;
+};
+
+/* A ProtobufCAllocator's alloc/free over a struct budget. */
+void *ds_wire_budget_alloc(void *data, size_t size);
+void ds_wire_budget_free(void *data, void *ptr);
+
+struct ds_wire_decoder {
+	ds_wire_limits lim;
+	ZSTD_DCtx *dctx;
+	ZSTD_CCtx *cctx; /* re-compresses a ZBatch's payloads for the store; made on first use */
+};
+
+struct ds_wire_msg {
+	struct budget budget;
+	ProtobufCAllocator alloc;
+	Drasync__Envelope *env;
+	Drasync__Batch *batch;	/* env->batch, or the Batch a ZBatch held */
+	Drasync__Batch *zbatch; /* unpacked from a ZBatch (owned), else NULL */
+	enum ds_wire_kind kind;
+	union {
+		ds_wire_hello hello;
+		ds_wire_welcome welcome;
+		ds_wire_ack ack;
+	} u;
+	ds_wire_result *results, *applied;
+	ds_record *records;
+	size_t n_records;
+	uint8_t **inflated; /* per record, NULL when the payload was not compressed */
+	ds_manifest_entry **manifests;
+	ds_wire_blob *stored; /* per record of a ZBatch: its payload re-compressed, or {NULL, 0} */
+};
+
+/* The records of msg->batch, validated (wire.c). */
+int ds_wire_decode_records(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err);
+/* Decode the ZBatch of msg->env into msg->zbatch, then its records (wire_zbatch.c). */
+int ds_wire_decode_zbatch(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err);
+/* A ZBatch's per-record payloads re-compressed as one zstd frame each, for the store. */
+void ds_wire_zbatch_free(ds_wire_msg *msg);
+
+#endif
