@@ -170,6 +170,7 @@ static void collect(void *ud, ds_metrics *mx)
 			       (double)bw.bytes);
 		ds_metrics_set(mx, "drasync_source_link_bandwidth_wait_seconds_total", NULL,
 			       bw.wait_seconds);
+	}
 	if (s) { /* the wire's figures */
 		ds_link_figures f;
 		ds_link_stats_read(ds_sender_link_stats(s), &f);
