@@ -13,6 +13,9 @@
 #                          both agents run from it as the chart renders them
 #   deploy_image_vulns     scripts/image_vulns.sh over this machine's apt
 #                          indexes (a stale package listed with its CVE ids)
+#   kubelet_build          FIXTURES_SETUP kubelet_bin  builds or reuses the kubelet
+#   deploy_kubelet         kube_v1, kube_v1beta1, helm_bin, kubelet_bin: helm
+#                          install on real nodes (containerd + kubelet), pods
 
 set(DS_HELM_BUILD ${CMAKE_CURRENT_LIST_DIR}/../kube/helm/build.sh)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
@@ -71,3 +74,29 @@ set_tests_properties(deploy_image PROPERTIES LABELS "integration;deploy;image" T
 add_test(NAME deploy_image_vulns COMMAND ${_ds_deploy_dir}/image_vulns.sh)
 set_tests_properties(deploy_image_vulns PROPERTIES LABELS "deploy;image" TIMEOUT 300
   SKIP_RETURN_CODE 77 ENVIRONMENT "${DS_TEST_ENV}")
+
+# deploy_kubelet (label image): both agents as Pods on real nodes, one per
+# cluster (tests/deploy/node.sh: Debian's containerd and the kubelet that
+# kubelet_build builds from tests/kube/kubelet, the control plane's pinned
+# modules), the image's OCI archive imported with ctr, the chart installed
+# with `helm install --wait` (hostNetwork, a hostPath PersistentVolume per
+# release). Creates drasync and ml-team-dr on the v1 cluster, as the tests
+# above do. Skipped (77) without podman, buildah or containerd.
+set(DS_KUBELET_BUILD ${CMAKE_CURRENT_LIST_DIR}/../kube/kubelet/build.sh)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+  ${CMAKE_CURRENT_LIST_DIR}/../kube/kubelet/go.mod ${CMAKE_CURRENT_LIST_DIR}/../kube/kubelet/go.sum
+  ${CMAKE_CURRENT_LIST_DIR}/../kube/kubelet/main.go ${DS_KUBELET_BUILD})
+execute_process(COMMAND ${DS_KUBELET_BUILD} --path
+  OUTPUT_VARIABLE DS_KUBELET_BIN_PATH OUTPUT_STRIP_TRAILING_WHITESPACE
+  RESULT_VARIABLE _ds_kubelet_rc)
+if(NOT _ds_kubelet_rc EQUAL 0 OR DS_KUBELET_BIN_PATH STREQUAL "")
+  message(FATAL_ERROR "tests/kube/kubelet/build.sh --path failed (${_ds_kubelet_rc})")
+endif()
+add_test(NAME kubelet_build COMMAND ${DS_KUBELET_BUILD})
+set_tests_properties(kubelet_build PROPERTIES FIXTURES_SETUP kubelet_bin LABELS kube TIMEOUT 3600
+  ENVIRONMENT "DS_KUBELET_BIN=$ENV{DS_KUBELET_BIN}")
+add_test(NAME deploy_kubelet COMMAND ${_ds_deploy_dir}/kubelet_run.sh)
+set_tests_properties(deploy_kubelet PROPERTIES LABELS "integration;deploy;image" TIMEOUT 900
+  SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "kube_v1;kube_v1beta1;helm_bin;kubelet_bin"
+  RESOURCE_LOCK ds_deploy_namespaces
+  ENVIRONMENT "${DS_TEST_ENV};${DS_KUBE_ENV};DS_HELM_BIN=${DS_HELM_BIN_PATH};DS_KUBELET_BIN=${DS_KUBELET_BIN_PATH}")
