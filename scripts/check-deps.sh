@@ -58,7 +58,7 @@ check_file() { # what file
 # control plane needs Go >= 1.21, newer than Debian 12's, see README).
 for tool in cmake ninja pkg-config cc gcc clang clang-format protoc-c git sqlite3 openssl \
   curl flock script timeout setsid sha256sum base64 awk sed promtool chromium ldd dpkg-query \
-  systemd-analyze mmdebstrap buildah podman skopeo runc dpkg-deb microsocks; do
+  systemd-analyze mmdebstrap buildah podman skopeo runc dpkg-deb microsocks containerd ctr; do
   check_file "tool $tool" "$(command -v "$tool" || true)"
 done
 
