@@ -1,7 +1,6 @@
 #include "drasync/preflight.h"
 
 #include "drasync/dra_quota.h"
-
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
 
