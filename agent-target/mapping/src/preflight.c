@@ -1,5 +1,6 @@
 #include "drasync/preflight.h"
 
+#include "drasync/dra_quota.h"
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
 
@@ -95,7 +96,7 @@ int ds_preflight_needs(const json_t *obj, ds_preflight_need_fn fn, void *ud)
 	if (ds_obj_in_group(obj, "scheduling.k8s.io"))
 		return group_needs(obj, kind, ns, fn, ud);
 	if (!ds_obj_in_group(obj, "resource.k8s.io"))
-		return 0;
+		return ds_dra_quota_needs(obj, fn, ud); /* a ResourceQuota's, a LimitRange's */
 	if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM))
 		return device_classes(ds_json_path(obj, "spec.devices.requests"), fn, ud);
 	if (ds_kind_is(kind, DS_KIND_RESOURCE_CLAIM_TEMPLATE))

@@ -1,6 +1,7 @@
 #include "drasync/transform.h"
 
 #include "drasync/dra_mapping.h"
+#include "drasync/dra_quota.h"
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
 #include "drasync/sanitize.h"
@@ -157,6 +158,13 @@ int ds_transform_object(const ds_transform_opts *o, json_t *obj, ds_report *rep)
 			r = DS_TRANSFORM_ERROR; /* reported */
 		goto out;
 	}
+	r = ds_dra_map_quota(dra, obj, rep);
+	if (r == -EINVAL) {
+		r = DS_TRANSFORM_ERROR;
+		goto out;
+	}
+	if (r < 0)
+		goto out;
 	snprintf(from_api, sizeof(from_api), "%s", ds_obj_api_version(obj));
 	r = ds_dra_convert(obj, o->dra_version, &err);
 	if (r == -EINVAL) {

@@ -18,28 +18,36 @@ static const char *const sched_versions[] = {"v1", "v1beta1", "v1alpha3", "v1alp
 	}
 #define WORKLOAD(id, name, group, res, w)                                                          \
 	{                                                                                          \
-		id, name, group, v1, res, true, 11, DS_KIND_CLASS_WORKLOAD, w                      \
+		id, name, group, v1, res, true, 13, DS_KIND_CLASS_WORKLOAD, w                      \
 	}
 
-/* Indexed by enum ds_kind_id; ranks follow SPEC §5, every workload after the rest. */
+/*
+ * Indexed by enum ds_kind_id; ranks follow SPEC §5, every workload after the rest.
+ * LimitRange and ResourceQuota come right after the Namespace: they govern what
+ * is created after them (quota counts ConfigMaps, Secrets, PVCs, Services and
+ * claims as well as pods; a LimitRange defaults and bounds pods and PVCs), and
+ * the LimitRange first, so that its defaults fill the requests a quota counts.
+ */
 static const ds_kind table[DS_KIND_MAX] = {
     CORE(DS_KIND_NAMESPACE, "Namespace", "namespaces", false, 0, DS_KIND_CLASS_NAMESPACE),
-    CORE(DS_KIND_SERVICE_ACCOUNT, "ServiceAccount", "serviceaccounts", true, 1,
+    CORE(DS_KIND_LIMIT_RANGE, "LimitRange", "limitranges", true, 1, DS_KIND_CLASS_SUPPORT),
+    CORE(DS_KIND_RESOURCE_QUOTA, "ResourceQuota", "resourcequotas", true, 2, DS_KIND_CLASS_SUPPORT),
+    CORE(DS_KIND_SERVICE_ACCOUNT, "ServiceAccount", "serviceaccounts", true, 3,
 	 DS_KIND_CLASS_SUPPORT),
-    CORE(DS_KIND_CONFIG_MAP, "ConfigMap", "configmaps", true, 2, DS_KIND_CLASS_SUPPORT),
-    CORE(DS_KIND_SECRET, "Secret", "secrets", true, 3, DS_KIND_CLASS_SUPPORT),
+    CORE(DS_KIND_CONFIG_MAP, "ConfigMap", "configmaps", true, 4, DS_KIND_CLASS_SUPPORT),
+    CORE(DS_KIND_SECRET, "Secret", "secrets", true, 5, DS_KIND_CLASS_SUPPORT),
     CORE(DS_KIND_PERSISTENT_VOLUME_CLAIM, "PersistentVolumeClaim", "persistentvolumeclaims", true,
-	 4, DS_KIND_CLASS_SUPPORT),
-    CORE(DS_KIND_SERVICE, "Service", "services", true, 5, DS_KIND_CLASS_SUPPORT),
+	 6, DS_KIND_CLASS_SUPPORT),
+    CORE(DS_KIND_SERVICE, "Service", "services", true, 7, DS_KIND_CLASS_SUPPORT),
     {DS_KIND_DEVICE_CLASS, "DeviceClass", "resource.k8s.io", dra_versions, "deviceclasses", false,
-     6, DS_KIND_CLASS_DRA, -1},
+     8, DS_KIND_CLASS_DRA, -1},
     {DS_KIND_RESOURCE_CLAIM_TEMPLATE, "ResourceClaimTemplate", "resource.k8s.io", dra_versions,
-     "resourceclaimtemplates", true, 7, DS_KIND_CLASS_DRA, -1},
+     "resourceclaimtemplates", true, 9, DS_KIND_CLASS_DRA, -1},
     {DS_KIND_RESOURCE_CLAIM, "ResourceClaim", "resource.k8s.io", dra_versions, "resourceclaims",
-     true, 8, DS_KIND_CLASS_DRA, -1},
-    {DS_KIND_WORKLOAD, "Workload", "scheduling.k8s.io", sched_versions, "workloads", true, 9,
+     true, 10, DS_KIND_CLASS_DRA, -1},
+    {DS_KIND_WORKLOAD, "Workload", "scheduling.k8s.io", sched_versions, "workloads", true, 11,
      DS_KIND_CLASS_GROUP, -1},
-    {DS_KIND_POD_GROUP, "PodGroup", "scheduling.k8s.io", sched_versions, "podgroups", true, 10,
+    {DS_KIND_POD_GROUP, "PodGroup", "scheduling.k8s.io", sched_versions, "podgroups", true, 12,
      DS_KIND_CLASS_GROUP, -1},
     WORKLOAD(DS_KIND_DEPLOYMENT, "Deployment", "apps", "deployments", DS_WORKLOAD_DEPLOYMENT),
     WORKLOAD(DS_KIND_REPLICA_SET, "ReplicaSet", "apps", "replicasets", DS_WORKLOAD_REPLICASET),

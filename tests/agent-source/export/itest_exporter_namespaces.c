@@ -183,7 +183,8 @@ static void test_itest_exporter__a_kind_that_cannot_be_listed_is_left_alone(void
 		"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: "
 		"%s}\nrules:\n- apiGroups: ['', apps, batch, resource.k8s.io, "
 		"scheduling.k8s.io]\n  resources: [namespaces, serviceaccounts, configmaps, "
-		"services, persistentvolumeclaims, pods, deployments, replicasets, statefulsets, "
+		"services, persistentvolumeclaims, resourcequotas, limitranges, pods, "
+		"deployments, replicasets, statefulsets, "
 		"daemonsets, jobs, cronjobs, resourceclaims, resourceclaimtemplates, workloads, "
 		"podgroups]\n  verbs: [get, list, watch]\n",
 		role));

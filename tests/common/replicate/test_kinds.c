@@ -18,6 +18,8 @@ static const struct {
 	bool namespaced;
 } replicated[] = {
     {"Namespace", "", "namespaces", false},
+    {"LimitRange", "", "limitranges", true},
+    {"ResourceQuota", "", "resourcequotas", true},
     {"ServiceAccount", "", "serviceaccounts", true},
     {"ConfigMap", "", "configmaps", true},
     {"Secret", "", "secrets", true},
@@ -62,9 +64,12 @@ static void test_kinds__ranks_follow_the_spec_order(void **state)
 {
 	/* SPEC §5: Namespace, ServiceAccount, ConfigMap, Secret, PVC, Service,
 	 * DeviceClass, ResourceClaimTemplate, ResourceClaim, Workload, PodGroup,
-	 * then workloads. */
+	 * then workloads; LimitRange and ResourceQuota before everything they
+	 * govern (docs/architecture.md). */
 	static const char *const order[] = {
 	    "Namespace",
+	    "LimitRange",
+	    "ResourceQuota",
 	    "ServiceAccount",
 	    "ConfigMap",
 	    "Secret",

@@ -97,6 +97,7 @@ static void test_object_names__each_kind_has_its_rule(void **state)
 		bool digit_first; /* "1a" accepted */
 	} kinds[] = {
 	    {"Namespace", 63, false, true},	 {"Service", 63, false, false},
+	    {"LimitRange", 253, true, true},	 {"ResourceQuota", 253, true, true},
 	    {"ServiceAccount", 253, true, true}, {"ConfigMap", 253, true, true},
 	    {"Secret", 253, true, true},	 {"PersistentVolumeClaim", 253, true, true},
 	    {"DeviceClass", 253, true, true},	 {"ResourceClaimTemplate", 253, true, true},

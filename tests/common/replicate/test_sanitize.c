@@ -69,6 +69,31 @@ static void test_sanitize__pvc_binding(void **state)
 	json_decref(p);
 }
 
+/* A quota's status (hard and used, the target's own count) and server fields go; its spec stays. */
+static void test_sanitize__quota_and_limits(void **state)
+{
+	json_t *q = dt_object(
+	    "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\n  namespace: ml\n"
+	    "  uid: 1\n  resourceVersion: '7'\n  creationTimestamp: x\n  managedFields: [{}]\n"
+	    "spec:\n  hard: {pods: '10', requests.cpu: '4'}\n  scopes: [NotTerminating]\n"
+	    "status:\n  hard: {pods: '10', requests.cpu: '4'}\n  used: {pods: '3'}\n");
+	json_t *l = dt_object("apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: l\n  uid: 2\n"
+			      "  generation: 1\nspec:\n  limits: [{type: Container, max: {cpu: "
+			      "'2'}}]\n");
+
+	(void)state;
+	assert_int_equal(ds_sanitize(q), 0);
+	assert_int_equal(ds_sanitize(l), 0);
+	assert_null(json_object_get(q, "status"));
+	assert_int_equal(json_object_size(json_object_get(q, "metadata")), 2); /* name, namespace */
+	assert_string_equal(dt_str(q, "/spec/hard/pods"), "10");
+	assert_string_equal(dt_str(q, "/spec/scopes/0"), "NotTerminating");
+	assert_int_equal(json_object_size(json_object_get(l, "metadata")), 1);
+	assert_string_equal(dt_str(l, "/spec/limits/0/max/cpu"), "2");
+	json_decref(q);
+	json_decref(l);
+}
+
 /* A Job as the source's API server returns it: its controller's selector and labels go. */
 static void test_sanitize__job_generated_selector_and_uid_labels(void **state)
 {
@@ -182,6 +207,7 @@ int main(void)
 	    cmocka_unit_test(test_sanitize__server_metadata_and_status),
 	    cmocka_unit_test(test_sanitize__service_ips_and_node_ports),
 	    cmocka_unit_test(test_sanitize__pvc_binding),
+	    cmocka_unit_test(test_sanitize__quota_and_limits),
 	    cmocka_unit_test(test_sanitize__job_generated_selector_and_uid_labels),
 	    cmocka_unit_test(test_sanitize__resource_claim_allocation_and_finalizer),
 	    cmocka_unit_test(test_sanitize__podgroup_status_and_finalizer),

@@ -6,8 +6,9 @@
  * ResourceClaims and ResourceClaimTemplates a workload's pod spec and a Job's
  * spec.scheduling reference (after mapping), the PodGroup its pods join
  * (spec.schedulingGroup.podGroupName); a PodGroup's claims, templates and its
- * Workload, a Workload's templates' claims; and the DeviceClasses claims and
- * templates request.
+ * Workload, a Workload's templates' claims; the DeviceClasses claims and
+ * templates request, and those the DRA resource names of a ResourceQuota or
+ * LimitRange name (dra_quota.h).
  */
 
 #include <jansson.h>

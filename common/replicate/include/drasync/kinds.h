@@ -15,6 +15,8 @@
 /* The kinds, in the table's order: the apply order of SPEC §5, workloads last. */
 enum ds_kind_id {
 	DS_KIND_NAMESPACE,
+	DS_KIND_LIMIT_RANGE,
+	DS_KIND_RESOURCE_QUOTA,
 	DS_KIND_SERVICE_ACCOUNT,
 	DS_KIND_CONFIG_MAP,
 	DS_KIND_SECRET,
@@ -45,7 +47,7 @@ enum ds_kind_class {
 };
 
 /* The rank ds_kind_rank() gives a kind the table does not hold: after everything. */
-#define DS_KIND_RANK_UNKNOWN 12
+#define DS_KIND_RANK_UNKNOWN 14
 
 typedef struct ds_kind {
 	enum ds_kind_id id;
