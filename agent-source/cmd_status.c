@@ -127,6 +127,7 @@ static void print_text(const ds_source_status *v)
 		if (st->more_failures)
 			printf("  ... and %zu more\n", st->more_failures);
 	}
+	ds_source_status_print_relocations(stdout, v);
 }
 
 int ds_cmd_status(int argc, char **argv)
@@ -143,6 +144,7 @@ int ds_cmd_status(int argc, char **argv)
 	ds_source_config *cfg = NULL;
 	ds_export_status *st = NULL;
 	ds_agent_state as;
+	static ds_source_relocation relocations[DS_SOURCE_STATUS_RELOCATIONS_MAX];
 	ds_source_status v = {0};
 	const char *why;
 	json_t *doc;
@@ -176,6 +178,10 @@ int ds_cmd_status(int argc, char **argv)
 		return 1;
 	}
 	v.st = st;
+	rc = ds_source_status_read_relocations(ds_source_config_state_dir(cfg), relocations,
+					       DS_SOURCE_STATUS_RELOCATIONS_MAX, &err);
+	v.relocations = relocations;
+	v.n_relocations = rc > 0 ? (size_t)rc : 0;
 	ds_err_clear(&err);
 	if (ds_agent_state_read(ds_source_config_state_dir(cfg), &as, &v.running, &err) == 0)
 		v.as = &as;

@@ -7,6 +7,8 @@
 static const struct ds_cli_command commands[] = {
     {"run", "replicate the selected namespaces to the target (--config FILE)", ds_cmd_run},
     {"status", "what was pushed, acknowledged and failed (--config FILE [-o json])", ds_cmd_status},
+    {"relocate", "move a namespace to the target on purpose (--config FILE --namespace NS)",
+     ds_cmd_relocate},
     {"keygen", "write a CURVE key pair (--out DIR)", ds_cmd_keygen},
     {NULL, NULL, NULL},
 };

@@ -227,6 +227,50 @@ if k kustomize "$tmp/overlay-source" >"$tmp/kustomize-source-sel.yaml" 2>"$tmp/e
 else
   notok "kubectl kustomize with source-cluster-wide: $(cat "$tmp/err")"
 fi
+# The opt-in Role of `drasync-source relocate` (docs/operations.md, "Planned
+# relocation"): absent from the base, present with the component, and only in
+# the namespace it names.
+mkdir -p "$tmp/overlay-relocate"
+cp -r "$deploy/kustomize/source-relocate" "$tmp/"
+printf 'resources: [../source]\ncomponents: [../source-relocate]\n' >"$tmp/overlay-relocate/kustomization.yaml"
+if grep -q 'drasync-source-relocate' "$tmp/kustomize-source.yaml"; then
+  notok "the source base renders the relocate Role, which is opt-in"
+else
+  ok "the source base has no relocate Role (it only reads)"
+fi
+if k kustomize "$tmp/overlay-relocate" >"$tmp/kustomize-relocate.yaml" 2>"$tmp/err" &&
+  k apply --dry-run=server -o json -f "$tmp/kustomize-relocate.yaml" >"$tmp/relocate.json" 2>"$tmp/err"; then
+  if python3 - "$tmp/relocate.json" <<'PY'
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+roles = [o for o in items if o["kind"] == "Role" and o["metadata"]["name"] == "drasync-source-relocate"]
+binds = [o for o in items if o["kind"] == "RoleBinding" and o["metadata"]["name"] == "drasync-source-relocate"]
+assert len(roles) == 1 and roles[0]["metadata"]["namespace"] == "ml-team", roles
+assert len(binds) == 1 and binds[0]["subjects"][0]["name"] == "drasync-source", binds
+verbs = {v for r in roles[0]["rules"] for v in r["verbs"]}
+assert verbs == {"get", "list", "update", "delete"}, verbs
+PY
+  then
+    ok "kubectl kustomize with source-relocate: a Role and RoleBinding in ml-team (get, list, update, delete)"
+  else
+    notok "the source-relocate component renders other RBAC than its Role in ml-team"
+  fi
+else
+  notok "kubectl kustomize with source-relocate: $(cat "$tmp/err")"
+fi
+if helm template drasync "$deploy/helm/drasync" -n drasync --set source.enabled=true "${keys_source[@]}" \
+  >"$tmp/helm-source-default.yaml" 2>"$tmp/err" &&
+  helm template drasync "$deploy/helm/drasync" -n drasync --set source.enabled=true "${keys_source[@]}" \
+  --set source.relocate.enabled=true >"$tmp/helm-relocate.yaml" 2>"$tmp/err"; then
+  if [ "$(grep -c 'name: drasync-source-relocate' "$tmp/helm-relocate.yaml")" -ge 2 ] &&
+    ! grep -q 'source-relocate' "$tmp/helm-source-default.yaml"; then
+    ok "helm: source.relocate.enabled renders the relocate Role and RoleBinding; off by default"
+  else
+    notok "helm: the relocate Role is not opt-in: $(grep -n 'source-relocate' "$tmp/helm-relocate.yaml" "$tmp/helm-source-default.yaml" | head -n 5)"
+  fi
+else
+  notok "helm template (source.relocate.enabled): $(cat "$tmp/err")"
+fi
 # The fixed list's rendering with the cluster-wide Secret reads: refused, the
 # check can fail.
 python3 - "$tmp/kustomize-source/list.json" "$tmp/kustomize-source-selector/list.json" "$tmp/mixed.json" <<'PY'

@@ -1,5 +1,7 @@
 #include "exporter_internal.h"
 
+#include "drasync/schemas.h"
+
 #include "drasync/buf.h"
 #include "drasync/clock.h"
 #include "drasync/change_queue.h"
@@ -225,6 +227,8 @@ int ds_exporter_new(ds_exporter **out, const ds_exporter_config *cfg, ds_err *er
 	if (rc == 0)
 		rc = ds_object_index_open(&ex->ridx, ex->db_path, err);
 	if (rc == 0)
+		rc = ds_outbox_file_open(&ex->reloc, ex->db_path, 0, err);
+	if (rc == 0)
 		rc = ds_change_queue_new(&ex->q, ex->cfg.debounce_ms);
 	if (rc == 0 && ds_outbox_state_get(ex->ob, &st, err) == 0)
 		atomic_store(&ex->last_seq, st.last_seq);
@@ -246,6 +250,7 @@ void ds_exporter_free(ds_exporter *ex)
 	ds_change_queue_free(ex->q);
 	ds_object_index_free(ex->idx);
 	ds_object_index_free(ex->ridx);
+	ds_store_free(ex->reloc);
 	ds_outbox_free(ex->ob);
 	for (size_t i = 0; i < ex->nsel; i++)
 		free(ex->sel[i]);

@@ -11,6 +11,7 @@
 #include "drasync/outbox.h"
 #include "drasync/sanitize.h"
 #include "drasync/selection.h"
+#include "drasync/source_relocation.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -127,13 +128,46 @@ void ds_exporter_batch_dispose(struct batch *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/*
+ * Drop the records of namespaces being relocated (source_relocation.h): from
+ * the intent on, nothing of them is exported, the parked form least of all.
+ * The index keeps what it had, so nothing is tombstoned for them either.
+ */
+static int drop_relocated(ds_exporter *ex, struct batch *b, ds_err *err)
+{
+	char **ex_ns = NULL;
+	size_t n_ns = 0, k = 0, dropped = 0;
+	int rc = ds_source_relocation_excluded(ex->reloc, &ex_ns, &n_ns, err);
+
+	if (rc < 0 || n_ns == 0)
+		return rc;
+	for (size_t i = 0; i < b->n; i++) {
+		if (!ds_source_relocation_exports((const char *const *)ex_ns, n_ns,
+						  b->recs[i].ns)) {
+			dropped++;
+			continue;
+		}
+		b->recs[k++] = b->recs[i];
+	}
+	b->n = k;
+	if (dropped)
+		ds_exporter_emit(ex, DS_LOG_DEBUG, "relocated_not_exported",
+				 "records=%zu namespaces=%zu", dropped, n_ns);
+	for (size_t i = 0; i < n_ns; i++)
+		free(ex_ns[i]);
+	free(ex_ns);
+	return 0;
+}
+
 int ds_exporter_flush(ds_exporter *ex, ds_err *err)
 {
 	struct batch *b = &ex->b;
 	uint64_t last = 0;
 	int rc = 0;
 
-	if (b->nmarks)
+	if (b->n)
+		rc = drop_relocated(ex, b, err);
+	if (rc == 0 && b->nmarks)
 		rc = ds_object_index_mark(ex->idx, b->marks, b->nmarks, err);
 	if (rc == 0 && b->n) {
 		rc = ds_object_index_push(ex->idx, ex->ob, b->recs, b->n, &last, err);

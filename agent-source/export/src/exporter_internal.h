@@ -11,6 +11,7 @@
 
 #include "drasync/change_queue.h"
 #include "drasync/exporter.h"
+#include "drasync/store.h"
 #include "drasync/kinds.h"
 #include "drasync/object_index.h"
 #include "drasync/outbox.h"
@@ -73,6 +74,7 @@ struct ds_exporter {
 	char db_path[1024];
 	ds_outbox *ob;
 	ds_object_index *idx; /* the pass/watch thread's */
+	ds_store *reloc;      /* its relocations (source_relocation.h): what not to export */
 	atomic_bool stop;
 	atomic_bool watch_stop; /* ends the watch threads (stop, or a snapshot) */
 	atomic_bool snapshot_wanted;

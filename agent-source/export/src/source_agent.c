@@ -17,6 +17,7 @@
 #include "drasync/log.h"
 #include "drasync/object_index.h"
 #include "drasync/schedule.h"
+#include "drasync/source_relocation.h"
 #include "drasync/store.h"
 
 #include <errno.h>
@@ -37,6 +38,7 @@ struct ds_source_agent {
 	ds_sender *sender;
 	ds_link_stats link;	       /* the link's figures (the sender writes them) */
 	_Atomic int64_t wire_saved_ms; /* when on_results last wrote them to agent.json */
+	ds_store *reloc; /* the relocations (source_relocation.h): the sender's thread's */
 
 	pthread_t sender_thread;
 	int sender_rc;
@@ -227,6 +229,28 @@ static void on_results(void *ud, const ds_wire_result *v, size_t n)
 		atomic_store(&a->wire_saved_ms, now);
 		state_save(a);
 	}
+	ds_source_agent_relocation_results(a->reloc, v, n);
+}
+
+void ds_source_agent_relocation_results(ds_store *reloc, const ds_wire_result *v, size_t n)
+{
+	ds_err err = {0};
+	char q[600];
+	int rc = reloc ? ds_source_relocation_on_results(reloc, v, n, &err) : 0;
+
+	if (rc < 0) {
+		ds_log(DS_LOG_ERROR, "relocation_not_recorded", "error=%s",
+		       ds_log_quote(err.msg, q, sizeof(q)));
+		return;
+	}
+	for (size_t i = 0; rc > 0 && i < n; i++)
+		if (v[i].status == DS_RESULT_APPLIED || v[i].status == DS_RESULT_FAILED ||
+		    v[i].status == DS_RESULT_REFUSED || v[i].status == DS_RESULT_SKIPPED) {
+			ds_log(v[i].status == DS_RESULT_APPLIED ? DS_LOG_INFO : DS_LOG_WARN,
+			       "relocation_result", "seq=%llu status=%s detail=%s",
+			       (unsigned long long)v[i].seq, ds_result_status_name(v[i].status),
+			       ds_log_quote(v[i].message ? v[i].message : "", q, sizeof(q)));
+		}
 }
 
 /* ---- the sender's thread ---------------------------------------------------------- */
@@ -640,7 +664,8 @@ int ds_source_agent_new(ds_source_agent **out, const ds_source_agent_config *cfg
 		free(a);
 		return rc;
 	}
-	if ((rc = make_exporter(a, err)) < 0 || (rc = make_sender(a, err)) < 0)
+	if ((rc = make_exporter(a, err)) < 0 || (rc = make_sender(a, err)) < 0 ||
+	    (rc = ds_source_relocation_open(&a->reloc, a->state_dir, err)) < 0)
 		goto out;
 	a->state.pid = (int64_t)getpid();
 	a->state.started_ms = ds_clock_wall_ms();
@@ -715,6 +740,7 @@ void ds_source_agent_free(ds_source_agent *a)
 		return;
 	ds_sender_free(a->sender);
 	ds_exporter_free(a->ex);
+	ds_store_free(a->reloc);
 	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->state_lock);
 	pthread_mutex_destroy(&a->lock);

@@ -3,6 +3,7 @@
 #include "drasync/source_status.h"
 
 #include <string.h>
+#include <time.h>
 
 const char *ds_source_status_attention(const ds_source_status *v)
 {
@@ -29,6 +30,75 @@ const char *ds_source_status_attention(const ds_source_status *v)
 	if (!v->as->connected)
 		return "the link to the target is down";
 	return NULL;
+}
+
+/* The word status says of a relocation's state. */
+static const char *relocation_word(enum ds_source_relocation_state s)
+{
+	return s == DS_SRC_RELOCATION_ACTIVE ? "relocated" : ds_source_relocation_state_name(s);
+}
+
+static json_t *relocations_json(const ds_source_status *v)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < v->n_relocations; i++) {
+		const ds_source_relocation *r = &v->relocations[i];
+		json_array_append_new(
+		    a, json_pack("{ss ss ss sI sI sI ss}", "namespace", r->ns, "state",
+				 relocation_word(r->state), "target", r->target, "seq",
+				 (json_int_t)r->seq, "requestedAt", (json_int_t)r->requested_at,
+				 "finishedAt", (json_int_t)r->finished_at, "message", r->message));
+	}
+	return a;
+}
+
+static const char *utc(int64_t t, char *buf, size_t size)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (t <= 0)
+		return "-";
+	gmtime_r(&tt, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+void ds_source_status_print_relocations(FILE *out, const ds_source_status *v)
+{
+	char t1[40], t2[40];
+
+	if (!v->n_relocations)
+		return;
+	fprintf(out, "\nrelocations:\n");
+	for (size_t i = 0; i < v->n_relocations; i++) {
+		const ds_source_relocation *r = &v->relocations[i];
+
+		if (r->state == DS_SRC_RELOCATION_ACTIVE)
+			fprintf(out, "  %s: relocated to %s at %s (not exported any more): %s\n",
+				r->ns, r->target, utc(r->finished_at, t1, sizeof(t1)), r->message);
+		else
+			fprintf(out, "  %s: %s (to %s, asked at %s%s%s)%s%s\n", r->ns,
+				relocation_word(r->state), r->target,
+				utc(r->requested_at, t1, sizeof(t1)),
+				r->finished_at ? ", ended at " : "",
+				r->finished_at ? utc(r->finished_at, t2, sizeof(t2)) : "",
+				r->message[0] ? ": " : "", r->message);
+	}
+}
+
+int ds_source_status_read_relocations(const char *state_dir, ds_source_relocation *out, size_t max,
+				      ds_err *err)
+{
+	ds_store *db = NULL;
+	int rc = ds_source_relocation_open(&db, state_dir, err);
+
+	if (rc < 0)
+		return rc;
+	rc = ds_source_relocation_list(db, out, max, err);
+	ds_store_free(db);
+	return rc;
 }
 
 json_t *ds_source_status_json(const ds_source_status *v)
@@ -100,6 +170,7 @@ json_t *ds_source_status_json(const ds_source_status *v)
 	json_object_set_new(o, "kinds", kinds);
 	json_object_set_new(o, "failures", fails);
 	json_object_set_new(o, "moreFailures", json_integer((json_int_t)st->more_failures));
+	json_object_set_new(o, "relocations", relocations_json(v));
 	json_object_set_new(o, "needsAttention", json_boolean(why != NULL));
 	if (why)
 		json_object_set_new(o, "attention", json_string(why));

@@ -394,6 +394,8 @@ static int presences(ds_failover *f, json_t **out)
 	for (size_t i = 0; arr && i < n; i++) {
 		ds_inbox_presence p;
 
+		if (f->o.requester && strcmp(sources[i], f->o.requester) == 0)
+			continue; /* it asked: its own session is no split brain */
 		if (ds_inbox_presence_get(f->ib, sources[i], ds_clock_wall_ms(), &p, NULL) != 1)
 			continue;
 		json_array_append_new(arr, json_pack("{ss sb ss sI sI}", "source", sources[i],

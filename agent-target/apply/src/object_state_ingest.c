@@ -114,6 +114,8 @@ static int ingest_one(void *ud, const ds_ledger_record *rec)
 	in->last = rec->id;
 	if (rec->op == DS_RECORD_SNAPSHOT_END)
 		return prune(st, rec->source, rec->epoch, rec->seq, in->err);
+	if (rec->op == DS_RECORD_RELOCATE)
+		return ds_object_state_note_relocation(st, rec, in->err);
 	if (rec->op != DS_RECORD_UPSERT && rec->op != DS_RECORD_DELETE)
 		return 0;
 	if (!rec->kind || !rec->name)

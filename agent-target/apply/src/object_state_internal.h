@@ -58,4 +58,8 @@ char *ds_object_state_col_dup(sqlite3_stmt *q, int i);
 int ds_object_state_queue_result(ds_object_state *st, int64_t record_id, enum ds_apply_state s,
 				 const char *reason, ds_err *err);
 
+/* A relocation record into the `relocations` table (relocation_store.c), in the ingest's
+ * transaction. @return 0 or < 0 */
+int ds_object_state_note_relocation(ds_object_state *st, const ds_ledger_record *rec, ds_err *err);
+
 #endif

@@ -7,6 +7,7 @@
 #include "drasync/ledger_identity.h"
 #include "drasync/log.h"
 #include "drasync/receiver.h"
+#include "drasync/relocation.h"
 #include "drasync/stop_signals.h"
 
 #include <errno.h>
@@ -32,7 +33,7 @@ struct ds_target_agent {
 	ds_verifier *verifier;
 	ds_verify_modes verify_modes;  /* the verifier's thread's, with its reference in .cfg */
 	size_t verified, not_verified; /* since the last summary (the verifier's thread's) */
-	pthread_t applier_thread, verifier_thread;
+	pthread_t applier_thread, verifier_thread, relocator_thread;
 	int applier_rc;
 	atomic_bool stopping; /* the identity's wait ends */
 };
@@ -110,6 +111,56 @@ static void *verifier_main(void *arg)
 
 	if (ds_verifier_run(a->verifier, &err) < 0)
 		ds_log(DS_LOG_ERROR, "verifier_failed", "error=%s", err.msg);
+	return NULL;
+}
+
+/* Sleep about ms, returning early once the agent stops. */
+static void nap(ds_target_agent *a, int ms)
+{
+	struct timespec ts = {0, 100 * 1000 * 1000};
+
+	for (int i = 0; i < ms / 100 && !atomic_load(&a->stopping); i++)
+		nanosleep(&ts, NULL);
+}
+
+/* The planned relocations the sources asked for (relocation.h), one at a time. */
+static void *relocator_main(void *arg)
+{
+	ds_target_agent *a = arg;
+	ds_object_state *st = NULL;
+	ds_err err = {0};
+
+	while (!atomic_load(&a->stopping)) {
+		ds_relocation_row rows[8];
+		size_t n = 0;
+
+		nap(a, 1000);
+		if (!st && ds_object_state_open(&st, a->ledger_path, &err) < 0) {
+			ds_log(DS_LOG_ERROR, "relocate_ledger_failed", "error=%s", err.msg);
+			nap(a, 10000);
+			continue;
+		}
+		if (ds_relocation_pending(st, rows, 8, &n, &err) < 0) {
+			ds_log(DS_LOG_ERROR, "relocate_ledger_failed", "error=%s", err.msg);
+			continue;
+		}
+		for (size_t i = 0; i < n && !atomic_load(&a->stopping); i++) {
+			ds_target_config *cfg = ds_config_holder_get(a->configs);
+			ds_relocation_ctx c = {.ledger_path = a->ledger_path,
+					       .config_path = a->config_path,
+					       .cfg = cfg,
+					       .kube = a->cfg.kube};
+			char msg[512];
+			int rc = ds_relocation_perform(st, &c, &rows[i], msg, sizeof(msg), &err);
+
+			if (rc < 0)
+				ds_log(DS_LOG_ERROR, "relocate_ledger_failed", "error=%s", err.msg);
+			else if (a->cfg.hooks.on_relocation)
+				a->cfg.hooks.on_relocation(a->cfg.hooks.ud, rows[i].source, rc);
+			ds_target_config_unref(cfg);
+		}
+	}
+	ds_object_state_free(st);
 	return NULL;
 }
 
@@ -621,7 +672,7 @@ void ds_target_agent_stop(ds_target_agent *a)
 int ds_target_agent_run(ds_target_agent *a, ds_err *err)
 {
 	ds_stop_signals signals = {0};
-	bool applier_started = false, verifier_started = false;
+	bool applier_started = false, verifier_started = false, relocator_started = false;
 	int rc;
 
 	if (ds_stop_signals_start(&signals, on_stop_signal, on_reload_signal, a) < 0)
@@ -638,6 +689,11 @@ int ds_target_agent_run(ds_target_agent *a, ds_err *err)
 		else
 			ds_log(DS_LOG_WARN, "no_verifier", "detail=\"workloads are not verified\"");
 	}
+	if (pthread_create(&a->relocator_thread, NULL, relocator_main, a) == 0)
+		relocator_started = true;
+	else
+		ds_log(DS_LOG_WARN, "no_relocator",
+		       "detail=\"planned relocations are not served\"");
 	rc = ds_receiver_run(a->receiver, err);
 	if (rc < 0)
 		ds_log(DS_LOG_ERROR, "receiver_failed", "error=%s", err ? err->msg : "");
@@ -650,6 +706,8 @@ out:
 		if (a->applier_rc < 0 && rc == 0)
 			rc = a->applier_rc;
 	}
+	if (relocator_started)
+		pthread_join(a->relocator_thread, NULL);
 	if (verifier_started) {
 		ds_verifier_stop(a->verifier);
 		pthread_join(a->verifier_thread, NULL);

@@ -12,6 +12,12 @@ static void on_verified(void *ud, const ds_verify_item *it)
 	ds_target_monitor_on_verified(ud, it);
 }
 
+static void on_relocation(void *ud, const char *source, int state)
+{
+	(void)source; /* a label per source would be unbounded */
+	ds_target_monitor_on_relocation(ud, state);
+}
+
 static void on_config(void *ud, const ds_target_config *cfg)
 {
 	ds_target_monitor_set_config(ud, cfg);
@@ -33,6 +39,7 @@ void ds_target_monitor_hooks(ds_target_monitor *m, ds_target_agent_hooks *out)
 				       .on_link_event = ds_target_monitor_on_link_event, /* logs */
 				       .on_link_unauth = ds_target_monitor_on_link_unauth,
 				       .on_config = on_config,
+				       .on_relocation = on_relocation,
 				       .on_listening = on_listening};
 }
 

@@ -1,5 +1,7 @@
 #include "drasync/target_monitor.h"
 
+#include "drasync/relocation.h"
+
 #include "drasync/clock.h"
 #include "drasync/html.h"
 #include "drasync/http_server.h"
@@ -111,6 +113,10 @@ static const ds_metric_def defs[] = {
     {"drasync_target_verifications_total", DS_METRIC_COUNTER,
      "Workload verifications finished by the verifier, by result (verified, not_verified).",
      "result", NULL, 0},
+    {"drasync_target_relocations_total", DS_METRIC_COUNTER,
+     "Planned relocations the sources asked for, by outcome (active: failed over and "
+     "verified, failed, refused: not granted).",
+     "outcome", NULL, 0},
     {"drasync_target_verifier_checks_total", DS_METRIC_COUNTER,
      "Checks the verifier made on the cluster.", "", NULL, 0},
     {"drasync_target_verifier_pending_workloads", DS_METRIC_GAUGE,
@@ -545,6 +551,15 @@ void ds_target_monitor_on_verified(ds_target_monitor *m, const ds_verify_item *i
 		return;
 	ds_metrics_add(m->mx, "drasync_target_verifications_total",
 		       (const char *[]){it->verified ? "verified" : "not_verified"}, 1);
+}
+
+void ds_target_monitor_on_relocation(ds_target_monitor *m, int state)
+{
+	if (!m)
+		return;
+	ds_metrics_add(m->mx, "drasync_target_relocations_total",
+		       (const char *[]){ds_relocation_state_name((enum ds_relocation_state)state)},
+		       1);
 }
 
 void ds_target_monitor_on_link_event(void *ud, const ds_transport_event *ev)

@@ -250,6 +250,20 @@ void ds_wire_encoder_free(ds_wire_encoder *enc)
 	free(enc);
 }
 
+/* A relocation's namespace: a DNS label (RFC 1123), as the API server checks it. */
+static bool relocate_ns_ok(const char *ns)
+{
+	size_t n = ns ? strlen(ns) : 0;
+
+	if (n == 0 || n > 63 || ns[0] == '-' || ns[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((ns[i] >= 'a' && ns[i] <= 'z') || (ns[i] >= '0' && ns[i] <= '9') ||
+		      ns[i] == '-'))
+			return false;
+	return true;
+}
+
 int ds_wire_record_encode(ds_wire_encoder *enc, const ds_record *rec, uint8_t **out, size_t *len,
 			  ds_err *err)
 {
@@ -285,6 +299,15 @@ int ds_wire_record_encode(ds_wire_encoder *enc, const ds_record *rec, uint8_t **
 		ref.name = str(rec->name);
 		ref.source_uid = str(rec->source_uid);
 		ref.source_resource_version = str(rec->source_resource_version);
+		m.ref = &ref;
+	}
+	if (rec->op == DS_RECORD_RELOCATE) {
+		if (!relocate_ns_ok(rec->ns)) {
+			ds_err_set(err, "record %llu: a relocation needs a namespace (a DNS label)",
+				   (unsigned long long)rec->seq);
+			return -EINVAL;
+		}
+		ref.namespace_ = str(rec->ns);
 		m.ref = &ref;
 	}
 	if (rec->op == DS_RECORD_SNAPSHOT_BEGIN || rec->op == DS_RECORD_SNAPSHOT_END) {
@@ -509,6 +532,17 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 		out->source_uid = ref->source_uid ? ref->source_uid : "";
 		out->source_resource_version =
 		    ref->source_resource_version ? ref->source_resource_version : "";
+	}
+	if (out->op == DS_RECORD_RELOCATE) {
+		if (!r->ref || !relocate_ns_ok(r->ref->namespace_) || r->has_payload) {
+			ds_err_set(
+			    err,
+			    "record seq %llu: a relocation without a valid namespace, or with "
+			    "a payload",
+			    seq);
+			return -EBADMSG;
+		}
+		out->ns = r->ref->namespace_;
 	}
 	if (out->op == DS_RECORD_SNAPSHOT_BEGIN) {
 		if (!r->snapshot_begin || !r->snapshot_begin->snapshot_id[0]) {

@@ -55,6 +55,13 @@ static const ds_store_migration steps[] = {
      "CREATE INDEX IF NOT EXISTS object_state_record ON object_state(record_id);"
      "CREATE INDEX IF NOT EXISTS object_state_applied ON object_state(applied_record_id);"
      "CREATE INDEX IF NOT EXISTS apply_results_seq ON apply_results(source, epoch, seq);"},
+    {4, "relocations: the planned relocations sources asked for (relocation.c)",
+     /* One row per relocation record ingested; state pending, then active,
+      * failed or refused, and the outcome the source was sent. */
+     "CREATE TABLE IF NOT EXISTS relocations(id INTEGER PRIMARY KEY, source TEXT NOT NULL,"
+     " epoch INTEGER NOT NULL, seq INTEGER NOT NULL, namespace TEXT NOT NULL,"
+     " target_namespace TEXT, state TEXT NOT NULL, message TEXT,"
+     " requested_at INTEGER NOT NULL, finished_at INTEGER, UNIQUE(source, epoch, seq));"},
 };
 
 const ds_store_schema ds_ledger_schema = {

@@ -22,6 +22,14 @@ static const ds_store_migration steps[] = {
      "CREATE INDEX IF NOT EXISTS export_objects_by_ns ON export_objects(namespace);"},
     {2, "store_info: what the file is and which drasync wrote it",
      "CREATE TABLE IF NOT EXISTS store_info(key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
+    {3, "relocations: `relocate`'s intent and outcome per namespace (source_relocation.c)",
+     /* state: parking (intent recorded: nothing of the namespace is exported
+      * any more), sent (the relocation record is in the outbox at seq),
+      * active (the target verified it), failed (the source's workloads were
+      * brought back). */
+     "CREATE TABLE IF NOT EXISTS relocations(namespace TEXT PRIMARY KEY, state TEXT NOT NULL,"
+     " seq INTEGER, target TEXT NOT NULL, requested_at INTEGER NOT NULL, finished_at INTEGER,"
+     " status INTEGER, message TEXT);"},
 };
 
 const ds_store_schema ds_outbox_schema = {

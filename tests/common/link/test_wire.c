@@ -113,6 +113,61 @@ static void test_wire__batch_round_trip_with_compression(void **state)
 	ds_wire_decoder_free(dec);
 }
 
+/* A relocation record (SPEC §5): its namespace travels; a bad one is refused at both ends. */
+static void test_wire__relocation_record(void **state)
+{
+	ds_wire_encoder *enc;
+	ds_wire_decoder *dec;
+	ds_wire_blob blob;
+	uint8_t *buf, *frame;
+	size_t frame_len;
+	ds_wire_msg *msg;
+	ds_err err = {0};
+	ds_record r = {.op = DS_RECORD_RELOCATE, .seq = 7, .epoch = 1, .ns = "ml-team"};
+	Drasync__Record *m;
+
+	(void)state;
+	ds_record_hash(NULL, 0, r.content_hash);
+	assert_int_equal(ds_wire_encoder_new(&enc, 3, 512), 0);
+	assert_int_equal(ds_wire_decoder_new(&dec, NULL), 0);
+	assert_int_equal(ds_wire_record_encode(enc, &r, &buf, &blob.len, &err), 0);
+	blob.data = buf;
+	assert_int_equal(ds_wire_batch_encode(&blob, 1, &frame, &frame_len), 0);
+	assert_int_equal(ds_wire_decode(dec, frame, frame_len, &msg, &err), 0);
+	assert_int_equal(ds_wire_msg_record(msg, 0)->op, DS_RECORD_RELOCATE);
+	assert_string_equal(ds_wire_msg_record(msg, 0)->ns, "ml-team");
+	assert_string_equal(ds_record_op_name(DS_RECORD_RELOCATE), "relocate");
+	ds_wire_msg_free(msg);
+	free(frame);
+
+	/* A peer's relocation with a namespace the API server would refuse. */
+	m = drasync__record__unpack(NULL, blob.len, buf);
+	assert_non_null(m);
+	{
+		char *orig = m->ref->namespace_;
+		uint8_t raw[512];
+		ds_wire_blob bad;
+
+		m->ref->namespace_ = (char *)"../etc";
+		bad = (ds_wire_blob){.data = raw, .len = drasync__record__pack(m, raw)};
+		m->ref->namespace_ = orig;
+		assert_int_equal(ds_wire_batch_encode(&bad, 1, &frame, &frame_len), 0);
+		assert_int_equal(ds_wire_decode(dec, frame, frame_len, &msg, &err), -EBADMSG);
+		assert_non_null(strstr(err.msg, "relocation"));
+		free(frame);
+	}
+	drasync__record__free_unpacked(m, NULL);
+	free(buf);
+
+	/* The source side refuses to encode one without a valid namespace. */
+	r.ns = "Not_A_Label";
+	assert_int_equal(ds_wire_record_encode(enc, &r, &buf, &blob.len, &err), -EINVAL);
+	r.ns = NULL;
+	assert_int_equal(ds_wire_record_encode(enc, &r, &buf, &blob.len, &err), -EINVAL);
+	ds_wire_encoder_free(enc);
+	ds_wire_decoder_free(dec);
+}
+
 static void test_wire__control_messages_round_trip(void **state)
 {
 	ds_wire_decoder *dec;
@@ -273,6 +328,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_wire__batch_round_trip_with_compression),
 	    cmocka_unit_test(test_wire__control_messages_round_trip),
+	    cmocka_unit_test(test_wire__relocation_record),
 	    cmocka_unit_test(test_wire__hostile_frames_are_rejected),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,7 @@
 #include "drasync/label_selector.h"
 #include "drasync/sender.h"
 #include "drasync/source_config.h"
+#include "drasync/store.h"
 #include "drasync/transport.h"
 
 #include <stdbool.h>
@@ -110,6 +111,12 @@ int ds_source_agent_tally_of(const ds_export_status *st, ds_source_agent_tally *
  * @return 1 when once needs attention (its exit code), else 0
  */
 int ds_source_agent_report(FILE *out, const ds_export_status *st, const char *config_path);
+
+/**
+ * The sender's on_results for relocations (source_relocation.h): the outcome of
+ * a sent relocation recorded and logged (relocation_result). reloc may be NULL.
+ */
+void ds_source_agent_relocation_results(ds_store *reloc, const ds_wire_result *v, size_t n);
 
 /**
  * What a link event says of the session, for agent.json.

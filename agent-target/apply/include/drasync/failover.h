@@ -101,6 +101,9 @@ typedef struct ds_failover_opts {
 	const char *config_path; /* in the command line the guard suggests */
 	const ds_target_config *cfg;
 	bool force;
+	/* The source that asked for it (a planned relocation, relocation.h): its own
+	 * session does not stop the split-brain guard, the others' do. NULL: none. */
+	const char *requester;
 	ds_failover_say_fn say;
 	void *ud;
 } ds_failover_opts;

@@ -44,6 +44,8 @@ typedef struct ds_target_agent_hooks {
 	ds_transport_event_fn on_link_event; /* the receiver's; it logs them (NULL: none) */
 	void (*on_link_unauth)(void *ud, unsigned n); /* unauthenticated connections now */
 	void (*on_config)(void *ud, const ds_target_config *cfg); /* a reload put cfg in force */
+	/* A planned relocation ended (enum ds_relocation_state), on the relocator's thread. */
+	void (*on_relocation)(void *ud, const char *source, int state);
 	/* The receiver is bound, before event=started: applier, verifier, endpoint are set. */
 	void (*on_listening)(void *ud, ds_target_agent *a);
 } ds_target_agent_hooks;

@@ -11,13 +11,9 @@
  */
 
 #include "drasync/report.h"
+#include "drasync/standby_form.h" /* the form and its annotations, shared with the source */
 
 #include <jansson.h>
-
-#define DS_ANNOTATION_REPLICAS "drasync.io/replicas"
-#define DS_ANNOTATION_SUSPEND "drasync.io/suspend"
-#define DS_ANNOTATION_STANDBY "drasync.io/standby"
-#define DS_STANDBY_NODE_LABEL "drasync.io/standby"
 
 enum ds_standby_result {
 	DS_STANDBY_UNCHANGED, /* not a workload */

@@ -71,6 +71,9 @@ void ds_target_monitor_on_apply(ds_target_monitor *m, const ds_applier_event *ev
 /** Count one verification result. */
 void ds_target_monitor_on_verified(ds_target_monitor *m, const ds_verify_item *it);
 
+/** A planned relocation ended (enum ds_relocation_state): drasync_target_relocations_total. */
+void ds_target_monitor_on_relocation(ds_target_monitor *m, int state);
+
 /** Count one link event (a ds_transport_event_fn; ud: the monitor). */
 void ds_target_monitor_on_link_event(void *ud, const ds_transport_event *ev);
 /** The receiver's count of unauthenticated connections changed (its monitor thread). */

@@ -17,6 +17,7 @@ enum ds_record_op {
 	DS_RECORD_DELETE = 2,	      /* tombstone: no payload */
 	DS_RECORD_SNAPSHOT_BEGIN = 3, /* snapshot_id set */
 	DS_RECORD_SNAPSHOT_END = 4,   /* snapshot_id and the manifest set */
+	DS_RECORD_RELOCATE = 5,	      /* ns: fail it over once applied up to here (SPEC §5) */
 	DS_RECORD_OP_MAX
 };
 

@@ -1,0 +1,34 @@
+#ifndef DRASYNC_RELOCATION_PARK_H
+#define DRASYNC_RELOCATION_PARK_H
+
+/*
+ * The source cluster's side of a planned relocation (SPEC §5): park a
+ * namespace's workloads as standby parks them (standby_form.h: replicas 0
+ * with the count in drasync.io/replicas, CronJobs suspended, DaemonSets on
+ * no node), bring them back when the relocation fails, and delete the bare
+ * Pods and Jobs once the target runs them (the target's ledger holds them:
+ * its failover created them). Objects owned by another (a ReplicaSet of a
+ * Deployment, a Job of a CronJob, a controller's Pod) are left to their
+ * owner. Every write is a PUT with the resourceVersion read (a conflict reads
+ * again); what changed is said one line per object.
+ */
+
+#include "drasync/err.h"
+#include "drasync/kube_client.h"
+
+#include <stddef.h>
+
+typedef void (*ds_relocation_say_fn)(void *ud, const char *line);
+
+/** Park ns's workloads. @return how many changed (>= 0), or a negative errno (err says which) */
+int ds_relocation_park(ds_kube *k, const char *ns, ds_relocation_say_fn say, void *ud, ds_err *err);
+
+/** Bring ns's parked workloads back from the annotations. @return how many changed, or < 0 */
+int ds_relocation_unpark(ds_kube *k, const char *ns, ds_relocation_say_fn say, void *ud,
+			 ds_err *err);
+
+/** Delete ns's bare Pods and Jobs. @return how many were deleted, or < 0 */
+int ds_relocation_remove_bare(ds_kube *k, const char *ns, ds_relocation_say_fn say, void *ud,
+			      ds_err *err);
+
+#endif

@@ -1,0 +1,217 @@
+/* Parking a namespace on the source cluster for a planned relocation (relocation_park.h). */
+#include "drasync/relocation_park.h"
+
+#include "drasync/k8s_object.h"
+#include "drasync/kube_error.h"
+#include "drasync/standby_form.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+struct kind {
+	const char *api_version, *kind;
+};
+
+static const struct kind parked_kinds[] = {
+    {"apps/v1", "Deployment"}, {"apps/v1", "StatefulSet"}, {"apps/v1", "ReplicaSet"},
+    {"apps/v1", "DaemonSet"},  {"batch/v1", "CronJob"},
+};
+
+static const struct kind bare_kinds[] = {{"batch/v1", "Job"}, {"v1", "Pod"}};
+
+enum action { PARK, UNPARK };
+
+static void sayf(ds_relocation_say_fn say, void *ud, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void sayf(ds_relocation_say_fn say, void *ud, const char *fmt, ...)
+{
+	char line[700];
+	va_list ap;
+
+	if (!say)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	say(ud, line);
+}
+
+/* Left to its owner, or going away. */
+static bool skip(const json_t *obj)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+
+	return json_object_get(meta, "deletionTimestamp") ||
+	       json_array_size(json_object_get(meta, "ownerReferences")) > 0;
+}
+
+static int list(ds_kube *k, const struct kind *kd, const char *ns, struct ds_kube_resource *res,
+		json_t **out, ds_err *err)
+{
+	ds_kube_error ke = {0};
+	char m[600];
+	int rc = ds_kube_resource_find(k, kd->api_version, kd->kind, res, &ke);
+
+	if (rc == -ENOENT)
+		return 1; /* not served: nothing of it to park */
+	if (rc == 0)
+		rc = ds_kube_list(k, res, ns, &(struct ds_kube_list_opts){.limit = 500}, out, NULL,
+				  &ke);
+	if (rc < 0)
+		ds_err_set(err, "listing %ss in %s: %s", kd->kind, ns,
+			   ds_kube_error_format(&ke, m, sizeof(m)));
+	return rc;
+}
+
+/* One object parked or unparked, read again on a conflict. @return 1 changed, 0 not, < 0 */
+static int change_one(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
+		      const json_t *item, enum action act, ds_relocation_say_fn say, void *ud,
+		      ds_err *err)
+{
+	json_t *obj = json_deep_copy(item), *fresh = NULL;
+	const char *name = ds_obj_name(item), *kind = ds_obj_kind(item);
+	ds_kube_error ke = {0};
+	char was[32], m[600], before[32];
+	int rc = 0;
+
+	for (int attempt = 0; obj && attempt < 3; attempt++) {
+		json_t *spec = json_object_get(obj, "spec");
+		int f;
+
+		if (act == PARK && ds_standby_form_is_parked(obj)) {
+			rc = 0;
+			break;
+		}
+		snprintf(before, sizeof(before), "%lld",
+			 (long long)json_integer_value(json_object_get(spec, "replicas")));
+		f = act == PARK ? ds_standby_form_park(obj, was, sizeof(was))
+				: ds_standby_form_unpark(obj);
+		if (f < 0) {
+			rc = f;
+			break;
+		}
+		if (f == 0 || (act == PARK && f == DS_STANDBY_FORM_HOLD)) {
+			rc = 0;
+			break;
+		}
+		rc = ds_kube_update(k, res, ns, obj, NULL, NULL, &ke);
+		if (rc == -ESTALE) {
+			json_decref(obj);
+			obj = NULL;
+			rc = ds_kube_get(k, res, ns, name, NULL, &fresh, &ke);
+			if (rc < 0)
+				break;
+			obj = fresh;
+			fresh = NULL;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		rc = 1;
+		if (act == UNPARK)
+			sayf(say, ud, "%s %s/%s: back from standby", kind, ns, name);
+		else if (f == DS_STANDBY_FORM_SCALED)
+			sayf(say, ud, "%s %s/%s: replicas %s -> 0 (kept in %s)", kind, ns, name,
+			     was, DS_ANNOTATION_REPLICAS);
+		else if (f == DS_STANDBY_FORM_SUSPENDED)
+			sayf(say, ud, "%s %s/%s: suspended (was suspend=%s)", kind, ns, name, was);
+		else
+			sayf(say, ud, "%s %s/%s: parked (nodeSelector %s=true)", kind, ns, name,
+			     DS_STANDBY_NODE_LABEL);
+		break;
+	}
+	if (!obj && rc == 0)
+		rc = -ENOMEM;
+	if (rc < 0)
+		ds_err_set(err, "%s %s/%s: %s", kind, ns, name,
+			   ke.message[0] ? ds_kube_error_format(&ke, m, sizeof(m)) : strerror(-rc));
+	json_decref(obj);
+	return rc;
+}
+
+static int each_workload(ds_kube *k, const char *ns, enum action act, ds_relocation_say_fn say,
+			 void *ud, ds_err *err)
+{
+	int changed = 0;
+
+	for (size_t i = 0; i < sizeof(parked_kinds) / sizeof(parked_kinds[0]); i++) {
+		struct ds_kube_resource res;
+		json_t *lst = NULL, *item;
+		size_t j;
+		int rc = list(k, &parked_kinds[i], ns, &res, &lst, err);
+
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			continue;
+		json_array_foreach (json_object_get(lst, "items"), j, item) {
+			if (skip(item))
+				continue;
+			json_object_set_new(item, "apiVersion",
+					    json_string(parked_kinds[i].api_version));
+			json_object_set_new(item, "kind", json_string(parked_kinds[i].kind));
+			rc = change_one(k, &res, ns, item, act, say, ud, err);
+			if (rc < 0) {
+				json_decref(lst);
+				return rc;
+			}
+			changed += rc;
+		}
+		json_decref(lst);
+	}
+	return changed;
+}
+
+int ds_relocation_park(ds_kube *k, const char *ns, ds_relocation_say_fn say, void *ud, ds_err *err)
+{
+	return each_workload(k, ns, PARK, say, ud, err);
+}
+
+int ds_relocation_unpark(ds_kube *k, const char *ns, ds_relocation_say_fn say, void *ud,
+			 ds_err *err)
+{
+	return each_workload(k, ns, UNPARK, say, ud, err);
+}
+
+int ds_relocation_remove_bare(ds_kube *k, const char *ns, ds_relocation_say_fn say, void *ud,
+			      ds_err *err)
+{
+	int removed = 0;
+
+	for (size_t i = 0; i < sizeof(bare_kinds) / sizeof(bare_kinds[0]); i++) {
+		struct ds_kube_resource res;
+		json_t *lst = NULL, *item;
+		size_t j;
+		int rc = list(k, &bare_kinds[i], ns, &res, &lst, err);
+
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			continue;
+		json_array_foreach (json_object_get(lst, "items"), j, item) {
+			struct ds_kube_delete_opts o = {.propagation = "Background",
+							.grace_seconds = -1};
+			ds_kube_error ke = {0};
+			char m[600];
+
+			if (skip(item))
+				continue;
+			rc = ds_kube_delete(k, &res, ns, ds_obj_name(item), &o, &ke);
+			if (rc < 0 && rc != -ENOENT) {
+				ds_err_set(err, "deleting %s %s/%s: %s", bare_kinds[i].kind, ns,
+					   ds_obj_name(item),
+					   ds_kube_error_format(&ke, m, sizeof(m)));
+				json_decref(lst);
+				return rc;
+			}
+			sayf(say, ud, "%s %s/%s: deleted (it runs on the target now)",
+			     bare_kinds[i].kind, ns, ds_obj_name(item));
+			removed++;
+		}
+		json_decref(lst);
+	}
+	return removed;
+}

@@ -1,0 +1,319 @@
+/* `drasync-source relocate`: the steps and their order (relocation_run.h). */
+#include "drasync/relocation_run.h"
+
+#include "drasync/agent_state.h"
+#include "drasync/clock.h"
+#include "drasync/exporter.h"
+#include "drasync/log.h"
+#include "drasync/outbox.h"
+#include "drasync/relocation_park.h"
+#include "drasync/record.h"
+#include "drasync/sender.h"
+#include "drasync/source_agent.h"
+#include "drasync/source_relocation.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_TIMEOUT_MS (10 * 60 * 1000LL)
+
+bool ds_relocation_ns_allowed(const ds_source_config *cfg, const char *ns)
+{
+	size_t n = 0;
+	const char *const *v = ds_source_config_namespaces(cfg, &n);
+
+	if (!n)
+		return ds_source_config_namespace_selector(cfg) != NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], ns) == 0)
+			return true;
+	return false;
+}
+
+struct run {
+	const ds_relocation_run_opts *o;
+	const char *state_dir;
+	char db_path[4096];
+	ds_store *db;
+	/* a sender of its own, when no agent runs */
+	ds_sender *sender;
+	ds_store *sender_db; /* the sender's thread's */
+	pthread_t thread;
+	bool sender_started;
+};
+
+static void say(void *ud, const char *line)
+{
+	const struct run *r = ud;
+
+	fprintf(r->o->out, "  %s\n", line);
+	fflush(r->o->out);
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static bool agent_running(const struct run *r)
+{
+	ds_agent_state st;
+	bool running = false;
+
+	return ds_agent_state_read(r->state_dir, &st, &running, NULL) == 0 && running;
+}
+
+/* The running agent's watch pushes what changed within its debounce: let the
+ * outbox settle, so that the relocation record comes behind it. */
+static void let_settle(const struct run *r)
+{
+	ds_outbox *ob = NULL;
+	uint64_t last = UINT64_MAX;
+
+	if (ds_outbox_open(&ob, r->db_path, NULL, NULL) < 0)
+		return;
+	for (int i = 0; i < 10; i++) {
+		ds_outbox_state st;
+
+		if (ds_outbox_state_get(ob, &st, NULL) < 0 || st.last_seq == last)
+			break;
+		last = st.last_seq;
+		nap_ms(1000);
+	}
+	ds_outbox_free(ob);
+}
+
+static void on_results(void *ud, const ds_wire_result *v, size_t n)
+{
+	struct run *r = ud;
+
+	ds_source_agent_relocation_results(r->sender_db, v, n);
+}
+
+static void *sender_main(void *arg)
+{
+	struct run *r = arg;
+	ds_err err = {0};
+
+	if (ds_sender_run(r->sender, 0, 0, &err) < 0)
+		fprintf(r->o->errout, "drasync-source relocate: the link: %s\n", err.msg);
+	return NULL;
+}
+
+/* No agent runs: carry the record with a sender of our own. @return 0, or < 0 (said) */
+static int start_sender(struct run *r)
+{
+	const ds_source_config *cfg = r->o->cfg;
+	ds_sender_config sc;
+	ds_err err = {0};
+
+	ds_sender_config_default(&sc);
+	sc.endpoint = ds_source_config_endpoint(cfg);
+	sc.server_public_key = ds_source_config_server_public_key(cfg);
+	sc.keys = r->o->keys;
+	sc.outbox_path = r->db_path;
+	sc.cluster_name = ds_source_config_cluster_name(cfg);
+	sc.on_results = on_results;
+	sc.ud = r;
+	if (ds_source_relocation_open(&r->sender_db, r->state_dir, &err) < 0 ||
+	    ds_sender_new(&r->sender, &sc, &err) < 0) {
+		fprintf(r->o->errout, "drasync-source relocate: %s\n", err.msg);
+		return -EIO;
+	}
+	if (pthread_create(&r->thread, NULL, sender_main, r) != 0) {
+		fprintf(r->o->errout, "drasync-source relocate: cannot start the sender\n");
+		return -EAGAIN;
+	}
+	r->sender_started = true;
+	fprintf(r->o->out,
+		"relocate: drasync-source run is not running here: sending to %s myself\n",
+		sc.endpoint);
+	return 0;
+}
+
+static void stop_sender(struct run *r)
+{
+	if (r->sender_started) {
+		ds_sender_stop(r->sender);
+		pthread_join(r->thread, NULL);
+	}
+	ds_sender_free(r->sender);
+	ds_store_free(r->sender_db);
+}
+
+static const char *when(int64_t t, char *buf, size_t size)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	gmtime_r(&tt, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+/* Wait for the target's outcome of the sent relocation into *row. @return 1 got it, 0 timeout */
+static int wait_outcome(struct run *r, ds_source_relocation *row, int64_t deadline)
+{
+	ds_err err = {0};
+
+	fprintf(r->o->out,
+		"relocate: waiting for the target to apply every record before seq %llu, fail "
+		"%s over and verify it\n",
+		(unsigned long long)row->seq, r->o->ns);
+	fflush(r->o->out);
+	while (ds_deadline_left(deadline) > 0) {
+		if (ds_source_relocation_get(r->db, r->o->ns, row, &err) == 1 &&
+		    (row->state == DS_SRC_RELOCATION_ACTIVE ||
+		     row->state == DS_SRC_RELOCATION_FAILED))
+			return 1;
+		if (!r->sender_started && !agent_running(r) && start_sender(r) < 0)
+			return 0;
+		nap_ms(200);
+	}
+	return 0;
+}
+
+/* Verified active: the bare Pods and Jobs go, the outcome is printed. */
+static int done(struct run *r, const ds_source_relocation *row)
+{
+	ds_err err = {0};
+	char t[64];
+
+	if (ds_relocation_remove_bare(r->o->kube, r->o->ns, say, r, &err) < 0)
+		fprintf(r->o->errout,
+			"drasync-source relocate: %s (run the command again to finish)\n", err.msg);
+	fprintf(r->o->out, "relocated: %s to %s at %s: %s\n", r->o->ns, row->target,
+		when(row->finished_at, t, sizeof(t)), row->message);
+	ds_log(DS_LOG_INFO, "relocated", "namespace=%s target=%s seq=%llu", r->o->ns, row->target,
+	       (unsigned long long)row->seq);
+	return 0;
+}
+
+/* Refused or failed: the workloads come back, NS is exported again. */
+static int failed(struct run *r, const ds_source_relocation *row)
+{
+	ds_err err = {0};
+	int rc;
+
+	fprintf(r->o->errout, "drasync-source relocate: the target did not take %s: %s\n", r->o->ns,
+		row->message);
+	fprintf(r->o->out, "relocate: bringing %s's workloads back on this cluster\n", r->o->ns);
+	rc = ds_relocation_unpark(r->o->kube, r->o->ns, say, r, &err);
+	if (rc < 0)
+		fprintf(r->o->errout,
+			"drasync-source relocate: %s; some workloads stay parked (annotation "
+			"drasync.io/replicas keeps their counts)\n",
+			err.msg);
+	ds_log(DS_LOG_WARN, "relocate_failed", "namespace=%s seq=%llu", r->o->ns,
+	       (unsigned long long)row->seq);
+	return 1;
+}
+
+static int park_and_send(struct run *r, ds_source_relocation *row)
+{
+	ds_err err = {0};
+	uint64_t seq = 0;
+	int n = ds_relocation_park(r->o->kube, r->o->ns, say, r, &err);
+
+	if (n < 0) {
+		fprintf(r->o->errout, "drasync-source relocate: parking %s: %s\n", r->o->ns,
+			err.msg);
+		ds_source_relocation_fail(r->db, r->o->ns, err.msg, NULL);
+		ds_relocation_unpark(r->o->kube, r->o->ns, say, r, NULL);
+		return 1;
+	}
+	fprintf(r->o->out, "relocate: %d workload%s parked in %s\n", n, n == 1 ? "" : "s",
+		r->o->ns);
+	if (ds_source_relocation_push(r->db_path, r->o->ns, &seq, &err) < 0) {
+		fprintf(r->o->errout, "drasync-source relocate: %s: %s\n", r->db_path, err.msg);
+		return 1;
+	}
+	fprintf(r->o->out, "relocate: relocation record queued behind every change (seq %llu)\n",
+		(unsigned long long)seq);
+	if (ds_source_relocation_get(r->db, r->o->ns, row, &err) != 1) {
+		fprintf(r->o->errout, "drasync-source relocate: %s\n", err.msg);
+		return 1;
+	}
+	return 0;
+}
+
+static int steps(struct run *r)
+{
+	const ds_relocation_run_opts *o = r->o;
+	ds_source_relocation row;
+	ds_err err = {0};
+	char t[64];
+	int found = ds_source_relocation_get(r->db, o->ns, &row, &err), rc;
+	int64_t deadline = ds_deadline_in(o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS);
+
+	if (found < 0) {
+		fprintf(o->errout, "drasync-source relocate: %s\n", err.msg);
+		return 1;
+	}
+	switch (ds_source_relocation_next(&row, found == 1)) {
+	case DS_SRC_STEP_DONE:
+		fprintf(o->out, "relocate: %s was relocated already (at %s)\n", o->ns,
+			when(row.finished_at, t, sizeof(t)));
+		return done(r, &row);
+	case DS_SRC_STEP_BEGIN:
+		if (agent_running(r))
+			let_settle(r);
+		if (ds_source_relocation_begin(r->db, o->ns, ds_source_config_endpoint(o->cfg),
+					       &err) < 0) {
+			fprintf(o->errout, "drasync-source relocate: %s\n", err.msg);
+			return 1;
+		}
+		fprintf(o->out, "relocate: intent recorded: nothing of %s is exported from now\n",
+			o->ns);
+		ds_log(DS_LOG_INFO, "relocate_intent", "namespace=%s target=%s", o->ns,
+		       ds_source_config_endpoint(o->cfg));
+		/* fall through */
+	case DS_SRC_STEP_PARK:
+		if ((rc = park_and_send(r, &row)) != 0)
+			return rc;
+		break;
+	case DS_SRC_STEP_WAIT:
+		fprintf(o->out, "relocate: going on with the relocation of %s sent at seq %llu\n",
+			o->ns, (unsigned long long)row.seq);
+		break;
+	}
+	if (!wait_outcome(r, &row, deadline)) {
+		fprintf(o->errout,
+			"drasync-source relocate: no outcome from the target within the timeout; "
+			"%s stays parked and the relocation open: run the same command again to "
+			"keep waiting\n",
+			o->ns);
+		return 1;
+	}
+	return row.state == DS_SRC_RELOCATION_ACTIVE ? done(r, &row) : failed(r, &row);
+}
+
+int ds_relocation_run(const ds_relocation_run_opts *o)
+{
+	struct run r = {.o = o, .state_dir = ds_source_config_state_dir(o->cfg)};
+	ds_err err = {0};
+	int rc;
+
+	if (!ds_relocation_ns_allowed(o->cfg, o->ns)) {
+		fprintf(o->errout,
+			"drasync-source relocate: %s: namespace %s is not one this source "
+			"replicates (namespaces: in the file)\n",
+			o->config_path, o->ns);
+		return 2;
+	}
+	if (ds_export_db_path(r.state_dir, r.db_path, sizeof(r.db_path)) < 0 ||
+	    ds_source_relocation_open(&r.db, r.state_dir, &err) < 0) {
+		fprintf(o->errout, "drasync-source relocate: %s\n",
+			err.msg[0] ? err.msg : "stateDir path too long");
+		return 2;
+	}
+	rc = steps(&r);
+	stop_sender(&r);
+	ds_store_free(r.db);
+	return rc;
+}

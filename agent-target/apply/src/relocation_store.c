@@ -1,0 +1,136 @@
+/*
+ * The ledger's `relocations` table (relocation.h): noted at ingest, read by
+ * the relocator, finished with the apply result the source hears.
+ */
+#include "object_state_internal.h"
+
+#include "drasync/clock.h"
+#include "drasync/relocation.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const state_names[DS_RELOCATION_STATE_MAX] = {
+    [DS_RELOCATION_PENDING] = "pending",
+    [DS_RELOCATION_ACTIVE] = "active",
+    [DS_RELOCATION_FAILED] = "failed",
+    [DS_RELOCATION_REFUSED] = "refused",
+};
+
+const char *ds_relocation_state_name(enum ds_relocation_state s)
+{
+	return (unsigned)s < DS_RELOCATION_STATE_MAX ? state_names[s] : "unknown";
+}
+
+int ds_object_state_note_relocation(ds_object_state *st, const ds_ledger_record *rec, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	if (!rec->ns || !rec->ns[0])
+		return 0; /* the wire checks it; a ledger written otherwise has nothing to do */
+	rc = ds_store_prepare(
+	    st->store,
+	    "INSERT OR IGNORE INTO relocations(source, epoch, seq, namespace, state,"
+	    " requested_at) VALUES(?, ?, ?, ?, 'pending', ?)",
+	    &q, err);
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_text(q, 1, rec->source, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, rec->epoch);
+	sqlite3_bind_int64(q, 3, rec->seq);
+	sqlite3_bind_text(q, 4, rec->ns, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 5, ds_clock_wall_ms() / 1000);
+	rc = sqlite3_step(q);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "relocation", err);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int ds_relocation_pending(ds_object_state *st, ds_relocation_row *out, size_t max, size_t *n,
+			  ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	*n = 0;
+	rc = ds_store_prepare(st->store,
+			      "SELECT id, source, epoch, seq, namespace FROM relocations"
+			      " WHERE state = 'pending' ORDER BY id LIMIT ?",
+			      &q, err);
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)max);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		ds_relocation_row *r = &out[(*n)++];
+		const char *s = (const char *)sqlite3_column_text(q, 1);
+		const char *ns = (const char *)sqlite3_column_text(q, 4);
+
+		r->id = sqlite3_column_int64(q, 0);
+		snprintf(r->source, sizeof(r->source), "%s", s ? s : "");
+		r->epoch = sqlite3_column_int64(q, 2);
+		r->seq = sqlite3_column_int64(q, 3);
+		snprintf(r->ns, sizeof(r->ns), "%s", ns ? ns : "");
+	}
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "relocations", err);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+static int result_of(enum ds_relocation_state s)
+{
+	return s == DS_RELOCATION_ACTIVE    ? DS_RESULT_APPLIED
+	       : s == DS_RELOCATION_REFUSED ? DS_RESULT_REFUSED
+					    : DS_RESULT_FAILED;
+}
+
+int ds_relocation_finish(ds_object_state *st, const ds_relocation_row *r, const char *target_ns,
+			 enum ds_relocation_state state, const char *message, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = ds_store_begin(st->store, true, err);
+
+	if (rc < 0)
+		return rc;
+	rc = ds_store_prepare(st->store,
+			      "UPDATE relocations SET state = ?, target_namespace = ?, message = ?,"
+			      " finished_at = ? WHERE id = ?",
+			      &q, err);
+	if (rc < 0)
+		goto out;
+	sqlite3_bind_text(q, 1, ds_relocation_state_name(state), -1, SQLITE_STATIC);
+	ds_object_state_bind_text(q, 2, target_ns);
+	ds_object_state_bind_text(q, 3, message);
+	sqlite3_bind_int64(q, 4, ds_clock_wall_ms() / 1000);
+	sqlite3_bind_int64(q, 5, r->id);
+	rc = sqlite3_step(q);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "relocation", err);
+	sqlite3_finalize(q);
+	q = NULL;
+	if (rc < 0)
+		goto out;
+	rc = ds_store_prepare(st->store,
+			      "INSERT INTO apply_results(source, epoch, seq, status, message)"
+			      " VALUES(?, ?, ?, ?, ?)",
+			      &q, err);
+	if (rc < 0)
+		goto out;
+	sqlite3_bind_text(q, 1, r->source, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, r->epoch);
+	sqlite3_bind_int64(q, 3, r->seq);
+	sqlite3_bind_int(q, 4, result_of(state));
+	ds_object_state_bind_text(q, 5, message);
+	rc = sqlite3_step(q);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "relocation result", err);
+	sqlite3_finalize(q);
+out:
+	if (rc < 0) {
+		ds_store_rollback(st->store);
+		return rc;
+	}
+	rc = ds_store_commit(st->store, err);
+	if (rc < 0)
+		ds_store_rollback(st->store);
+	return rc;
+}

@@ -1,0 +1,108 @@
+/* The target's decisions on a relocation (relocation.h): the grant, and the ledger's rows. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "drasync/object_state.h"
+#include "drasync/relocation.h"
+#include "testutil.h"
+#include "tu_ledger.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ds_target_config *cfg_of(const char *sources)
+{
+	char yaml[1024];
+	ds_target_config *cfg = NULL;
+	ds_err err = {0};
+
+	snprintf(yaml, sizeof(yaml),
+		 "apiVersion: drasync.io/v1alpha1\nkind: TargetConfig\n"
+		 "namespaceMappings: {ml: ml-dr}\n%s",
+		 sources);
+	assert_int_equal(ds_target_config_parse(&cfg, yaml, strlen(yaml), "target.yaml", &err), 0);
+	return cfg;
+}
+
+static void test_relocation__granted_only_with_relocate_true(void **state)
+{
+	ds_target_config *yes =
+	    cfg_of("sources: [{name: east, namespaces: [ml], relocate: true}]\n");
+	ds_target_config *no = cfg_of("sources: [{name: east, namespaces: [ml]}]\n");
+	ds_target_config *none = cfg_of("");
+	char why[400];
+
+	(void)state;
+	assert_true(ds_relocation_granted(yes, "east", "ml", why, sizeof(why)));
+	assert_false(ds_relocation_granted(yes, "east", "web", why, sizeof(why)));
+	assert_false(ds_relocation_granted(yes, "west", "ml", why, sizeof(why)));
+	assert_non_null(strstr(why, "no entry in sources[]"));
+	assert_false(ds_relocation_granted(no, "east", "ml", why, sizeof(why)));
+	assert_non_null(strstr(why, "sources[].relocate is false"));
+	assert_false(ds_relocation_granted(none, "east", "ml", why, sizeof(why)));
+	ds_target_config_free(yes);
+	ds_target_config_free(no);
+	ds_target_config_free(none);
+}
+
+/* Ingested once, pending until finished, the outcome queued for the source's Ack. */
+static void test_relocation__ledger_rows_and_result(void **state)
+{
+	char *dir = tu_mkdtemp("ds-treloc"), path[4096];
+	ds_object_state *st = NULL;
+	ds_relocation_row rows[4];
+	ds_record rec = {.op = DS_RECORD_RELOCATE, .ns = "ml"};
+	ds_wire_result res[4];
+	size_t n = 0;
+	int64_t token = 0;
+	tu_ledger l;
+	ds_err err = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ledger.db", dir);
+	tu_ledger_open(&l, path, "east");
+	tu_ledger_commit(&l, &rec, 1, NULL, NULL);
+	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
+	assert_int_equal(ds_object_state_ingest(st, &err), 1);
+	assert_int_equal(ds_object_state_ingest(st, &err), 0); /* once */
+	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].source, "east");
+	assert_string_equal(rows[0].ns, "ml");
+	assert_int_equal(rows[0].seq, 1);
+	/* no object of it: the backlog of records to apply stays empty */
+	assert_int_equal(tu_ledger_int(path, "SELECT count(*) FROM object_state"), 0);
+
+	assert_int_equal(
+	    ds_relocation_finish(st, &rows[0], "ml-dr", DS_RELOCATION_REFUSED, "refused: no", &err),
+	    0);
+	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(
+	    tu_ledger_int(path, "SELECT count(*) FROM relocations WHERE state = 'refused' AND "
+				"target_namespace = 'ml-dr'"),
+	    1);
+	assert_int_equal(ds_object_state_results(st, "east", l.epoch, res, 4, &n, &token, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(res[0].seq, 1);
+	assert_int_equal(res[0].status, DS_RESULT_REFUSED);
+	assert_string_equal(res[0].message, "refused: no");
+	assert_string_equal(ds_relocation_state_name(DS_RELOCATION_ACTIVE), "active");
+	ds_object_state_free(st);
+	tu_ledger_close(&l);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_relocation__granted_only_with_relocate_true),
+	    cmocka_unit_test(test_relocation__ledger_rows_and_result),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
