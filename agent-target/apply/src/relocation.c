@@ -125,9 +125,11 @@ static int verify(const ds_relocation_ctx *c, const char *tns, char *why, size_t
 	for (size_t i = 0; i < n; i++) {
 		if (items[i].verified)
 			continue;
-		snprintf(why, size, "%zu of %zu workloads not verified; %s %s/%s: %s",
-			 sum.not_verified, sum.total, items[i].kind, items[i].ns, items[i].name,
-			 items[i].reason);
+		/* a long reason is cut at size: the rest is in verify's own report */
+		if (snprintf(why, size, "%zu of %zu workloads not verified; %s %s/%s: %s",
+			     sum.not_verified, sum.total, items[i].kind, items[i].ns, items[i].name,
+			     items[i].reason) < 0)
+			why[0] = '\0';
 		rc = 1;
 		break;
 	}
