@@ -151,30 +151,9 @@ int ds_wire_goodbye_encode(const char *reason, uint8_t **out, size_t *len)
 	return pack_envelope(&env, out, len);
 }
 
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static uint8_t *varint_put(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
 size_t ds_wire_batch_cost(size_t record_len)
 {
-	return 1 + varint_len(record_len) + record_len;
+	return 1 + ds_wire_varint_len(record_len) + record_len;
 }
 
 /*
@@ -189,16 +168,16 @@ int ds_wire_batch_encode(const ds_wire_blob *records, size_t n, uint8_t **out, s
 
 	for (size_t i = 0; i < n; i++)
 		inner += ds_wire_batch_cost(records[i].len);
-	total = 1 + varint_len(inner) + inner;
+	total = 1 + ds_wire_varint_len(inner) + inner;
 	buf = malloc(total);
 	if (!buf)
 		return -ENOMEM;
 	p = buf;
 	*p++ = (3 << 3) | 2; /* Envelope.batch, length-delimited */
-	p = varint_put(p, inner);
+	p = ds_wire_varint_put(p, inner);
 	for (size_t i = 0; i < n; i++) {
 		*p++ = (1 << 3) | 2; /* Batch.records, length-delimited */
-		p = varint_put(p, records[i].len);
+		p = ds_wire_varint_put(p, records[i].len);
 		if (records[i].len)
 			memcpy(p, records[i].data, records[i].len);
 		p += records[i].len;

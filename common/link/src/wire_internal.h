@@ -22,6 +22,28 @@ struct budget {
 void *ds_wire_budget_alloc(void *data, size_t size);
 void ds_wire_budget_free(void *data, void *ptr);
 
+/* Protobuf's varint: its length, and written at p (@return past it). */
+static inline size_t ds_wire_varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static inline uint8_t *ds_wire_varint_put(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
 struct ds_wire_decoder {
 	ds_wire_limits lim;
 	ZSTD_DCtx *dctx;

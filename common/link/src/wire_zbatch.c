@@ -73,27 +73,6 @@ void ds_wire_zbatcher_free(ds_wire_zbatcher *z)
 	free(z);
 }
 
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static uint8_t *varint_put(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
 uint64_t ds_wire_records_plain_bytes(const ds_wire_blob *records, size_t n)
 {
 	uint64_t sum = 0;
@@ -115,7 +94,7 @@ static int plain_put(ds_wire_zbatcher *z, size_t *used, const Drasync__Record *r
 		     const ds_wire_blob *as_is)
 {
 	size_t n = as_is ? as_is->len : drasync__record__get_packed_size(rec);
-	size_t need = *used + 1 + varint_len(n) + n;
+	size_t need = *used + 1 + ds_wire_varint_len(n) + n;
 	uint8_t *p;
 
 	if (need > z->max_plain)
@@ -124,7 +103,7 @@ static int plain_put(ds_wire_zbatcher *z, size_t *used, const Drasync__Record *r
 		return -ENOMEM;
 	p = z->plain + *used;
 	*p++ = (1 << 3) | 2; /* Batch.records, length-delimited */
-	p = varint_put(p, n);
+	p = ds_wire_varint_put(p, n);
 	if (as_is)
 		memcpy(p, as_is->data, n);
 	else
@@ -193,7 +172,7 @@ int ds_wire_zbatch_encode(ds_wire_zbatcher *z, const ds_wire_blob *records, size
 			return rc;
 		classic += ds_wire_batch_cost(records[i].len);
 	}
-	classic += 1 + varint_len(classic);
+	classic += 1 + ds_wire_varint_len(classic);
 	if (ds_grow((void **)&z->zbuf, &z->zcap, ZSTD_compressBound(used), 1) < 0)
 		return -ENOMEM;
 	zlen = ZSTD_compress2(z->cctx, z->zbuf, z->zcap, z->plain, used);
