@@ -71,10 +71,14 @@ pver=$(cd "$here" && "$GO" list -m -f '{{.Version}}' github.com/vmware-tanzu/vel
 sver=$(cd "$here/store" && "$GO" list -m -f '{{.Version}}' github.com/versity/versitygw)
 start=$(date +%s)
 # Velero's hack/build.sh stamps its version into pkg/buildinfo; `velero
-# version` and the server's log print it.
+# version` and the server's log print it. The server's controller-runtime
+# manager would also bind its own metrics listener on :8080 (no flag sets
+# it): "0" turns that listener off, so two servers (source and target) run
+# side by side on one machine; Velero's metrics stay on --metrics-address.
 echo "velero: building velero $vver into $dir (-p $p)" >&2
 (cd "$here" && "$GO" build -p "$p" -trimpath \
-  -ldflags "-s -w -X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=$vver" \
+  -ldflags "-s -w -X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=$vver \
+    -X sigs.k8s.io/controller-runtime/pkg/metrics/server.DefaultBindAddress=0" \
   -o "$dir/velero.tmp" github.com/vmware-tanzu/velero/cmd/velero) >&2
 mv "$dir/velero.tmp" "$dir/velero"
 echo "velero: building velero-plugin-for-aws $pver" >&2
