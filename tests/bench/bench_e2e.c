@@ -47,6 +47,16 @@
  *       server's own count of ConfigMap writes (apiserver_request_total,
  *       every verb but GET, LIST and WATCH), each after minus before
  *       (targets: 1, < 4 KB, 1).
+ *   velero: the same objects moved by Velero (tests/bench/velero/phase.sh,
+ *       --velero-phase): a Velero server for each cluster, one versitygw
+ *       bucket; `velero backup create` of the source's namespaces (the
+ *       nine kinds, the loadgen label), the target's server sees it,
+ *       `velero restore create --namespace-mappings bench-src-i:velero-i`:
+ *       objects/s from the backup's creation to the restore Completed and
+ *       every object in velero-*; then one ConfigMap changed, the next
+ *       backup and a restore (--existing-resource-policy=update) until the
+ *       target has the change: seconds, the backup's bytes, the target's
+ *       writes; the servers' peak RSS. ratio_vs_velero = sync / velero.
  *   rss: 10,000 ConfigMaps (512 bytes of data, 4 namespaces) made in the
  *       source, fresh state dirs, direct link; when all are applied, VmHWM
  *       of each agent (/proc/PID/status), MB; then the same with
@@ -60,13 +70,16 @@
  *             --target-kubeconfig SA_KC --source-admin KC --target-admin KC --work DIR
  *             [--objects N] [--namespaces K] [--ceiling-workers W,W] [--rpo-changes N]
  *             [--rpo-interval-ms MS] [--rss-objects N] [--wan-latency-ms MS]
- *             [--wan-rate-kbit KBIT] [--phases ceiling,sync,rpo,kubectl,wan,rss]
+ *             [--wan-rate-kbit KBIT] [--velero-phase SCRIPT]
+ *             [--phases ceiling,sync,rpo,kubectl,wan,velero,rss]
  *             [--log-level L] [--timeout SECONDS]
  * Last line:
  *   RESULT sync_per_s=N ceiling_per_s=N ratio=X kubectl_per_s=N wan_s=N
  *   wire_bytes_per_obj=N json_bytes_per_obj=N rpo_p50_s=X rpo_p99_s=X
  *   one_change_records=N one_change_bytes=N one_change_writes=N rss_mb_source_10k=N
- *   rss_mb_target_10k=N rss_mb_source=N rss_mb_target=N
+ *   rss_mb_target_10k=N rss_mb_source=N rss_mb_target=N velero_per_s=N
+ *   velero_one_change_s=X velero_one_change_bytes=N velero_one_change_writes=N
+ *   velero_rss_mb=N ratio_vs_velero=X
  * (a phase not run prints -1 for its figures).
  */
 #include "drasync/clock.h"
@@ -365,6 +378,7 @@ struct results {
 	double sync_per_s, ceiling_per_s, kubectl_per_s, wan_s, wire_per_obj, json_per_obj;
 	double rpo_p50, rpo_p99, one_records, one_bytes, one_writes, rss_source, rss_target;
 	double rss_source_small, rss_target_small; /* at RSS_SMALL objects */
+	double velero_per_s, velero_one_s, velero_one_bytes, velero_one_writes, velero_rss;
 };
 
 /* Seconds of the ts= of a log line ("ts=2026-12-01T20:02:18.235Z"); -1 when none. */
@@ -608,6 +622,44 @@ static void phase_one_change(const struct opts *o, struct session *s, struct res
 	       a1 - a0);
 }
 
+/* The same objects through Velero: tests/bench/velero/phase.sh says what it measures. */
+static void phase_velero(const struct opts *o, struct results *r)
+{
+	char n_str[32], ns_str[32];
+	const char *argv[] = {"/bin/bash",	o->velero_phase, "--kube-bin",
+			      o->kube_bin,	"--loadgen",	 o->loadgen,
+			      "--source-admin", o->source_admin, "--target-admin",
+			      o->target_admin,	"--work",	 o->work,
+			      "--objects",	n_str,		 "--namespaces",
+			      ns_str,		"--src-prefix",	 "bench-src",
+			      "--dst-prefix",	"velero",	 NULL};
+	const char *line;
+	char *out;
+
+	machine_load("velero");
+	snprintf(n_str, sizeof(n_str), "%u", o->objects);
+	snprintf(ns_str, sizeof(ns_str), "%u", o->namespaces);
+	out = bu_run(argv, o->work, "velero");
+	for (const char *p = out; p && *p;) {
+		size_t len = strcspn(p, "\n");
+		if (strncmp(p, "velero: ", 8) == 0)
+			printf("%.*s\n", (int)len, p);
+		p += len;
+		if (*p)
+			p++;
+	}
+	line = bu_last_line(out, "velero per_s=");
+	r->velero_per_s = bu_field(line, "per_s=");
+	r->velero_one_s = bu_field(line, "one_change_s=");
+	r->velero_one_bytes = bu_field(line, "one_change_bytes=");
+	r->velero_one_writes = bu_field(line, "one_change_writes=");
+	r->velero_rss = bu_field(line, "rss_mb_source=");
+	if (bu_field(line, "rss_mb_target=") > r->velero_rss)
+		r->velero_rss = bu_field(line, "rss_mb_target=");
+	printf("velero: %.*s\n", (int)strcspn(line, "\n"), line);
+	free(out);
+}
+
 /* One round of the rss phase: n ConfigMaps under prefix, a fresh pair of agents; VmHWM, MB. */
 static void rss_round(const struct opts *o, const struct keys *k, const char *prefix, unsigned n,
 		      double *mb_source, double *mb_target)
@@ -653,12 +705,13 @@ static void phase_rss(const struct opts *o, const struct keys *k, struct results
 
 static int bench(const struct opts *o)
 {
-	struct results r = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+	struct results r = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+			    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
 	char ceiling_path[600], ceil_summary[512] = "";
 	struct keys k;
 	struct session sync, wan;
 	bool need_objects = phase_on(o, "ceiling") || phase_on(o, "sync") || phase_on(o, "rpo") ||
-			    phase_on(o, "kubectl") || phase_on(o, "wan");
+			    phase_on(o, "kubectl") || phase_on(o, "wan") || phase_on(o, "velero");
 
 	machine_load("start");
 	e2e_make_keys(o, &k);
@@ -706,6 +759,11 @@ static int bench(const struct opts *o)
 		e2e_session_stop(&wan);
 		drop_namespaces(o, "wan-");
 	}
+	if (phase_on(o, "velero")) {
+		if (!o->velero_phase)
+			bu_die("the velero phase needs --velero-phase");
+		phase_velero(o, &r);
+	}
 	if (phase_on(o, "rss"))
 		phase_rss(o, &k, &r);
 
@@ -719,13 +777,17 @@ static int bench(const struct opts *o)
 	       "rpo_p50_s=%.3f "
 	       "rpo_p99_s=%.3f one_change_records=%.0f one_change_bytes=%.0f "
 	       "one_change_writes=%.0f rss_mb_source_10k=%.0f rss_mb_target_10k=%.0f "
-	       "rss_mb_source=%.0f rss_mb_target=%.0f\n",
+	       "rss_mb_source=%.0f rss_mb_target=%.0f velero_per_s=%.1f velero_one_change_s=%.2f "
+	       "velero_one_change_bytes=%.0f velero_one_change_writes=%.0f velero_rss_mb=%.0f "
+	       "ratio_vs_velero=%.1f\n",
 	       r.sync_per_s, r.ceiling_per_s,
 	       r.sync_per_s > 0 && r.ceiling_per_s > 0 ? r.sync_per_s / r.ceiling_per_s : -1,
 	       r.kubectl_per_s, r.wan_s, r.wire_per_obj, r.json_per_obj,
 	       r.json_per_obj > 0 ? r.wire_per_obj / r.json_per_obj : -1, r.rpo_p50, r.rpo_p99,
 	       r.one_records, r.one_bytes, r.one_writes, r.rss_source_small, r.rss_target_small,
-	       r.rss_source, r.rss_target);
+	       r.rss_source, r.rss_target, r.velero_per_s, r.velero_one_s, r.velero_one_bytes,
+	       r.velero_one_writes, r.velero_rss,
+	       r.sync_per_s > 0 && r.velero_per_s > 0 ? r.sync_per_s / r.velero_per_s : -1);
 	return 0;
 }
 
@@ -735,6 +797,7 @@ int main(int argc, char **argv)
 			 .faultproxy = "-",
 			 .ceiling_workers = "16,64,256",
 			 .phases = "ceiling,sync,rpo,kubectl,wan,rss",
+			 .velero_phase = NULL,
 			 .objects = 10000,
 			 .namespaces = 10,
 			 .rpo_changes = 200,
@@ -775,6 +838,8 @@ int main(int argc, char **argv)
 			o.log_level = v;
 		else if (strcmp(k, "--ceiling-workers") == 0)
 			o.ceiling_workers = v;
+		else if (strcmp(k, "--velero-phase") == 0)
+			o.velero_phase = v;
 		else if (strcmp(k, "--phases") == 0)
 			o.phases = v;
 		else if (strcmp(k, "--objects") == 0)

@@ -14,14 +14,22 @@
 #   wan      the sync through tests/kube/faultproxy (25 ms each way, 100 Mbit/s):
 #            seconds, bytes on the wire per object against the objects' JSON size;
 #            then one change in the synced objects: records, bytes, target writes
+#   velero   (not in the default list) the same objects through Velero
+#            (tests/bench/velero/phase.sh: a server for each cluster, one versitygw
+#            bucket): backup, restore with --namespace-mappings, objects/s; one
+#            ConfigMap changed, the next backup and restore: seconds, bytes,
+#            writes; the servers' peak RSS; ratio_vs_velero = sync / velero
 #   rss      10,000 then 100,000 ConfigMaps, a fresh pair each: peak RSS of each agent
 # Environment (for smaller runs and other binaries):
 #   DS_BENCH_E2E_OBJECTS       mixed objects (default 10000; or the first argument)
 #   DS_BENCH_E2E_RSS_OBJECTS   ConfigMaps of the rss phase (default 100000)
 #   DS_BENCH_E2E_RPO_CHANGES   changes of the rpo phase (default 200)
-#   DS_BENCH_E2E_PHASES        comma-separated subset of ceiling,sync,rpo,kubectl,wan,rss
+#   DS_BENCH_E2E_PHASES        comma-separated subset of ceiling,sync,rpo,kubectl,wan,velero,rss
+#                              (default: all but velero)
 #   DS_BENCH_E2E_ARGS          more bench_e2e options (e.g. "--ceiling-workers 64
 #                              --wan-rate-kbit 10000 --log-level warn")
+#   DS_VELERO_DIR              prebuilt Velero tools (tests/bench/velero/build.sh builds
+#                              and caches them otherwise: the first run takes minutes)
 #   DS_FAULTPROXY              the faultproxy binary (default: tests/kube/faultproxy/build.sh;
 #                              without one the wan phase is left out)
 #   DS_BENCH_E2E_SOURCE_AGENT, DS_BENCH_E2E_TARGET_AGENT: other agents to measure
@@ -32,6 +40,8 @@
 #   wire_bytes_per_obj=N json_bytes_per_obj=N rpo_p50_s=X rpo_p99_s=X
 #   one_change_records=N one_change_bytes=N one_change_writes=N
 #   rss_mb_source_10k=N rss_mb_target_10k=N rss_mb_source=N rss_mb_target=N
+#   velero_per_s=N velero_one_change_s=X velero_one_change_bytes=N
+#   velero_one_change_writes=N velero_rss_mb=N ratio_vs_velero=X
 set -euo pipefail
 # shellcheck source=tests/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -53,6 +63,10 @@ if [ -z "$faultproxy" ]; then
   echo "bench e2e: no faultproxy (tests/kube/faultproxy/build.sh or DS_FAULTPROXY): no wan phase" >&2
   faultproxy=-
   phases=$(echo "$phases" | tr , '\n' | grep -vx wan | paste -sd, -)
+fi
+# Velero's tools before any cluster starts (built from Go modules, cached).
+if echo ",$phases," | grep -q ',velero,'; then
+  tests/bench/velero/build.sh >/dev/null
 fi
 
 # The source cluster (bench_start), then the target.
@@ -83,7 +97,7 @@ echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 # shellcheck disable=SC2086
 "$build/tests/bench_e2e" --source-agent "$source_agent" --target-agent "$target_agent" \
   --loadgen "$loadgen" --kube-bin "$bin" --faultproxy "$faultproxy" \
-  --sanitizer tests/bench/e2e_sanitize.py \
+  --sanitizer tests/bench/e2e_sanitize.py --velero-phase tests/bench/velero/phase.sh \
   --source-kubeconfig "$work/source.kubeconfig" --target-kubeconfig "$work/target.kubeconfig" \
   --source-admin "$src_admin" --target-admin "$tgt_admin" --work "$work" \
   --objects "$objects" --rss-objects "${DS_BENCH_E2E_RSS_OBJECTS:-100000}" \

@@ -20,7 +20,7 @@
 struct opts {
 	const char *source_agent, *target_agent, *loadgen, *kube_bin, *faultproxy, *sanitizer;
 	const char *source_kc, *target_kc, *source_admin, *target_admin, *work, *log_level;
-	const char *ceiling_workers, *phases;
+	const char *ceiling_workers, *phases, *velero_phase;
 	unsigned objects, namespaces, rpo_changes, rpo_interval_ms, rss_objects;
 	unsigned wan_latency_ms, wan_rate_kbit;
 	double timeout;

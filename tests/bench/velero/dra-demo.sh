@@ -21,11 +21,13 @@
 # tarball, converted v1beta1 -> v1, applied) and whether the pods run then.
 #
 #   tests/bench/velero/dra-demo.sh [--keep]
-#   Environment: DS_KUBE_STATE (default /tmp/drasync-velero-demo),
+#   Environment: DS_VELERO_DEMO_SOURCE_API=v1 makes the source serve v1 like
+#   the target (the same demo without the API version change; the
+#   workload is converted to v1 first), DS_KUBE_STATE (default /tmp/drasync-velero-demo),
 #   DS_VELERO_DIR (prebuilt tools; otherwise build.sh builds or reuses them)
 # Last line: RESULT velero_dra restore=PHASE warnings=N errors=N
-#   dra_restored=N pods_running=N/4 claims_allocated=N by_hand=N
-#   hand_pods_running=N/4 hand_claims_allocated=N
+#   dra_failed=N pods_running=N/5 claims_allocated=N by_hand=N
+#   hand_pods_running=N/5 hand_claims_allocated=N
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -60,10 +62,11 @@ kdst() { "$DS_KUBE_BIN" kubectl --kubeconfig "$DS_KUBE_STATE/$dst/admin.kubeconf
 vsrc() { "$here/velero.sh" cli "$work/velero" source "$@"; }
 vdst() { "$here/velero.sh" cli "$work/velero" target "$@"; }
 
-step "Two clusters: the source serves resource.k8s.io/v1beta1 only, the target v1 only"
+step "Two clusters: the source serves resource.k8s.io/${DS_VELERO_DEMO_SOURCE_API:-v1beta1} only, the target v1 only"
 "$cluster" down "$src" >/dev/null 2>&1 || true
 "$cluster" down "$dst" >/dev/null 2>&1 || true
-"$cluster" up "$src" --dra-api v1beta1 >/dev/null
+src_api=${DS_VELERO_DEMO_SOURCE_API:-v1beta1}
+"$cluster" up "$src" --dra-api "$src_api" >/dev/null
 "$cluster" nodes "$src" --nodes 2 --devices 4 --driver gpu.nvidia.com >/dev/null
 "$cluster" up "$dst" --dra-api v1 >/dev/null
 "$cluster" nodes "$dst" --nodes 2 --devices 4 --driver gpu.example.com >/dev/null
@@ -160,6 +163,10 @@ spec:
       resourceClaims:
       - {name: gpu, resourceClaimTemplateName: gpu-template}
 EOF
+if [ "$src_api" = v1 ]; then
+  # the same objects in resource.k8s.io/v1 (a request's class under exactly)
+  sed -i 's|resource.k8s.io/v1beta1|resource.k8s.io/v1|; s|- {name: gpu, deviceClassName: gpu.nvidia.com}|- {name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}|' "$work/workload.yaml"
+fi
 ksrc apply -f "$work/workload.yaml" | sed 's/^/  /'
 # running NS: pods Running; allocated NS: claims with an allocation (either API).
 running() { "$1" get pods -n "$2" --no-headers 2>/dev/null | grep -c ' Running ' || true; }
@@ -213,6 +220,8 @@ resourceModifierRules:
   patches:
   - {operation: replace, path: /spec/template/spec/resourceClaims/0/resourceClaimTemplateName, value: dr-gpu-template}
 EOF
+# v1 puts a request's class under exactly
+[ "$src_api" = v1beta1 ] || sed -i 's|requests/0/deviceClassName|requests/0/exactly/deviceClassName|' "$work/modifiers.yaml"
 sed 's/^/  /' "$work/modifiers.yaml"
 show "kubectl -n velero create configmap dra-rename --from-file=modifiers.yaml"
 kdst -n velero create configmap dra-rename --from-file=modifiers.yaml="$work/modifiers.yaml" | sed 's/^/  /'
@@ -221,7 +230,7 @@ step "Backup at the source"
 show "velero backup create dra --include-namespaces ml-team,ml-serving --wait"
 t0=$EPOCHREALTIME
 vsrc backup create dra --include-namespaces ml-team,ml-serving --wait 2>&1 | sed 's/^/  /'
-vsrc backup describe dra 2>&1 | grep -E '^(Phase|Errors|Warnings|Total items|Items backed up|Resource List)' -A12 |
+vsrc backup describe dra --colorized=false 2>&1 | grep -E '^(Phase|Errors|Warnings|Total items|Items backed up|Resource List)' -A12 |
   sed -n '1,40p' | sed 's/^/  /'
 until kdst -n velero get backups.velero.io dra >/dev/null 2>&1; do sleep 0.2; done
 echo "  the target's server has the backup (its backup sync)"
@@ -235,14 +244,14 @@ phase=$(kdst -n velero get restores.velero.io dra -o jsonpath='{.status.phase}')
 warnings=$(kdst -n velero get restores.velero.io dra -o jsonpath='{.status.warnings}')
 errors=$(kdst -n velero get restores.velero.io dra -o jsonpath='{.status.errors}')
 echo "  restore: $phase, warnings ${warnings:-0}, errors ${errors:-0}, $restore_s s from the backup's start"
-vdst restore describe dra --details >"$work/restore-describe.txt" 2>&1 || true
-sed -n '/^Warnings:/,/^Backup:/p;/^Errors:/,/^Backup:/p' "$work/restore-describe.txt" | grep -v '^Backup:' | sed 's/^/  /'
+vdst restore describe dra --details --colorized=false >"$work/restore-describe.txt" 2>&1 || true
+sed -n '/^Warnings:/,/^Backup:/p' "$work/restore-describe.txt" | grep -v '^Backup:' | sed 's/^/  /'
 
 step "The order Velero restored the objects in (its restore log: 'Attempting to restore')"
 vdst restore logs dra >"$work/restore.log" 2>&1 || true
-grep -o 'Attempting to restore [A-Za-z]*: [^ "]*' "$work/restore.log" | sed 's/Attempting to restore //; s/\.$//' |
+{ grep -o 'Attempting to restore [A-Za-z]*: [^ "]*' "$work/restore.log" || true; } | sed 's/Attempting to restore //; s/\.$//' |
   awk '{ printf "  %2d. %s\n", NR, $0 }'
-grep -iE 'level=(error|warning)' "$work/restore.log" | sed 's/^.*msg=//' | sort -u | head -20 | sed 's/^/  log: /'
+{ grep -iE 'level=(error|warning)' "$work/restore.log" || true; } | sed 's/^.*msg=//' | sort -u | head -20 | sed 's/^/  log: /'
 
 step "The target after the restore"
 sleep 10 # the scheduler and the fake kubelet
@@ -251,10 +260,10 @@ kdst get pods -n ml-serving-dr -o wide 2>&1 | sed 's/^/  /'
 kdst get resourceclaimtemplates,resourceclaims -A \
   -o custom-columns='KIND:.kind,NAMESPACE:.metadata.namespace,NAME:.metadata.name,CLASS:.spec.devices.requests[0].exactly.deviceClassName,TEMPLATE-CLASS:.spec.spec.devices.requests[0].exactly.deviceClassName,ALLOCATED:.status.allocation.devices.results[*].device' 2>&1 |
   grep -v '^KIND.*\bkube-' | sed 's/^/  /'
-dra_restored=$(grep -cE 'Attempting to restore (ResourceClaim|ResourceClaimTemplate):' "$work/restore.log" || true)
+dra_failed=$(grep -cE 'error restoring resourceclaim(template)?s\.resource\.k8s\.io/' "$work/restore-describe.txt" || true)
 pods=$(($(running kdst ml-team-dr) + $(running kdst ml-serving-dr)))
 claims=$(($(allocated kdst ml-team-dr) + $(allocated kdst ml-serving-dr)))
-echo "  $pods of 4 pods Running in ml-team-dr and ml-serving-dr (ml-team-dr: 2 of gpu-app, trainer-0, trainer-1); $claims claims allocated"
+echo "  $pods of 5 pods Running in ml-team-dr (2 of gpu-app, trainer-0, trainer-1) and ml-serving-dr (frontend); $claims claims allocated"
 kdst get events -n ml-team-dr --field-selector type=Warning -o custom-columns='OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message' 2>/dev/null |
   head -12 | sed 's/^/  /'
 
@@ -281,13 +290,15 @@ def to_v1(spec):
     for r in spec.get("devices", {}).get("requests", []):
         if "firstAvailable" in r:
             continue
-        e = {k: r.pop(k) for k in exact if k in r}
+        e = r.pop("exactly", None) or {k: r.pop(k) for k in exact if k in r}
         if e.get("deviceClassName") == "gpu.nvidia.com":
             e["deviceClassName"] = "gpu.example.com"
         r["exactly"] = e
 items = []
 for root, _, files in os.walk(sys.argv[1]):
-    if "resource.k8s.io" not in root or "/namespaces/" not in root + "/":
+    # the backup holds each object twice: under the resource, and under
+    # VERSION-preferredversion (the version the source served)
+    if "resource.k8s.io" not in root or "/namespaces/" not in root or "-preferredversion" in root:
         continue
     for f in sorted(files):
         o = json.load(open(os.path.join(root, f)))
@@ -305,7 +316,7 @@ EOF
   by_hand=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$work/by-hand.json")
   kdst apply -f "$work/by-hand.json" 2>&1 | sed 's/^/  /'
   end=$(($(date +%s) + 90))
-  until [ "$(($(running kdst ml-team-dr) + $(running kdst ml-serving-dr)))" -ge 4 ]; do
+  until [ "$(($(running kdst ml-team-dr) + $(running kdst ml-serving-dr)))" -ge 5 ]; do
     [ "$(date +%s)" -lt "$end" ] || break
     sleep 1
   done
@@ -315,7 +326,7 @@ EOF
   kdst get pods -n ml-serving-dr -o wide 2>&1 | sed 's/^/  /'
   kdst get resourceclaims -A -o custom-columns='NAMESPACE:.metadata.namespace,NAME:.metadata.name,CLASS:.spec.devices.requests[0].exactly.deviceClassName,ALLOCATED:.status.allocation.devices.results[*].device,RESERVED-FOR:.status.reservedFor[*].name' 2>&1 |
     sed 's/^/  /'
-  echo "  after $by_hand objects written by hand: $hand_pods of 4 pods Running, $hand_claims claims allocated"
+  echo "  after $by_hand objects written by hand: $hand_pods of 5 pods Running, $hand_claims claims allocated"
 fi
 echo
-echo "RESULT velero_dra restore=$phase warnings=${warnings:-0} errors=${errors:-0} dra_restored=$dra_restored pods_running=$pods/4 claims_allocated=$claims by_hand=$by_hand hand_pods_running=$hand_pods/4 hand_claims_allocated=$hand_claims"
+echo "RESULT velero_dra restore=$phase warnings=${warnings:-0} errors=${errors:-0} dra_failed=$dra_failed pods_running=$pods/5 claims_allocated=$claims by_hand=$by_hand hand_pods_running=$hand_pods/5 hand_claims_allocated=$hand_claims"

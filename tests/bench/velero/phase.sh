@@ -122,7 +122,7 @@ backup_restore() {
     --selector "$label" --snapshot-volumes=false >>"$vw/cli.log" 2>&1 || die "velero backup create $b failed (see $vw/cli.log)"
   p=$(wait_phase source backups.velero.io "$b" 1800)
   t1=$(now)
-  [ "$p" = Completed ] || { vsrc backup describe "$b" --details >&2 || true; die "backup $b: $p"; }
+  [ "$p" = Completed ] || { vsrc backup describe "$b" --details --colorized=false >&2 || true; die "backup $b: $p"; }
   # The target's server lists the bucket every --backup-sync-period.
   until kdst -n velero get backups.velero.io "$b" >/dev/null 2>&1; do
     awk -v a="$t1" -v b="$(now)" 'BEGIN { exit !(b - a > 300) }' && die "backup $b not on the target after 300 s"
@@ -141,12 +141,12 @@ backup_restore() {
 echo "velero: machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 "$here/velero.sh" up "$vw" "$src_kc" "$dst_kc" 2>>"$vw/up.log" || { cat "$vw/up.log" >&2; die "velero.sh up failed"; }
 . "$vw/velero.env"
-echo "velero: $("$velero" version --client-only 2>/dev/null | tr -s '\n ' ' ' | sed 's/ *$//'), AWS plugin and versitygw from $(dirname "$velero")"
+echo "velero: velero $("$velero" version --client-only 2>/dev/null | sed -n 's/^[[:space:]]*Version: //p'), its AWS plugin and versitygw from $(dirname "$velero") (tests/bench/velero/build.sh)"
 
 # ---- full: N objects --------------------------------------------------------
 backup_restore full
 [ "$restore_phase" = Completed ] || [ "$restore_phase" = PartiallyFailed ] ||
-  { vdst restore describe full --details >&2 || true; die "restore full: $restore_phase"; }
+  { vdst restore describe full --details --colorized=false >&2 || true; die "restore full: $restore_phase"; }
 have=$(present)
 while [ "$have" -lt "$objects" ]; do
   awk -v a="$t_done" -v b="$(now)" 'BEGIN { exit !(b - a > 120) }' &&
@@ -163,7 +163,7 @@ rstat=$(kdst -n velero get restores.velero.io full -o jsonpath='{.status.progres
 read -r restored rwarn rerr <<<"$rstat"
 echo "velero: full: backup of $objects objects Completed in $backup_s s (items, warnings, errors: $bstat), on the target after $sync_s s, restore $restore_phase in $restore_s s (items restored, warnings, errors: $rstat); $have objects in $dst_prefix-*: $secs s, $per_s objects/s"
 if [ "$restore_phase" != Completed ]; then
-  vdst restore describe full --details 2>&1 | sed -n '1,60p' | sed 's/^/velero:   /'
+  vdst restore describe full --details --colorized=false 2>&1 | sed -n '1,60p' | sed 's/^/velero:   /'
 fi
 full_bytes=$(du -sb "$s3_root/backups/full" | cut -f1)
 echo "velero: full: the backup in the bucket: $full_bytes bytes ($(ls "$s3_root/backups/full" | tr '\n' ' '))"

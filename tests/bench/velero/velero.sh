@@ -21,9 +21,11 @@
 # Environment:
 #   DS_KUBE_BIN          the control plane's multicall binary (its kubectl);
 #                        default tests/kube/build.sh
-#   DS_VELERO_SYNC_PERIOD  the target server's --backup-sync-period: how soon
-#                        it sees a new backup in the bucket (default 1s;
-#                        Velero's own default is 1m)
+#   DS_VELERO_SYNC_PERIOD  the target server's --backup-sync-period (default
+#                        1s; Velero's own default is 1m). Velero 1.18 looks at
+#                        the bucket once a minute whatever it says (its backup
+#                        sync controller's period is a constant): a new backup
+#                        reaches the target 0-60 s after it completed.
 #   DS_VELERO_ARGS       more `velero server` flags for both servers
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -129,6 +131,23 @@ spec:
   objectStorage: {bucket: velero}
   config: {region: us-east-1, s3ForcePathStyle: "true", s3Url: "$url"}
 EOF
+    # What `velero install` would have made, at 0 replicas (the server runs
+    # as a local process): Velero's pod restore action reads the image of
+    # its restore helper from this Deployment, and a restore of any Pod
+    # fails without it ("deployments.apps \"velero\" not found").
+    k apply -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: velero, namespace: velero, labels: {component: velero}}
+spec:
+  replicas: 0
+  selector: {matchLabels: {deploy: velero}}
+  template:
+    metadata: {labels: {deploy: velero, component: velero}}
+    spec:
+      containers:
+      - {name: velero, image: "velero/velero:$("$tools/velero" version --client-only | sed -n 's/^[[:space:]]*Version: //p')", command: [/velero], args: [server]}
+EOF
     sync=1m
     [ $side = target ] && sync=${DS_VELERO_SYNC_PERIOD:-1s}
     mkdir -p "$work/$side-tmp"
@@ -170,7 +189,7 @@ rss)
   out=""
   for side in source target; do
     pid=$(cat "$work/velero-$side.pid" 2>/dev/null || echo 0)
-    kib=$(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/$pid/status" 2>/dev/null || true)
+    kib=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$pid/status" 2>/dev/null || true)
     out="$out${out:+ }$side=$(awk -v k="${kib:-0}" 'BEGIN { printf "%.0f", k / 1024 }')"
   done
   echo "$out"
