@@ -103,7 +103,7 @@ static void test_selection__skips_say_why(void **state)
 	     "kind DeviceTaintRule (example.com) is not replicated", 0},
 	    {"apiVersion: v1\nkind: Event\nmetadata: {name: e}\n", "Events are made by the target",
 	     0},
-	    {"apiVersion: v1\nkind: Endpoints\nmetadata: {name: e}\n", "Endpointss are made", 0},
+	    {"apiVersion: v1\nkind: Endpoints\nmetadata: {name: e}\n", "Endpoints are made by the target", 0},
 	    {"apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: e}\n",
 	     "EndpointSlices are made", 0},
 	    {"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kube-root-ca.crt}\n",
