@@ -345,6 +345,23 @@ PY
   else
     notok "helm: source.proxyCredentials rendering"
   fi
+  # The check can fail: the same rendering whose init container forgets the credentials.
+  python3 - "$tmp/helm-source-proxy/list.json" "$tmp/proxy-uncopied.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for o in doc["items"]:
+    if o["kind"] == "Deployment":
+        init = o["spec"]["template"]["spec"]["initContainers"][0]
+        init["command"] = [a for a in init["command"] if not a.endswith("/proxy-credentials")]
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+  if python3 "$here/check_manifests.py" source "$tmp/proxy-uncopied.json" "$tmp/helm-source-proxy" 2>"$tmp/err"; then
+    notok "check_manifests.py accepts proxy credentials no init container copies"
+  elif grep -q 'proxyCredentialsFile /run/drasync/keys/proxy-credentials is not copied' "$tmp/err"; then
+    ok "check_manifests.py refuses proxy credentials no init container copies"
+  else
+    notok "check_manifests.py refused the uncopied credentials, but said: $(cat "$tmp/err")"
+  fi
 else
   notok "helm template (source.proxyCredentials): $(cat "$tmp/err")"
 fi
@@ -365,8 +382,8 @@ elif grep -q 'source.config.target.proxy' "$tmp/err"; then
 else
   notok "helm refused proxy credentials without a proxy, but said: $(cat "$tmp/err")"
 fi
-if grep -q 'proxy' "$tmp/helm-source-default.yaml"; then
-  notok "the default source rendering mentions a proxy"
+if grep -q 'proxy-credentials\|proxyCredentials\|name: proxy' "$tmp/helm-source-default.yaml"; then
+  notok "the default source rendering has a proxy Secret, mount or credentials file: $(grep -n 'proxy-credentials\|proxyCredentials\|name: proxy' "$tmp/helm-source-default.yaml" | head -n 3)"
 else
   ok "helm: no proxy Secret or mount by default"
 fi
