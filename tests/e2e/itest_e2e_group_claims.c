@@ -15,7 +15,8 @@
  * both pods Running, sharing the one claim the target made for the group,
  * from dr-gpu (its request), allocated on the target's devices of
  * gpu.example.com on the pods' node and reserved for the group; the group's
- * rewrite in the importer's log, saying which member's rule it follows.
+ * rewrite in the importer's log, saying which member's rule it follows (the
+ * member named in the target namespace, as the line's object is).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -195,7 +196,7 @@ static void test_e2e_group_claims__member_rule_maps_the_group_pods_run_on_its_cl
 		 "to=\"resourceClaimTemplateName=dr-gpu\" detail=\"(rule "
 		 "dra.resourceClaimTemplateMappings[0] of its member Deployment %s/group-1, "
 		 "spec.resourceClaims)\"",
-		 p->dst_ns, p->src_ns);
+		 p->dst_ns, p->dst_ns);
 	tu_e2e_assert_log("target log", log, line, true);
 	tu_e2e_assert_log("target log", log, "state=failed", false);
 	tu_e2e_assert_log("target log", log, "Forbidden", false);

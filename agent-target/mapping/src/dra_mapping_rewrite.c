@@ -365,7 +365,8 @@ static int map_workload(const ds_dra_config *dra, json_t *obj, const json_t *gro
 
 		c.g_firm = true;
 		c.g_name = ds_obj_name(group);
-		ds_obj_describe(group, c.g_what, sizeof(c.g_what));
+		/* the group as the source has it, named where obj (mapped) goes */
+		ds_obj_describe_in(group, ds_obj_namespace(obj), c.g_what, sizeof(c.g_what));
 		snprintf(gwhat, sizeof(gwhat), "%s", c.g_what);
 		if ((r = ds_dra_group_read(ds_json_path(group, "spec.resourceClaims"),
 					   "the group's spec.resourceClaims", &c.g, &c.n_g, c.why,
@@ -374,8 +375,8 @@ static int map_workload(const ds_dra_config *dra, json_t *obj, const json_t *gro
 					     c.why, sizeof(c.why))) < 0)
 			goto out;
 		/* What no rule naming the group decides follows its members, this one too. */
-		r = ds_dra_group_follow(dra, c.g, c.n_g, gwhat, c.g_name, members, obj, c.why,
-					sizeof(c.why));
+		r = ds_dra_group_follow(dra, c.g, c.n_g, gwhat, c.g_name, members, obj,
+					ds_obj_namespace(obj), c.why, sizeof(c.why));
 		if (r < 0) {
 			c.g_conflict = r == -EINVAL;
 			goto out;
@@ -460,7 +461,8 @@ static int decide_podgroup(const ds_dra_config *dra, json_t *rcs, const char *pa
 	    (r = ds_dra_group_decide(dra, DS_RULE_PODGROUP, ds_obj_name(group), *g, *n, what, why,
 				     size)) < 0)
 		return r;
-	return ds_dra_group_follow(dra, *g, *n, what, ds_obj_name(group), members, NULL, why, size);
+	return ds_dra_group_follow(dra, *g, *n, what, ds_obj_name(group), members, NULL,
+				   ds_obj_namespace(group), why, size);
 }
 
 int ds_dra_check_group(const ds_dra_config *dra, const json_t *group, const json_t *members,
@@ -555,7 +557,8 @@ int ds_dra_map_group_members(const ds_dra_config *dra, json_t *obj, const json_t
 		    (r = ds_dra_group_decide(dra, DS_RULE_WORKLOAD, ds_obj_name(obj), g, n, what,
 					     why, sizeof(why))) < 0 ||
 		    (r = ds_dra_template_follow(dra, g, n, what, ds_obj_name(obj), tn ? tn : "",
-						members, why, sizeof(why))) < 0)
+						members, ds_obj_namespace(obj), why, sizeof(why))) <
+			0)
 			goto out;
 		snprintf(path, sizeof(path), "podGroupTemplates %s", tn ? tn : "?");
 		changed += apply_group(g, n, what, path, rep, &r);

@@ -674,6 +674,39 @@ static void test_dra_1_37__a_workload_template_claim_moves(void **state)
 	run_free(&r);
 }
 
+/*
+ * The group and the members a mapping names are named where they go: with the namespace
+ * mapped, the PodGroup's line says which member's rule it follows, and the member's line
+ * which group it shares with, in the target namespace, as the lines' objects are.
+ */
+static void test_dra_1_37__a_group_and_its_members_are_named_in_the_target_namespace(void **state)
+{
+	char path[1024];
+	const char *files[] = {path, NULL};
+	struct run r;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/workload-claims/podgroup-deployments.yaml",
+		 tu_env("DS_RESOURCES"));
+	plan(&r,
+	     "namespaceMappings: {wl: wl-dr}\n"
+	     "dra:\n  resourceClaimTemplateMappings:\n"
+	     "  - {objectType: Deployment, objectInstance: ALL, container: ALL, "
+	     "resourceClaimTemplate: dr-gpu}\n",
+	     DS_DRA_V1, files, NULL);
+	assert_int_equal(ds_plan_count(r.p)->failed, 0);
+	assert_says(&r, "rewrite     PodGroup wl-dr/trainers container=ALL entry=shared-gpu: "
+			"resourceClaimTemplateName=shared-gpu -> resourceClaimTemplateName=dr-gpu "
+			"(rule dra.resourceClaimTemplateMappings[0] of its member Deployment "
+			"wl-dr/trainer-a, spec.resourceClaims)");
+	assert_says(&r, "rewrite     Deployment wl-dr/trainer-b container=ctr entry=shared-gpu: "
+			"resourceClaimTemplateName=shared-gpu -> resourceClaimTemplateName=dr-gpu "
+			"(rule dra.resourceClaimTemplateMappings[0], shared with PodGroup "
+			"wl-dr/trainers)");
+	assert_null(strstr(r.text, " wl/"));
+	run_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -691,6 +724,8 @@ int main(void)
 	    cmocka_unit_test(test_dra_1_37__first_available_files_are_under_the_request),
 	    cmocka_unit_test(test_dra_1_37__a_podgroup_claim_moves_with_its_members),
 	    cmocka_unit_test(test_dra_1_37__a_workload_template_claim_moves),
+	    cmocka_unit_test(
+		test_dra_1_37__a_group_and_its_members_are_named_in_the_target_namespace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
