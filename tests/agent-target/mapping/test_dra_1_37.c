@@ -674,6 +674,34 @@ static void test_dra_1_37__a_workload_template_claim_moves(void **state)
 	run_free(&r);
 }
 
+/* A Job's spec.scheduling claims are its pods' group claims: the same lines, for the list. */
+static void test_dra_1_37__a_job_scheduling_claim_moves(void **state)
+{
+	char path[1024];
+	const char *files[] = {path, NULL};
+	struct run r;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/workload-claims/job-scheduling.yaml",
+		 tu_env("DS_RESOURCES"));
+	plan(&r,
+	     "dra:\n  resourceClaimMappings:\n"
+	     "  - {objectType: Job, objectInstance: trainer, container: ALL, "
+	     "source: shared-gpu, resourceClaim: dr-gpu}\n",
+	     DS_DRA_V1, files, NULL);
+	assert_int_equal(ds_plan_count(r.p)->failed, 0);
+	assert_says(&r, "attributes  Job wl/trainer container=ALL entry=shared-gpu: " ATTR
+			"/resourceclaimtemplates/shared-gpu/ -> " ATTR
+			"/resourceclaims/dr-gpu/ (device attributes, KEP-5304, "
+			"spec.scheduling.resourceClaims:");
+	assert_says(&r, "attributes  Job wl/trainer container=main entry=shared-gpu: " ATTR
+			"/resourceclaimtemplates/shared-gpu/ -> " ATTR "/resourceclaims/dr-gpu/");
+	assert_says(&r, "attributes  Job wl/trainer container=sidecar entry=shared-gpu: " ATTR
+			"/resourceclaimtemplates/shared-gpu/ -> " ATTR "/resourceclaims/dr-gpu/");
+	assert_int_equal(ds_report_count_type(ds_plan_report(r.p), DS_REPORT_ATTRIBUTES), 3);
+	run_free(&r);
+}
+
 /*
  * The group and the members a mapping names are named where they go: with the namespace
  * mapped, the PodGroup's line says which member's rule it follows, and the member's line
@@ -724,6 +752,7 @@ int main(void)
 	    cmocka_unit_test(test_dra_1_37__first_available_files_are_under_the_request),
 	    cmocka_unit_test(test_dra_1_37__a_podgroup_claim_moves_with_its_members),
 	    cmocka_unit_test(test_dra_1_37__a_workload_template_claim_moves),
+	    cmocka_unit_test(test_dra_1_37__a_job_scheduling_claim_moves),
 	    cmocka_unit_test(
 		test_dra_1_37__a_group_and_its_members_are_named_in_the_target_namespace),
 	};
