@@ -248,10 +248,10 @@ binds = [o for o in items if o["kind"] == "RoleBinding" and o["metadata"]["name"
 assert len(roles) == 1 and roles[0]["metadata"]["namespace"] == "ml-team", roles
 assert len(binds) == 1 and binds[0]["subjects"][0]["name"] == "drasync-source", binds
 verbs = {v for r in roles[0]["rules"] for v in r["verbs"]}
-assert verbs == {"get", "list", "update", "delete"}, verbs
+assert verbs == {"get", "list", "update", "delete", "patch"}, verbs
 PY
   then
-    ok "kubectl kustomize with source-relocate: a Role and RoleBinding in ml-team (get, list, update, delete)"
+    ok "kubectl kustomize with source-relocate: a Role and RoleBinding in ml-team (get, list, update, delete, patch)"
   else
     notok "the source-relocate component renders other RBAC than its Role in ml-team"
   fi

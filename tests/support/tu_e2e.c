@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void write_configs(tu_pair *p, const char *target_extra, const char *source_extra);
+
 void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const char *dst_env,
 		  const char *source_name, const char *target_extra, const char *source_extra)
 {
-	char *text;
-
 	memset(p, 0, sizeof(*p));
 	p->src_admin = tu_env(src_env);
 	p->dst_admin = tu_env(dst_env);
@@ -29,6 +29,14 @@ void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const cha
 	tu_rbac_install(&p->rbac, p->src_admin, (const char *const[]){p->src_ns, NULL},
 			p->dst_admin, (const char *const[]){p->dst_ns, NULL});
 	tu_site_init(&p->site, prefix, p->rbac.target_kubeconfig, source_name);
+	write_configs(p, target_extra, source_extra);
+}
+
+/* The site's config files, as tu_pair_init writes them. */
+static void write_configs(tu_pair *p, const char *target_extra, const char *source_extra)
+{
+	char *text;
+
 	/* the shipped RBAC's namespace: the ledger's identity is written there */
 	assert_true(asprintf(&text,
 			     "identity: {namespace: drasync}\nnamespaceMappings: {%s: %s}\n%s",
@@ -41,6 +49,24 @@ void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const cha
 	free(text);
 }
 
+void tu_pair_init_reverse(tu_pair *p, const tu_pair *fwd, const char *prefix,
+			  const char *source_name, const char *target_extra,
+			  const char *source_extra)
+{
+	memset(p, 0, sizeof(*p));
+	p->src_admin = fwd->dst_admin;
+	p->dst_admin = fwd->src_admin;
+	p->src = tu_kube_connect(p->src_admin);
+	p->dst = tu_kube_connect(p->dst_admin);
+	p->src_ns = strdup(fwd->dst_ns);
+	assert_non_null(p->src_ns);
+	snprintf(p->dst_ns, sizeof(p->dst_ns), "%s", fwd->src_ns);
+	tu_rbac_install(&p->rbac, p->src_admin, (const char *const[]){p->src_ns, NULL},
+			p->dst_admin, (const char *const[]){p->dst_ns, NULL});
+	tu_site_init(&p->site, prefix, p->rbac.target_kubeconfig, source_name);
+	write_configs(p, target_extra, source_extra);
+}
+
 void tu_pair_dispose(tu_pair *p)
 {
 	if (p->site.dir)
@@ -51,6 +77,40 @@ void tu_pair_dispose(tu_pair *p)
 	ds_kube_free(p->src);
 	ds_kube_free(p->dst);
 	memset(p, 0, sizeof(*p));
+}
+
+/* The opt-in Role of deploy/kustomize/source-relocate, for the source's ServiceAccount. */
+void tu_pair_grant_relocate(tu_pair *p)
+{
+	tu_kube_create(p->src,
+		       tu_kube_doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n"
+				   "metadata: {name: drasync-source-relocate, namespace: "
+				   "%s}\nrules:\n"
+				   "- {apiGroups: [apps], resources: [deployments, "
+				   "statefulsets, replicasets, daemonsets], verbs: [get, "
+				   "list, update]}\n"
+				   "- {apiGroups: [batch], resources: [cronjobs], verbs: "
+				   "[get, list, update]}\n"
+				   "- {apiGroups: [batch], resources: [jobs], verbs: [get, "
+				   "list, delete]}\n"
+				   "- {apiGroups: [''], resources: [pods], verbs: [get, "
+				   "list, delete]}\n"
+				   "- {apiGroups: ['', apps, batch, resource.k8s.io, "
+				   "scheduling.k8s.io], resources: [limitranges, "
+				   "resourcequotas, serviceaccounts, configmaps, secrets, "
+				   "persistentvolumeclaims, services, resourceclaimtemplates, "
+				   "resourceclaims, workloads, podgroups, deployments, "
+				   "replicasets, statefulsets, daemonsets, cronjobs], verbs: "
+				   "[list, patch]}\n",
+				   p->src_ns));
+	tu_kube_create(p->src, tu_kube_doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: "
+					   "RoleBinding\nmetadata: {name: drasync-source-relocate, "
+					   "namespace: %s}\nroleRef: {apiGroup: "
+					   "rbac.authorization.k8s.io, kind: Role, name: "
+					   "drasync-source-relocate}\nsubjects: [{kind: "
+					   "ServiceAccount, name: drasync-source, namespace: "
+					   "drasync}]\n",
+					   p->src_ns));
 }
 
 void tu_pair_target_start(tu_pair *p)

@@ -36,9 +36,28 @@ typedef struct tu_pair {
 void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const char *dst_env,
 		  const char *source_name, const char *target_extra, const char *source_extra);
 
+/**
+ * The reverse of fwd (reverse replication, SPEC §5): the source is fwd's
+ * target cluster and namespace (fwd->dst_ns), the target fwd's source cluster
+ * and namespace (fwd->src_ns, which exists: the shipped target RBAC is
+ * applied to it). Its own site (keys, port, files, source_name in its
+ * authorized sources), the shipped RBAC for both ends, the config files
+ * written as tu_pair_init() writes them. Nothing runs yet. Dispose it before
+ * fwd.
+ */
+void tu_pair_init_reverse(tu_pair *p, const tu_pair *fwd, const char *prefix,
+			  const char *source_name, const char *target_extra,
+			  const char *source_extra);
+
 /** Stop what runs, remove the RBAC and both namespaces (also after a failure midway: a teardown).
  */
 void tu_pair_dispose(tu_pair *p);
+
+/**
+ * The opt-in Role of deploy/kustomize/source-relocate (relocate and park) in
+ * p->src_ns for drasync-source's ServiceAccount.
+ */
+void tu_pair_grant_relocate(tu_pair *p);
 
 /** Start drasync-target run on the target's token. */
 void tu_pair_target_start(tu_pair *p);
