@@ -270,7 +270,8 @@ static long long jint(const json_t *o, const char *ptr)
 /*
  * What drasync last wrote of each object it manages in NS-dr: the
  * resourceVersion of the kinds with no status, and a Deployment's
- * generation, labels and annotations (its status moves on its own).
+ * generation, labels and drasync.io/applied-hash (its status and the
+ * controller's revision annotation move on their own).
  * "Kind/name" -> fingerprint; caller decrefs.
  */
 static json_t *written(tu_pair *p)
@@ -293,10 +294,10 @@ static json_t *written(tu_pair *p)
 			snprintf(key, sizeof(key), "%s/%s", kinds[k][1],
 				 dt_str(o, "/metadata/name"));
 			if (strcmp(kinds[k][1], "Deployment") == 0) {
-				json_t *m = json_pack("{sO* sO* sO*}", "g",
-						      dt_get(o, "/metadata/generation"), "l",
-						      dt_get(o, "/metadata/labels"), "a",
-						      dt_get(o, "/metadata/annotations"));
+				json_t *m = json_pack(
+				    "{sO* sO* sO*}", "g", dt_get(o, "/metadata/generation"), "l",
+				    dt_get(o, "/metadata/labels"), "h",
+				    dt_get(o, "/metadata/annotations/drasync.io~1applied-hash"));
 				fp = json_dumps(m, JSON_SORT_KEYS | JSON_COMPACT);
 				json_decref(m);
 			} else {
