@@ -387,10 +387,11 @@ static int wait_for_group(ds_applier *a, struct item *it, bool hold)
 	}
 	if (!hold)
 		return 0; /* decided already (failed, skipped): the group is decided again */
+	/* named where it goes, as the waiting object is */
 	ds_applier_decide(it, DS_APPLY_WAITING,
 			  "waits for PodGroup %s/%s to be decided again with it (a group's claims "
 			  "follow its members)",
-			  it->row->ns, name);
+			  ds_target_config_map_namespace(a->cfg.cfg, it->row->ns), name);
 	return 1;
 }
 
