@@ -8,6 +8,7 @@
 
 #include "dstest.h"
 #include "testutil.h"
+#include "tu_http.h"
 #include "tu_kube.h"
 
 #include <stdio.h>
@@ -19,6 +20,13 @@ static void write_configs(tu_pair *p, const char *target_extra, const char *sour
 void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const char *dst_env,
 		  const char *source_name, const char *target_extra, const char *source_extra)
 {
+	tu_pair_init_with(p, 0, prefix, src_env, dst_env, source_name, target_extra, source_extra);
+}
+
+void tu_pair_init_with(tu_pair *p, unsigned rbac_flags, const char *prefix, const char *src_env,
+		       const char *dst_env, const char *source_name, const char *target_extra,
+		       const char *source_extra)
+{
 	memset(p, 0, sizeof(*p));
 	p->src_admin = tu_env(src_env);
 	p->dst_admin = tu_env(dst_env);
@@ -26,8 +34,9 @@ void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const cha
 	p->dst = tu_kube_connect(p->dst_admin);
 	p->src_ns = tu_kube_new_namespace(p->src, prefix, "");
 	snprintf(p->dst_ns, sizeof(p->dst_ns), "%s-dr", p->src_ns);
-	tu_rbac_install(&p->rbac, p->src_admin, (const char *const[]){p->src_ns, NULL},
-			p->dst_admin, (const char *const[]){p->dst_ns, NULL});
+	tu_rbac_install_with(&p->rbac, rbac_flags, p->src_admin,
+			     (const char *const[]){p->src_ns, NULL}, p->dst_admin,
+			     (const char *const[]){p->dst_ns, NULL});
 	tu_site_init(&p->site, prefix, p->rbac.target_kubeconfig, source_name);
 	write_configs(p, target_extra, source_extra);
 }
@@ -154,6 +163,39 @@ json_t *tu_pair_status(tu_pair *p)
 			 r.out, r.err);
 	tu_run_dispose(&r);
 	return st;
+}
+
+json_t *tu_e2e_source_status(const tu_site *s)
+{
+	struct tu_run r;
+	json_error_t je;
+	json_t *st;
+
+	/* status reads only stateDir; it exits 1 when something needs attention */
+	tu_run(&r, NULL,
+	       (const char *[]){tu_env("DS_SOURCE_BIN"), "status", "--config", s->source_cfg, "-o",
+				"json", NULL});
+	st = json_loads(r.out, 0, &je);
+	if (!st)
+		fail_msg("drasync-source status -o json (exit %d): %s\n%s%s", r.status, je.text,
+			 r.out, r.err);
+	tu_run_dispose(&r);
+	return st;
+}
+
+double tu_e2e_metric(int port, const char *series)
+{
+	char url[128], *text;
+	size_t n = strlen(series);
+	double v = -1;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+	text = tu_http_get(url, 200);
+	for (const char *at = text; at && *at; at = strchr(at, '\n'), at = at ? at + 1 : NULL)
+		if (strncmp(at, series, n) == 0 && at[n] == ' ')
+			v = strtod(at + n + 1, NULL);
+	free(text);
+	return v;
 }
 
 json_t *tu_e2e_get(ds_kube *k, const char *api, const char *kind, const char *ns, const char *name)

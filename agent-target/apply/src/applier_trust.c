@@ -220,6 +220,26 @@ static int drop_psa_labels(json_t *obj)
 	return 0;
 }
 
+int ds_applier_namespace_foreign(ds_applier *a, const char *name)
+{
+	struct ds_kube_resource res;
+	ds_kube_error ke;
+	json_t *got = NULL;
+	int rc;
+
+	ds_kube_error_clear(&ke);
+	if (!name || ds_kube_resource_find(a->cfg.kube, "v1", "Namespace", &res, &ke) < 0)
+		return -ENOENT;
+	ds_applier_count(a, &a->stats.api_reads, 1);
+	rc = ds_kube_get(a->cfg.kube, &res, NULL, name, NULL, &got, &ke);
+	if (rc == 0)
+		rc = ds_obj_annotation(got, DS_ANNOTATION_CREATED) ? 0 : 1;
+	else if (rc == -ENOENT)
+		rc = 0;
+	json_decref(got);
+	return rc;
+}
+
 int ds_applier_namespace_labels(ds_applier *a, struct item *it)
 {
 	const char *level;
