@@ -10,6 +10,7 @@ int ds_cmd_run(int argc, char **argv);
 int ds_cmd_status(int argc, char **argv);
 int ds_cmd_keygen(int argc, char **argv);
 int ds_cmd_relocate(int argc, char **argv);
+int ds_cmd_park(int argc, char **argv);
 
 /**
  * The source cluster's client for `drasync-source run`: --kubeconfig and

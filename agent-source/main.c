@@ -9,6 +9,8 @@ static const struct ds_cli_command commands[] = {
     {"status", "what was pushed, acknowledged and failed (--config FILE [-o json])", ds_cmd_status},
     {"relocate", "move a namespace to the target on purpose (--config FILE --namespace NS)",
      ds_cmd_relocate},
+    {"park", "stop a namespace here after a failover elsewhere (--config FILE --namespace NS)",
+     ds_cmd_park},
     {"keygen", "write a CURVE key pair (--out DIR)", ds_cmd_keygen},
     {NULL, NULL, NULL},
 };

@@ -40,6 +40,13 @@
  *       default 50 ms RTT, 100 Mbit/s): seconds from the source's start to
  *       all applied, and the proxy's bytes (both directions, TCP payload:
  *       ZMTP, CURVE, Hello, batches, acks, heartbeats) per object.
+ *   wan-slow: the same through a slow, far link (--latency-ms
+ *       WAN_SLOW_LATENCY each way, --rate-kbit WAN_SLOW_RATE: by default
+ *       200 ms RTT, 2 Mbit/s): wan_slow_s, and the physical limit it is
+ *       measured against, wan_slow_ideal_s = the phase's own wire bytes at
+ *       that rate plus one RTT for the session's Hello and one per credit
+ *       window (objects / the target's credit of CREDIT records, rounded
+ *       up); the target: wan_slow_s <= 1.3 x wan_slow_ideal_s.
  *   one change: with those agents still running (10,000 objects synced),
  *       one ConfigMap patched on the source; when the target's ledger has it
  *       applied, and 2 s more: the source's records pushed (`drasync-source
@@ -70,12 +77,13 @@
  *             --target-kubeconfig SA_KC --source-admin KC --target-admin KC --work DIR
  *             [--objects N] [--namespaces K] [--ceiling-workers W,W] [--rpo-changes N]
  *             [--rpo-interval-ms MS] [--rss-objects N] [--wan-latency-ms MS]
- *             [--wan-rate-kbit KBIT] [--velero-phase SCRIPT]
- *             [--phases ceiling,sync,rpo,kubectl,wan,velero,rss]
+ *             [--wan-rate-kbit KBIT] [--wan-slow-latency-ms MS] [--wan-slow-rate-kbit KBIT]
+ *             [--velero-phase SCRIPT] [--phases ceiling,sync,rpo,kubectl,wan,wan-slow,velero,rss]
  *             [--log-level L] [--timeout SECONDS]
  * Last line:
  *   RESULT sync_per_s=N ceiling_per_s=N ratio=X kubectl_per_s=N wan_s=N
- *   wire_bytes_per_obj=N json_bytes_per_obj=N rpo_p50_s=X rpo_p99_s=X
+ *   wire_bytes_per_obj=N json_bytes_per_obj=N wire_ratio=X wan_slow_s=X
+ *   wan_slow_ideal_s=X wan_slow_ratio=X rpo_p50_s=X rpo_p99_s=X
  *   one_change_records=N one_change_bytes=N one_change_writes=N rss_mb_source_10k=N
  *   rss_mb_target_10k=N rss_mb_source=N rss_mb_target=N velero_per_s=N
  *   velero_one_change_s=X velero_one_change_bytes=N velero_one_change_writes=N
@@ -378,6 +386,7 @@ struct results {
 	double sync_per_s, ceiling_per_s, kubectl_per_s, wan_s, wire_per_obj, json_per_obj;
 	double rpo_p50, rpo_p99, one_records, one_bytes, one_writes, rss_source, rss_target;
 	double rss_source_small, rss_target_small; /* at RSS_SMALL objects */
+	double wan_slow_s, wan_slow_ideal_s;
 	double velero_per_s, velero_one_s, velero_one_bytes, velero_one_writes, velero_rss;
 };
 
@@ -703,15 +712,51 @@ static void phase_rss(const struct opts *o, const struct keys *k, struct results
 	rss_round(o, k, RSS_PREFIX, o->rss_objects, &r->rss_source, &r->rss_target);
 }
 
+/* The target's credit (common/link receiver.c's default, which the bench's
+ * target.yaml keeps): records a source may have unacknowledged, so one round
+ * trip at least for each window of them. */
+#define CREDIT 2048
+
+/* The objects again, through a slow and far link: seconds, and the ideal. */
+static void phase_wan_slow(const struct opts *o, const struct keys *k, struct results *r)
+{
+	struct opts slow = *o;
+	struct session s;
+	double secs, bytes, rtt, windows;
+
+	if (!strcmp(o->faultproxy, "-"))
+		bu_die("the wan-slow phase needs --faultproxy");
+	machine_load("wan-slow");
+	slow.wan_latency_ms = o->wan_slow_latency_ms;
+	slow.wan_rate_kbit = o->wan_slow_rate_kbit;
+	e2e_session_init(&slow, &s, k, "wan-slow", "bench-src", "slow", o->namespaces);
+	secs = sync_session(&slow, &s, k, true, OBJ_PREFIX, (long)o->objects);
+	bytes = e2e_proxy_bytes(&slow, &s);
+	rtt = 2.0 * o->wan_slow_latency_ms / 1000.0;
+	windows = (double)((o->objects + CREDIT - 1) / CREDIT);
+	r->wan_slow_s = secs;
+	r->wan_slow_ideal_s = bytes * 8.0 / (o->wan_slow_rate_kbit * 1000.0) + rtt * (1 + windows);
+	printf(
+	    "wan-slow: %.0f bytes on the wire (both directions): %.0f an object; at %u kbit/s "
+	    "that is %.2f s, plus %.0f round trips of %.3f s (Hello, %.0f credit windows of %d): "
+	    "ideal %.2f s, measured %.2f s (%.2f of the ideal)\n",
+	    bytes, bytes / o->objects, o->wan_slow_rate_kbit,
+	    bytes * 8.0 / (o->wan_slow_rate_kbit * 1000.0), 1 + windows, rtt, windows, CREDIT,
+	    r->wan_slow_ideal_s, secs, secs / r->wan_slow_ideal_s);
+	e2e_session_stop(&s);
+	drop_namespaces(o, "slow-");
+}
+
 static int bench(const struct opts *o)
 {
-	struct results r = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-			    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+	struct results r = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+			    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
 	char ceiling_path[600], ceil_summary[512] = "";
 	struct keys k;
 	struct session sync, wan;
 	bool need_objects = phase_on(o, "ceiling") || phase_on(o, "sync") || phase_on(o, "rpo") ||
-			    phase_on(o, "kubectl") || phase_on(o, "wan") || phase_on(o, "velero");
+			    phase_on(o, "kubectl") || phase_on(o, "wan") ||
+			    phase_on(o, "wan-slow") || phase_on(o, "velero");
 
 	machine_load("start");
 	e2e_make_keys(o, &k);
@@ -759,6 +804,11 @@ static int bench(const struct opts *o)
 		e2e_session_stop(&wan);
 		drop_namespaces(o, "wan-");
 	}
+	if (phase_on(o, "wan-slow")) {
+		drop_namespaces(o, "e2e-");
+		drop_namespaces(o, "kubectl-");
+		phase_wan_slow(o, &k, &r);
+	}
 	if (phase_on(o, "velero")) {
 		if (!o->velero_phase)
 			bu_die("the velero phase needs --velero-phase");
@@ -774,7 +824,7 @@ static int bench(const struct opts *o)
 	       "< 4096 bytes, 1 write\n");
 	printf("RESULT sync_per_s=%.0f ceiling_per_s=%.0f ratio=%.2f kubectl_per_s=%.0f "
 	       "wan_s=%.1f wire_bytes_per_obj=%.0f json_bytes_per_obj=%.0f wire_ratio=%.3f "
-	       "rpo_p50_s=%.3f "
+	       "wan_slow_s=%.1f wan_slow_ideal_s=%.1f wan_slow_ratio=%.2f rpo_p50_s=%.3f "
 	       "rpo_p99_s=%.3f one_change_records=%.0f one_change_bytes=%.0f "
 	       "one_change_writes=%.0f rss_mb_source_10k=%.0f rss_mb_target_10k=%.0f "
 	       "rss_mb_source=%.0f rss_mb_target=%.0f velero_per_s=%.1f velero_one_change_s=%.2f "
@@ -783,10 +833,11 @@ static int bench(const struct opts *o)
 	       r.sync_per_s, r.ceiling_per_s,
 	       r.sync_per_s > 0 && r.ceiling_per_s > 0 ? r.sync_per_s / r.ceiling_per_s : -1,
 	       r.kubectl_per_s, r.wan_s, r.wire_per_obj, r.json_per_obj,
-	       r.json_per_obj > 0 ? r.wire_per_obj / r.json_per_obj : -1, r.rpo_p50, r.rpo_p99,
-	       r.one_records, r.one_bytes, r.one_writes, r.rss_source_small, r.rss_target_small,
-	       r.rss_source, r.rss_target, r.velero_per_s, r.velero_one_s, r.velero_one_bytes,
-	       r.velero_one_writes, r.velero_rss,
+	       r.json_per_obj > 0 ? r.wire_per_obj / r.json_per_obj : -1, r.wan_slow_s,
+	       r.wan_slow_ideal_s, r.wan_slow_ideal_s > 0 ? r.wan_slow_s / r.wan_slow_ideal_s : -1,
+	       r.rpo_p50, r.rpo_p99, r.one_records, r.one_bytes, r.one_writes, r.rss_source_small,
+	       r.rss_target_small, r.rss_source, r.rss_target, r.velero_per_s, r.velero_one_s,
+	       r.velero_one_bytes, r.velero_one_writes, r.velero_rss,
 	       r.sync_per_s > 0 && r.velero_per_s > 0 ? r.sync_per_s / r.velero_per_s : -1);
 	return 0;
 }
@@ -796,7 +847,7 @@ int main(int argc, char **argv)
 	struct opts o = {.log_level = "info",
 			 .faultproxy = "-",
 			 .ceiling_workers = "16,64,256",
-			 .phases = "ceiling,sync,rpo,kubectl,wan,rss",
+			 .phases = "ceiling,sync,rpo,kubectl,wan,wan-slow,rss",
 			 .velero_phase = NULL,
 			 .objects = 10000,
 			 .namespaces = 10,
@@ -805,6 +856,8 @@ int main(int argc, char **argv)
 			 .rss_objects = 100000,
 			 .wan_latency_ms = 25,
 			 .wan_rate_kbit = 100000,
+			 .wan_slow_latency_ms = 100,
+			 .wan_slow_rate_kbit = 2000,
 			 .timeout = 1800};
 
 	bu_init("bench e2e");
@@ -856,6 +909,10 @@ int main(int argc, char **argv)
 			o.wan_latency_ms = (unsigned)strtoul(v, NULL, 10);
 		else if (strcmp(k, "--wan-rate-kbit") == 0)
 			o.wan_rate_kbit = (unsigned)strtoul(v, NULL, 10);
+		else if (strcmp(k, "--wan-slow-latency-ms") == 0)
+			o.wan_slow_latency_ms = (unsigned)strtoul(v, NULL, 10);
+		else if (strcmp(k, "--wan-slow-rate-kbit") == 0)
+			o.wan_slow_rate_kbit = (unsigned)strtoul(v, NULL, 10);
 		else if (strcmp(k, "--timeout") == 0)
 			o.timeout = strtod(v, NULL);
 		else
@@ -864,7 +921,7 @@ int main(int argc, char **argv)
 	if (!o.source_agent || !o.target_agent || !o.loadgen || !o.kube_bin || !o.sanitizer ||
 	    !o.source_kc || !o.target_kc || !o.source_admin || !o.target_admin || !o.work ||
 	    o.namespaces == 0 || o.objects < 9 * o.namespaces || o.rpo_changes == 0 ||
-	    o.rss_objects == 0)
+	    o.rss_objects == 0 || o.wan_slow_rate_kbit == 0)
 		bu_die("%s",
 		       "usage: bench_e2e --source-agent BIN --target-agent BIN --loadgen BIN "
 		       "--kube-bin BIN --sanitizer PY --source-kubeconfig KC "

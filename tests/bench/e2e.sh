@@ -14,6 +14,8 @@
 #   wan      the sync through tests/kube/faultproxy (25 ms each way, 100 Mbit/s):
 #            seconds, bytes on the wire per object against the objects' JSON size;
 #            then one change in the synced objects: records, bytes, target writes
+#   wan-slow the sync through a slow, far link (100 ms each way, 2 Mbit/s): seconds,
+#            against the ideal (its wire bytes at 2 Mbit/s plus one RTT per credit window)
 #   velero   (not in the default list) the same objects through Velero
 #            (tests/bench/velero/phase.sh: a server for each cluster, one versitygw
 #            bucket): backup, restore with --namespace-mappings, objects/s; one
@@ -24,20 +26,21 @@
 #   DS_BENCH_E2E_OBJECTS       mixed objects (default 10000; or the first argument)
 #   DS_BENCH_E2E_RSS_OBJECTS   ConfigMaps of the rss phase (default 100000)
 #   DS_BENCH_E2E_RPO_CHANGES   changes of the rpo phase (default 200)
-#   DS_BENCH_E2E_PHASES        comma-separated subset of ceiling,sync,rpo,kubectl,wan,velero,rss
-#                              (default: all but velero)
+#   DS_BENCH_E2E_PHASES        comma-separated subset of
+#                              ceiling,sync,rpo,kubectl,wan,wan-slow,velero,rss (default: all but velero)
 #   DS_BENCH_E2E_ARGS          more bench_e2e options (e.g. "--ceiling-workers 64
 #                              --wan-rate-kbit 10000 --log-level warn")
 #   DS_VELERO_DIR              prebuilt Velero tools (tests/bench/velero/build.sh builds
 #                              and caches them otherwise: the first run takes minutes)
 #   DS_FAULTPROXY              the faultproxy binary (default: tests/kube/faultproxy/build.sh;
-#                              without one the wan phase is left out)
+#                              without one the wan phases are left out)
 #   DS_BENCH_E2E_SOURCE_AGENT, DS_BENCH_E2E_TARGET_AGENT: other agents to measure
 #   DS_BENCH_KEEP              keep the work directory (configurations, logs, ledgers)
 # Run it alone on the machine (flock /tmp/ds-cluster.lock): two clusters and
 # both agents share its cores.
 # Last line: RESULT sync_per_s=N ceiling_per_s=N ratio=X kubectl_per_s=N wan_s=N
-#   wire_bytes_per_obj=N json_bytes_per_obj=N rpo_p50_s=X rpo_p99_s=X
+#   wire_bytes_per_obj=N json_bytes_per_obj=N wire_ratio=X wan_slow_s=X wan_slow_ideal_s=X
+#   wan_slow_ratio=X rpo_p50_s=X rpo_p99_s=X
 #   one_change_records=N one_change_bytes=N one_change_writes=N
 #   rss_mb_source_10k=N rss_mb_target_10k=N rss_mb_source=N rss_mb_target=N
 #   velero_per_s=N velero_one_change_s=X velero_one_change_bytes=N
@@ -50,7 +53,7 @@ objects=${1:-${DS_BENCH_E2E_OBJECTS:-10000}}
 build=${DS_BUILD_DIR:-build/bench}
 source_agent=${DS_BENCH_E2E_SOURCE_AGENT:-$build/agent-source/drasync-source}
 target_agent=${DS_BENCH_E2E_TARGET_AGENT:-$build/agent-target/drasync-target}
-phases=${DS_BENCH_E2E_PHASES:-ceiling,sync,rpo,kubectl,wan,rss}
+phases=${DS_BENCH_E2E_PHASES:-ceiling,sync,rpo,kubectl,wan,wan-slow,rss}
 if ! "$target_agent" --help 2>/dev/null | grep -q '^  run '; then
   echo "bench e2e: $target_agent has no 'run' command" >&2
   exit 2
@@ -60,9 +63,9 @@ if [ -z "$faultproxy" ] && [ -x tests/kube/faultproxy/build.sh ]; then
   faultproxy=$(tests/kube/faultproxy/build.sh)
 fi
 if [ -z "$faultproxy" ]; then
-  echo "bench e2e: no faultproxy (tests/kube/faultproxy/build.sh or DS_FAULTPROXY): no wan phase" >&2
+  echo "bench e2e: no faultproxy (tests/kube/faultproxy/build.sh or DS_FAULTPROXY): no wan phases" >&2
   faultproxy=-
-  phases=$(echo "$phases" | tr , '\n' | grep -vx wan | paste -sd, -)
+  phases=$(echo "$phases" | tr , '\n' | grep -vx 'wan\|wan-slow' | paste -sd, -)
 fi
 # Velero's tools before any cluster starts (built from Go modules, cached).
 if echo ",$phases," | grep -q ',velero,'; then

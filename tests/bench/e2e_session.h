@@ -23,6 +23,7 @@ struct opts {
 	const char *ceiling_workers, *phases, *velero_phase;
 	unsigned objects, namespaces, rpo_changes, rpo_interval_ms, rss_objects;
 	unsigned wan_latency_ms, wan_rate_kbit;
+	unsigned wan_slow_latency_ms, wan_slow_rate_kbit; /* the wan-slow phase's link */
 	double timeout;
 };
 

@@ -353,22 +353,34 @@ def main():
         # container; the secret key on a volume an init container fills
         # (a Secret volume's files are root's: the agent would refuse them).
         inits = pod.get("initContainers", [])
-        for field in ("secretKeyFile", "authorizedSources"):
+
+        def copies(cmd, path):
+            """Whether an init container's command writes path: named as
+            install's destination, or `install ... SRC... DIR/` with a source
+            of path's base name."""
+            if path in cmd:
+                return True
+            d, base = path.rsplit("/", 1)
+            return bool(cmd) and cmd[0] == "install" and cmd[-1].rstrip("/") == d and any(
+                a.rsplit("/", 1)[-1] == base for a in cmd[1:-1])
+
+        for field in ("secretKeyFile", "authorizedSources", "proxyCredentialsFile"):
             f = re.search(rf"^\s*{field}:\s*(\S+)", cfg_text or "", re.M)
             if not f:
-                if field == "secretKeyFile" or agent == "target":
+                if field == "secretKeyFile" or (field == "authorizedSources" and agent == "target"):
                     bad(f"the configuration has no keys.{field}")
                 continue
             path = f.group(1)
             mp = [p for p in m if path.startswith(p.rstrip("/") + "/")]
             if not mp:
                 bad(f"keys.{field} {path} is on no volume of the agent's container")
-            elif field == "secretKeyFile":
+            elif field != "authorizedSources":
+                # A secret the agent refuses unless it is its own, mode 0600 or less.
                 vol = vols.get(m[mp[0]], {})
-                filled = any(vm["name"] == m[mp[0]] and path in c.get("command", [])
+                filled = any(vm["name"] == m[mp[0]] and copies(c.get("command", []), path)
                              for c in inits for vm in c.get("volumeMounts", []))
                 if "emptyDir" not in vol or not filled:
-                    bad(f"keys.secretKeyFile {path} is not copied into an emptyDir by an init container")
+                    bad(f"{field} {path} is not copied into an emptyDir by an init container")
         conf = [a for a in mains[0].get("command", []) if a.endswith(f"/{agent}.yaml")]
         mount = next((p for p, n in m.items() if cfg_vol and n == cfg_vol[0]["name"]), None)
         if not conf or not mount or conf[0] != f"{mount}/{agent}.yaml":

@@ -15,6 +15,13 @@
  *     name and key in authorized_sources) feed one drasync-target; each
  *     lands in its own mapped namespace, annotated with its source; a
  *     snapshot of one (its state lost) prunes only its own objects.
+ *   - two sources writing one object: two namespaces (two sites) mapped to
+ *     one target namespace, each holding a ConfigMap of the same name. The
+ *     first source's lands; the second's is refused as a conflict, with the
+ *     reason in drasync-target status, its log and
+ *     drasync_target_refused_total, and in the second source's status and
+ *     log; the first's object is untouched, also by the second's changes
+ *     and delete, and keeps following the first source.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -421,6 +428,213 @@ static void test_e2e_dr__two_sources_into_one_target(void **state)
 	tu_site_agent_sigterm(&M.site[0]);
 }
 
+/* A line of text holding both a and b; fails when none does. */
+static void line_with_both(const char *text, const char *a, const char *b, char *out, size_t size)
+{
+	for (const char *at = text; (at = strstr(at, a)); at++) {
+		const char *start = at, *end = strchr(at, '\n');
+
+		while (start > text && start[-1] != '\n')
+			start--;
+		end = end ? end : at + strlen(at);
+		snprintf(out, size, "%.*s", (int)(end - start), start);
+		if (strstr(out, b))
+			return;
+	}
+	fail_msg("no line with '%s' and '%s' in:\n%s", a, b, text);
+}
+
+static void test_e2e_dr__two_sources_one_object_second_refused(void **state)
+{
+	static const char *const names[] = {"site-a", "site-b"};
+	int mport = tu_free_port();
+	char *text, path[1200], series[200], reason[600], needle[300], line[2000];
+	const char *shared, *rv0;
+	json_t *st, *v, *o, *first;
+	bool found = false;
+	size_t i;
+
+	(void)state;
+	M.src = tu_kube_connect(tu_env("DS_KUBECONFIG_V1"));
+	M.dst = tu_kube_connect(tu_env("DS_KUBECONFIG_V1BETA1"));
+	for (i = 0; i < 2; i++) {
+		M.ns[i] = tu_kube_new_namespace(M.src, i ? "e2eob" : "e2eoa", "");
+		tu_kube_create(M.src, tu_kube_doc("apiVersion: v1\nkind: ConfigMap\n"
+						  "metadata: {name: settings, namespace: %s}\n"
+						  "data: {site: %s}\n",
+						  M.ns[i], names[i]));
+		tu_kube_create(M.src, tu_kube_doc("apiVersion: v1\nkind: ConfigMap\n"
+						  "metadata: {name: only-%s, namespace: %s}\n"
+						  "data: {site: %s}\n",
+						  names[i], M.ns[i], names[i]));
+	}
+	/* Both sites' namespaces map to one target namespace. */
+	snprintf(M.dst_ns[0], sizeof(M.dst_ns[0]), "%s-dr", M.ns[0]);
+	snprintf(M.dst_ns[1], sizeof(M.dst_ns[1]), "%s", M.dst_ns[0]);
+	shared = M.dst_ns[0];
+	tu_rbac_install(&M.rbac, tu_env("DS_KUBECONFIG_V1"),
+			(const char *const[]){M.ns[0], M.ns[1], NULL},
+			tu_env("DS_KUBECONFIG_V1BETA1"), (const char *const[]){shared, NULL});
+	tu_site_init(&M.site[0], "e2eone", M.rbac.target_kubeconfig, names[0]);
+	tu_site_init(&M.site[1], "e2eone", M.rbac.target_kubeconfig, names[1]);
+	assert_true(asprintf(&text,
+			     "identity: {namespace: drasync}\nmode: migrate\n"
+			     "metrics: {listen: \"127.0.0.1:%d\"}\n"
+			     "namespaceMappings: {%s: %s, %s: %s}\n"
+			     "sources:\n- {name: %s, namespaces: [%s]}\n"
+			     "- {name: %s, namespaces: [%s]}\n",
+			     mport, M.ns[0], shared, M.ns[1], shared, names[0], M.ns[0], names[1],
+			     M.ns[1]) > 0);
+	tu_site_write_config(&M.site[0], text);
+	free(text);
+	snprintf(path, sizeof(path), "%s/authorized_sources", M.site[0].dir);
+	assert_true(asprintf(&text, "%s %s\n%s %s\n", names[0], M.site[0].skeys.public_z85,
+			     names[1], M.site[1].skeys.public_z85) > 0);
+	tu_write_file(path, text);
+	free(text);
+	M.site[1].tkeys = M.site[0].tkeys;
+	snprintf(M.site[1].source_endpoint, sizeof(M.site[1].source_endpoint), "%s",
+		 M.site[0].endpoint);
+	for (i = 0; i < 2; i++) {
+		assert_true(asprintf(&text, "namespaces: [%s]\n", M.ns[i]) > 0);
+		tu_site_write_source_config(&M.site[i], text);
+		free(text);
+	}
+
+	/* site-a first: its ConfigMap lands. */
+	tu_site_agent_start(&M.site[0]);
+	tu_site_source_start(&M.site[0], M.rbac.source_kubeconfig, NULL);
+	json_decref(
+	    tu_e2e_wait_get(M.dst, "v1", "ConfigMap", shared, "only-site-a", 60000, &M.site[0]));
+	first = tu_e2e_wait_get(M.dst, "v1", "ConfigMap", shared, "settings", 10000, &M.site[0]);
+	assert_string_equal(dt_str(first, "/data/site"), "site-a");
+	rv0 = dt_str(first, "/metadata/resourceVersion");
+
+	/* site-b: what is its own lands beside it; the same object is refused. */
+	tu_site_source_start(&M.site[1], M.rbac.source_kubeconfig, NULL);
+	json_decref(
+	    tu_e2e_wait_get(M.dst, "v1", "ConfigMap", shared, "only-site-b", 60000, &M.site[0]));
+	snprintf(reason, sizeof(reason),
+		 "conflict: ConfigMap %s/settings on the target is replicated from source site-a; "
+		 "source site-b may not write it too (map its namespace elsewhere)",
+		 shared);
+	for (long long end = tu_now_ms() + 20000; !found; tu_msleep(300)) {
+		st = tu_pair_status(&(tu_pair){.site = M.site[0]});
+		json_array_foreach (json_object_get(json_object_get(st, "refused"), "site-b"), i,
+				    v) {
+			if (strcmp(dt_str(v, "/kind"), "ConfigMap") == 0 &&
+			    strcmp(dt_str(v, "/name"), "settings") == 0) {
+				assert_string_equal(dt_str(v, "/reason"), reason);
+				found = true;
+			}
+		}
+		if (!found && tu_now_ms() > end)
+			fail_msg("drasync-target status shows no refusal of site-b's settings: %s",
+				 json_dumps(st, JSON_INDENT(1)));
+		if (found) {
+			/* only that: the namespace both map to is the target's own, and
+			 * drasync writes nothing on it for either (SPEC §5) */
+			assert_int_equal(json_array_size(json_object_get(
+					     json_object_get(st, "refused"), "site-b")),
+					 1);
+			assert_true(json_is_false(json_object_get(st, "healthy")));
+		}
+		json_decref(st);
+	}
+	text = tu_site_run_log(&M.site[0]);
+	snprintf(needle, sizeof(needle), "ConfigMap/%s/settings ", M.ns[1]);
+	line_with_both(text, needle, "state=refused", line, sizeof(line));
+	tu_e2e_assert_log("the refusal's line", line, reason, true);
+	tu_e2e_assert_log("the refusal's line", line, "level=warn", true);
+	free(text);
+	snprintf(series, sizeof(series),
+		 "drasync_target_refused_total{source=\"site-b\",reason=\"owner\"}");
+	if (tu_e2e_metric(mport, series) < 1)
+		fail_msg("%s is %g", series, tu_e2e_metric(mport, series));
+	snprintf(series, sizeof(series),
+		 "drasync_target_refused_total{source=\"site-a\",reason=\"owner\"}");
+	assert_true(tu_e2e_metric(mport, series) <= 0);
+
+	/* site-b hears it: its status and its log. */
+	found = false;
+	for (long long end = tu_now_ms() + 20000; !found; tu_msleep(300)) {
+		st = tu_e2e_source_status(&M.site[1]);
+		json_array_foreach (json_object_get(st, "failures"), i, v) {
+			if (strcmp(dt_str(v, "/name"), "settings") == 0 &&
+			    strcmp(dt_str(v, "/status"), "refused") == 0) {
+				assert_string_equal(dt_str(v, "/message"), reason);
+				found = true;
+			}
+		}
+		json_array_foreach (json_object_get(st, "kinds"), i, v) {
+			if (found)
+				assert_int_equal(json_integer_value(json_object_get(v, "refused")),
+						 strcmp(dt_str(v, "/kind"), "ConfigMap") == 0 ? 1
+											      : 0);
+		}
+		if (!found && tu_now_ms() > end)
+			fail_msg("drasync-source status of site-b shows no refusal: %s",
+				 json_dumps(st, JSON_INDENT(1)));
+		if (found)
+			assert_true(json_is_true(json_object_get(st, "needsAttention")));
+		json_decref(st);
+	}
+	text = tu_site_source_run_log(&M.site[1]);
+	line_with_both(text, "event=target_refused", "settings", line, sizeof(line));
+	tu_e2e_assert_log("site-b's log", line, "conflict: ", true);
+	free(text);
+
+	/* The first's object is untouched... */
+	o = tu_e2e_get(M.dst, "v1", "ConfigMap", shared, "settings");
+	assert_string_equal(dt_str(o, "/data/site"), "site-a");
+	assert_string_equal(dt_str(o, "/metadata/resourceVersion"), rv0);
+	assert_string_equal(dt_str(o, "/metadata/annotations/drasync.io~1source-cluster"),
+			    "site-a");
+	json_decref(o);
+	/* ...by site-b's change and delete too (its delete is no tombstone of site-a's)... */
+	tu_kube_merge(M.src, "v1", "ConfigMap", M.ns[1], "settings", NULL,
+		      "{\"data\":{\"site\":\"site-b-changed\"}}");
+	tu_kube_merge(M.src, "v1", "ConfigMap", M.ns[1], "only-site-b", NULL,
+		      "{\"data\":{\"site\":\"site-b-changed\"}}");
+	for (long long end = tu_now_ms() + 15000;; tu_msleep(200)) {
+		o = tu_e2e_get(M.dst, "v1", "ConfigMap", shared, "only-site-b");
+		if (o && strcmp(dt_str(o, "/data/site"), "site-b-changed") == 0)
+			break;
+		if (tu_now_ms() > end)
+			fail_msg("site-b's change of only-site-b did not arrive");
+		json_decref(o);
+	}
+	json_decref(o);
+	tu_kube_delete(M.src, "v1", "ConfigMap", M.ns[1], "settings");
+	tu_e2e_wait_gone(M.src, "v1", "ConfigMap", M.ns[1], "settings", 10000, NULL);
+	tu_kube_delete(M.src, "v1", "ConfigMap", M.ns[1], "only-site-b");
+	tu_e2e_wait_gone(M.dst, "v1", "ConfigMap", shared, "only-site-b", 15000, &M.site[0]);
+	o = tu_e2e_get(M.dst, "v1", "ConfigMap", shared, "settings");
+	assert_non_null(o);
+	assert_string_equal(dt_str(o, "/data/site"), "site-a");
+	assert_string_equal(dt_str(o, "/metadata/resourceVersion"), rv0);
+	json_decref(o);
+	/* ...and it keeps following site-a. */
+	tu_kube_merge(M.src, "v1", "ConfigMap", M.ns[0], "settings", NULL,
+		      "{\"data\":{\"site\":\"site-a-changed\"}}");
+	for (long long end = tu_now_ms() + 15000;; tu_msleep(200)) {
+		o = tu_e2e_get(M.dst, "v1", "ConfigMap", shared, "settings");
+		if (o && strcmp(dt_str(o, "/data/site"), "site-a-changed") == 0)
+			break;
+		if (tu_now_ms() > end)
+			fail_msg("site-a's change of settings did not arrive");
+		json_decref(o);
+	}
+	json_decref(o);
+	json_decref(first);
+	text = tu_site_run_log(&M.site[0]);
+	tu_e2e_assert_log("target log", text, "state=failed", false);
+	free(text);
+	for (i = 0; i < 2; i++)
+		tu_site_source_sigterm(&M.site[i]);
+	tu_site_agent_sigterm(&M.site[0]);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -452,6 +666,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_e2e_dr__standby_failover_failback_drill, teardown),
 	    cmocka_unit_test_teardown(test_e2e_dr__two_sources_into_one_target, teardown_multi),
+	    cmocka_unit_test_teardown(test_e2e_dr__two_sources_one_object_second_refused,
+				      teardown_multi),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

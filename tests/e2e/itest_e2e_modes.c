@@ -6,6 +6,12 @@
  *     the target), and a pass over an unchanged source writes nothing on the
  *     target (the target API server's own write counts, tu_kube_writes); a
  *     change goes out with the next pass;
+ *   - cron ("* * * * *", SPEC §7): the next three run times on whole
+ *     minutes, a pass at start, then a change made between firings is not
+ *     on the target before the next firing and is there after it; that
+ *     firing pushes one record (status lastPass and pushedSeq, the metrics
+ *     drasync_source_passes_total and drasync_source_pass_objects_total)
+ *     and drasync writes nothing else on the target;
  *   - namespace mapping: everything lands in NS-dr, the Namespace object
  *     annotated with its source;
  *   - deletes: an object deleted on the source is deleted on the target, also
@@ -29,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static tu_pair P; /* disposed by teardown(), after a failure too */
 
@@ -242,6 +249,201 @@ static void test_e2e_modes__interval_passes_write_only_changes(void **state)
 	tu_site_agent_sigterm(&p->site);
 }
 
+/* The wall clock in ms (cron slots are wall-clock times). */
+static long long wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long long jint(const json_t *o, const char *ptr)
+{
+	json_t *v = dt_get(o, ptr);
+
+	if (!json_is_integer(v))
+		fail_msg("no integer at %s in %s", ptr, json_dumps(o, JSON_INDENT(1)));
+	return (long long)json_integer_value(v);
+}
+
+/*
+ * What drasync last wrote of each object it manages in NS-dr: the
+ * resourceVersion of the kinds with no status, and a Deployment's
+ * generation, labels and drasync.io/applied-hash (its status and the
+ * controller's revision annotation move on their own).
+ * "Kind/name" -> fingerprint; caller decrefs.
+ */
+static json_t *written(tu_pair *p)
+{
+	static const char *const kinds[][2] = {{"v1", "ConfigMap"},
+					       {"v1", "Secret"},
+					       {"resource.k8s.io/v1beta1", "ResourceClaimTemplate"},
+					       {"apps/v1", "Deployment"}};
+	json_t *out = json_object();
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		json_t *items = tu_e2e_list(p->dst, kinds[k][0], kinds[k][1], p->dst_ns,
+					    "app.kubernetes.io/managed-by=drasync"),
+		       *o;
+		size_t i;
+
+		json_array_foreach (items, i, o) {
+			char key[200], *fp;
+
+			snprintf(key, sizeof(key), "%s/%s", kinds[k][1],
+				 dt_str(o, "/metadata/name"));
+			if (strcmp(kinds[k][1], "Deployment") == 0) {
+				json_t *m = json_pack(
+				    "{sO* sO* sO*}", "g", dt_get(o, "/metadata/generation"), "l",
+				    dt_get(o, "/metadata/labels"), "h",
+				    dt_get(o, "/metadata/annotations/drasync.io~1applied-hash"));
+				fp = json_dumps(m, JSON_SORT_KEYS | JSON_COMPACT);
+				json_decref(m);
+			} else {
+				fp = strdup(dt_str(o, "/metadata/resourceVersion"));
+			}
+			json_object_set_new(out, key, json_string(fp));
+			free(fp);
+		}
+		json_decref(items);
+	}
+	return out;
+}
+
+/* Objects of the source namespace the source's index pushed after seq (a record each). */
+static long long ns_pushed_after(tu_pair *p, long long seq, const char *name)
+{
+	char sql[400];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM export_objects WHERE namespace = '%s' AND seq > %lld%s%s%s",
+		 p->src_ns, seq, name ? " AND name = '" : "", name ? name : "", name ? "'" : "");
+	return tu_site_source_outbox_int(&p->site, sql);
+}
+
+static void test_e2e_modes__cron_fires_and_carries_only_changes(void **state)
+{
+	tu_pair *const p = &P;
+	int mport = tu_free_port();
+	long long next, seq0, pushed0, pushed_sum, passes, left;
+	char extra[200], line[1000];
+	json_t *st, *w0, *w1, *v;
+	const char *key;
+	char *log;
+
+	(void)state;
+	snprintf(
+	    extra, sizeof(extra),
+	    "schedule: {mode: cron, expr: \"* * * * *\"}\nmetrics: {listen: \"127.0.0.1:%d\"}\n",
+	    mport);
+	tu_pair_init(p, "e2ec", "DS_KUBECONFIG_V1", "DS_KUBECONFIG_V1BETA1", "prod-east",
+		     "mode: migrate\n", extra);
+	create_source(p);
+	tu_pair_target_start(p);
+	tu_pair_source_start(p, NULL);
+
+	/* The run times the operator checks the expression by: whole minutes. */
+	wait_source_log(p, "event=schedule mode=cron next=", 1, 10000);
+	log = tu_site_source_run_log(&p->site);
+	last_line_with(log, "event=schedule mode=cron next=", line, sizeof(line));
+	free(log);
+	if (count(line, ":00.000Z") != 3)
+		fail_msg("cron * * * * *: the next three runs are not on whole minutes: %s", line);
+
+	/* A pass at start brings the target up to date. */
+	wait_source_log(p, "event=pass_next ", 1, 60000);
+	tu_assert_same_objects(p->src, p->src_ns, p->dst, p->dst_ns, same_kinds, 60000);
+	json_decref(tu_e2e_wait_get(p->dst, "resource.k8s.io/v1beta1", "ResourceClaimTemplate",
+				    p->dst_ns, "gpu", 30000, &p->site));
+	st = tu_e2e_source_status(&p->site);
+	next = jint(st, "/agent/nextPassMs");
+	seq0 = jint(st, "/pushedSeq");
+	pushed0 = jint(st, "/lastPass/pushed");
+	json_decref(st);
+	/* 6 ConfigMaps, a Secret, a template, a Deployment and the Namespace (and
+	 * the cluster's DeviceClasses, which the source offers the target) */
+	assert_true(pushed0 >= 10);
+	pushed_sum = pushed0;
+	passes = 1;
+
+	/* A firing too close to tell "before" from "after": let it go by; with
+	 * nothing changed in the namespace it pushes nothing of it. */
+	if (next - wall_ms() < 15000) {
+		wait_source_log(p, "event=pass_next ", 2, (int)(next - wall_ms()) + 30000);
+		passes++;
+		st = tu_e2e_source_status(&p->site);
+		assert_int_equal(ns_pushed_after(p, seq0, NULL), 0);
+		assert_true(jint(st, "/lastPass/unchanged") >= 10);
+		pushed_sum += jint(st, "/lastPass/pushed");
+		seq0 = jint(st, "/pushedSeq");
+		next = jint(st, "/agent/nextPassMs");
+		json_decref(st);
+	}
+
+	/* A change between firings: not on the target before the next one... */
+	w0 = written(p);
+	tu_kube_merge(p->src, "v1", "ConfigMap", p->src_ns, "cm-3", NULL,
+		      "{\"data\":{\"i\":\"changed\"}}");
+	while ((left = next - wall_ms()) > 1500) {
+		json_t *o = tu_e2e_get(p->dst, "v1", "ConfigMap", p->dst_ns, "cm-3");
+
+		if (!o || strcmp(dt_str(o, "/data/i") ? dt_str(o, "/data/i") : "", "3") != 0)
+			fail_msg("cm-3 on the target changed %lld ms before the cron firing: %s",
+				 left, o ? json_dumps(o, JSON_COMPACT) : "(gone)");
+		json_decref(o);
+		tu_msleep(left > 3000 ? 1000 : 300);
+	}
+	st = tu_e2e_source_status(&p->site);
+	assert_int_equal(jint(st, "/pushedSeq"), seq0); /* nothing went out between firings */
+	json_decref(st);
+
+	/* ...and there after it. */
+	wait_cm_value(p, "cm-3", "changed", (int)(next - wall_ms()) + 30000);
+	assert_true(wall_ms() >= next);
+	wait_source_log(p, "event=pass_next ", (size_t)passes + 1, 30000);
+	passes++;
+
+	/* That firing: one record of the namespace; its other objects, unchanged, cost none. */
+	st = tu_e2e_source_status(&p->site);
+	assert_true(jint(st, "/lastPass/startedMs") >= next);
+	assert_int_equal(ns_pushed_after(p, seq0, NULL), 1);
+	assert_int_equal(ns_pushed_after(p, seq0, "cm-3"), 1);
+	assert_true(jint(st, "/lastPass/pushed") >= 1);
+	assert_true(jint(st, "/lastPass/unchanged") >= 9);
+	assert_int_equal(jint(st, "/pushedSeq"),
+			 seq0 + jint(st, "/lastPass/pushed") + jint(st, "/lastPass/tombstoned"));
+	pushed_sum += jint(st, "/lastPass/pushed");
+	json_decref(st);
+	assert_int_equal(
+	    (long long)tu_e2e_metric(mport, "drasync_source_passes_total{result=\"ok\"}"), passes);
+	assert_int_equal((long long)tu_e2e_metric(
+			     mport, "drasync_source_pass_objects_total{outcome=\"pushed\"}"),
+			 pushed_sum);
+
+	/* On the target drasync wrote cm-3 and nothing else. */
+	tu_msleep(1000);
+	w1 = written(p);
+	assert_int_equal(json_object_size(w1), json_object_size(w0));
+	json_object_foreach (w0, key, v) {
+		const char *now = json_string_value(json_object_get(w1, key));
+		bool same = now && strcmp(now, json_string_value(v)) == 0;
+
+		if (strcmp(key, "ConfigMap/cm-3") == 0 ? same : !same)
+			fail_msg("after the cron firing %s is %s (was %s)", key, now ? now : "gone",
+				 json_string_value(v));
+	}
+	json_decref(w0);
+	json_decref(w1);
+	tu_assert_same_objects(p->src, p->src_ns, p->dst, p->dst_ns, same_kinds, 10000);
+	log = tu_site_source_run_log(&p->site);
+	tu_e2e_assert_log("cron", log, "level=error", false);
+	tu_e2e_assert_log("cron", log, "event=pass_overran", false);
+	free(log);
+	tu_site_source_sigterm(&p->site);
+	tu_site_agent_sigterm(&p->site);
+}
+
 static void test_e2e_modes__watch_deletes_and_prunes(void **state)
 {
 	tu_pair *const p = &P;
@@ -345,6 +547,8 @@ int main(void)
 	    cmocka_unit_test_teardown(
 		test_e2e_modes__once_delivers_and_a_second_pass_writes_nothing, teardown),
 	    cmocka_unit_test_teardown(test_e2e_modes__interval_passes_write_only_changes, teardown),
+	    cmocka_unit_test_teardown(test_e2e_modes__cron_fires_and_carries_only_changes,
+				      teardown),
 	    cmocka_unit_test_teardown(test_e2e_modes__watch_deletes_and_prunes, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

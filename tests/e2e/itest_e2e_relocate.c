@@ -14,6 +14,13 @@
  *     Pod deleted; `drasync-source status` says relocated; the parked form
  *     never reaches the target (it keeps 2 replicas); running the command
  *     again does nothing twice (one relocation record in the outbox).
+ *   - crashes: with drasync-source run stopped, the trainer scaled 2 -> 1 and
+ *     a ConfigMap made (only the command's final pass can carry them), then
+ *     `relocate` SIGKILLed once it parked; drasync-source run started, the
+ *     command run again and the agent SIGKILLed and restarted while it
+ *     waits: the relocation finishes once (one relocation record at the
+ *     target, one `relocated` event), B runs 1 trainer with the ConfigMap,
+ *     A is parked at 1, and `drasync-target status` lists the relocation.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -65,32 +72,6 @@ static void create_workloads(tu_pair *p)
 				   "[{name: main, image: registry.k8s.io/pause:3.10, resources: "
 				   "{claims: [{name: gpu}]}}]\n",
 				   ns, claims));
-}
-
-/* The opt-in Role of deploy/kustomize/source-relocate, for the source's ServiceAccount. */
-static void grant_relocate(tu_pair *p)
-{
-	tu_kube_create(p->src, tu_kube_doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n"
-					   "metadata: {name: drasync-source-relocate, namespace: "
-					   "%s}\nrules:\n"
-					   "- {apiGroups: [apps], resources: [deployments, "
-					   "statefulsets, replicasets, daemonsets], verbs: [get, "
-					   "list, update]}\n"
-					   "- {apiGroups: [batch], resources: [cronjobs], verbs: "
-					   "[get, list, update]}\n"
-					   "- {apiGroups: [batch], resources: [jobs], verbs: [get, "
-					   "list, delete]}\n"
-					   "- {apiGroups: [''], resources: [pods], verbs: [get, "
-					   "list, delete]}\n",
-					   p->src_ns));
-	tu_kube_create(p->src, tu_kube_doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: "
-					   "RoleBinding\nmetadata: {name: drasync-source-relocate, "
-					   "namespace: %s}\nroleRef: {apiGroup: "
-					   "rbac.authorization.k8s.io, kind: Role, name: "
-					   "drasync-source-relocate}\nsubjects: [{kind: "
-					   "ServiceAccount, name: drasync-source, namespace: "
-					   "drasync}]\n",
-					   p->src_ns));
 }
 
 static long long replicas(ds_kube *k, const char *ns)
@@ -145,7 +126,7 @@ static void test_e2e_relocate__refused_then_relocated(void **state)
 	tu_pair_init(p, "e2er", "DS_KUBECONFIG_V1", "DS_KUBECONFIG_V1BETA1", "prod-east",
 		     TARGET_EXTRA, NULL);
 	create_workloads(p);
-	grant_relocate(p);
+	tu_pair_grant_relocate(p);
 	tu_pair_target_start(p);
 	tu_pair_source_start(p, NULL);
 
@@ -228,6 +209,148 @@ static void test_e2e_relocate__refused_then_relocated(void **state)
 	assert_int_equal(tu_site_ledger_int(&p->site, "SELECT count(*) FROM relocations"), 2);
 }
 
+/* Wait until the log at path holds one of the needles; fail with it after timeout_ms. */
+static void wait_file_has(const char *path, const char *a, const char *b, int timeout_ms)
+{
+	for (long long end = tu_now_ms() + timeout_ms;; tu_msleep(50)) {
+		char *text = tu_read_file(path, NULL);
+		bool found = text && (strstr(text, a) || (b && strstr(text, b)));
+
+		if (found || tu_now_ms() > end) {
+			if (!found)
+				fail_msg("%s: no '%s' after %d ms:\n%s", path, a, timeout_ms,
+					 text ? text : "");
+			free(text);
+			return;
+		}
+		free(text);
+	}
+}
+
+static int count_of(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static void test_e2e_relocate__crashes_finish_once(void **state)
+{
+	tu_pair *const p = &P;
+	char log1[1200], log2[1200], *text;
+	const char *argv[16];
+	struct tu_run r;
+	json_t *o, *pods, *pod, *st, *rels;
+	int pid;
+	size_t i;
+
+	(void)state;
+	tu_pair_init(
+	    p, "e2ek", "DS_KUBECONFIG_V1", "DS_KUBECONFIG_V1BETA1", "prod-east",
+	    "sources: [{name: prod-east, namespaces: ['*'], relocate: true}]\n" TARGET_EXTRA, NULL);
+	create_workloads(p);
+	tu_pair_grant_relocate(p);
+	tu_pair_target_start(p);
+	tu_pair_source_start(p, NULL);
+	json_decref(tu_e2e_wait_get(p->dst, "apps/v1", "Deployment", p->dst_ns, "trainer", 60000,
+				    &p->site));
+	json_decref(tu_e2e_wait_get(p->dst, DST_API, "ResourceClaimTemplate", p->dst_ns, "one-gpu",
+				    20000, &p->site));
+	tu_site_source_sigterm(&p->site);
+
+	/* Changes no agent saw: only the final pass carries them. */
+	tu_kube_merge(p->src, "apps/v1", "Deployment", p->src_ns, "trainer", NULL,
+		      "{\"spec\": {\"replicas\": 1}}");
+	tu_kube_create(p->src, tu_kube_doc("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "
+					   "late, namespace: %s}\ndata: {step: final}\n",
+					   p->src_ns));
+
+	/* relocate, SIGKILLed once it parked */
+	argv[0] = tu_env("DS_SOURCE_BIN");
+	argv[1] = "relocate";
+	argv[2] = "--config";
+	argv[3] = p->site.source_cfg;
+	argv[4] = "--kubeconfig";
+	argv[5] = p->rbac.source_kubeconfig;
+	argv[6] = "--namespace";
+	argv[7] = p->src_ns;
+	argv[8] = "--timeout";
+	argv[9] = "75s";
+	argv[10] = NULL;
+	snprintf(log1, sizeof(log1), "%s/relocate1.log", p->site.dir);
+	snprintf(log2, sizeof(log2), "%s/relocate2.log", p->site.dir);
+	tu_write_file(log1, "");
+	tu_write_file(log2, "");
+	pid = tu_spawn(log1, argv);
+	wait_file_has(log1, "parked in", NULL, 30000);
+	kill(pid, SIGKILL);
+	tu_wait_exit(pid, 5000);
+	text = tu_read_file(log1, NULL);
+	assert_non_null(strstr(text, "final pass of "));
+	free(text);
+
+	/* the agent back, the command again; the agent SIGKILLed and restarted meanwhile */
+	tu_pair_source_start(p, NULL);
+	pid = tu_spawn(log2, argv);
+	/* the first run did not finish: this one goes on with it (parking, or sent) */
+	wait_file_has(log2, "going on with the relocation", NULL, 30000);
+	tu_site_source_sigkill(&p->site);
+	tu_msleep(300);
+	tu_pair_source_start(p, NULL);
+	if (tu_wait_exit(pid, 90000) != 0) {
+		text = tu_read_file(log2, NULL);
+		fail_msg("relocate again: not 0\n%s\ntarget log:\n%s", text,
+			 tu_site_run_log(&p->site));
+	}
+	text = tu_read_file(log2, NULL);
+	assert_non_null(strstr(text, "relocated: "));
+	assert_null(strstr(text, "final pass of ")); /* done once, by the first run */
+	free(text);
+
+	/* B runs what A had at the end, each claim on B's devices */
+	pods = tu_e2e_wait_running(p->dst, p->dst_ns, "app=trainer", 1, 30000, &p->site);
+	json_array_foreach (pods, i, pod)
+		assert_int_equal(tu_e2e_assert_pod_claims(p->dst, DST_API, pod, DRIVER), 1);
+	json_decref(pods);
+	assert_int_equal(replicas(p->dst, p->dst_ns), 1);
+	o = tu_e2e_wait_get(p->dst, "v1", "ConfigMap", p->dst_ns, "late", 5000, &p->site);
+	assert_string_equal(dt_str(o, "/data/step"), "final");
+	json_decref(o);
+	o = tu_e2e_get(p->src, "apps/v1", "Deployment", p->src_ns, "trainer");
+	assert_non_null(o);
+	assert_int_equal(json_integer_value(dt_get(o, "/spec/replicas")), 0);
+	assert_string_equal(dt_str(o, "/metadata/annotations/drasync.io~1replicas"), "1");
+	json_decref(o);
+
+	/* once: one relocation record reached the target, one failover */
+	assert_int_equal(tu_site_ledger_int(&p->site, "SELECT count(*) FROM relocations"), 1);
+	assert_int_equal(
+	    tu_site_ledger_int(&p->site, "SELECT count(*) FROM relocations WHERE state = 'active'"),
+	    1);
+	text = tu_site_run_log(&p->site);
+	assert_int_equal(count_of(text, "event=relocated "), 1);
+	assert_int_equal(count_of(text, "event=relocate_started "), 1);
+	free(text);
+
+	/* the target's status lists it */
+	st = tu_pair_status(p);
+	rels = json_object_get(st, "relocations");
+	assert_int_equal(json_array_size(rels), 1);
+	assert_string_equal(dt_str(json_array_get(rels, 0), "/source"), "prod-east");
+	assert_string_equal(dt_str(json_array_get(rels, 0), "/namespace"), p->src_ns);
+	assert_string_equal(dt_str(json_array_get(rels, 0), "/targetNamespace"), p->dst_ns);
+	assert_string_equal(dt_str(json_array_get(rels, 0), "/outcome"), "active");
+	assert_true(json_is_integer(dt_get(json_array_get(rels, 0), "/finishedAt")));
+	json_decref(st);
+	tu_run(&r, NULL,
+	       (const char *[]){tu_env("DS_TARGET_BIN"), "status", "--config", p->site.cfg, NULL});
+	assert_has("target status", &r, "RELOCATION FROM");
+	assert_has("target status", &r, p->src_ns);
+	tu_run_dispose(&r);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -240,6 +363,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_e2e_relocate__refused_then_relocated, teardown),
+	    cmocka_unit_test_teardown(test_e2e_relocate__crashes_finish_once, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

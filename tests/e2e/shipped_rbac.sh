@@ -10,10 +10,16 @@
 # and a kubeconfig per agent holding a TokenRequest token of its
 # ServiceAccount.
 #
-#   shipped_rbac.sh install DIR SRC_KUBECONFIG "SRC_NS..." DST_KUBECONFIG "DST_NS..."
+#   shipped_rbac.sh install [OPTION...] DIR SRC_KUBECONFIG "SRC_NS..." DST_KUBECONFIG "DST_NS..."
 #       writes DIR/source.kubeconfig and DIR/target.kubeconfig; creates the
 #       managed namespaces DST_NS and DST_NS-drill (the target agent may not
-#       create namespaces), not the source's (they are the source's own)
+#       create namespaces), not the source's (they are the source's own).
+#       Options, the shipped components as their comments say to add them:
+#         --source-cluster-wide   deploy/kustomize/source-cluster-wide (a
+#                                 namespaceSelector: reads in every namespace;
+#                                 SRC_NS then only waits for the reads there)
+#         --target-deviceclasses  deploy/kustomize/target-deviceclasses
+#                                 (dra.replicateDeviceClasses: true)
 #   shipped_rbac.sh remove SRC_KUBECONFIG DST_KUBECONFIG "DST_NS..."
 #       deletes what install created (the cluster-scoped objects at once, the
 #       namespaces in the background)
@@ -26,7 +32,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 deploy=$here/../../deploy
 cluster_objects="clusterrolebinding/drasync-source clusterrole/drasync-source
 clusterrolebinding/drasync-source-cluster clusterrole/drasync-source-cluster
-clusterrolebinding/drasync-target-cluster clusterrole/drasync-target-cluster clusterrole/drasync-target"
+clusterrolebinding/drasync-target-cluster clusterrole/drasync-target-cluster clusterrole/drasync-target
+clusterrolebinding/drasync-source-namespaces clusterrole/drasync-source-namespaces
+clusterrolebinding/drasync-target-deviceclasses clusterrole/drasync-target-deviceclasses"
 
 kc() {
   local kubeconfig=$1
@@ -94,6 +102,16 @@ wait_terminated() {
 }
 
 cmd_install() {
+  local cluster_wide=0 deviceclasses=0
+  while [ $# -gt 0 ]; do
+    case "$1" in
+    --source-cluster-wide) cluster_wide=1; shift ;;
+    --target-deviceclasses) deviceclasses=1; shift ;;
+    --*) echo "shipped_rbac: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+    esac
+  done
+  [ $# -eq 5 ] || { echo "usage: $0 install [OPTION...] DIR SRC NS DST NS" >&2; exit 2; }
   local dir=$1 src=$2 src_ns=$3 dst=$4 dst_ns=$5 n
   kubeconfig_any=$src
   mkdir -p "$dir/rbac"
@@ -106,13 +124,22 @@ cmd_install() {
 
   # ---- source: the base, its RoleBinding per selected namespace -----------
   cp -r "$deploy/kustomize/source" "$dir/rbac/source-base"
-  : >"$dir/rbac/source-base/selected-namespaces.yaml"
-  for n in $src_ns; do
-    { echo "---"; sed "s/namespace: ml-team\$/namespace: $n/" "$deploy/kustomize/source/selected-namespaces.yaml"; } \
-      >>"$dir/rbac/source-base/selected-namespaces.yaml"
-  done
   mkdir -p "$dir/rbac/source"
-  cat >"$dir/rbac/source/kustomization.yaml" <<YAML
+  if [ $cluster_wide = 1 ]; then
+    # The component as its comment says: the base, untouched, and the
+    # component (which removes the base's per-namespace grants).
+    cp -r "$deploy/kustomize/source-cluster-wide" "$dir/rbac/source-cluster-wide"
+    cat >"$dir/rbac/source/kustomization.yaml" <<YAML
+resources: [../source-base]
+components: [../source-cluster-wide]
+YAML
+  else
+    : >"$dir/rbac/source-base/selected-namespaces.yaml"
+    for n in $src_ns; do
+      { echo "---"; sed "s/namespace: ml-team\$/namespace: $n/" "$deploy/kustomize/source/selected-namespaces.yaml"; } \
+        >>"$dir/rbac/source-base/selected-namespaces.yaml"
+    done
+    cat >"$dir/rbac/source/kustomization.yaml" <<YAML
 resources: [../source-base]
 patches:
 - target: {group: rbac.authorization.k8s.io, kind: ClusterRole, name: drasync-source-cluster}
@@ -121,6 +148,7 @@ patches:
     - {op: test, path: /rules/0/resourceNames, value: [ml-team]}
     - {op: replace, path: /rules/0/resourceNames, value: $(yaml_list "$src_ns")}
 YAML
+  fi
   render "$dir/rbac/source" "$dir/rbac/source-rendered"
 
   # ---- target: the base, a Namespace and RoleBinding per managed namespace
@@ -143,6 +171,10 @@ patches:
     - {op: test, path: /rules/0/resourceNames, value: [ml-team-dr, ml-team-dr-drill]}
     - {op: replace, path: /rules/0/resourceNames, value: $(yaml_list "$names")}
 YAML
+  if [ $deviceclasses = 1 ]; then
+    cp -r "$deploy/kustomize/target-deviceclasses" "$dir/rbac/target-deviceclasses"
+    echo "components: [../target-deviceclasses]" >>"$dir/rbac/target/kustomization.yaml"
+  fi
   render "$dir/rbac/target" "$dir/rbac/target-rendered"
 
   kc "$src" apply -f "$dir/rbac/source-rendered.json" >/dev/null
@@ -168,6 +200,12 @@ YAML
       sleep 0.1
     done
   done
+  if [ $deviceclasses = 1 ]; then
+    for _ in $(seq 1 50); do
+      [ "$(kc "$dir/target.kubeconfig" auth can-i create deviceclasses.resource.k8s.io 2>/dev/null)" = yes ] && break
+      sleep 0.1
+    done
+  fi
 }
 
 cmd_remove() {
@@ -182,7 +220,7 @@ cmd_remove() {
 }
 
 case "${1:-}" in
-install) shift; [ $# -eq 5 ] || { echo "usage: $0 install DIR SRC NS DST NS" >&2; exit 2; }; cmd_install "$@" ;;
+install) shift; cmd_install "$@" ;;
 remove) shift; [ $# -eq 3 ] || { echo "usage: $0 remove SRC DST NS" >&2; exit 2; }; cmd_remove "$@" ;;
 *) echo "usage: $0 install|remove ..." >&2; exit 2 ;;
 esac

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Local Kubernetes control planes for the drasync tests and the demo.
 #
-#   cluster.sh up NAME [--dra-api v1|v1beta1] [--features LIST]
+#   cluster.sh up NAME [--dra-api v1|v1beta1|v1beta2] [--features LIST]
 #                                               start etcd, kube-apiserver,
 #                                               kube-scheduler, kube-controller-manager;
+#                                               v1beta1: resource.k8s.io as 1.32 served it;
+#                                               v1beta2: as 1.33 did, v1beta2 preferred
+#                                                 (v1beta1 beside it, for 1.33's scheduler)
 #                                               LIST (comma-separated):
 #                                                 workload: scheduling.k8s.io/v1beta1 and v1alpha3
 #                                                   Workload/PodGroup, pod schedulingGroup
@@ -45,7 +48,7 @@ die() {
 log() { echo "cluster: $*" >&2; }
 
 usage() {
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -233,7 +236,7 @@ cmd_up() {
     *) die "up: unknown option $1" ;;
     esac
   done
-  case $api in v1 | v1beta1) ;; *) die "up: --dra-api must be v1 or v1beta1, not '$api'" ;; esac
+  case $api in v1 | v1beta1 | v1beta2) ;; *) die "up: --dra-api must be v1, v1beta1 or v1beta2, not '$api'" ;; esac
   # Feature gates (the same on every component) and API versions for --features.
   local gates="" sched_rc=""
   local f
@@ -293,9 +296,13 @@ EOF
   local runtime_config=""
   local cm_controllers="*" cm_extra=()
   local sched_bin=$bin sched_extra=() dra_cm=""
-  if [ "$api" = v1beta1 ]; then
+  if [ "$api" = v1beta1 ] || [ "$api" = v1beta2 ]; then
     # Serve resource.k8s.io as Kubernetes 1.32 did: v1beta1 only, no v1.
     runtime_config="resource.k8s.io/v1=false,resource.k8s.io/v1beta1=true"
+    # Or as 1.33 did: v1beta2 too, the version clients prefer (discovery's
+    # order, drasync's), v1beta1 beside it for 1.33's scheduler, claim
+    # controller and the node agent, which speak v1beta1.
+    [ "$api" = v1beta1 ] || runtime_config=$runtime_config,resource.k8s.io/v1beta2=true
     # These 1.37 controllers speak resource.k8s.io/v1 only and would wait for it forever.
     cm_controllers="*,-resourceclaim-controller,-device-taint-eviction-controller,-resourcepoolstatusrequest-controller"
     local compat=${DS_KUBE_COMPAT_BIN:-$(dirname "$(readlink -f "$bin")")/kube-compat}
@@ -304,6 +311,8 @@ EOF
       # and generate claims through resource.k8s.io/v1beta1.
       sched_bin=$compat
       sched_extra=(--feature-gates=DynamicResourceAllocation=true)
+      # 1.33's firstAvailable (alpha there) for the v1beta2 cluster's subrequests.
+      [ "$api" = v1beta1 ] || sched_extra=(--feature-gates=DynamicResourceAllocation=true,DRAPrioritizedList=true)
       dra_cm=$compat
     else
       # A 1.37 scheduler's DRA support (locked on since 1.35) waits for v1

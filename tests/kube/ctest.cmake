@@ -8,11 +8,15 @@
 #   kube_workload_up    FIXTURES_SETUP kube_workload  v1 with --features workload-claims
 #                                                 (PodGroup/Workload v1beta1 and their
 #                                                 claims), 1 node x 4 devices
+#   kube_v1beta2_up     FIXTURES_SETUP kube_v1beta2  serves resource.k8s.io/v1beta2 as its
+#                                                 preferred version, not v1 (as 1.33 did),
+#                                                 1 node x 4 devices
 #   kube_*_down         FIXTURES_CLEANUP          stop them and remove their state
 #   kube_smoke          the smoke test of deliverable 5
 #
 # DS_KUBE_ENV (for tests that require the fixtures):
-#   DS_KUBECONFIG_V1, DS_KUBECONFIG_V1BETA1, DS_KUBECONFIG_WORKLOAD, DS_KUBE_BIN,
+#   DS_KUBECONFIG_V1, DS_KUBECONFIG_V1BETA1, DS_KUBECONFIG_WORKLOAD, DS_KUBECONFIG_V1BETA2,
+#   DS_KUBE_BIN,
 #   DS_CLUSTER_SH
 # Cluster names derive from a hash of the build directory, so test runs
 # of two build trees never share or stop each other's clusters.
@@ -44,6 +48,7 @@ string(SUBSTRING "${_ds_kube_hash}" 0 10 _ds_kube_hash)
 set(DS_KUBE_CLUSTER_V1 "ds-${_ds_kube_hash}-v1")
 set(DS_KUBE_CLUSTER_V1BETA1 "ds-${_ds_kube_hash}-v1beta1")
 set(DS_KUBE_CLUSTER_WORKLOAD "ds-${_ds_kube_hash}-workload")
+set(DS_KUBE_CLUSTER_V1BETA2 "ds-${_ds_kube_hash}-v1beta2")
 
 set(_ds_kube_test_env "DS_KUBE_STATE=${DS_KUBE_STATE}" "DS_KUBE_BIN=${DS_KUBE_BIN_PATH}")
 
@@ -71,6 +76,17 @@ add_test(NAME kube_workload_up COMMAND bash -c
 set_tests_properties(kube_workload_up PROPERTIES FIXTURES_SETUP kube_workload FIXTURES_REQUIRED kube_bin
   LABELS kube TIMEOUT 600 ENVIRONMENT "${_ds_kube_test_env}")
 
+# Only the tests of a resource.k8s.io/v1beta2 pair need it (FIXTURES_REQUIRED kube_v1beta2).
+add_test(NAME kube_v1beta2_up COMMAND bash -c
+  "\"$0\" down \"$1\" && { \"$0\" up \"$1\" --dra-api v1beta2 || { \"$0\" down \"$1\" && \"$0\" up \"$1\" --dra-api v1beta2; }; } && \"$0\" nodes \"$1\" --nodes 1 --devices 4 --driver gpu.example.com"
+  ${DS_CLUSTER_SH} ${DS_KUBE_CLUSTER_V1BETA2})
+set_tests_properties(kube_v1beta2_up PROPERTIES FIXTURES_SETUP kube_v1beta2 FIXTURES_REQUIRED kube_bin
+  LABELS kube TIMEOUT 600 ENVIRONMENT "${_ds_kube_test_env}")
+
+add_test(NAME kube_v1beta2_down COMMAND ${DS_CLUSTER_SH} down ${DS_KUBE_CLUSTER_V1BETA2})
+set_tests_properties(kube_v1beta2_down PROPERTIES FIXTURES_CLEANUP kube_v1beta2
+  LABELS kube TIMEOUT 120 ENVIRONMENT "${_ds_kube_test_env}")
+
 add_test(NAME kube_workload_down COMMAND ${DS_CLUSTER_SH} down ${DS_KUBE_CLUSTER_WORKLOAD})
 set_tests_properties(kube_workload_down PROPERTIES FIXTURES_CLEANUP kube_workload
   LABELS kube TIMEOUT 120 ENVIRONMENT "${_ds_kube_test_env}")
@@ -87,6 +103,7 @@ set(DS_KUBE_ENV
   "DS_KUBECONFIG_V1=${DS_KUBE_STATE}/${DS_KUBE_CLUSTER_V1}/admin.kubeconfig"
   "DS_KUBECONFIG_V1BETA1=${DS_KUBE_STATE}/${DS_KUBE_CLUSTER_V1BETA1}/admin.kubeconfig"
   "DS_KUBECONFIG_WORKLOAD=${DS_KUBE_STATE}/${DS_KUBE_CLUSTER_WORKLOAD}/admin.kubeconfig"
+  "DS_KUBECONFIG_V1BETA2=${DS_KUBE_STATE}/${DS_KUBE_CLUSTER_V1BETA2}/admin.kubeconfig"
   "DS_KUBE_BIN=${DS_KUBE_BIN_PATH}"
   "DS_CLUSTER_SH=${DS_CLUSTER_SH}")
 

@@ -557,7 +557,11 @@ func podRunningReady(pod *corev1.Pod) bool {
 }
 
 // claimsReady reports whether every ResourceClaim of the pod is allocated
-// and reserved for it, as a kubelet requires before preparing resources.
+// and reserved for it, as a kubelet requires before preparing resources. A
+// claim a PodGroup shares with its pods (DRAWorkloadResourceClaims) is
+// reserved for the group: it is the pod's when the reservation names the
+// pod's spec.schedulingGroup.podGroupName, as the 1.37 kubelet checks it
+// (k8s.io/dynamic-resource-allocation resourceclaim.IsReservedForPod).
 func (a *nodeAgent) claimsReady(ctx context.Context, pod *corev1.Pod) (bool, error) {
 	for _, pc := range pod.Spec.ResourceClaims {
 		var claimName string
@@ -586,7 +590,16 @@ func (a *nodeAgent) claimsReady(ctx context.Context, pod *corev1.Pod) (bool, err
 		reserved, _, _ := unstructured.NestedSlice(claim.Object, "status", "reservedFor")
 		mine := false
 		for _, r := range reserved {
-			if m, ok := r.(map[string]interface{}); ok && m["uid"] == string(pod.UID) {
+			m, ok := r.(map[string]interface{})
+			if !ok {
+				continue
+			}
+			if m["uid"] == string(pod.UID) {
+				mine = true
+			}
+			if g := pod.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil &&
+				m["apiGroup"] == "scheduling.k8s.io" && m["resource"] == "podgroups" &&
+				m["name"] == *g.PodGroupName {
 				mine = true
 			}
 		}

@@ -8,17 +8,25 @@
 
 #include "dstest.h"
 #include "testutil.h"
+#include "tu_http.h"
 #include "tu_kube.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+static void write_configs(tu_pair *p, const char *target_extra, const char *source_extra);
+
 void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const char *dst_env,
 		  const char *source_name, const char *target_extra, const char *source_extra)
 {
-	char *text;
+	tu_pair_init_with(p, 0, prefix, src_env, dst_env, source_name, target_extra, source_extra);
+}
 
+void tu_pair_init_with(tu_pair *p, unsigned rbac_flags, const char *prefix, const char *src_env,
+		       const char *dst_env, const char *source_name, const char *target_extra,
+		       const char *source_extra)
+{
 	memset(p, 0, sizeof(*p));
 	p->src_admin = tu_env(src_env);
 	p->dst_admin = tu_env(dst_env);
@@ -26,9 +34,18 @@ void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const cha
 	p->dst = tu_kube_connect(p->dst_admin);
 	p->src_ns = tu_kube_new_namespace(p->src, prefix, "");
 	snprintf(p->dst_ns, sizeof(p->dst_ns), "%s-dr", p->src_ns);
-	tu_rbac_install(&p->rbac, p->src_admin, (const char *const[]){p->src_ns, NULL},
-			p->dst_admin, (const char *const[]){p->dst_ns, NULL});
+	tu_rbac_install_with(&p->rbac, rbac_flags, p->src_admin,
+			     (const char *const[]){p->src_ns, NULL}, p->dst_admin,
+			     (const char *const[]){p->dst_ns, NULL});
 	tu_site_init(&p->site, prefix, p->rbac.target_kubeconfig, source_name);
+	write_configs(p, target_extra, source_extra);
+}
+
+/* The site's config files, as tu_pair_init writes them. */
+static void write_configs(tu_pair *p, const char *target_extra, const char *source_extra)
+{
+	char *text;
+
 	/* the shipped RBAC's namespace: the ledger's identity is written there */
 	assert_true(asprintf(&text,
 			     "identity: {namespace: drasync}\nnamespaceMappings: {%s: %s}\n%s",
@@ -41,6 +58,24 @@ void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const cha
 	free(text);
 }
 
+void tu_pair_init_reverse(tu_pair *p, const tu_pair *fwd, const char *prefix,
+			  const char *source_name, const char *target_extra,
+			  const char *source_extra)
+{
+	memset(p, 0, sizeof(*p));
+	p->src_admin = fwd->dst_admin;
+	p->dst_admin = fwd->src_admin;
+	p->src = tu_kube_connect(p->src_admin);
+	p->dst = tu_kube_connect(p->dst_admin);
+	p->src_ns = strdup(fwd->dst_ns);
+	assert_non_null(p->src_ns);
+	snprintf(p->dst_ns, sizeof(p->dst_ns), "%s", fwd->src_ns);
+	tu_rbac_install(&p->rbac, p->src_admin, (const char *const[]){p->src_ns, NULL},
+			p->dst_admin, (const char *const[]){p->dst_ns, NULL});
+	tu_site_init(&p->site, prefix, p->rbac.target_kubeconfig, source_name);
+	write_configs(p, target_extra, source_extra);
+}
+
 void tu_pair_dispose(tu_pair *p)
 {
 	if (p->site.dir)
@@ -51,6 +86,40 @@ void tu_pair_dispose(tu_pair *p)
 	ds_kube_free(p->src);
 	ds_kube_free(p->dst);
 	memset(p, 0, sizeof(*p));
+}
+
+/* The opt-in Role of deploy/kustomize/source-relocate, for the source's ServiceAccount. */
+void tu_pair_grant_relocate(tu_pair *p)
+{
+	tu_kube_create(p->src,
+		       tu_kube_doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n"
+				   "metadata: {name: drasync-source-relocate, namespace: "
+				   "%s}\nrules:\n"
+				   "- {apiGroups: [apps], resources: [deployments, "
+				   "statefulsets, replicasets, daemonsets], verbs: [get, "
+				   "list, update]}\n"
+				   "- {apiGroups: [batch], resources: [cronjobs], verbs: "
+				   "[get, list, update]}\n"
+				   "- {apiGroups: [batch], resources: [jobs], verbs: [get, "
+				   "list, delete]}\n"
+				   "- {apiGroups: [''], resources: [pods], verbs: [get, "
+				   "list, delete]}\n"
+				   "- {apiGroups: ['', apps, batch, resource.k8s.io, "
+				   "scheduling.k8s.io], resources: [limitranges, "
+				   "resourcequotas, serviceaccounts, configmaps, secrets, "
+				   "persistentvolumeclaims, services, resourceclaimtemplates, "
+				   "resourceclaims, workloads, podgroups, deployments, "
+				   "replicasets, statefulsets, daemonsets, cronjobs], verbs: "
+				   "[list, patch]}\n",
+				   p->src_ns));
+	tu_kube_create(p->src, tu_kube_doc("apiVersion: rbac.authorization.k8s.io/v1\nkind: "
+					   "RoleBinding\nmetadata: {name: drasync-source-relocate, "
+					   "namespace: %s}\nroleRef: {apiGroup: "
+					   "rbac.authorization.k8s.io, kind: Role, name: "
+					   "drasync-source-relocate}\nsubjects: [{kind: "
+					   "ServiceAccount, name: drasync-source, namespace: "
+					   "drasync}]\n",
+					   p->src_ns));
 }
 
 void tu_pair_target_start(tu_pair *p)
@@ -94,6 +163,39 @@ json_t *tu_pair_status(tu_pair *p)
 			 r.out, r.err);
 	tu_run_dispose(&r);
 	return st;
+}
+
+json_t *tu_e2e_source_status(const tu_site *s)
+{
+	struct tu_run r;
+	json_error_t je;
+	json_t *st;
+
+	/* status reads only stateDir; it exits 1 when something needs attention */
+	tu_run(&r, NULL,
+	       (const char *[]){tu_env("DS_SOURCE_BIN"), "status", "--config", s->source_cfg, "-o",
+				"json", NULL});
+	st = json_loads(r.out, 0, &je);
+	if (!st)
+		fail_msg("drasync-source status -o json (exit %d): %s\n%s%s", r.status, je.text,
+			 r.out, r.err);
+	tu_run_dispose(&r);
+	return st;
+}
+
+double tu_e2e_metric(int port, const char *series)
+{
+	char url[128], *text;
+	size_t n = strlen(series);
+	double v = -1;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+	text = tu_http_get(url, 200);
+	for (const char *at = text; at && *at; at = strchr(at, '\n'), at = at ? at + 1 : NULL)
+		if (strncmp(at, series, n) == 0 && at[n] == ' ')
+			v = strtod(at + n + 1, NULL);
+	free(text);
+	return v;
 }
 
 json_t *tu_e2e_get(ds_kube *k, const char *api, const char *kind, const char *ns, const char *name)

@@ -36,9 +36,33 @@ typedef struct tu_pair {
 void tu_pair_init(tu_pair *p, const char *prefix, const char *src_env, const char *dst_env,
 		  const char *source_name, const char *target_extra, const char *source_extra);
 
+/**
+ * The reverse of fwd (reverse replication, SPEC §5): the source is fwd's
+ * target cluster and namespace (fwd->dst_ns), the target fwd's source cluster
+ * and namespace (fwd->src_ns, which exists: the shipped target RBAC is
+ * applied to it). Its own site (keys, port, files, source_name in its
+ * authorized sources), the shipped RBAC for both ends, the config files
+ * written as tu_pair_init() writes them. Nothing runs yet. Dispose it before
+ * fwd.
+ */
+void tu_pair_init_reverse(tu_pair *p, const tu_pair *fwd, const char *prefix,
+			  const char *source_name, const char *target_extra,
+			  const char *source_extra);
+
+/** tu_pair_init() with the shipped RBAC's components of rbac_flags (TU_RBAC_*, tu_rbac.h). */
+void tu_pair_init_with(tu_pair *p, unsigned rbac_flags, const char *prefix, const char *src_env,
+		       const char *dst_env, const char *source_name, const char *target_extra,
+		       const char *source_extra);
+
 /** Stop what runs, remove the RBAC and both namespaces (also after a failure midway: a teardown).
  */
 void tu_pair_dispose(tu_pair *p);
+
+/**
+ * The opt-in Role of deploy/kustomize/source-relocate (relocate and park) in
+ * p->src_ns for drasync-source's ServiceAccount.
+ */
+void tu_pair_grant_relocate(tu_pair *p);
 
 /** Start drasync-target run on the target's token. */
 void tu_pair_target_start(tu_pair *p);
@@ -53,6 +77,15 @@ void tu_pair_target_cmd(tu_pair *p, struct tu_run *r, const char *const args[]);
 
 /** drasync-target status -o json (parsed; caller decrefs). */
 json_t *tu_pair_status(tu_pair *p);
+
+/** drasync-source status -o json of the site's source (parsed; caller decrefs). */
+json_t *tu_e2e_source_status(const tu_site *s);
+
+/**
+ * The value of one series ("name{labels}" as the agent prints it) on the
+ * metrics port 127.0.0.1:port; -1 when absent.
+ */
+double tu_e2e_metric(int port, const char *series);
 
 /** The object, NULL when absent or being deleted (caller decrefs). */
 json_t *tu_e2e_get(ds_kube *k, const char *api, const char *kind, const char *ns, const char *name);

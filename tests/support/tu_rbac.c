@@ -35,7 +35,16 @@ static const char *script(char *buf, size_t size)
 void tu_rbac_install(tu_rbac *r, const char *src_admin, const char *const src_ns[],
 		     const char *dst_admin, const char *const dst_ns[])
 {
+	tu_rbac_install_with(r, 0, src_admin, src_ns, dst_admin, dst_ns);
+}
+
+void tu_rbac_install_with(tu_rbac *r, unsigned flags, const char *src_admin,
+			  const char *const src_ns[], const char *dst_admin,
+			  const char *const dst_ns[])
+{
 	char path[1100], srcs[600], dsts[600];
+	const char *argv[12];
+	size_t n = 0;
 	struct tu_run run;
 
 	memset(r, 0, sizeof(*r));
@@ -49,9 +58,19 @@ void tu_rbac_install(tu_rbac *r, const char *src_admin, const char *const src_ns
 	}
 	join(src_ns, srcs, sizeof(srcs));
 	join(dst_ns, dsts, sizeof(dsts));
-	tu_run(&run, NULL,
-	       (const char *[]){script(path, sizeof(path)), "install", r->dir, src_admin, srcs,
-				dst_admin, dsts, NULL});
+	argv[n++] = script(path, sizeof(path));
+	argv[n++] = "install";
+	if (flags & TU_RBAC_SOURCE_CLUSTER_WIDE)
+		argv[n++] = "--source-cluster-wide";
+	if (flags & TU_RBAC_TARGET_DEVICECLASSES)
+		argv[n++] = "--target-deviceclasses";
+	argv[n++] = r->dir;
+	argv[n++] = src_admin;
+	argv[n++] = srcs;
+	argv[n++] = dst_admin;
+	argv[n++] = dsts;
+	argv[n] = NULL;
+	tu_run(&run, NULL, argv);
 	if (run.status != 0)
 		fail_msg("shipped_rbac.sh install exited %d:\n%s%s", run.status, run.out, run.err);
 	tu_run_dispose(&run);

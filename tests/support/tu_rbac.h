@@ -34,6 +34,15 @@ typedef struct tu_rbac {
 void tu_rbac_install(tu_rbac *r, const char *src_admin, const char *const src_ns[],
 		     const char *dst_admin, const char *const dst_ns[]);
 
+/* The shipped components an operator adds for an option (tu_rbac_install_with). */
+#define TU_RBAC_SOURCE_CLUSTER_WIDE (1u << 0)  /* namespaceSelector: source-cluster-wide */
+#define TU_RBAC_TARGET_DEVICECLASSES (1u << 1) /* replicateDeviceClasses: target-deviceclasses */
+
+/** tu_rbac_install() with the components of `flags` (TU_RBAC_*). */
+void tu_rbac_install_with(tu_rbac *r, unsigned flags, const char *src_admin,
+			  const char *const src_ns[], const char *dst_admin,
+			  const char *const dst_ns[]);
+
 /** Delete what tu_rbac_install created (namespaces in the background); frees r->dir. */
 void tu_rbac_remove(tu_rbac *r);
 

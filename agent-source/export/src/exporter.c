@@ -224,8 +224,10 @@ int ds_exporter_new(ds_exporter **out, const ds_exporter_config *cfg, ds_err *er
 	rc = ds_outbox_open(&ex->ob, ex->db_path, NULL, err);
 	if (rc == 0)
 		rc = ds_object_index_open(&ex->idx, ex->db_path, err);
-	if (rc == 0)
+	if (rc == 0) {
+		ds_exporter_batch_guard(ex);
 		rc = ds_object_index_open(&ex->ridx, ex->db_path, err);
+	}
 	if (rc == 0)
 		rc = ds_outbox_file_open(&ex->reloc, ex->db_path, 0, err);
 	if (rc == 0)
@@ -259,6 +261,7 @@ void ds_exporter_free(ds_exporter *ex)
 		free((char *)ex->streams[i].ns);
 	free(ex->streams);
 	free(ex->skips);
+	ds_exporter_modes_dispose(ex);
 	pthread_mutex_destroy(&ex->mu);
 	pthread_mutex_destroy(&ex->rmu);
 	free(ex);

@@ -142,8 +142,12 @@ static int drop_relocated(ds_exporter *ex, struct batch *b, ds_err *err)
 	if (rc < 0 || n_ns == 0)
 		return rc;
 	for (size_t i = 0; i < b->n; i++) {
-		if (!ds_source_relocation_exports((const char *const *)ex_ns, n_ns,
-						  b->recs[i].ns)) {
+		const char *ns = b->recs[i].ns;
+		bool final_pass =
+		    ex->cfg.relocating_ns && ns && strcmp(ex->cfg.relocating_ns, ns) == 0;
+
+		if (!final_pass &&
+		    !ds_source_relocation_exports((const char *const *)ex_ns, n_ns, ns)) {
 			dropped++;
 			continue;
 		}
@@ -159,6 +163,19 @@ static int drop_relocated(ds_exporter *ex, struct batch *b, ds_err *err)
 	return 0;
 }
 
+/* The push guard (object_index.h): decided in the push's transaction. */
+static int guard(void *ud, struct sqlite3 *db, const ds_record *pushed, size_t n, ds_err *err)
+{
+	const ds_exporter *ex = ud;
+
+	return ds_source_relocation_check_push(db, pushed, n, ex->cfg.relocating_ns, err);
+}
+
+void ds_exporter_batch_guard(ds_exporter *ex)
+{
+	ds_object_index_set_guard(ex->idx, guard, ex);
+}
+
 int ds_exporter_flush(ds_exporter *ex, ds_err *err)
 {
 	struct batch *b = &ex->b;
@@ -169,13 +186,27 @@ int ds_exporter_flush(ds_exporter *ex, ds_err *err)
 		rc = drop_relocated(ex, b, err);
 	if (rc == 0 && b->nmarks)
 		rc = ds_object_index_mark(ex->idx, b->marks, b->nmarks, err);
-	if (rc == 0 && b->n) {
+	/* A relocation's intent committed since drop_relocated() read them: the
+	 * guard refused the push, read again (a relocation begins once). */
+	for (int tries = 0; rc == 0 && b->n; tries++) {
 		rc = ds_object_index_push(ex->idx, ex->ob, b->recs, b->n, &last, err);
+		if (rc == -ESTALE && tries < 3) {
+			char d[600];
+
+			ds_exporter_emit(ex, DS_LOG_INFO, "relocation_began",
+					 "records=%zu detail=%s", b->n,
+					 ds_exporter_quote(err ? err->msg : "", d, sizeof(d)));
+			if (err)
+				err->msg[0] = '\0';
+			rc = drop_relocated(ex, b, err);
+			continue;
+		}
 		if (rc == 0) {
 			atomic_store(&ex->last_seq, last);
 			if (ex->cfg.on_pushed)
 				ex->cfg.on_pushed(ex->cfg.pushed_ud, last);
 		}
+		break;
 	}
 	if (rc < 0) {
 		char e[300];
@@ -265,6 +296,26 @@ int ds_exporter_process_object(ds_exporter *ex, const struct kind *k, json_t *ob
 					 ds_exporter_quote(why.msg, e2, sizeof(e2)));
 		/* replicated before, not any more (e.g. adopted by a controller) */
 		return have ? ds_exporter_add_tombstone(ex, &row) : 0;
+	}
+	/* Reverse replication without loops: a standby copy stays here (its
+	 * namespace active here, it is exported without the copy's marks). */
+	if (ds_exporter_standby_copy(ex, obj)) {
+		static const char why_copy[] = "a standby copy: drasync-target keeps it here and "
+					       "its namespace is not active on this cluster";
+		ex->counts.skipped++;
+		if (skip_note(ex, key, why_copy))
+			ds_exporter_emit(ex, DS_LOG_DEBUG, "skipped", "object=%s reason=%s",
+					 ds_exporter_quote(ds_obj_describe(obj, desc, sizeof(desc)),
+							   e1, sizeof(e1)),
+					 ds_exporter_quote(why_copy, e2, sizeof(e2)));
+		if (have) { /* pushed while it was active: kept, not tombstoned */
+			const char *kd = own(b, key);
+			if (!kd || ds_grow((void **)&b->marks, &b->markcap, b->nmarks + 1,
+					   sizeof(*b->marks)) < 0)
+				return -ENOMEM;
+			b->marks[b->nmarks++] = kd;
+		}
+		return 0;
 	}
 	uid = ds_json_str(json_object_get(obj, "metadata"), "uid");
 	rv = ds_json_str(json_object_get(obj, "metadata"), "resourceVersion");

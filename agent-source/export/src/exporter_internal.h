@@ -98,6 +98,12 @@ struct ds_exporter {
 	char **sel;
 	size_t nsel, selcap;
 
+	/* each namespace's drasync.io/mode as its Namespace last said ("" none): the
+	 * pass thread's (exporter_namespaces.c) */
+	struct ns_mode *modes;
+	size_t nmodes, modecap;
+	bool became_active; /* the last ds_exporter_ns_matches() saw it turn active */
+
 	/* objects whose skip was logged: hash of key and reason (open addressing) */
 	uint64_t *skips;
 	size_t nskips, skipcap;
@@ -106,6 +112,12 @@ struct ds_exporter {
 	pthread_mutex_t rmu;
 	ds_object_index *ridx;
 	uint64_t results[DS_RESULT_STATUS_MAX];
+};
+
+/* A namespace's drasync.io/mode, as its Namespace said. */
+struct ns_mode {
+	char *ns;
+	char mode[16];
 };
 
 /* A sorted set of names (namespaces of a pass). */
@@ -129,6 +141,8 @@ ds_record *ds_exporter_add_record(struct batch *b);
 void ds_exporter_batch_reset(struct batch *b);
 void ds_exporter_batch_dispose(struct batch *b);
 int ds_exporter_flush(ds_exporter *ex, ds_err *err);
+/* The push guard of relocations on ex->idx (ds_exporter_new()). */
+void ds_exporter_batch_guard(ds_exporter *ex);
 int ds_exporter_maybe_flush(ds_exporter *ex, ds_err *err);
 int ds_exporter_add_tombstone(ds_exporter *ex, const ds_index_row *row);
 void ds_exporter_set_type(json_t *obj, const struct kind *k);
@@ -141,6 +155,9 @@ bool ds_exporter_ns_selected(ds_exporter *ex, const char *ns);
 int ds_exporter_sel_add(ds_exporter *ex, const char *ns);
 void ds_exporter_sel_remove(ds_exporter *ex, const char *ns);
 bool ds_exporter_ns_matches(ds_exporter *ex, const json_t *ns_obj);
+/* Whether obj is a copy a drasync-target wrote (its marks) in a namespace not active here. */
+bool ds_exporter_standby_copy(ds_exporter *ex, const json_t *obj);
+void ds_exporter_modes_dispose(ds_exporter *ex);
 int ds_exporter_names_add(struct names *s, const char *name);
 void ds_exporter_names_dispose(struct names *s);
 int ds_exporter_unselect_namespace(ds_exporter *ex, const char *ns, ds_err *err);

@@ -8,7 +8,10 @@
 #include "drasync/object_index.h"
 #include "drasync/outbox.h"
 #include "drasync/sanitize.h"
+#include "drasync/sanitize.h"
 #include "drasync/selection.h"
+#include "drasync/source_relocation.h"
+#include "drasync/standby_form.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* ---- namespaces ---------------------------------------------------------- */
 
@@ -78,12 +82,8 @@ void ds_exporter_sel_remove(ds_exporter *ex, const char *ns)
 	pthread_mutex_unlock(&ex->mu);
 }
 
-bool ds_exporter_ns_matches(ds_exporter *ex, const json_t *ns_obj)
+static bool configured(ds_exporter *ex, const json_t *ns_obj, const char *name)
 {
-	const char *name = ds_obj_name(ns_obj);
-
-	if (!name)
-		return false;
 	if (ex->cfg.n_namespaces) {
 		for (size_t i = 0; i < ex->cfg.n_namespaces; i++)
 			if (strcmp(ex->cfg.namespaces[i], name) == 0)
@@ -91,6 +91,120 @@ bool ds_exporter_ns_matches(ds_exporter *ex, const json_t *ns_obj)
 		return false;
 	}
 	return ex->cfg.ns_match(ex->cfg.ns_match_ud, ns_obj);
+}
+
+/* "2026-12-07T01:30:00Z" in seconds since the epoch; 0 when it is not that. */
+static int64_t rfc3339_seconds(const char *s)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = s ? strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+	return end && !*end ? (int64_t)timegm(&tm) : 0;
+}
+
+/*
+ * Reverse replication without loops (SPEC §5): a namespace this cluster's
+ * drasync-target keeps as a standby copy (its Namespace says drasync.io/mode:
+ * standby) is never exported; nor one relocated from here, until this
+ * cluster's drasync-target made it active again after the relocation (the
+ * way home: the relocation is then over, state returned).
+ */
+static bool active_here(ds_exporter *ex, const json_t *ns_obj, const char *name)
+{
+	const char *mode = ds_obj_annotation(ns_obj, DS_NS_ANNOTATION_MODE);
+	ds_source_relocation row;
+	char e[300];
+
+	if (mode && strcmp(mode, "standby") == 0) {
+		ds_exporter_emit(ex, DS_LOG_DEBUG, "namespace_not_exported",
+				 "namespace=%s reason=\"a standby copy: drasync-target keeps it "
+				 "standby here (drasync.io/mode)\"",
+				 ds_exporter_quote(name, e, sizeof(e)));
+		return false;
+	}
+	if (!ex->reloc || ds_source_relocation_get(ex->reloc, name, &row, NULL) != 1 ||
+	    row.state != DS_SRC_RELOCATION_ACTIVE)
+		return true;
+	if (ds_source_relocation_came_back(
+		&row, mode,
+		rfc3339_seconds(ds_obj_annotation(ns_obj, DS_NS_ANNOTATION_MODE_SINCE)))) {
+		if (ds_source_relocation_returned(ex->reloc, name, NULL) == 0) {
+			ds_exporter_emit(ex, DS_LOG_INFO, "relocation_returned",
+					 "namespace=%s target=%s",
+					 ds_exporter_quote(name, e, sizeof(e)), row.target);
+			return true;
+		}
+	}
+	ds_exporter_emit(ex, DS_LOG_DEBUG, "namespace_not_exported",
+			 "namespace=%s reason=\"relocated to %s\"",
+			 ds_exporter_quote(name, e, sizeof(e)), row.target);
+	return false;
+}
+
+static struct ns_mode *mode_entry(ds_exporter *ex, const char *ns)
+{
+	for (size_t i = 0; i < ex->nmodes; i++)
+		if (strcmp(ex->modes[i].ns, ns) == 0)
+			return &ex->modes[i];
+	return NULL;
+}
+
+/* Note ns's mode; whether it turned active (it was noted, not active). */
+static bool note_mode(ds_exporter *ex, const char *ns, const char *mode)
+{
+	struct ns_mode *e = mode_entry(ex, ns);
+	bool turned;
+
+	if (!e) {
+		char *d = strdup(ns);
+
+		if (!d || ds_grow((void **)&ex->modes, &ex->modecap, ex->nmodes + 1,
+				  sizeof(*ex->modes)) < 0) {
+			free(d);
+			return false;
+		}
+		e = &ex->modes[ex->nmodes++];
+		e->ns = d;
+		snprintf(e->mode, sizeof(e->mode), "%s", mode ? mode : "");
+		return false;
+	}
+	turned = mode && strcmp(mode, "active") == 0 && strcmp(e->mode, "active") != 0;
+	snprintf(e->mode, sizeof(e->mode), "%s", mode ? mode : "");
+	return turned;
+}
+
+void ds_exporter_modes_dispose(ds_exporter *ex)
+{
+	for (size_t i = 0; i < ex->nmodes; i++)
+		free(ex->modes[i].ns);
+	free(ex->modes);
+	ex->modes = NULL;
+	ex->nmodes = ex->modecap = 0;
+}
+
+bool ds_exporter_standby_copy(ds_exporter *ex, const json_t *obj)
+{
+	const char *m = ds_obj_label(obj, DS_SANITIZE_MANAGED_BY), *ns = ds_obj_namespace(obj);
+	const struct ns_mode *e;
+
+	if (ex->cfg.relocating_ns || !ns || !m || strcmp(m, "drasync") != 0 ||
+	    !ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_CLUSTER_MARK))
+		return false;
+	e = mode_entry(ex, ns);
+	return !e || strcmp(e->mode, "active") != 0;
+}
+
+bool ds_exporter_ns_matches(ds_exporter *ex, const json_t *ns_obj)
+{
+	const char *name = ds_obj_name(ns_obj);
+
+	ex->became_active = false;
+	if (!name || !configured(ex, ns_obj, name))
+		return false;
+	ex->became_active = note_mode(ex, name, ds_obj_annotation(ns_obj, DS_NS_ANNOTATION_MODE));
+	return active_here(ex, ns_obj, name);
 }
 
 /* ---- namespaces in a pass ------------------------------------------------------ */

@@ -154,8 +154,10 @@ static int list_kind(ds_exporter *ex, struct kind *k, const char *ns, char *rv, 
 			snprintf(rv, rvsize, "%s", prv);
 		items = json_object_get(page, "items");
 		json_array_foreach (items, i, item) {
-			if (k->def->namespaced && !ns &&
-			    !ds_exporter_ns_selected(ex, ds_obj_namespace(item)))
+			/* a namespace not selected (a standby copy, relocated away): none of
+			 * its objects, read one by one or cluster-wide */
+			if (k->def->namespaced &&
+			    !ds_exporter_ns_selected(ex, ns ? ns : ds_obj_namespace(item)))
 				continue;
 			ex->counts.listed++;
 			rc = ds_exporter_process_object(ex, k, item);
@@ -547,6 +549,42 @@ static int namespace_pass(ds_exporter *ex, const char *ns, ds_err *err)
 	return rc;
 }
 
+int ds_exporter_pass_namespace(ds_exporter *ex, const char *ns, ds_export_counts *out, ds_err *err)
+{
+	struct kind *k = &ex->kinds[DS_KIND_NAMESPACE];
+	ds_kube_error ke = {0};
+	json_t *obj = NULL;
+	char e[600], q[700];
+	int rc;
+
+	memset(&ex->counts, 0, sizeof(ex->counts));
+	rc = discover(ex, err);
+	if (rc == 0)
+		rc = ds_exporter_sel_add(ex, ns);
+	if (rc == 0 && k->served) {
+		/* the Namespace object itself; a role that may not read it leaves it */
+		rc = ds_kube_get(ex->cfg.kube, &k->res, NULL, ns, NULL, &obj, &ke);
+		if (rc == 0) {
+			ex->counts.listed++;
+			rc = ds_exporter_process_object(ex, k, obj);
+		} else {
+			ds_exporter_emit(ex, DS_LOG_WARN, "namespace_not_read",
+					 "namespace=%s error=%s", ns,
+					 ds_exporter_quote(ds_kube_error_format(&ke, e, sizeof(e)),
+							   q, sizeof(q)));
+			rc = 0;
+		}
+		json_decref(obj);
+	}
+	if (rc == 0)
+		rc = namespace_pass(ex, ns, err);
+	if (rc == 0)
+		rc = ds_exporter_flush(ex, err);
+	if (out)
+		*out = ex->counts;
+	return rc;
+}
+
 /* One stream again from a list, page by page, against the index. The
  * Namespace objects are listed all again, whichever stream's watch ended. */
 static int relist(ds_exporter *ex, struct stream *s, ds_err *err)
@@ -615,6 +653,14 @@ static int namespace_change(ds_exporter *ex, ds_change *c, ds_err *err)
 	if (!now)
 		return 0;
 	rc = ds_exporter_process_object(ex, k, c->obj);
+	if (rc == 0 && was && ex->became_active) {
+		/* failed over here: the standby copies it held are exported now */
+		ds_exporter_emit(ex, DS_LOG_INFO, "namespace_active", "namespace=%s",
+				 ds_exporter_quote(name, e, sizeof(e)));
+		rc = ds_exporter_flush(ex, err);
+		if (rc == 0)
+			rc = namespace_pass(ex, name, err);
+	}
 	if (rc == 0 && !was) {
 		ds_exporter_emit(ex, DS_LOG_INFO, "namespace_selected", "namespace=%s",
 				 ds_exporter_quote(name, e, sizeof(e)));

@@ -18,6 +18,8 @@ struct ds_object_index {
 	sqlite3_stmt *get;
 	sqlite3_stmt *mark;
 	sqlite3_stmt *res_get, *res_set; /* ds_object_index_result(), prepared once */
+	ds_outbox_hook guard;		 /* ds_object_index_set_guard() */
+	void *guard_ud;
 	/* strings of the last row handed out by get/result */
 	char buf[2048];
 };
@@ -215,6 +217,8 @@ int ds_object_index_get(ds_object_index *idx, const char *key, ds_index_row *out
 
 struct hook_ctx {
 	uint64_t gen;
+	ds_outbox_hook guard;
+	void *guard_ud;
 };
 
 static int hook(void *ud, struct sqlite3 *db, const ds_record *recs, size_t n, ds_err *err)
@@ -224,6 +228,8 @@ static int hook(void *ud, struct sqlite3 *db, const ds_record *recs, size_t n, d
 	char key[DS_OBJECT_KEY_MAX], grp[256];
 	int rc;
 
+	if (h->guard && (rc = h->guard(h->guard_ud, db, recs, n, err)) < 0)
+		return rc;
 	rc = sqlite3_prepare_v2(
 	    db,
 	    "INSERT INTO export_objects(key, api_version, grp, kind, namespace, name, uid, hash, "
@@ -286,9 +292,15 @@ static int hook(void *ud, struct sqlite3 *db, const ds_record *recs, size_t n, d
 int ds_object_index_push(ds_object_index *idx, ds_outbox *ob, const ds_record *recs, size_t n,
 			 uint64_t *last_seq, ds_err *err)
 {
-	struct hook_ctx h = {idx->gen};
+	struct hook_ctx h = {idx->gen, idx->guard, idx->guard_ud};
 
 	return ds_err_fallback(err, ds_outbox_push_with(ob, recs, n, hook, &h, last_seq, err));
+}
+
+void ds_object_index_set_guard(ds_object_index *idx, ds_outbox_hook guard, void *ud)
+{
+	idx->guard = guard;
+	idx->guard_ud = ud;
 }
 
 /* ---- mark and sweep ---- */

@@ -2,6 +2,7 @@
 #include "drasync/relocation_park.h"
 
 #include "drasync/k8s_object.h"
+#include "drasync/kinds.h"
 #include "drasync/kube_error.h"
 #include "drasync/standby_form.h"
 
@@ -214,4 +215,94 @@ int ds_relocation_remove_bare(ds_kube *k, const char *ns, ds_relocation_say_fn s
 		json_decref(lst);
 	}
 	return removed;
+}
+
+/* The resource of a table kind in the first of its versions the cluster serves. @return 0, 1 none
+ */
+static int find_served(ds_kube *k, const ds_kind *kd, struct ds_kube_resource *res, ds_err *err)
+{
+	for (size_t v = 0; kd->versions[v]; v++) {
+		char api[200];
+		ds_kube_error ke = {0};
+		int rc;
+
+		if (kd->group[0])
+			snprintf(api, sizeof(api), "%s/%s", kd->group, kd->versions[v]);
+		else
+			snprintf(api, sizeof(api), "%s", kd->versions[v]);
+		rc = ds_kube_resource_find(k, api, kd->name, res, &ke);
+		if (rc == 0)
+			return 0;
+		if (rc != -ENOENT) {
+			char m[600];
+			ds_err_set(err, "discovery of %s: %s", kd->name,
+				   ds_kube_error_format(&ke, m, sizeof(m)));
+			return rc;
+		}
+	}
+	return 1;
+}
+
+int ds_relocation_mark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
+		       void *ud, ds_err *err)
+{
+	json_t *patch =
+	    json_pack("{s{s{ss}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO, to);
+	int marked = 0, rc = 0;
+
+	if (!patch)
+		return -ENOMEM;
+	for (int id = 0; rc >= 0 && id < DS_KIND_MAX; id++) {
+		const ds_kind *kd = ds_kind_get((enum ds_kind_id)id);
+		struct ds_kube_resource res;
+		ds_kube_error ke = {0};
+		json_t *lst = NULL, *item;
+		char m[600];
+		size_t j;
+
+		/* the bare Pods and Jobs go once the target runs them */
+		if (!kd || !kd->namespaced || id == DS_KIND_POD || id == DS_KIND_JOB)
+			continue;
+		rc = find_served(k, kd, &res, err);
+		if (rc == 1) {
+			rc = 0;
+			continue;
+		}
+		if (rc == 0)
+			rc = ds_kube_list(k, &res, ns, &(struct ds_kube_list_opts){.limit = 500},
+					  &lst, NULL, &ke);
+		if (rc < 0) {
+			if (err && !err->msg[0])
+				ds_err_set(err, "listing %ss in %s: %s", kd->name, ns,
+					   ds_kube_error_format(&ke, m, sizeof(m)));
+			break;
+		}
+		json_array_foreach (json_object_get(lst, "items"), j, item) {
+			const char *was = ds_obj_annotation(item, DS_ANNOTATION_RELOCATED_TO);
+
+			if (skip(item) || (was && strcmp(was, to) == 0))
+				continue;
+			ds_kube_error_clear(&ke);
+			rc = ds_kube_merge_patch(k, &res, ns, ds_obj_name(item), patch, NULL, NULL,
+						 &ke);
+			if (rc == -ENOENT) {
+				rc = 0;
+				continue;
+			}
+			if (rc < 0) {
+				ds_err_set(err, "marking %s %s/%s: %s", kd->name, ns,
+					   ds_obj_name(item),
+					   ds_kube_error_format(&ke, m, sizeof(m)));
+				break;
+			}
+			marked++;
+		}
+		json_decref(lst);
+	}
+	json_decref(patch);
+	if (rc < 0)
+		return rc;
+	sayf(say, ud, "%d object%s of %s marked %s=%s", marked, marked == 1 ? "" : "s", ns,
+	     DS_ANNOTATION_RELOCATED_TO, to);
+	return marked;
 }

@@ -3,6 +3,7 @@
 
 #include "drasync/agent_state.h"
 #include "drasync/clock.h"
+#include "drasync/export_log.h"
 #include "drasync/exporter.h"
 #include "drasync/log.h"
 #include "drasync/outbox.h"
@@ -68,24 +69,55 @@ static bool agent_running(const struct run *r)
 	return ds_agent_state_read(r->state_dir, &st, &running, NULL) == 0 && running;
 }
 
-/* The running agent's watch pushes what changed within its debounce: let the
- * outbox settle, so that the relocation record comes behind it. */
-static void let_settle(const struct run *r)
+/*
+ * The final pass (state syncing): NS's objects as the source has them now,
+ * against what was pushed, into the outbox. The intent is committed first
+ * and every push checks it in its own transaction, so whatever the running
+ * agent (or an earlier run) pushed of NS comes before these records, and
+ * nothing of NS after them: the relocation record, pushed after the
+ * parking, is behind every change. @return 0, or 1 (said)
+ */
+static int final_pass(struct run *r)
 {
-	ds_outbox *ob = NULL;
-	uint64_t last = UINT64_MAX;
+	ds_exporter_config ec;
+	ds_exporter *ex = NULL;
+	ds_export_counts c = {0};
+	ds_err err = {0};
+	int rc;
 
-	if (ds_outbox_open(&ob, r->db_path, NULL, NULL) < 0)
-		return;
-	for (int i = 0; i < 10; i++) {
-		ds_outbox_state st;
-
-		if (ds_outbox_state_get(ob, &st, NULL) < 0 || st.last_seq == last)
-			break;
-		last = st.last_seq;
-		nap_ms(1000);
+	ds_exporter_config_default(&ec);
+	ec.on_event = ds_export_log_event;
+	ec.kube = r->o->kube;
+	ec.state_dir = r->state_dir;
+	ec.namespaces = (const char *const[]){r->o->ns};
+	ec.n_namespaces = 1;
+	ec.replicate_device_classes = true;
+	ec.relocating_ns = r->o->ns;
+	rc = ds_exporter_new(&ex, &ec, &err);
+	if (rc == 0)
+		rc = ds_exporter_pass_namespace(ex, r->o->ns, &c, &err);
+	ds_exporter_free(ex);
+	if (rc < 0) {
+		fprintf(r->o->errout,
+			"drasync-source relocate: the final pass of %s: %s (nothing is parked; run "
+			"the same command again)\n",
+			r->o->ns, err.msg);
+		return 1;
 	}
-	ds_outbox_free(ob);
+	fprintf(r->o->out,
+		"relocate: final pass of %s: %llu objects read, %llu changes and %llu deletions "
+		"queued, %llu unchanged\n",
+		r->o->ns, (unsigned long long)c.listed, (unsigned long long)c.pushed,
+		(unsigned long long)c.tombstoned, (unsigned long long)c.unchanged);
+	ds_log(DS_LOG_INFO, "relocate_final_pass",
+	       "namespace=%s listed=%llu pushed=%llu unchanged=%llu tombstoned=%llu", r->o->ns,
+	       (unsigned long long)c.listed, (unsigned long long)c.pushed,
+	       (unsigned long long)c.unchanged, (unsigned long long)c.tombstoned);
+	if (ds_source_relocation_synced(r->db, r->o->ns, &err) < 0) {
+		fprintf(r->o->errout, "drasync-source relocate: %s\n", err.msg);
+		return 1;
+	}
+	return 0;
 }
 
 static void on_results(void *ud, const ds_wire_result *v, size_t n)
@@ -173,6 +205,15 @@ static int wait_outcome(struct run *r, ds_source_relocation *row, int64_t deadli
 			return 1;
 		if (!r->sender_started && !agent_running(r) && start_sender(r) < 0)
 			return 0;
+		if (r->sender_started && agent_running(r)) {
+			/* the agent is back (restarted): its sender carries the rest */
+			stop_sender(r);
+			r->sender = NULL;
+			r->sender_db = NULL;
+			r->sender_started = false;
+			fprintf(r->o->out, "relocate: drasync-source run is running again: it "
+					   "carries the relocation from here\n");
+		}
 		nap_ms(200);
 	}
 	return 0;
@@ -229,6 +270,14 @@ static int park_and_send(struct run *r, ds_source_relocation *row)
 	}
 	fprintf(r->o->out, "relocate: %d workload%s parked in %s\n", n, n == 1 ? "" : "s",
 		r->o->ns);
+	if (ds_source_relocation_get(r->db, r->o->ns, row, &err) != 1 ||
+	    ds_relocation_mark(r->o->kube, r->o->ns, row->target, say, r, &err) < 0) {
+		fprintf(r->o->errout,
+			"drasync-source relocate: marking %s's objects: %s (run the same command "
+			"again)\n",
+			r->o->ns, err.msg);
+		return 1;
+	}
 	if (ds_source_relocation_push(r->db_path, r->o->ns, &seq, &err) < 0) {
 		fprintf(r->o->errout, "drasync-source relocate: %s: %s\n", r->db_path, err.msg);
 		return 1;
@@ -249,20 +298,23 @@ static int steps(struct run *r)
 	ds_err err = {0};
 	char t[64];
 	int found = ds_source_relocation_get(r->db, o->ns, &row, &err), rc;
+	enum ds_source_relocation_step step;
 	int64_t deadline = ds_deadline_in(o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS);
 
 	if (found < 0) {
 		fprintf(o->errout, "drasync-source relocate: %s\n", err.msg);
 		return 1;
 	}
-	switch (ds_source_relocation_next(&row, found == 1)) {
+	step = ds_source_relocation_next(&row, found == 1);
+	if (step == DS_SRC_STEP_SYNC || step == DS_SRC_STEP_PARK)
+		fprintf(o->out, "relocate: going on with the relocation of %s (%s)\n", o->ns,
+			ds_source_relocation_state_name(row.state));
+	switch (step) {
 	case DS_SRC_STEP_DONE:
 		fprintf(o->out, "relocate: %s was relocated already (at %s)\n", o->ns,
 			when(row.finished_at, t, sizeof(t)));
 		return done(r, &row);
 	case DS_SRC_STEP_BEGIN:
-		if (agent_running(r))
-			let_settle(r);
 		if (ds_source_relocation_begin(r->db, o->ns, ds_source_config_endpoint(o->cfg),
 					       &err) < 0) {
 			fprintf(o->errout, "drasync-source relocate: %s\n", err.msg);
@@ -272,6 +324,10 @@ static int steps(struct run *r)
 			o->ns);
 		ds_log(DS_LOG_INFO, "relocate_intent", "namespace=%s target=%s", o->ns,
 		       ds_source_config_endpoint(o->cfg));
+		/* fall through */
+	case DS_SRC_STEP_SYNC:
+		if ((rc = final_pass(r)) != 0)
+			return rc;
 		/* fall through */
 	case DS_SRC_STEP_PARK:
 		if ((rc = park_and_send(r, &row)) != 0)
@@ -314,6 +370,54 @@ int ds_relocation_run(const ds_relocation_run_opts *o)
 	}
 	rc = steps(&r);
 	stop_sender(&r);
+	ds_store_free(r.db);
+	return rc;
+}
+
+int ds_relocation_park_here(const ds_relocation_run_opts *o)
+{
+	struct run r = {.o = o, .state_dir = ds_source_config_state_dir(o->cfg)};
+	const char *to = ds_source_config_endpoint(o->cfg);
+	ds_err err = {0};
+	int rc = 0, n;
+
+	if (!ds_relocation_ns_allowed(o->cfg, o->ns)) {
+		fprintf(o->errout,
+			"drasync-source park: %s: namespace %s is not one this source replicates "
+			"(namespaces: in the file)\n",
+			o->config_path, o->ns);
+		return 2;
+	}
+	if (ds_source_relocation_open(&r.db, r.state_dir, &err) < 0) {
+		fprintf(o->errout, "drasync-source park: %s\n", err.msg);
+		return 2;
+	}
+	if (ds_source_relocation_parked_by_operator(r.db, o->ns, to, &err) < 0) {
+		fprintf(o->errout, "drasync-source park: %s\n", err.msg);
+		rc = 1;
+		goto out;
+	}
+	fprintf(o->out, "park: %s recorded as running at %s: nothing of it is exported from now\n",
+		o->ns, to);
+	ds_log(DS_LOG_INFO, "parked_by_operator", "namespace=%s target=%s", o->ns, to);
+	n = ds_relocation_park(o->kube, o->ns, say, &r, &err);
+	if (n >= 0) {
+		fprintf(o->out, "park: %d workload%s parked in %s\n", n, n == 1 ? "" : "s", o->ns);
+		n = ds_relocation_mark(o->kube, o->ns, to, say, &r, &err);
+	}
+	if (n >= 0)
+		n = ds_relocation_remove_bare(o->kube, o->ns, say, &r, &err);
+	if (n < 0) {
+		fprintf(o->errout, "drasync-source park: %s: %s (run the same command again)\n",
+			o->ns, err.msg);
+		rc = 1;
+		goto out;
+	}
+	fprintf(o->out,
+		"parked: %s (the other site runs it; its drasync-source may replicate it "
+		"back here)\n",
+		o->ns);
+out:
 	ds_store_free(r.db);
 	return rc;
 }

@@ -414,7 +414,10 @@ static int run_clock(ds_source_agent *a, ds_err *err)
 		pthread_mutex_unlock(&a->state_lock);
 		state_save(a);
 		ds_log(DS_LOG_INFO, "pass_next", "at=%s", ds_schedule_format_time(next, b1, 40));
-		deadline = ds_deadline_in(next - ds_clock_wall_ms());
+		/* Both clocks read in whole ms: without the 1 ms the monotonic deadline
+		 * can pass before the wall-clock slot, and a pass would start at 11:59:59.999
+		 * for a slot of 12:00 (a cron pass never starts before its slot). */
+		deadline = ds_deadline_in(next - ds_clock_wall_ms() + 1);
 		if (wait_until(a, deadline))
 			break;
 		if (!ds_deadline_passed(deadline)) {

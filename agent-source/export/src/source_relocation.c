@@ -14,9 +14,10 @@
 #include <time.h>
 
 static const char *const names[DS_SRC_RELOCATION_STATE_MAX] = {
-    [DS_SRC_RELOCATION_NONE] = "none",	   [DS_SRC_RELOCATION_PARKING] = "parking",
-    [DS_SRC_RELOCATION_SENT] = "sent",	   [DS_SRC_RELOCATION_ACTIVE] = "active",
-    [DS_SRC_RELOCATION_FAILED] = "failed",
+    [DS_SRC_RELOCATION_NONE] = "none",	       [DS_SRC_RELOCATION_SYNCING] = "syncing",
+    [DS_SRC_RELOCATION_PARKING] = "parking",   [DS_SRC_RELOCATION_SENT] = "sent",
+    [DS_SRC_RELOCATION_ACTIVE] = "active",     [DS_SRC_RELOCATION_FAILED] = "failed",
+    [DS_SRC_RELOCATION_RETURNED] = "returned",
 };
 
 const char *ds_source_relocation_state_name(enum ds_source_relocation_state s)
@@ -106,6 +107,8 @@ enum ds_source_relocation_step ds_source_relocation_next(const ds_source_relocat
 	if (!found)
 		return DS_SRC_STEP_BEGIN;
 	switch (row->state) {
+	case DS_SRC_RELOCATION_SYNCING:
+		return DS_SRC_STEP_SYNC;
 	case DS_SRC_RELOCATION_PARKING:
 		return DS_SRC_STEP_PARK;
 	case DS_SRC_RELOCATION_SENT:
@@ -138,11 +141,49 @@ int ds_source_relocation_begin(ds_store *db, const char *ns, const char *target,
 {
 	return exec_row(db,
 			"INSERT INTO relocations(namespace, state, target, requested_at)"
-			" VALUES(?1, 'parking', ?2, ?3) ON CONFLICT(namespace) DO UPDATE SET"
-			" state = 'parking', seq = NULL, target = ?2, requested_at = ?3,"
+			" VALUES(?1, 'syncing', ?2, ?3) ON CONFLICT(namespace) DO UPDATE SET"
+			" state = 'syncing', seq = NULL, target = ?2, requested_at = ?3,"
 			" finished_at = NULL, status = NULL, message = NULL"
-			" WHERE relocations.state = 'failed'",
+			" WHERE relocations.state IN ('failed', 'returned')",
 			ns, target, "relocation intent", err);
+}
+
+int ds_source_relocation_synced(ds_store *db, const char *ns, ds_err *err)
+{
+	return exec_row(db,
+			"UPDATE relocations SET state = 'parking' WHERE namespace = ?1"
+			" AND state = 'syncing'",
+			ns, "", "relocation", err);
+}
+
+int ds_source_relocation_returned(ds_store *db, const char *ns, ds_err *err)
+{
+	return exec_row(
+	    db,
+	    "UPDATE relocations SET state = 'returned', message = ?2 WHERE namespace = ?1"
+	    " AND state = 'active'",
+	    ns, "came back: drasync-target made it active on this cluster again", "relocation",
+	    err);
+}
+
+bool ds_source_relocation_came_back(const ds_source_relocation *row, const char *mode,
+				    int64_t mode_since)
+{
+	return row->state == DS_SRC_RELOCATION_ACTIVE && mode && strcmp(mode, "active") == 0 &&
+	       mode_since > row->finished_at;
+}
+
+int ds_source_relocation_parked_by_operator(ds_store *db, const char *ns, const char *target,
+					    ds_err *err)
+{
+	return exec_row(
+	    db,
+	    "INSERT INTO relocations(namespace, state, target, requested_at, finished_at,"
+	    " message) VALUES(?1, 'active', ?2, ?3, ?3, 'parked by the operator (drasync-source"
+	    " park): it runs at the other site') ON CONFLICT(namespace) DO UPDATE SET"
+	    " state = 'active', seq = NULL, target = ?2, requested_at = ?3, finished_at = ?3,"
+	    " status = NULL, message = excluded.message WHERE relocations.state != 'active'",
+	    ns, target, "park", err);
 }
 
 int ds_source_relocation_fail(ds_store *db, const char *ns, const char *message, ds_err *err)
@@ -265,11 +306,11 @@ int ds_source_relocation_excluded(ds_store *db, char ***out, size_t *n, ds_err *
 	sqlite3_stmt *q = NULL;
 	char **v = NULL;
 	size_t k = 0, cap = 0;
-	int rc =
-	    ds_store_prepare(db,
-			     "SELECT namespace FROM relocations WHERE state IN ('parking', 'sent',"
-			     " 'active') ORDER BY namespace",
-			     &q, err);
+	int rc = ds_store_prepare(
+	    db,
+	    "SELECT namespace FROM relocations WHERE state IN ('syncing', 'parking',"
+	    " 'sent', 'active') ORDER BY namespace",
+	    &q, err);
 
 	*out = NULL;
 	*n = 0;
@@ -305,4 +346,49 @@ int ds_source_relocation_excluded(ds_store *db, char ***out, size_t *n, ds_err *
 	*out = v;
 	*n = k;
 	return 0;
+}
+
+int ds_source_relocation_check_push(struct sqlite3 *db, const ds_record *recs, size_t n,
+				    const char *relocating_ns, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db,
+				"SELECT state FROM relocations WHERE namespace = ? AND state IN"
+				" ('syncing', 'parking', 'sent', 'active')",
+				-1, &q, NULL);
+	if (rc != SQLITE_OK)
+		return ds_store_fail_db(db, rc, "relocations", err);
+	rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const char *ns = recs[i].ns;
+		int src;
+
+		if (!ns || !ns[0] || (i > 0 && recs[i - 1].ns && strcmp(recs[i - 1].ns, ns) == 0))
+			continue;
+		sqlite3_reset(q);
+		sqlite3_bind_text(q, 1, ns, -1, SQLITE_STATIC);
+		src = sqlite3_step(q);
+		if (src == SQLITE_ROW) {
+			const char *state = (const char *)sqlite3_column_text(q, 0);
+			bool final_pass = relocating_ns && strcmp(relocating_ns, ns) == 0 &&
+					  state && strcmp(state, "syncing") == 0;
+
+			if (!final_pass) {
+				ds_err_set(err,
+					   "a relocation of %s began (%s): its records are not "
+					   "exported",
+					   ns, state ? state : "?");
+				rc = -ESTALE;
+			}
+		} else if (src != SQLITE_DONE) {
+			rc = ds_store_fail_db(db, src, "relocations", err);
+		} else if (relocating_ns && strcmp(relocating_ns, ns) == 0) {
+			ds_err_set(err, "the relocation of %s is not syncing any more", ns);
+			rc = -ESTALE;
+		}
+	}
+	sqlite3_finalize(q);
+	return rc;
 }

@@ -189,6 +189,11 @@ bool ds_applier_trust_check(ds_applier *a, struct item *it);
  * @return 0, -ENOMEM */
 int ds_applier_check_first_write(ds_applier *a, struct item *it);
 
+/* Whether Namespace `name` exists on the target and drasync did not create it (no
+ * drasync.io/created): drasync writes nothing on such a Namespace, for any source.
+ * @return 1 yes, 0 no (absent, or drasync's), negative errno when the API could not say */
+int ds_applier_namespace_foreign(ds_applier *a, const char *name);
+
 /* A Namespace drasync applies: the source's pod-security.kubernetes.io labels dropped and
  * the enforce level of the source's grant set (a Namespace drasync did not create is not
  * written: see mark_created_namespace). @return 0, -ENOMEM */

@@ -387,10 +387,11 @@ static int wait_for_group(ds_applier *a, struct item *it, bool hold)
 	}
 	if (!hold)
 		return 0; /* decided already (failed, skipped): the group is decided again */
+	/* named where it goes, as the waiting object is */
 	ds_applier_decide(it, DS_APPLY_WAITING,
 			  "waits for PodGroup %s/%s to be decided again with it (a group's claims "
 			  "follow its members)",
-			  it->row->ns, name);
+			  ds_target_config_map_namespace(a->cfg.cfg, it->row->ns), name);
 	return 1;
 }
 
@@ -558,6 +559,11 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 		    ds_obj_name(it->obj), owner, sizeof(owner), NULL);
 		if (c < 0)
 			return c;
+		/* A Namespace on the target that drasync did not create is written by
+		 * no source (mark_created_namespace): several may map into it. */
+		if (c > 0 && ds_kind_is(ds_obj_kind(it->obj), DS_KIND_NAMESPACE) &&
+		    ds_applier_namespace_foreign(a, ds_obj_name(it->obj)) == 1)
+			c = 0;
 		if (c > 0) {
 			ds_obj_describe(it->obj, text, sizeof(text));
 			ds_applier_refuse(

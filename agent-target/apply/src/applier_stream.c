@@ -213,22 +213,12 @@ static void mark_applied(struct item *it)
  */
 static int mark_created_namespace(ds_applier *a, struct item *it)
 {
-	struct ds_kube_resource res;
-	ds_kube_error ke;
-	json_t *got = NULL;
-	bool ours;
-	int rc;
+	int foreign;
 
 	if (!ds_kind_is(ds_obj_kind(it->obj), DS_KIND_NAMESPACE))
 		return 0;
-	ds_kube_error_clear(&ke);
-	if (ds_kube_resource_find(a->cfg.kube, "v1", "Namespace", &res, &ke) < 0)
-		return 0;
-	ds_applier_count(a, &a->stats.api_reads, 1);
-	rc = ds_kube_get(a->cfg.kube, &res, NULL, ds_obj_name(it->obj), NULL, &got, &ke);
-	ours = rc == -ENOENT || (rc == 0 && ds_obj_annotation(got, DS_ANNOTATION_CREATED));
-	json_decref(got);
-	if (rc == 0 && !ours) {
+	foreign = ds_applier_namespace_foreign(a, ds_obj_name(it->obj));
+	if (foreign == 1) {
 		ds_applier_decide(it, DS_APPLY_APPLIED,
 				  "Namespace %s exists on the target and was not created by "
 				  "drasync: its labels and annotations are kept (nothing written; "
@@ -236,7 +226,7 @@ static int mark_created_namespace(ds_applier *a, struct item *it)
 				  ds_obj_name(it->obj));
 		return 0;
 	}
-	if (!ours)
+	if (foreign < 0) /* the API could not say: applied as it is, unmarked */
 		return 0;
 	return ds_obj_set_annotation(it->obj, DS_ANNOTATION_CREATED, "true") < 0 ? -ENOMEM : 0;
 }

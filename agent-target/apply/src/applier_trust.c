@@ -12,6 +12,7 @@
 #include "drasync/pod_security.h"
 #include "drasync/record_check.h"
 #include "drasync/source_grants.h"
+#include "drasync/standby_form.h"
 #include "drasync/transform.h"
 
 #include <errno.h>
@@ -69,8 +70,9 @@ static json_t *marks_of(const json_t *obj)
 	const char *c = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE_CLUSTER);
 
 	const char *s = ds_obj_annotation(obj, DS_ANNOTATION_SOURCE);
+	const char *rel = ds_obj_annotation(obj, DS_ANNOTATION_RELOCATED_TO);
 
-	return json_pack("[s?s?s?]", m, c, s);
+	return json_pack("[s?s?s?s?]", m, c, s, rel);
 }
 
 /*
@@ -140,7 +142,7 @@ static int existing(ds_applier *a, struct item *it, json_t **out, ds_kube_error 
 int ds_applier_check_first_write(ds_applier *a, struct item *it)
 {
 	const ds_object_state_row *r = it->row;
-	const char *managed, *cluster, *source;
+	const char *managed, *cluster, *source, *relocated;
 	ds_kube_error ke;
 	json_t *got = NULL;
 	char what[400];
@@ -165,9 +167,18 @@ int ds_applier_check_first_write(ds_applier *a, struct item *it)
 	managed = json_string_value(json_array_get(got, 0));
 	cluster = json_string_value(json_array_get(got, 1));
 	source = json_string_value(json_array_get(got, 2));
+	relocated = json_string_value(json_array_get(got, 3));
 	ds_obj_describe(it->obj, what, sizeof(what));
 	if (marked_for(managed, source, cluster, r)) {
 		/* written for this source before the ledger knew (a restart) */
+	} else if (relocated) {
+		/* parked here by a relocation (or the operator) to the site this source
+		 * replicates from: reverse replication updates it (SPEC §5) */
+		snprintf(it->took, sizeof(it->took),
+			 "taken over: %s was parked here when it was relocated to %s; source %s "
+			 "updates it now (reverse replication)",
+			 what, relocated, r->source);
+		it->takeover = true;
 	} else if (ds_target_config_adopt_existing(a->cfg.cfg)) {
 		snprintf(it->took, sizeof(it->took),
 			 "adopted: %s existed on the target without drasync's marks for source "
@@ -207,6 +218,26 @@ static int drop_psa_labels(json_t *obj)
 		if (strncmp(key, PSA_PREFIX, strlen(PSA_PREFIX)) == 0)
 			json_object_del(labels, key);
 	return 0;
+}
+
+int ds_applier_namespace_foreign(ds_applier *a, const char *name)
+{
+	struct ds_kube_resource res;
+	ds_kube_error ke;
+	json_t *got = NULL;
+	int rc;
+
+	ds_kube_error_clear(&ke);
+	if (!name || ds_kube_resource_find(a->cfg.kube, "v1", "Namespace", &res, &ke) < 0)
+		return -ENOENT;
+	ds_applier_count(a, &a->stats.api_reads, 1);
+	rc = ds_kube_get(a->cfg.kube, &res, NULL, name, NULL, &got, &ke);
+	if (rc == 0)
+		rc = ds_obj_annotation(got, DS_ANNOTATION_CREATED) ? 0 : 1;
+	else if (rc == -ENOENT)
+		rc = 0;
+	json_decref(got);
+	return rc;
 }
 
 int ds_applier_namespace_labels(ds_applier *a, struct item *it)

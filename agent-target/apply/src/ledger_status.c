@@ -247,6 +247,46 @@ static int read_verifications(sqlite3 *db, ds_ledger_status *st, size_t max, ds_
 	return rc == SQLITE_DONE ? 0 : fail(db, "verifications", err);
 }
 
+/* The relocations table (relocation.c): newest first, at most max. */
+static int read_relocations(sqlite3 *db, ds_ledger_status *st, size_t max, ds_err *err)
+{
+	size_t cap = 0;
+	sqlite3_stmt *q = NULL;
+	int rc =
+	    sqlite3_prepare_v2(db,
+			       "SELECT source, namespace, coalesce(target_namespace, ''), state,"
+			       " coalesce(message, ''), requested_at, coalesce(finished_at, 0)"
+			       " FROM relocations ORDER BY id DESC LIMIT ?",
+			       -1, &q, NULL);
+
+	if (rc != SQLITE_OK)
+		return fail(db, "relocations", err);
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)max);
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		ds_ledger_relocation *r;
+
+		if (ds_grow((void **)&st->relocations, &cap, st->n_relocations + 1, sizeof(*r)) <
+		    0) {
+			sqlite3_finalize(q);
+			return ds_err_fallback(err, -ENOMEM);
+		}
+		r = &st->relocations[st->n_relocations++];
+		r->source = dup_col(q, 0);
+		r->ns = dup_col(q, 1);
+		r->target_ns = dup_col(q, 2);
+		r->state = dup_col(q, 3);
+		r->message = dup_col(q, 4);
+		r->requested_at = sqlite3_column_int64(q, 5);
+		r->finished_at = sqlite3_column_int64(q, 6);
+		if (!r->source || !r->ns || !r->target_ns || !r->state || !r->message) {
+			sqlite3_finalize(q);
+			return ds_err_fallback(err, -ENOMEM);
+		}
+	}
+	sqlite3_finalize(q);
+	return rc == SQLITE_DONE ? 0 : fail(db, "relocations", err);
+}
+
 /* The namespace entry of name in st (added, sorted, when missing), or NULL on ENOMEM. */
 static ds_ledger_namespace *ns_entry(ds_ledger_status *st, size_t *cap, const char *name)
 {
@@ -379,6 +419,8 @@ int ds_ledger_status_read_mapped(const char *path, size_t max_items,
 				     ds_store_has_table(store, "namespace_modes"), err);
 	if (rc == 0 && ds_store_has_table(store, "verifications"))
 		rc = read_verifications(db, st, max_items, err);
+	if (rc == 0 && ds_store_has_table(store, "relocations"))
+		rc = read_relocations(db, st, max_items, err);
 	ds_store_rollback(store); /* a read: nothing to commit */
 out:
 	ds_store_free(store);
@@ -416,6 +458,14 @@ void ds_ledger_status_free(ds_ledger_status *st)
 		free(st->namespaces[i].name);
 		free(st->namespaces[i].changed_by);
 	}
+	for (size_t i = 0; i < st->n_relocations; i++) {
+		free(st->relocations[i].source);
+		free(st->relocations[i].ns);
+		free(st->relocations[i].target_ns);
+		free(st->relocations[i].state);
+		free(st->relocations[i].message);
+	}
+	free(st->relocations);
 	free(st->namespaces);
 	free(st->sources);
 	free(st->items);

@@ -122,6 +122,8 @@ static int ingest_one(void *ud, const ds_ledger_record *rec)
 		return 0; /* not about an object: nothing to apply */
 	if (ns && !*ns)
 		ns = NULL;
+	if (ns && (rc = ds_object_state_note_home(st, rec, in->err)) < 0)
+		return rc;
 	ds_object_state_key(rec->api_version, rec->kind, ns, rec->name, key, sizeof(key));
 	rc = ds_object_state_keep(st, OS_STMT_UPSERT, upsert_sql, &ups, in->err);
 	if (rc < 0)

@@ -24,6 +24,7 @@ enum ds_os_stmt {
 	OS_STMT_READ,
 	OS_STMT_RESULT,
 	OS_STMT_UPSERT,
+	OS_STMT_HOME,
 	OS_STMT_MAX
 };
 
@@ -61,5 +62,12 @@ int ds_object_state_queue_result(ds_object_state *st, int64_t record_id, enum ds
 /* A relocation record into the `relocations` table (relocation_store.c), in the ingest's
  * transaction. @return 0 or < 0 */
 int ds_object_state_note_relocation(ds_object_state *st, const ds_ledger_record *rec, ds_err *err);
+/*
+ * An object record from a source that relocated its namespace here, after its
+ * relocation record: that source runs the namespace again (the way home), so
+ * the target namespace goes back to standby here (relocation.h), in the
+ * ingest's transaction, before the record is applied.
+ */
+int ds_object_state_note_home(ds_object_state *st, const ds_ledger_record *rec, ds_err *err);
 
 #endif

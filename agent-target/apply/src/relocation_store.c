@@ -5,6 +5,7 @@
 #include "object_state_internal.h"
 
 #include "drasync/clock.h"
+#include "drasync/log.h"
 #include "drasync/relocation.h"
 
 #include <errno.h>
@@ -46,6 +47,82 @@ int ds_object_state_note_relocation(ds_object_state *st, const ds_ledger_record 
 	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "relocation", err);
 	sqlite3_finalize(q);
 	return rc;
+}
+
+/* One relocation of rec's source and namespace came home: its row returned, its target
+ * namespace standby. */
+static int came_home(ds_object_state *st, const ds_ledger_record *rec, int64_t id,
+		     const char *target_ns, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int64_t now = ds_clock_wall_ms() / 1000;
+	int rc = ds_store_prepare(
+	    st->store, "UPDATE relocations SET state = 'returned', message = ?2 WHERE id = ?1", &q,
+	    err);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(q, 1, id);
+	sqlite3_bind_text(q, 2,
+			  "came home: the source runs the namespace again (its records "
+			  "follow the relocation); the target namespace is standby here again",
+			  -1, SQLITE_STATIC);
+	rc = sqlite3_step(q);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "relocation", err);
+	sqlite3_finalize(q);
+	q = NULL;
+	if (rc < 0 || !target_ns || !target_ns[0])
+		return rc;
+	rc = ds_store_prepare(st->store,
+			      "INSERT INTO namespace_modes(namespace, mode, since, changed_by)"
+			      " VALUES(?1, 'standby', ?2, 'relocation-home') ON CONFLICT(namespace)"
+			      " DO UPDATE SET mode = 'standby', since = ?2,"
+			      " changed_by = 'relocation-home' WHERE mode != 'standby'",
+			      &q, err);
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_text(q, 1, target_ns, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 2, now);
+	rc = sqlite3_step(q);
+	rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "namespace mode", err);
+	sqlite3_finalize(q);
+	if (rc == 0)
+		ds_log(DS_LOG_INFO, "relocation_returned",
+		       "source=%s namespace=%s target_namespace=%s seq=%lld", rec->source, rec->ns,
+		       target_ns, (long long)rec->seq);
+	return rc;
+}
+
+int ds_object_state_note_home(ds_object_state *st, const ds_ledger_record *rec, ds_err *err)
+{
+	sqlite3_stmt *q = NULL;
+	int64_t id = 0;
+	char tns[256] = "";
+	int rc =
+	    ds_object_state_keep(st, OS_STMT_HOME,
+				 "SELECT id, target_namespace FROM relocations WHERE source = ?1"
+				 " AND namespace = ?2 AND state = 'active'"
+				 " AND (epoch != ?3 OR seq < ?4) LIMIT 1",
+				 &q, err);
+
+	if (rc < 0)
+		return rc;
+	ds_object_state_bind_text(q, 1, rec->source);
+	ds_object_state_bind_text(q, 2, rec->ns);
+	sqlite3_bind_int64(q, 3, rec->epoch);
+	sqlite3_bind_int64(q, 4, rec->seq);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(q, 1);
+
+		id = sqlite3_column_int64(q, 0);
+		snprintf(tns, sizeof(tns), "%s", t ? t : "");
+		rc = 0;
+	} else {
+		rc = rc == SQLITE_DONE ? 0 : ds_store_fail(st->store, rc, "relocations", err);
+	}
+	ds_object_state_unkeep(rc, q);
+	return rc == 0 && id ? came_home(st, rec, id, tns, err) : rc;
 }
 
 int ds_relocation_pending(ds_object_state *st, ds_relocation_row *out, size_t max, size_t *n,

@@ -1,7 +1,8 @@
 /*
  * What `drasync-target status` shows of the ledger (ledger_status.h), as text
  * or JSON: sources and their lag, namespaces and their modes, objects per
- * state, those that need a look, the last verification.
+ * state, those that need a look, the last verification, the planned
+ * relocations the sources asked for.
  */
 #include "drasync/status_report.h"
 
@@ -118,6 +119,40 @@ static json_t *verification_json(const ds_ledger_status *st)
 			 "workloads", arr);
 }
 
+/* The planned relocations (relocation.h): source, namespace, outcome, when. */
+static void print_relocations_text(FILE *out, const ds_ledger_status *st)
+{
+	char b[40], f[40];
+
+	if (!st->n_relocations)
+		return;
+	fprintf(out, "\n%-20s %-24s %-28s %-8s %-21s %-21s %s\n", "RELOCATION FROM", "NAMESPACE",
+		"TO", "OUTCOME", "ASKED", "FINISHED", "MESSAGE");
+	for (size_t i = 0; i < st->n_relocations; i++) {
+		const ds_ledger_relocation *r = &st->relocations[i];
+		fprintf(out, "%-20s %-24s %-28s %-8s %-21s %-21s %s\n", r->source, r->ns,
+			r->target_ns[0] ? r->target_ns : "-", r->state,
+			when(r->requested_at, b, sizeof(b)),
+			r->finished_at ? when(r->finished_at, f, sizeof(f)) : "-", r->message);
+	}
+}
+
+static json_t *relocations_json(const ds_ledger_status *st)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < st->n_relocations; i++) {
+		const ds_ledger_relocation *r = &st->relocations[i];
+		json_array_append_new(
+		    arr,
+		    json_pack("{ss ss ss ss ss sI so}", "source", r->source, "namespace", r->ns,
+			      "targetNamespace", r->target_ns, "outcome", r->state, "message",
+			      r->message, "requestedAt", (json_int_t)r->requested_at, "finishedAt",
+			      r->finished_at ? json_integer(r->finished_at) : json_null()));
+	}
+	return arr;
+}
+
 /* How long the oldest record not applied yet has waited; 0 when none waits. */
 static int64_t lag_seconds(const ds_ledger_source *s)
 {
@@ -218,6 +253,7 @@ void ds_status_report_text(FILE *out, const ds_ledger_status *st, const char *le
 			fprintf(out, "  ... and %llu more\n", (unsigned long long)st->more_items);
 	}
 	print_verification_text(out, st);
+	print_relocations_text(out, st);
 }
 
 int ds_status_report_json(FILE *out, const ds_ledger_status *st, const char *ledger,
@@ -291,6 +327,7 @@ int ds_status_report_json(FILE *out, const ds_ledger_status *st, const char *led
 	json_object_set_new(o, "moreNeedLook", json_integer((json_int_t)st->more_items));
 	json_object_set_new(o, "refused", refused); /* per source: the needsLook entries refused */
 	json_object_set_new(o, "verification", verification_json(st));
+	json_object_set_new(o, "relocations", relocations_json(st));
 	json_object_set_new(o, "healthy", json_boolean(!why));
 	json_object_set_new(o, "attention", why ? json_string(why) : json_null());
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

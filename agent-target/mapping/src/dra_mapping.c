@@ -655,7 +655,7 @@ int ds_dra_workload_refs_in(const ds_dra_config *dra, const json_t *obj, const j
 			goto out;
 		/* This member's own rule decides what no group rule does (others unknown). */
 		if (ds_dra_group_follow(dra, c.g, c.n_g, c.g_what, ds_obj_name(group), NULL, obj,
-					c.why, sizeof(c.why)) == -ENOMEM) {
+					NULL, c.why, sizeof(c.why)) == -ENOMEM) {
 			r = -ENOMEM;
 			goto out;
 		}

@@ -53,8 +53,8 @@ static ptrdiff_t shared_with(const struct gentry *g, size_t n, const struct entr
  * Two of its references that map one shared entry differently are a split.
  * @return 0, -EINVAL (why, *conflict), -ENOMEM
  */
-static int member_votes(const ds_dra_config *dra, const json_t *m, const struct gentry *g, size_t n,
-			struct vote *mine, char *why, size_t size)
+static int member_votes(const ds_dra_config *dra, const json_t *m, const char *ns,
+			const struct gentry *g, size_t n, struct vote *mine, char *why, size_t size)
 {
 	struct ctx c = {.dra = dra};
 	enum ds_workload w;
@@ -85,7 +85,7 @@ static int member_votes(const ds_dra_config *dra, const json_t *m, const struct 
 			v->set = true;
 			v->kind = g[i].kind;
 			v->target = g[i].source;
-			ds_obj_describe(m, v->by, sizeof(v->by));
+			ds_obj_describe_in(m, ns, v->by, sizeof(v->by));
 		}
 		if (ds_dra_resolve(dra, c.workload, c.instance, rf->cname, rf->e->name,
 				   rf->e->source, rf->e->kind, &win, &e) < 0 ||
@@ -173,8 +173,8 @@ static int fold(struct gentry *g, size_t n, const char *gwhat, const char *hint,
 }
 
 int ds_dra_group_follow(const ds_dra_config *dra, struct gentry *g, size_t n, const char *gwhat,
-			const char *gname, const json_t *members, const json_t *self, char *why,
-			size_t size)
+			const char *gname, const json_t *members, const json_t *self,
+			const char *ns, char *why, size_t size)
 {
 	struct vote *agreed, *mine;
 	char hint[400];
@@ -205,12 +205,12 @@ int ds_dra_group_follow(const ds_dra_config *dra, struct gentry *g, size_t n, co
 			obj = self;
 			self_done = true;
 		}
-		if ((r = member_votes(dra, obj, g, n, mine, why, size)) < 0 ||
+		if ((r = member_votes(dra, obj, ns, g, n, mine, why, size)) < 0 ||
 		    (r = fold(g, n, gwhat, hint, mine, agreed, why, size)) < 0)
 			goto out;
 	}
 	if (self && !self_done &&
-	    ((r = member_votes(dra, self, g, n, mine, why, size)) < 0 ||
+	    ((r = member_votes(dra, self, ns, g, n, mine, why, size)) < 0 ||
 	     (r = fold(g, n, gwhat, hint, mine, agreed, why, size)) < 0))
 		goto out;
 	for (i = 0; i < n; i++)
@@ -252,8 +252,8 @@ static bool made_from(const json_t *pg, const char *wname, const char *tname)
 }
 
 int ds_dra_template_follow(const ds_dra_config *dra, struct gentry *g, size_t n, const char *wwhat,
-			   const char *wname, const char *tname, const json_t *groups, char *why,
-			   size_t size)
+			   const char *wname, const char *tname, const json_t *groups,
+			   const char *ns, char *why, size_t size)
 {
 	struct vote *agreed, *mine;
 	char hint[400];
@@ -281,14 +281,15 @@ int ds_dra_template_follow(const ds_dra_config *dra, struct gentry *g, size_t n,
 
 		if (!pg || !made_from(pg, wname, tname))
 			continue;
-		ds_obj_describe(pg, pwhat, sizeof(pwhat));
+		ds_obj_describe_in(pg, ns, pwhat, sizeof(pwhat));
 		/* What the group's own rules and its members make of its entries. */
 		if ((r = ds_dra_group_read(ds_json_path(pg, "spec.resourceClaims"),
 					   "spec.resourceClaims", &pe, &pn, why, size)) < 0 ||
 		    (r = ds_dra_group_decide(dra, DS_RULE_PODGROUP, ds_obj_name(pg), pe, pn, pwhat,
 					     why, size)) < 0 ||
 		    (r = ds_dra_group_follow(dra, pe, pn, pwhat, ds_obj_name(pg),
-					     json_object_get(x, "members"), NULL, why, size)) < 0) {
+					     json_object_get(x, "members"), NULL, ns, why, size)) <
+			0) {
 			free(pe);
 			goto out;
 		}

@@ -143,22 +143,25 @@ int ds_dra_group_decide(const ds_dra_config *dra, int type, const char *instance
  * member being mapped; either may be NULL): when every member that shares an
  * entry resolves it the same way (a rule, or no rule: kept), the entry takes
  * that rule. Members that differ, or a member rule against the group's rule,
- * are an error (why, starting with the member's name). @return 0, -EINVAL, -ENOMEM
+ * are an error (why, starting with the member's name). Members are named in
+ * namespace ns (the group's as it is being mapped; NULL: their own).
+ * @return 0, -EINVAL, -ENOMEM
  */
 int ds_dra_group_follow(const ds_dra_config *dra, struct gentry *g, size_t n, const char *gwhat,
-			const char *gname, const json_t *members, const json_t *self, char *why,
-			size_t size);
+			const char *gname, const json_t *members, const json_t *self,
+			const char *ns, char *why, size_t size);
 
 /*
  * A Workload's template `tname`: its entries that no rule naming the Workload
  * decided follow the PodGroups made from it (groups: a JSON array of
  * {"podGroup": a PodGroup as the source has it, "members": its members}),
  * each decided by its own rules and members; PodGroups that differ, or one
- * against the Workload's rule, are an error. @return 0, -EINVAL (why), -ENOMEM
+ * against the Workload's rule, are an error. PodGroups and members are named in
+ * namespace ns (as ds_dra_group_follow()). @return 0, -EINVAL (why), -ENOMEM
  */
 int ds_dra_template_follow(const ds_dra_config *dra, struct gentry *g, size_t n, const char *wwhat,
-			   const char *wname, const char *tname, const json_t *groups, char *why,
-			   size_t size);
+			   const char *wname, const char *tname, const json_t *groups,
+			   const char *ns, char *why, size_t size);
 
 /* Resolve every reference (its winning rule, target and the group entry it shares). @return 0,
  * -EINVAL */

@@ -31,21 +31,32 @@ static void report_rewrite(struct ctx *c, const struct ref *rf, const char *entr
 		      rf->e->name, from, to, msg);
 }
 
-/* KEP-5304: where the container finds its devices' attributes (the claim's name, then the
- * request's). A template's claim is named by the controller: <pod>-<entry>-<random>. */
-#define DEVICE_ATTRIBUTES_DIR "/var/run/dra-device-attributes"
+/*
+ * KEP-5304 as Kubernetes v1.37.2 lays the files out (k8s.io/dynamic-resource-allocation
+ * v0.37.2, api/metadata): a claim the pod names (resourceClaimName) under
+ * resourceclaims/<claim>/, a claim made from a template, for the pod or for its PodGroup,
+ * under resourceclaimtemplates/<entry>/ (the entry's name, the claim's pod-claim-name
+ * annotation: a pod shares its group's claim only under the group entry's name), then
+ * <request>/<driver>-metadata.json. A firstAvailable request's files are under its own
+ * name whichever subrequest was allocated (the kubelet plugin strips the subrequest; the
+ * file's requests[].name says which), and a container names requests only.
+ */
+#define DEVICE_ATTRIBUTES_DIR "/var/run/kubernetes.io/dra-device-attributes"
 
-static void attr_prefix(const struct ctx *c, enum ds_target_kind kind, const char *name,
-			const char *entry, const char *request, char *buf, size_t size)
+static void attr_prefix(enum ds_target_kind kind, const char *name, const char *entry,
+			const char *request, char *buf, size_t size)
 {
-	const char *pod = c->workload == DS_WORKLOAD_POD ? c->instance : "<pod>";
+	snprintf(buf, size, DEVICE_ATTRIBUTES_DIR "/%s/%s/%s%s",
+		 kind == DS_TARGET_CLAIM ? "resourceclaims" : "resourceclaimtemplates",
+		 kind == DS_TARGET_CLAIM ? name : entry, request ? request : "",
+		 request ? "/" : "");
+}
 
-	if (kind == DS_TARGET_CLAIM)
-		snprintf(buf, size, DEVICE_ATTRIBUTES_DIR "/%s/%s%s", name, request ? request : "",
-			 request ? "/" : "");
-	else
-		snprintf(buf, size, DEVICE_ATTRIBUTES_DIR "/%s-%s-*/%s%s", pod, entry,
-			 request ? request : "", request ? "/" : "");
+static const char *attr_where(enum ds_target_kind kind)
+{
+	return kind == DS_TARGET_TEMPLATE ? "under the entry's name (the claim made from the "
+					    "template is the pod's, or its PodGroup's)"
+					  : "under the claim's name";
 }
 
 /* A reference whose claim (or entry, for a template) changes moves the files it reads. */
@@ -54,16 +65,14 @@ static int report_attr_paths(struct ctx *c, const struct ref *rf, const char *en
 	const char *request = ds_json_str(rf->claim_item, "request");
 	char from[400], to[400], msg[300];
 
-	attr_prefix(c, rf->e->kind, rf->e->source, rf->e->name, request, from, sizeof(from));
-	attr_prefix(c, rf->kind, rf->target, entry_after, request, to, sizeof(to));
+	attr_prefix(rf->e->kind, rf->e->source, rf->e->name, request, from, sizeof(from));
+	attr_prefix(rf->kind, rf->target, entry_after, request, to, sizeof(to));
 	if (strcmp(from, to) == 0)
 		return 0;
 	snprintf(msg, sizeof(msg),
 		 "(device attributes, KEP-5304: the application finds its devices' "
 		 "<driver>-metadata.json %s)",
-		 rf->kind == DS_TARGET_TEMPLATE ? "under the claim generated for the pod, named in "
-						  "its status.resourceClaimStatuses"
-						: "under the claim's name");
+		 attr_where(rf->kind));
 	return ds_report_add(c->rep, DS_REPORT_ATTRIBUTES, c->what, rf->cname, entry_after, from,
 			     to, msg);
 }
@@ -263,6 +272,27 @@ static json_t *pod_spec_holder(json_t *obj, enum ds_workload w)
 	}
 }
 
+/*
+ * A group's entry whose claim changes moves the files of every container of its pods that
+ * uses the entry (a template's claim is the group's, under the entry's name, which a rule
+ * never changes: so only a claim renamed, or a template made a claim or back).
+ */
+static int report_group_attr_paths(const struct gentry *g, const char *what, const char *path,
+				   ds_report *rep)
+{
+	char from[400], to[400], msg[400];
+
+	attr_prefix(g->kind, g->source, g->name, NULL, from, sizeof(from));
+	attr_prefix(g->tkind, g->target, g->name, NULL, to, sizeof(to));
+	if (strcmp(from, to) == 0)
+		return 0;
+	snprintf(msg, sizeof(msg),
+		 "(device attributes, KEP-5304, %s: the containers of the group's pods that use "
+		 "entry %s find their devices' <driver>-metadata.json %s)",
+		 path, g->name, attr_where(g->tkind));
+	return ds_report_add(rep, DS_REPORT_ATTRIBUTES, what, "ALL", g->name, from, to, msg);
+}
+
 /* Rewrite the entries of a group list as decided; report each change. */
 static size_t apply_group(struct gentry *g, size_t n, const char *what, const char *path,
 			  ds_report *rep, int *rc)
@@ -282,6 +312,7 @@ static size_t apply_group(struct gentry *g, size_t n, const char *what, const ch
 			 path);
 		if (ds_report_add(rep, DS_REPORT_REWRITE, what, "ALL", g[i].name, from, to, msg) <
 			0 ||
+		    report_group_attr_paths(&g[i], what, path, rep) < 0 ||
 		    ds_dra_retarget(g[i].json, g[i].tkind, g[i].target) < 0)
 			*rc = -ENOMEM;
 		changed++;
@@ -334,7 +365,8 @@ static int map_workload(const ds_dra_config *dra, json_t *obj, const json_t *gro
 
 		c.g_firm = true;
 		c.g_name = ds_obj_name(group);
-		ds_obj_describe(group, c.g_what, sizeof(c.g_what));
+		/* the group as the source has it, named where obj (mapped) goes */
+		ds_obj_describe_in(group, ds_obj_namespace(obj), c.g_what, sizeof(c.g_what));
 		snprintf(gwhat, sizeof(gwhat), "%s", c.g_what);
 		if ((r = ds_dra_group_read(ds_json_path(group, "spec.resourceClaims"),
 					   "the group's spec.resourceClaims", &c.g, &c.n_g, c.why,
@@ -343,8 +375,8 @@ static int map_workload(const ds_dra_config *dra, json_t *obj, const json_t *gro
 					     c.why, sizeof(c.why))) < 0)
 			goto out;
 		/* What no rule naming the group decides follows its members, this one too. */
-		r = ds_dra_group_follow(dra, c.g, c.n_g, gwhat, c.g_name, members, obj, c.why,
-					sizeof(c.why));
+		r = ds_dra_group_follow(dra, c.g, c.n_g, gwhat, c.g_name, members, obj,
+					ds_obj_namespace(obj), c.why, sizeof(c.why));
 		if (r < 0) {
 			c.g_conflict = r == -EINVAL;
 			goto out;
@@ -429,7 +461,8 @@ static int decide_podgroup(const ds_dra_config *dra, json_t *rcs, const char *pa
 	    (r = ds_dra_group_decide(dra, DS_RULE_PODGROUP, ds_obj_name(group), *g, *n, what, why,
 				     size)) < 0)
 		return r;
-	return ds_dra_group_follow(dra, *g, *n, what, ds_obj_name(group), members, NULL, why, size);
+	return ds_dra_group_follow(dra, *g, *n, what, ds_obj_name(group), members, NULL,
+				   ds_obj_namespace(group), why, size);
 }
 
 int ds_dra_check_group(const ds_dra_config *dra, const json_t *group, const json_t *members,
@@ -524,7 +557,8 @@ int ds_dra_map_group_members(const ds_dra_config *dra, json_t *obj, const json_t
 		    (r = ds_dra_group_decide(dra, DS_RULE_WORKLOAD, ds_obj_name(obj), g, n, what,
 					     why, sizeof(why))) < 0 ||
 		    (r = ds_dra_template_follow(dra, g, n, what, ds_obj_name(obj), tn ? tn : "",
-						members, why, sizeof(why))) < 0)
+						members, ds_obj_namespace(obj), why, sizeof(why))) <
+			0)
 			goto out;
 		snprintf(path, sizeof(path), "podGroupTemplates %s", tn ? tn : "?");
 		changed += apply_group(g, n, what, path, rep, &r);

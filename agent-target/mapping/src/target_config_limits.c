@@ -2,58 +2,17 @@
  * The quota keys of a TargetConfig: `limits:` (each source's defaults) and
  * the maxUnappliedRecords / maxLedgerBytes of a sources[] entry. A byte
  * quantity is an integer or a string with a binary (Ki, Mi, Gi, Ti) or
- * decimal (k, M, G, T) suffix, as Kubernetes writes quantities.
+ * decimal (k, M, G, T) suffix, as Kubernetes writes quantities
+ * (common/base quantity.c, which the source's target.bandwidth reads too).
  */
 #include "target_config_internal.h"
+
+#include "drasync/quantity.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-
-static const struct {
-	const char *suffix;
-	uint64_t factor;
-} units[] = {
-    {"Ki", 1ull << 10},	  {"Mi", 1ull << 20},	   {"Gi", 1ull << 30},
-    {"Ti", 1ull << 40},	  {"k", 1000ull},	   {"M", 1000000ull},
-    {"G", 1000000000ull}, {"T", 1000000000000ull}, {"", 1},
-};
-
-/* "2Gi" -> 2147483648; -EINVAL with *bad the offset of what does not parse. */
-static int parse_bytes(const char *s, uint64_t *out, size_t *bad)
-{
-	uint64_t n = 0;
-	size_t i = 0;
-
-	if (!s[0]) {
-		*bad = 0;
-		return -EINVAL;
-	}
-	for (; s[i] >= '0' && s[i] <= '9'; i++) {
-		if (n > (UINT64_MAX - 9) / 10) {
-			*bad = 0;
-			return -ERANGE;
-		}
-		n = n * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (i == 0) {
-		*bad = 0;
-		return -EINVAL;
-	}
-	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
-		if (strcmp(s + i, units[u].suffix) != 0)
-			continue;
-		if (n > UINT64_MAX / units[u].factor) {
-			*bad = 0;
-			return -ERANGE;
-		}
-		*out = n * units[u].factor;
-		return 0;
-	}
-	*bad = i;
-	return -EINVAL;
-}
 
 /* A byte quantity at member key of obj (absent: *out untouched, *set false). */
 static int member_bytes(ds_config_walk *w, const json_t *obj, const char *key, uint64_t *out,
@@ -72,7 +31,7 @@ static int member_bytes(ds_config_walk *w, const json_t *obj, const char *key, u
 	if (json_is_integer(v) && json_integer_value(v) >= 0) {
 		*out = (uint64_t)json_integer_value(v);
 	} else if (json_is_string(v)) {
-		r = parse_bytes(json_string_value(v), out, &bad);
+		r = ds_quantity_parse_bytes(json_string_value(v), out, &bad);
 		if (r == -ERANGE)
 			r = ds_config_fail(w, false, "'%s' is too large", json_string_value(v));
 		else if (r < 0)

@@ -151,7 +151,15 @@ json_t *ds_obj_pod_spec(const json_t *obj, enum ds_workload *kind_out)
 
 const char *ds_obj_describe(const json_t *obj, char *buf, size_t size)
 {
+	return ds_obj_describe_in(obj, NULL, buf, size);
+}
+
+const char *ds_obj_describe_in(const json_t *obj, const char *in, char *buf, size_t size)
+{
 	const char *kind = ds_obj_kind(obj), *ns = ds_obj_namespace(obj), *name = ds_obj_name(obj);
+
+	if (in && ns && ns[0])
+		ns = in;
 
 	if (ns && ns[0])
 		snprintf(buf, size, "%s %s/%s", kind ? kind : "(no kind)", ns,

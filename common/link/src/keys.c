@@ -1,4 +1,5 @@
 #include "drasync/keys.h"
+#include "drasync/secret_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +11,7 @@
 #include <zmq.h>
 
 /* A key file is tiny; anything bigger is not one of ours. */
-#define KEY_FILE_MAX 4096
+#define KEY_FILE_MAX 4096 /* bytes */
 
 static const char z85_chars[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 				".-:+=^!/*?&<>()[]{}@%$#";
@@ -130,56 +131,14 @@ static int read_key_file(const char *path, bool secret, char out[DS_KEY_Z85_LEN 
 {
 	char buf[KEY_FILE_MAX + 1];
 	char key[DS_KEY_Z85_LEN + 1] = "";
-	struct stat st;
-	size_t len = 0;
-	int fd, rc = 0, lineno = 0, found = 0;
+	int rc, lineno = 0, found = 0;
 	char *line, *save = NULL;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 && errno == ELOOP)
-		fd = open(path, O_RDONLY | O_CLOEXEC); /* Kubernetes mounts Secrets as symlinks */
-	if (fd < 0) {
-		rc = -errno;
-		ds_err_set(err, "cannot open key file %s: %s", path, strerror(-rc));
+	rc = ds_secret_file_read(path, secret ? "secret key file" : "key file", secret, buf,
+				 sizeof(buf), err);
+	if (rc < 0)
 		return rc;
-	}
-	if (fstat(fd, &st) != 0) {
-		rc = -errno;
-		ds_err_set(err, "cannot stat key file %s: %s", path, strerror(-rc));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = -EINVAL;
-		ds_err_set(err, "key file %s is not a regular file", path);
-		goto out;
-	}
-	if (secret && (st.st_mode & 077)) {
-		rc = -EPERM;
-		ds_err_setloc(err, path, 0, 0,
-			      "secret key file is accessible by group or others (mode %04o); "
-			      "refusing it: run chmod 600 %s",
-			      (unsigned)(st.st_mode & 07777), path);
-		goto out;
-	}
-	while (len < sizeof(buf) - 1) {
-		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			ds_err_set(err, "cannot read key file %s: %s", path, strerror(-rc));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len >= sizeof(buf) - 1) {
-		rc = -EBADMSG;
-		ds_err_setloc(err, path, 0, 0, "key file larger than %d bytes", KEY_FILE_MAX);
-		goto out;
-	}
-	buf[len] = '\0';
+	rc = 0;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		size_t l;
 		lineno++;
@@ -210,7 +169,6 @@ out:
 	/* The buffer held a secret: do not leave it on the stack. */
 	explicit_bzero(buf, sizeof(buf));
 	explicit_bzero(key, sizeof(key));
-	close(fd);
 	return rc;
 }
 

@@ -1,6 +1,7 @@
 #include "drasync/socks_proxy.h"
 
 #include "drasync/config_check.h"
+#include "drasync/secret_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -74,55 +75,13 @@ int ds_socks_proxy_load_credentials(const char *path, ds_socks_proxy *out, ds_er
 {
 	char buf[CRED_FILE_MAX + 1];
 	ds_socks_proxy p = *out;
-	struct stat st;
-	size_t len = 0;
-	int fd, rc = 0, lineno = 0, found = 0;
+	int rc, lineno = 0, found = 0;
 	char *line, *save = NULL;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 && errno == ELOOP)
-		fd = open(path, O_RDONLY | O_CLOEXEC); /* Kubernetes mounts Secrets as symlinks */
-	if (fd < 0) {
-		rc = -errno;
-		ds_err_set(err, "cannot open the proxy credentials file %s: %s", path,
-			   strerror(-rc));
-		return rc;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = -EINVAL;
-		ds_err_set(err, "the proxy credentials file %s is not a regular file", path);
+	rc = ds_secret_file_read(path, "proxy credentials file", true, buf, sizeof(buf), err);
+	if (rc < 0)
 		goto out;
-	}
-	if (st.st_mode & 077) {
-		rc = -EPERM;
-		ds_err_setloc(err, path, 0, 0,
-			      "proxy credentials file is accessible by group or others (mode "
-			      "%04o); refusing it: run chmod 600 %s",
-			      (unsigned)(st.st_mode & 07777), path);
-		goto out;
-	}
-	while (len < sizeof(buf) - 1) {
-		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			ds_err_set(err, "cannot read the proxy credentials file %s: %s", path,
-				   strerror(-rc));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len >= sizeof(buf) - 1) {
-		rc = -EBADMSG;
-		ds_err_setloc(err, path, 0, 0, "proxy credentials file larger than %d bytes",
-			      CRED_FILE_MAX);
-		goto out;
-	}
-	buf[len] = '\0';
+	rc = 0;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		size_t l = strlen(line);
 
@@ -151,7 +110,6 @@ int ds_socks_proxy_load_credentials(const char *path, ds_socks_proxy *out, ds_er
 out:
 	explicit_bzero(buf, sizeof(buf));
 	explicit_bzero(&p, sizeof(p));
-	close(fd);
 	return rc;
 }
 

@@ -2,6 +2,7 @@
 
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
+#include "drasync/standby_form.h"
 
 #include <errno.h>
 #include <string.h>
@@ -107,6 +108,36 @@ static void sanitize_job(json_t *spec)
 	del_keys(ds_json_path(spec, "template.metadata.labels"), generated);
 }
 
+/*
+ * drasync's own marks (SPEC §5, reverse replication): what a target wrote
+ * on its copy (app.kubernetes.io/managed-by: drasync, every drasync.io/
+ * annotation: source, uid, mode, relocation) belongs to that copy; exported
+ * back it would make the other site's target take it for its own. A copy in
+ * its standby form travels in the form it stands for.
+ */
+static int drop_drasync_marks(json_t *obj)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	json_t *ann, *labels, *v, *tmp;
+	const char *key, *m;
+	int rc;
+
+	if (ds_standby_form_is_parked(obj) && (rc = ds_standby_form_unpark(obj)) < 0)
+		return rc;
+	ann = json_object_get(meta, "annotations");
+	if (json_is_object(ann))
+		json_object_foreach_safe (ann, tmp, key, v)
+			if (strncmp(key, DS_DRASYNC_PREFIX, strlen(DS_DRASYNC_PREFIX)) == 0)
+				json_object_del(ann, key);
+	labels = json_object_get(meta, "labels");
+	m = ds_json_str(labels, DS_SANITIZE_MANAGED_BY);
+	if (m && strcmp(m, "drasync") == 0)
+		json_object_del(labels, DS_SANITIZE_MANAGED_BY);
+	if (json_is_object(labels) && json_object_size(labels) == 0)
+		json_object_del(meta, "labels");
+	return 0;
+}
+
 int ds_sanitize(json_t *obj)
 {
 	const char *kind = ds_obj_kind(obj);
@@ -118,6 +149,8 @@ int ds_sanitize(json_t *obj)
 	json_object_del(obj, "status");
 	del_keys(meta, server_metadata);
 	del_keys(json_object_get(meta, "annotations"), source_only_annotations);
+	if (drop_drasync_marks(obj) < 0)
+		return -ENOMEM;
 	if (!kind)
 		return 0;
 	switch (ds_kind_id_from_name(kind)) {

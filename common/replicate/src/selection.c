@@ -16,7 +16,7 @@ static const struct {
      "ResourceSlices describe the source's devices; the target's drivers publish "
      "their own"},
     {"Event", NULL, "Events are made by the target cluster itself"},
-    {"Endpoints", NULL, "Endpointss are made by the target cluster itself"},
+    {"Endpoints", NULL, "Endpoints are made by the target cluster itself"},
     {"EndpointSlice", NULL, "EndpointSlices are made by the target cluster itself"},
     /* resource.k8s.io since 1.33 (v1alpha3), v1beta2 and v1 (GA in 1.37) */
     {"DeviceTaintRule", "resource.k8s.io",

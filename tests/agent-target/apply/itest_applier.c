@@ -286,6 +286,81 @@ static void test_itest_applier__tombstones_delete_only_what_drasync_created(void
 	tu_apply_free(e);
 }
 
+/* Whether source's ledger row of the Namespace of the source namespace has `state`. */
+static bool namespace_row_is(tu_apply *e, const char *source, const char *state)
+{
+	char sql[400];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM object_state WHERE source = '%s' AND kind = 'Namespace' "
+		 "AND name = '%s' AND state = '%s'",
+		 source, e->src, state);
+	return tu_ledger_int(e->path, sql) == 1;
+}
+
+/*
+ * Two sources whose namespaces map to one target Namespace (here the same
+ * source name from two sites). One a person made on the target: drasync
+ * writes nothing on it for either, so neither holds it: both Namespace
+ * records are applied, nothing written. One drasync created for the first:
+ * the second's Namespace record is refused (reason owner), the Namespace
+ * keeps the first's marks.
+ */
+static void
+test_itest_applier__two_sources_share_a_namespace_only_if_drasync_did_not_make_it(void **state)
+{
+	static const char *const modes[] = {"a person's", "drasync's"};
+
+	(void)state;
+	for (int made_by_drasync = 0; made_by_drasync < 2; made_by_drasync++) {
+		tu_apply *e = tu_apply_new("shared", NULL);
+		struct ds_kube_resource nsr = tu_kube_resource(e->k, "v1", "Namespace");
+		tu_ledger west;
+		ds_record rec;
+		char *payload = NULL;
+		json_t *ns, *got = NULL;
+		ds_kube_error ke;
+
+		if (!made_by_drasync) {
+			ns = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}}", "apiVersion", "v1", "kind",
+				       "Namespace", "metadata", "name", e->dst, "labels", "team",
+				       "ops");
+			assert_int_equal(ds_kube_create(e->k, &nsr, NULL, ns, NULL, &ke), 0);
+			json_decref(ns);
+		}
+		commit_namespace(e);
+		tu_apply_commit_configmaps(e, (const char *[]){"east"}, 1);
+		tu_apply_settle(e);
+		assert_true(namespace_row_is(e, SOURCE, "applied"));
+
+		/* the second source, its Namespace mapped to the same target one */
+		tu_ledger_open(&west, e->path, "lab-west");
+		ns = tu_objf("apiVersion: v1\nkind: Namespace\nmetadata: {name: '%s', labels: "
+			     "{site: west}}\n",
+			     e->src);
+		rec = tu_record_upsert(ns, "uid-west-ns", &payload);
+		tu_ledger_commit(&west, &rec, 1, NULL, NULL);
+		json_decref(ns);
+		tu_apply_settle(e);
+		if (!namespace_row_is(e, "lab-west", made_by_drasync ? "refused" : "applied"))
+			fail_msg("%s Namespace: lab-west's record is not %s",
+				 modes[made_by_drasync], made_by_drasync ? "refused" : "applied");
+		assert_int_equal(ds_kube_get(e->k, &nsr, NULL, e->dst, NULL, &got, NULL), 0);
+		/* neither wrote on a person's Namespace; drasync's keeps the first's marks */
+		assert_null(dt_str(got, "/metadata/labels/site"));
+		if (made_by_drasync)
+			assert_string_equal(
+			    dt_str(got, "/metadata/annotations/drasync.io~1source-cluster"),
+			    SOURCE);
+		else
+			assert_string_equal(dt_str(got, "/metadata/labels/team"), "ops");
+		json_decref(got);
+		free(payload);
+		tu_ledger_close(&west);
+		tu_apply_free(e);
+	}
+}
+
 static void test_itest_applier__bad_objects_fail_with_a_reason_the_rest_apply(void **state)
 {
 	tu_apply *e = tu_apply_new("bad-objects", NULL);
@@ -934,6 +1009,8 @@ int main(void)
 	    cmocka_unit_test(test_itest_applier__immutable_change_deletes_and_recreates),
 	    cmocka_unit_test(test_itest_applier__run_loop_applies_what_commits_wake_it_for),
 	    cmocka_unit_test(test_itest_applier__snapshot_prunes_and_a_namespace_goes_only_if_ours),
+	    cmocka_unit_test(
+		test_itest_applier__two_sources_share_a_namespace_only_if_drasync_did_not_make_it),
 	    cmocka_unit_test(test_itest_applier__every_fixture_applies_and_its_pods_run),
 	    cmocka_unit_test(
 		test_itest_applier__object_waits_for_its_namespace_further_down_the_stream),

@@ -171,9 +171,48 @@ static void test_status_report__quotas_per_source(void **state)
 	ds_target_config_free(cfg);
 }
 
+/* The planned relocations the sources asked for: source, namespace, outcome, when. */
+static void test_status_report__relocations(void **state)
+{
+	ds_ledger_relocation rel[2] = {
+	    {S("prod-east"), S("ml"), S("ml-dr"), S("active"), S("verified active"), 1765000000,
+	     1765000030},
+	    {S("prod-east"), S("web"), S(""), S("pending"), S(""), 1765000100, 0},
+	};
+	ds_ledger_status st = {0};
+	json_t *o, *a;
+	char *text;
+
+	(void)state;
+	text = render(0, &st, DS_MODE_STANDBY);
+	assert_null(strstr(text, "RELOCATION"));
+	free(text);
+	st.relocations = rel;
+	st.n_relocations = 2;
+	text = render(0, &st, DS_MODE_STANDBY);
+	assert_non_null(strstr(text, "RELOCATION FROM"));
+	assert_non_null(strstr(text, "prod-east            ml                       ml-dr"));
+	assert_non_null(strstr(text, "active   2025-12-06T05:46:40Z  2025-12-06T05:47:10Z  "
+				     "verified active\n"));
+	assert_non_null(strstr(text, "pending  2025-12-06T05:48:20Z  -"));
+	free(text);
+	text = render(1, &st, DS_MODE_STANDBY);
+	o = json_loads(text, 0, NULL);
+	a = json_object_get(o, "relocations");
+	assert_int_equal(json_array_size(a), 2);
+	assert_string_equal(dt_str(json_array_get(a, 0), "/outcome"), "active");
+	assert_string_equal(dt_str(json_array_get(a, 0), "/targetNamespace"), "ml-dr");
+	assert_int_equal(json_integer_value(dt_get(json_array_get(a, 0), "/finishedAt")),
+			 1765000030);
+	assert_true(json_is_null(dt_get(json_array_get(a, 1), "/finishedAt")));
+	json_decref(o);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_status_report__relocations),
 	    cmocka_unit_test(test_status_report__healthy_ledger_needs_no_attention),
 	    cmocka_unit_test(test_status_report__failed_comes_before_waiting_and_verification),
 	    cmocka_unit_test(test_status_report__json_names_the_namespace_mode_and_the_failure),

@@ -440,6 +440,11 @@ static void test_dra_1_37__every_workload_kind_and_replicated_classes(void **sta
 
 /* ---- device attributes in the container (KEP-5304) ---- */
 
+/* Where Kubernetes v1.37.2 mounts them (k8s.io/dynamic-resource-allocation v0.37.2,
+ * api/metadata ContainerDir): resourceclaims/<claim>/ or resourceclaimtemplates/<entry>/,
+ * then <request>/<driver>-metadata.json. */
+#define ATTR "/var/run/kubernetes.io/dra-device-attributes"
+
 static void test_dra_1_37__a_renamed_claim_moves_the_attribute_files(void **state)
 {
 	const char *files[] = {resource("pod-external-toleration.yaml"), NULL};
@@ -454,8 +459,8 @@ static void test_dra_1_37__a_renamed_claim_moves_the_attribute_files(void **stat
 	assert_int_equal(ds_plan_count(r.p)->failed, 0);
 	/* the container that lists the claim, for all of its requests; the other sees none */
 	assert_says(&r, "attributes  Pod test-external-claim container=with-resource "
-			"entry=resource: /var/run/dra-device-attributes/external-claim/ -> "
-			"/var/run/dra-device-attributes/dr-claim/ (device attributes, KEP-5304");
+			"entry=resource: " ATTR "/resourceclaims/external-claim/ -> " ATTR
+			"/resourceclaims/dr-claim/ (device attributes, KEP-5304");
 	assert_int_equal(ds_report_count_type(ds_plan_report(r.p), DS_REPORT_ATTRIBUTES), 1);
 	run_free(&r);
 }
@@ -483,13 +488,13 @@ static void test_dra_1_37__claim_to_template_names_each_request(void **state)
 	     "  - {objectType: Pod, objectInstance: vm-with-gpu, container: compute, "
 	     "source: physical-gpu-claim, resourceClaimTemplate: dr-gpu}\n",
 	     DS_DRA_V1, NULL, requests_pod);
-	assert_says(&r, "container=compute entry=pgpu: "
-			"/var/run/dra-device-attributes/physical-gpu-claim/gpu-request/ -> "
-			"/var/run/dra-device-attributes/vm-with-gpu-pgpu-*/gpu-request/");
-	assert_says(&r, "/var/run/dra-device-attributes/physical-gpu-claim/nic/ -> "
-			"/var/run/dra-device-attributes/vm-with-gpu-pgpu-*/nic/");
-	assert_says(&r, "under the claim generated for the pod, named in its "
-			"status.resourceClaimStatuses");
+	assert_says(&r, "container=compute entry=pgpu: " ATTR
+			"/resourceclaims/physical-gpu-claim/gpu-request/ -> " ATTR
+			"/resourceclaimtemplates/pgpu/gpu-request/");
+	assert_says(&r, ATTR "/resourceclaims/physical-gpu-claim/nic/ -> " ATTR
+			     "/resourceclaimtemplates/pgpu/nic/");
+	assert_says(&r, "under the entry's name (the claim made from the template is the pod's, "
+			"or its PodGroup's)");
 	assert_int_equal(ds_report_count_type(ds_plan_report(r.p), DS_REPORT_ATTRIBUTES), 2);
 	run_free(&r);
 }
@@ -510,15 +515,15 @@ static void test_dra_1_37__a_split_entry_moves_only_the_split_containers(void **
 	assert_says(&r, "split       Pod basic-shared-claim-across-containers/pod0");
 	assert_says(&r,
 		    "attributes  Pod basic-shared-claim-across-containers/pod0 container=ctr1 "
-		    "entry=shared-gpu-dr-gpu: /var/run/dra-device-attributes/pod0-shared-gpu-*/ "
-		    "-> /var/run/dra-device-attributes/pod0-shared-gpu-dr-gpu-*/");
+		    "entry=shared-gpu-dr-gpu: " ATTR "/resourceclaimtemplates/shared-gpu/ -> " ATTR
+		    "/resourceclaimtemplates/shared-gpu-dr-gpu/");
 	assert_int_equal(
 	    dt_count(ds_plan_report(r.p), DS_REPORT_ATTRIBUTES, NULL, "ctr0", NULL, NULL, NULL), 0);
 	run_free(&r);
 }
 
-/* Template to template under the same entry name: the generated claim's name, so the
- * paths, are the same (its devices are not). Controllers' pods: the name is <pod>. */
+/* Template to template under the same entry name: the paths are the entry's, so the same
+ * (the devices are not); a template made a claim moves them, for a controller's pods too. */
 static void test_dra_1_37__same_paths_say_nothing(void **state)
 {
 	struct run r;
@@ -546,8 +551,187 @@ static void test_dra_1_37__same_paths_say_nothing(void **state)
 	     "{name: one, resourceClaimTemplateName: one-rct}]\n");
 	assert_int_equal(ds_report_count_type(ds_plan_report(r.p), DS_REPORT_REWRITE), 2);
 	assert_int_equal(ds_report_count_type(ds_plan_report(r.p), DS_REPORT_ATTRIBUTES), 1);
-	assert_says(&r, "entry=one: /var/run/dra-device-attributes/<pod>-one-*/ -> "
-			"/var/run/dra-device-attributes/dr-one/");
+	assert_says(&r, "entry=one: " ATTR "/resourceclaimtemplates/one/ -> " ATTR
+			"/resourceclaims/dr-one/");
+	run_free(&r);
+}
+
+/*
+ * firstAvailable (KEP-4816): the kubelet plugin strips the subrequest from the directory
+ * (v0.37.2 kubeletplugin stripSubrequestNames, metadata.go BaseRequestRef): whichever
+ * subrequest is allocated, the files are under the request's name. A container names
+ * requests only (a DNS label, no "/"). Upstream pod0 of prioritized-alternatives (every
+ * request, no request named), and a container that names the request.
+ */
+static void test_dra_1_37__first_available_files_are_under_the_request(void **state)
+{
+	const char *files[] = {tu_fixture("dra-example-driver/v1/prioritized-alternatives.yaml"),
+			       NULL};
+	struct run r;
+
+	(void)state;
+	plan(&r,
+	     "dra:\n  resourceClaimMappings:\n"
+	     "  - {objectType: Pod, objectInstance: pod0, container: ALL, source: gpu, "
+	     "resourceClaim: dr-gpu}\n"
+	     "  - {objectType: Pod, objectInstance: named, container: ALL, source: gpu, "
+	     "resourceClaim: dr-gpu}\n",
+	     DS_DRA_V1, files,
+	     "apiVersion: v1\nkind: Pod\n"
+	     "metadata: {name: named, namespace: prioritized-alternatives}\n"
+	     "spec:\n"
+	     "  resourceClaims: [{name: gpu, resourceClaimTemplateName: prioritized-gpu}]\n"
+	     "  containers:\n"
+	     "  - {name: ctr0, image: x, resources: {claims: [{name: gpu, request: gpu}]}}\n");
+	assert_int_equal(ds_plan_count(r.p)->failed, 0);
+	assert_says(&r,
+		    "attributes  Pod prioritized-alternatives/pod0 container=ctr0 entry=gpu: " ATTR
+		    "/resourceclaimtemplates/gpu/ -> " ATTR "/resourceclaims/dr-gpu/ ");
+	assert_says(&r,
+		    "attributes  Pod prioritized-alternatives/named container=ctr0 entry=gpu: " ATTR
+		    "/resourceclaimtemplates/gpu/gpu/ -> " ATTR "/resourceclaims/dr-gpu/gpu/ ");
+	/* pod1 (no rule) keeps its paths; no subrequest is ever a directory */
+	assert_int_equal(ds_report_count_type(ds_plan_report(r.p), DS_REPORT_ATTRIBUTES), 2);
+	assert_null(strstr(r.text, "older-gpu/"));
+	assert_null(strstr(r.text, "gpu/bleeding-edge-gpu"));
+	run_free(&r);
+}
+
+/*
+ * A PodGroup's claim (KEP-5729): the claim made from the group's template carries the
+ * group entry's name (controller.go: the pod-claim-name annotation), so its members'
+ * containers find the files under resourceclaimtemplates/<entry>/. A rule naming only the
+ * members that turns the template into a claim moves the group's paths: said for the group
+ * and for each member's container. Another template under the same entry says nothing.
+ */
+static void test_dra_1_37__a_podgroup_claim_moves_with_its_members(void **state)
+{
+	char path[1024];
+	const char *files[] = {path, NULL};
+	struct run r;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/workload-claims/podgroup-deployments.yaml",
+		 tu_env("DS_RESOURCES"));
+	plan(&r,
+	     "dra:\n  resourceClaimMappings:\n"
+	     "  - {objectType: Deployment, objectInstance: ALL, container: ALL, "
+	     "source: shared-gpu, resourceClaim: dr-gpu}\n",
+	     DS_DRA_V1, files, NULL);
+	assert_int_equal(ds_plan_count(r.p)->failed, 0);
+	assert_says(&r, "attributes  PodGroup wl/trainers container=ALL entry=shared-gpu: " ATTR
+			"/resourceclaimtemplates/shared-gpu/ -> " ATTR
+			"/resourceclaims/dr-gpu/ (device attributes, KEP-5304, "
+			"spec.resourceClaims: the containers of the group's pods that use entry "
+			"shared-gpu find their devices' <driver>-metadata.json under the claim's "
+			"name)");
+	assert_says(&r, "attributes  Deployment wl/trainer-a container=ctr entry=shared-gpu: " ATTR
+			"/resourceclaimtemplates/shared-gpu/ -> " ATTR "/resourceclaims/dr-gpu/");
+	assert_says(&r, "attributes  Deployment wl/trainer-b container=ctr entry=shared-gpu: " ATTR
+			"/resourceclaimtemplates/shared-gpu/ -> " ATTR "/resourceclaims/dr-gpu/");
+	assert_int_equal(ds_report_count_type(ds_plan_report(r.p), DS_REPORT_ATTRIBUTES), 3);
+	run_free(&r);
+
+	plan(&r,
+	     "dra:\n  resourceClaimTemplateMappings:\n"
+	     "  - {objectType: Deployment, objectInstance: ALL, container: ALL, "
+	     "source: shared-gpu, resourceClaimTemplate: dr-gpu}\n",
+	     DS_DRA_V1, files, NULL);
+	assert_int_equal(ds_plan_count(r.p)->failed, 0);
+	assert_says(&r, "rewrite     PodGroup wl/trainers container=ALL entry=shared-gpu");
+	assert_int_equal(ds_report_count_type(ds_plan_report(r.p), DS_REPORT_ATTRIBUTES), 0);
+	run_free(&r);
+}
+
+/* A Workload's podGroupTemplates: the PodGroups made from a template take its entries, so
+ * the paths of their pods move with the template's entry (said with the template's name). */
+static void test_dra_1_37__a_workload_template_claim_moves(void **state)
+{
+	struct run r;
+
+	(void)state;
+	plan(&r,
+	     "dra:\n  resourceClaimMappings:\n"
+	     "  - {objectType: Workload, objectInstance: training, container: ALL, "
+	     "source: gpu, resourceClaim: dr-gpu}\n",
+	     DS_DRA_V1, NULL,
+	     "apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\n"
+	     "metadata: {name: training, namespace: wl}\nspec:\n  podGroupTemplates:\n"
+	     "  - name: workers\n    schedulingPolicy: {gang: {minCount: 1}}\n"
+	     "    resourceClaims:\n    - {name: gpu, resourceClaimTemplateName: gpu}\n"
+	     "  - name: other\n    schedulingPolicy: {basic: {}}\n"
+	     "    resourceClaims:\n    - {name: gpu, resourceClaimName: gpu}\n");
+	assert_int_equal(ds_plan_count(r.p)->failed, 0);
+	assert_says(&r, "attributes  Workload wl/training container=ALL entry=gpu: " ATTR
+			"/resourceclaimtemplates/gpu/ -> " ATTR
+			"/resourceclaims/dr-gpu/ (device attributes, KEP-5304, podGroupTemplates "
+			"workers:");
+	assert_says(&r, "attributes  Workload wl/training container=ALL entry=gpu: " ATTR
+			"/resourceclaims/gpu/ -> " ATTR
+			"/resourceclaims/dr-gpu/ (device attributes, KEP-5304, podGroupTemplates "
+			"other:");
+	assert_int_equal(ds_report_count_type(ds_plan_report(r.p), DS_REPORT_ATTRIBUTES), 2);
+	run_free(&r);
+}
+
+/* A Job's spec.scheduling claims are its pods' group claims: the same lines, for the list. */
+static void test_dra_1_37__a_job_scheduling_claim_moves(void **state)
+{
+	char path[1024];
+	const char *files[] = {path, NULL};
+	struct run r;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/workload-claims/job-scheduling.yaml",
+		 tu_env("DS_RESOURCES"));
+	plan(&r,
+	     "dra:\n  resourceClaimMappings:\n"
+	     "  - {objectType: Job, objectInstance: trainer, container: ALL, "
+	     "source: shared-gpu, resourceClaim: dr-gpu}\n",
+	     DS_DRA_V1, files, NULL);
+	assert_int_equal(ds_plan_count(r.p)->failed, 0);
+	assert_says(&r, "attributes  Job wl/trainer container=ALL entry=shared-gpu: " ATTR
+			"/resourceclaimtemplates/shared-gpu/ -> " ATTR
+			"/resourceclaims/dr-gpu/ (device attributes, KEP-5304, "
+			"spec.scheduling.resourceClaims:");
+	assert_says(&r, "attributes  Job wl/trainer container=main entry=shared-gpu: " ATTR
+			"/resourceclaimtemplates/shared-gpu/ -> " ATTR "/resourceclaims/dr-gpu/");
+	assert_says(&r, "attributes  Job wl/trainer container=sidecar entry=shared-gpu: " ATTR
+			"/resourceclaimtemplates/shared-gpu/ -> " ATTR "/resourceclaims/dr-gpu/");
+	assert_int_equal(ds_report_count_type(ds_plan_report(r.p), DS_REPORT_ATTRIBUTES), 3);
+	run_free(&r);
+}
+
+/*
+ * The group and the members a mapping names are named where they go: with the namespace
+ * mapped, the PodGroup's line says which member's rule it follows, and the member's line
+ * which group it shares with, in the target namespace, as the lines' objects are.
+ */
+static void test_dra_1_37__a_group_and_its_members_are_named_in_the_target_namespace(void **state)
+{
+	char path[1024];
+	const char *files[] = {path, NULL};
+	struct run r;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/workload-claims/podgroup-deployments.yaml",
+		 tu_env("DS_RESOURCES"));
+	plan(&r,
+	     "namespaceMappings: {wl: wl-dr}\n"
+	     "dra:\n  resourceClaimTemplateMappings:\n"
+	     "  - {objectType: Deployment, objectInstance: ALL, container: ALL, "
+	     "resourceClaimTemplate: dr-gpu}\n",
+	     DS_DRA_V1, files, NULL);
+	assert_int_equal(ds_plan_count(r.p)->failed, 0);
+	assert_says(&r, "rewrite     PodGroup wl-dr/trainers container=ALL entry=shared-gpu: "
+			"resourceClaimTemplateName=shared-gpu -> resourceClaimTemplateName=dr-gpu "
+			"(rule dra.resourceClaimTemplateMappings[0] of its member Deployment "
+			"wl-dr/trainer-a, spec.resourceClaims)");
+	assert_says(&r, "rewrite     Deployment wl-dr/trainer-b container=ctr entry=shared-gpu: "
+			"resourceClaimTemplateName=shared-gpu -> resourceClaimTemplateName=dr-gpu "
+			"(rule dra.resourceClaimTemplateMappings[0], shared with PodGroup "
+			"wl-dr/trainers)");
+	assert_null(strstr(r.text, " wl/"));
 	run_free(&r);
 }
 
@@ -565,6 +749,12 @@ int main(void)
 	    cmocka_unit_test(test_dra_1_37__claim_to_template_names_each_request),
 	    cmocka_unit_test(test_dra_1_37__a_split_entry_moves_only_the_split_containers),
 	    cmocka_unit_test(test_dra_1_37__same_paths_say_nothing),
+	    cmocka_unit_test(test_dra_1_37__first_available_files_are_under_the_request),
+	    cmocka_unit_test(test_dra_1_37__a_podgroup_claim_moves_with_its_members),
+	    cmocka_unit_test(test_dra_1_37__a_workload_template_claim_moves),
+	    cmocka_unit_test(test_dra_1_37__a_job_scheduling_claim_moves),
+	    cmocka_unit_test(
+		test_dra_1_37__a_group_and_its_members_are_named_in_the_target_namespace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

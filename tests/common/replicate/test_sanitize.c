@@ -201,6 +201,40 @@ static void test_sanitize__namespace_admin_access_grant(void **state)
 	json_decref(cm);
 }
 
+/*
+ * Reverse replication: what a drasync-target wrote on its copy stays there
+ * (marks, mode, the relocation's mark); a standby copy travels as the
+ * workload it stands for; another manager's label and the user's own
+ * annotations travel.
+ */
+static void test_sanitize__drasync_marks_never_travel(void **state)
+{
+	json_t *d = dt_object(
+	    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: trainer\n  namespace: n\n"
+	    "  labels: {app.kubernetes.io/managed-by: drasync, app: t}\n"
+	    "  annotations: {drasync.io/source: site-a, drasync.io/source-cluster: site-a,\n"
+	    "    drasync.io/source-uid: u1, drasync.io/replicas: '3', drasync.io/relocated-to: x,\n"
+	    "    team.example.com/owner: ml}\n"
+	    "spec:\n  replicas: 0\n  template: {spec: {containers: [{name: c}]}}\n");
+	json_t *ns = dt_object("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n"
+			       "  labels: {app.kubernetes.io/managed-by: helm}\n"
+			       "  annotations: {drasync.io/mode: active, drasync.io/mode-since: x, "
+			       "drasync.io/created: 'true'}\n");
+
+	(void)state;
+	assert_int_equal(ds_sanitize(d), 0);
+	assert_int_equal(json_integer_value(dt_get(d, "/spec/replicas")), 3);
+	assert_null(dt_get(d, "/metadata/labels/app.kubernetes.io~1managed-by"));
+	assert_string_equal(dt_str(d, "/metadata/labels/app"), "t");
+	assert_int_equal(json_object_size(dt_get(d, "/metadata/annotations")), 1);
+	assert_string_equal(dt_str(d, "/metadata/annotations/team.example.com~1owner"), "ml");
+	assert_int_equal(ds_sanitize(ns), 0);
+	assert_null(dt_get(ns, "/metadata/annotations"));
+	assert_string_equal(dt_str(ns, "/metadata/labels/app.kubernetes.io~1managed-by"), "helm");
+	json_decref(d);
+	json_decref(ns);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -212,6 +246,7 @@ int main(void)
 	    cmocka_unit_test(test_sanitize__resource_claim_allocation_and_finalizer),
 	    cmocka_unit_test(test_sanitize__podgroup_status_and_finalizer),
 	    cmocka_unit_test(test_sanitize__namespace_admin_access_grant),
+	    cmocka_unit_test(test_sanitize__drasync_marks_never_travel),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

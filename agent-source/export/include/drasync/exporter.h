@@ -114,6 +114,10 @@ typedef struct ds_exporter_config {
 	void *pushed_ud;
 	ds_exporter_event_fn on_event; /* may be NULL: the events are dropped */
 	void *event_ud;
+	/* `relocate`'s final pass (ds_exporter_pass_namespace()): this namespace
+	 * is exported while its relocation is syncing, though relocations
+	 * exclude it (source_relocation.h); NULL: none. */
+	const char *relocating_ns;
 } ds_exporter_config;
 
 /** Defaults; kube, state_dir and the namespaces stay unset. */
@@ -139,6 +143,16 @@ void ds_exporter_free(ds_exporter *ex);
  * @return 0, -ECANCELED when stopped, or the first error (after the pass)
  */
 int ds_exporter_pass(ds_exporter *ex, ds_export_counts *out, ds_err *err);
+
+/**
+ * One namespace's objects, kind by kind, against the index (and its
+ * Namespace object): what differs pushed, what the index holds and the
+ * source no longer has tombstoned. Nothing else is touched: no snapshot, no
+ * other namespace forgotten. `relocate`'s final pass uses it, with
+ * cfg.relocating_ns = ns.
+ * @return 0, -ECANCELED when stopped, or the first error
+ */
+int ds_exporter_pass_namespace(ds_exporter *ex, const char *ns, ds_export_counts *out, ds_err *err);
 
 /**
  * Watch mode: a pass, then one watch per kind from the resourceVersion of

@@ -88,6 +88,15 @@ int ds_object_index_get(ds_object_index *idx, const char *key, ds_index_row *out
 int ds_object_index_push(ds_object_index *idx, ds_outbox *ob, const ds_record *recs, size_t n,
 			 uint64_t *last_seq, ds_err *err);
 
+/**
+ * A check run first in every push's transaction, before the index is
+ * written (after the records are in the outbox: they are rolled back with
+ * it): a negative return refuses the push. The exporter's: no record of a
+ * namespace being relocated (source_relocation.h), decided on what is
+ * committed at that moment. NULL: none.
+ */
+void ds_object_index_set_guard(ds_object_index *idx, ds_outbox_hook guard, void *ud);
+
 /* ---- mark and sweep ---- */
 
 /** Start a pass: a new durable generation into *gen (also the current one for pushes). */

@@ -27,6 +27,16 @@ int ds_relocation_park(ds_kube *k, const char *ns, ds_relocation_say_fn say, voi
 int ds_relocation_unpark(ds_kube *k, const char *ns, ds_relocation_say_fn say, void *ud,
 			 ds_err *err);
 
+/**
+ * The relocation's mark: annotation drasync.io/relocated-to = to on every
+ * object of ns of a kind drasync replicates (but bare Pods and Jobs, and
+ * objects owned by another), a merge patch each, so that this cluster's
+ * drasync-target may update them from the other site (reverse replication)
+ * without adoptExisting. @return how many were marked, or < 0
+ */
+int ds_relocation_mark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
+		       void *ud, ds_err *err);
+
 /** Delete ns's bare Pods and Jobs. @return how many were deleted, or < 0 */
 int ds_relocation_remove_bare(ds_kube *k, const char *ns, ds_relocation_say_fn say, void *ud,
 			      ds_err *err);

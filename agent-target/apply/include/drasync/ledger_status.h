@@ -5,8 +5,9 @@
  * What the target's ledger says, for `drasync-target status`: per source its
  * identity, epoch, committed seq, last contact and unapplied backlog; the
  * objects per apply state; the objects waiting (and for what) and failed (and
- * why); the last verification of each workload. Read-only, on its own connection: it works whether
- * `run` is running on the same file or not.
+ * why); the last verification of each workload; the planned relocations
+ * sources asked for (source, namespace, outcome, when). Read-only, on its own connection: it works
+ * whether `run` is running on the same file or not.
  */
 
 #include "drasync/err.h"
@@ -48,6 +49,14 @@ typedef struct ds_ledger_verification {
 	double seconds;	    /* until verified, or spent */
 } ds_ledger_verification;
 
+/* One planned relocation a source asked for (relocation.h), newest first. */
+typedef struct ds_ledger_relocation {
+	char *source, *ns, *target_ns; /* source namespace; target_ns "" until decided */
+	char *state;		       /* "pending", "active", "failed", "refused" */
+	char *message;
+	int64_t requested_at, finished_at; /* seconds since the epoch; finished_at 0: not yet */
+} ds_ledger_relocation;
+
 /* One target namespace: of the ledger's objects, or with a mode failover/failback set. */
 typedef struct ds_ledger_namespace {
 	char *name;
@@ -75,6 +84,8 @@ typedef struct ds_ledger_status {
 	uint64_t records;			/* records the ledger holds (after compaction) */
 	uint64_t bytes;				/* ledger.db and its write-ahead log on disk */
 	char ledger_id[65], ledger_created[32]; /* its identity (ledger_identity.h); "" none */
+	ds_ledger_relocation *relocations;	/* newest first, at most max_items */
+	size_t n_relocations;
 } ds_ledger_status;
 
 /**

@@ -70,6 +70,12 @@ json_t *ds_obj_pod_spec(const json_t *obj, enum ds_workload *kind_out);
 /** "Kind namespace/name" (or "Kind name") for messages, into buf. @return buf */
 const char *ds_obj_describe(const json_t *obj, char *buf, size_t size);
 
+/**
+ * As ds_obj_describe(), naming a namespaced object in namespace ns (NULL: its
+ * own): an object as the source has it, named where the one being mapped goes.
+ */
+const char *ds_obj_describe_in(const json_t *obj, const char *ns, char *buf, size_t size);
+
 /** Annotation value, or NULL. */
 const char *ds_obj_annotation(const json_t *obj, const char *key);
 

@@ -20,6 +20,16 @@
 #define DS_ANNOTATION_SUSPEND "drasync.io/suspend"
 #define DS_ANNOTATION_STANDBY "drasync.io/standby"
 #define DS_STANDBY_NODE_LABEL "drasync.io/standby"
+/* A target namespace's mode, as drasync-target writes it on the Namespace
+ * ("active" or "standby"), and since when (RFC 3339, UTC). */
+#define DS_NS_ANNOTATION_MODE "drasync.io/mode"
+#define DS_NS_ANNOTATION_MODE_SINCE "drasync.io/mode-since"
+/* What a drasync-target writes on each object it applies: the source cluster. */
+#define DS_ANNOTATION_SOURCE_CLUSTER_MARK "drasync.io/source-cluster"
+/* The relocation's mark: on what `relocate` (or `park`) parked on the cluster
+ * it left, the target it went to; that cluster's drasync-target may update it
+ * (reverse replication) without adoptExisting. */
+#define DS_ANNOTATION_RELOCATED_TO "drasync.io/relocated-to"
 
 enum ds_standby_form {
 	DS_STANDBY_FORM_NONE,	   /* not a workload with a standby form */
