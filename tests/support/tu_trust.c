@@ -97,21 +97,35 @@ tu_trust_row tu_trust_ledger_row(const char *ledger, const char *source, const c
 	return row;
 }
 
-long long tu_trust_ledger_records(const char *ledger, const char *source)
+/* One integer of sql over the ledger, its parameters bound in order (text, then an integer). */
+static long long ledger_int(const char *ledger, const char *sql, const char *text, long long num)
 {
 	sqlite3 *db = open_ro(ledger);
 	sqlite3_stmt *st = NULL;
 	long long n = -1;
 
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM records WHERE source = ?1", -1, &st,
-			       NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		fail_msg("ledger: %s", sqlite3_errmsg(db));
-	sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
+	if (text) {
+		sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, num);
+	}
 	if (sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return n;
+}
+
+long long tu_trust_ledger_records(const char *ledger, const char *source, long long after_id)
+{
+	return ledger_int(ledger, "SELECT count(*) FROM records WHERE source = ?1 AND id > ?2",
+			  source, after_id);
+}
+
+long long tu_trust_ledger_last_id(const char *ledger)
+{
+	return ledger_int(ledger, "SELECT coalesce(max(id), 0) FROM records", NULL, 0);
 }
 
 static char fails[32768];

@@ -43,8 +43,15 @@ typedef struct tu_trust_row {
 tu_trust_row tu_trust_ledger_row(const char *ledger, const char *source, const char *kind,
 				 const char *ns, const char *name);
 
-/** How many records the ledger committed for source. */
-long long tu_trust_ledger_records(const char *ledger, const char *source);
+/**
+ * How many records the ledger holds for source committed after the record
+ * after_id (0: all of them). Compaction deletes superseded records, so a
+ * count of all of them may fall; what was committed after a point may not.
+ */
+long long tu_trust_ledger_records(const char *ledger, const char *source, long long after_id);
+
+/** The id of the ledger's newest record, of any source (0: none). */
+long long tu_trust_ledger_last_id(const char *ledger);
 
 /*
  * Checks that do not stop the test: each one that does not hold is kept,
