@@ -215,8 +215,8 @@ int main(int argc, char **argv)
 		       "zbatch %.1f, decode %.1f\n",
 		       n, e, r, z, d);
 		off += (size_t)snprintf(result + off, sizeof(result) - off,
-					" manifest_mb_source_%zu=%.1f manifest_mb_target_%zu=%.1f", n,
-					src, n, d);
+					" manifest_mb_source_%zu=%.1f manifest_mb_target_%zu=%.1f",
+					n, src, n, d);
 	}
 	puts(result);
 	return 0;

@@ -1,8 +1,8 @@
 /*
  * The decoder's protobuf-c allocator: small allocations carved out of chunks
- * (1 KiB, doubling up to 64 KiB), large ones (and what protobuf-c frees while it unpacks) one malloc
- * each; all of it charged to the frame's budget and given back at once when
- * the message is freed.
+ * (1 KiB, doubling up to 64 KiB), large ones (and what protobuf-c frees while it unpacks) one
+ * malloc each; all of it charged to the frame's budget and given back at once when the message is
+ * freed.
  *
  * Why: a snapshot end carries every key of its source with its hash
  * (SPEC §6), three allocations an entry (the message, the key, the hash).
@@ -20,8 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CHUNK_FIRST 1024u	   /* a small frame's decode takes little of its budget */
-#define CHUNK (64u * 1024u)	   /* chunks double up to this */
+#define CHUNK_FIRST 1024u   /* a small frame's decode takes little of its budget */
+#define CHUNK (64u * 1024u) /* chunks double up to this */
 #define LARGE (CHUNK / 16u) /* larger: an allocation of its own */
 #define TAG_CARVED 0x6172656e61ull
 #define TAG_OWN 0x6f776e6564ull
