@@ -22,6 +22,25 @@ struct budget {
 void *ds_wire_budget_alloc(void *data, size_t size);
 void ds_wire_budget_free(void *data, void *ptr);
 
+/*
+ * The decoder's ProtobufCAllocator (wire_arena.c): small allocations carved out
+ * of chunks, each chunk and every large allocation charged to the budget; all
+ * of it given back by ds_wire_arena_release(). A carved allocation's free does
+ * nothing until then.
+ */
+struct ds_wire_chunk;
+struct own;
+struct ds_wire_arena {
+	struct budget *budget;
+	struct ds_wire_chunk *chunks;
+	struct own *own; /* the large ones, not freed yet */
+	uint8_t *cur, *end;
+};
+void ds_wire_arena_init(struct ds_wire_arena *a, struct budget *b);
+void *ds_wire_arena_alloc(void *data, size_t size);
+void ds_wire_arena_free(void *data, void *ptr);
+void ds_wire_arena_release(struct ds_wire_arena *a);
+
 /* Protobuf's varint: its length, and written at p (@return past it). */
 static inline size_t ds_wire_varint_len(uint64_t v)
 {
@@ -52,6 +71,7 @@ struct ds_wire_decoder {
 
 struct ds_wire_msg {
 	struct budget budget;
+	struct ds_wire_arena arena; /* what alloc takes from */
 	ProtobufCAllocator alloc;
 	Drasync__Envelope *env;
 	Drasync__Batch *batch;	/* env->batch, or the Batch a ZBatch held */
