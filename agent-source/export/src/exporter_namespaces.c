@@ -8,7 +8,6 @@
 #include "drasync/object_index.h"
 #include "drasync/outbox.h"
 #include "drasync/sanitize.h"
-#include "drasync/sanitize.h"
 #include "drasync/selection.h"
 #include "drasync/source_relocation.h"
 #include "drasync/standby_form.h"

@@ -301,15 +301,16 @@ bool ds_source_relocation_exports(const char *const *v, size_t n, const char *ns
 	return bsearch(&ns, v, n, sizeof(*v), cmp_str) == NULL;
 }
 
+/* The states in which a namespace's records are not exported (SQL). */
+#define EXCLUDING "('syncing', 'parking', 'sent', 'active')"
+
 int ds_source_relocation_excluded(ds_store *db, char ***out, size_t *n, ds_err *err)
 {
 	sqlite3_stmt *q = NULL;
 	char **v = NULL;
 	size_t k = 0, cap = 0;
 	int rc = ds_store_prepare(
-	    db,
-	    "SELECT namespace FROM relocations WHERE state IN ('syncing', 'parking',"
-	    " 'sent', 'active') ORDER BY namespace",
+	    db, "SELECT namespace FROM relocations WHERE state IN " EXCLUDING " ORDER BY namespace",
 	    &q, err);
 
 	*out = NULL;
@@ -354,10 +355,9 @@ int ds_source_relocation_check_push(struct sqlite3 *db, const ds_record *recs, s
 	sqlite3_stmt *q = NULL;
 	int rc;
 
-	rc = sqlite3_prepare_v2(db,
-				"SELECT state FROM relocations WHERE namespace = ? AND state IN"
-				" ('syncing', 'parking', 'sent', 'active')",
-				-1, &q, NULL);
+	rc = sqlite3_prepare_v2(
+	    db, "SELECT state FROM relocations WHERE namespace = ? AND state IN " EXCLUDING, -1, &q,
+	    NULL);
 	if (rc != SQLITE_OK)
 		return ds_store_fail_db(db, rc, "relocations", err);
 	rc = 0;
