@@ -233,9 +233,11 @@ int ds_cmd_run(int argc, char **argv)
 	}
 	ds_log(DS_LOG_INFO, "stopped", "exit=%d", rc);
 out:
-	/* The HTTP server reads the sender: it stops first. */
-	ds_source_monitor_free(r.monitor);
+	/* The HTTP server reads the sender: it stops first; the monitor itself
+	 * goes after the agent, whose sender reports link events to it. */
+	ds_source_monitor_stop(r.monitor);
 	ds_source_agent_free(r.agent);
+	ds_source_monitor_free(r.monitor);
 	ds_kube_free(r.kube);
 	ds_label_selector_free(r.selector);
 	ds_source_config_free(r.cfg);

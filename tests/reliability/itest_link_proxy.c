@@ -12,7 +12,8 @@
  * 127.0.0.1: the records went through the proxy, authenticated. The cap
  * holds: the rate of the sync's middle 80 %, measured from the sender's own
  * counter (drasync_source_link_bandwidth_bytes_total) and independently from
- * the bytes the faultproxy carried towards the proxy, is within 5 % of it;
+ * the bytes the faultproxy carried towards the proxy, never passes it by 5 %
+ * and uses at least 0.85 of it (0.99-1.00 on a quiet machine: docs/benchmarks.md);
  * the time held shows in drasync_source_link_bandwidth_wait_seconds_total;
  * `status` shows the cap and the proxy; the password is in no log line, no
  * status output and no state file.
@@ -251,9 +252,16 @@ static void test_link_proxy__socks5_only_path_under_the_cap(void **state)
 		      accepted);
 	if (secs_m < 5)
 		fail_msg("the transfer's middle took %.1f s: too short to measure a rate", secs_m);
-	if (fabs(rate_m - RATE) > 0.05 * RATE || fabs(rate_r - RATE) > 0.05 * RATE)
-		fail_msg("the rate is not within 5%% of the cap %d: %.0f (sender), %.0f (relay)",
+	/* The cap is a ceiling: neither count may pass it by more than 5 %. Below it,
+	 * a loaded machine (CI) can leave the sender short of work for a moment, so
+	 * the suite asks only that the link was used (0.85); the quiet-machine
+	 * figure (within 5 %) is in docs/benchmarks.md. */
+	if (rate_m > 1.05 * RATE || rate_r > 1.05 * RATE)
+		fail_msg("the rate passed the cap %d by more than 5%%: %.0f (sender), %.0f (relay)",
 			 RATE, rate_m, rate_r);
+	if (rate_m < 0.85 * RATE || rate_r < 0.85 * RATE)
+		fail_msg("the link ran under 0.85 of the cap %d: %.0f (sender), %.0f (relay)", RATE,
+			 rate_m, rate_r);
 	/* The relay carried what the sender metered, and a little framing. */
 	assert_true((double)F.v[F.n - 1].relayed >= F.v[F.n - 1].metered);
 	assert_true((double)F.v[F.n - 1].relayed < F.v[F.n - 1].metered * 1.05 + 65536);

@@ -241,11 +241,19 @@ out:
 	return ds_err_fallback(err, rc);
 }
 
-void ds_source_monitor_free(ds_source_monitor *m)
+void ds_source_monitor_stop(ds_source_monitor *m)
 {
 	if (!m)
 		return;
 	ds_http_server_free(m->http);
+	m->http = NULL;
+}
+
+void ds_source_monitor_free(ds_source_monitor *m)
+{
+	if (!m)
+		return;
+	ds_source_monitor_stop(m);
 	ds_kube_probe_free(m->probe);
 	ds_metrics_free(m->mx);
 	free(m->state_dir);

@@ -416,11 +416,19 @@ out:
 	return ds_err_fallback(err, rc);
 }
 
-void ds_target_monitor_free(ds_target_monitor *m)
+void ds_target_monitor_stop(ds_target_monitor *m)
 {
 	if (!m)
 		return;
 	ds_http_server_free(m->http);
+	m->http = NULL;
+}
+
+void ds_target_monitor_free(ds_target_monitor *m)
+{
+	if (!m)
+		return;
+	ds_target_monitor_stop(m);
 	ds_kube_probe_free(m->probe);
 	ds_metrics_free(m->mx);
 	free(m->ledger_path);

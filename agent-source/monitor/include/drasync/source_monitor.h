@@ -32,6 +32,10 @@ int ds_source_metrics_define(ds_metrics *m, ds_err *err);
 int ds_source_monitor_new(ds_source_monitor **out, const ds_source_monitor_config *cfg,
 			  ds_err *err);
 /** Stops the server first. NULL-safe. */
+/** Stop serving (the server reads the sender): call it before the agent is
+ * freed, and free the monitor after the agent, whose sender reports link
+ * events to it until then. NULL-safe; idempotent. */
+void ds_source_monitor_stop(ds_source_monitor *m);
 void ds_source_monitor_free(ds_source_monitor *m);
 
 /** The sender whose acknowledgements a scrape reads (borrowed; NULL: none yet). */

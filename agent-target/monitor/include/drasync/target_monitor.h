@@ -47,6 +47,10 @@ int ds_target_metrics_define(ds_metrics *m, ds_err *err);
 /** A monitor; it serves nothing until ds_target_monitor_serve(). */
 int ds_target_monitor_new(ds_target_monitor **out, const ds_target_monitor_config *cfg,
 			  ds_err *err);
+/** Stop serving (the server reads the applier and verifier): call it before
+ * the agent is freed, and free the monitor after the agent, whose threads
+ * report link events to it until then. NULL-safe; idempotent. */
+void ds_target_monitor_stop(ds_target_monitor *m);
 /** Stops the server first. NULL-safe. */
 void ds_target_monitor_free(ds_target_monitor *m);
 
