@@ -14,8 +14,9 @@
 #   wan      the sync through tests/kube/faultproxy (25 ms each way, 100 Mbit/s):
 #            seconds, bytes on the wire per object against the objects' JSON size;
 #            then one change in the synced objects: records, bytes, target writes
-#   wan-slow the sync through a slow, far link (100 ms each way, 2 Mbit/s): seconds,
-#            against the ideal (its wire bytes at 2 Mbit/s plus one RTT per credit window)
+#   wan-slow the sync through a slow, far link (100 ms each way, 2 Mbit/s): seconds to
+#            every record committed by the target, against the ideal (its wire bytes at
+#            2 Mbit/s plus one RTT per credit window), and seconds to all applied
 #   velero   (not in the default list) the same objects through Velero
 #            (tests/bench/velero/phase.sh: a server for each cluster, one versitygw
 #            bucket): backup, restore with --namespace-mappings, objects/s; one
@@ -40,7 +41,7 @@
 # both agents share its cores.
 # Last line: RESULT sync_per_s=N ceiling_per_s=N ratio=X kubectl_per_s=N wan_s=N
 #   wire_bytes_per_obj=N json_bytes_per_obj=N wire_ratio=X wan_slow_s=X wan_slow_ideal_s=X
-#   wan_slow_ratio=X rpo_p50_s=X rpo_p99_s=X
+#   wan_slow_ratio=X wan_slow_applied_s=X rpo_p50_s=X rpo_p99_s=X
 #   one_change_records=N one_change_bytes=N one_change_writes=N
 #   rss_mb_source_10k=N rss_mb_target_10k=N rss_mb_source=N rss_mb_target=N
 #   velero_per_s=N velero_one_change_s=X velero_one_change_bytes=N

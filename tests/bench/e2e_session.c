@@ -373,6 +373,50 @@ void e2e_check_alive(struct session *s)
  * Every 200 ms: the count reads the whole ledger, and polling it every 25 ms
  * took 6 CPU s of a 55 s sync from the agents and API servers it measures.
  */
+/* Records of op 4 (a snapshot's end) in the ledger; -1 before it exists. */
+static long ledger_snapshot_ends(struct session *s)
+{
+	sqlite3_stmt *q = NULL;
+	long c = -1;
+
+	if (!s->db) {
+		struct stat sb;
+		if (stat(s->ledger, &sb) < 0)
+			return -1;
+		if (sqlite3_open_v2(s->ledger, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+			bu_die("cannot open %s: %s", s->ledger, sqlite3_errmsg(s->db));
+		sqlite3_busy_timeout(s->db, 2000);
+	}
+	if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM records WHERE op = 4", -1, &q, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_finalize(q); /* the receiver may not have made the table yet */
+		return -1;
+	}
+	if (sqlite3_step(q) == SQLITE_ROW)
+		c = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return c;
+}
+
+double e2e_wait_committed(const struct opts *o, struct session *s, double t0)
+{
+	for (;;) {
+		double now;
+
+		bu_msleep(50);
+		now = ds_clock_mono_s();
+		if (ledger_snapshot_ends(s) >= 1)
+			return now - t0;
+		e2e_check_alive(s);
+		if (now - t0 > o->timeout) {
+			bu_show_tail(s->source_log);
+			bu_show_tail(s->target_log);
+			bu_die("%s: no snapshot end committed after %.1f s (logs: %s, %s)", s->tag,
+			       now - t0, s->source_log, s->target_log);
+		}
+	}
+}
+
 double e2e_wait_applied(const struct opts *o, struct session *s, const char *prefix, long want,
 			double t0)
 {

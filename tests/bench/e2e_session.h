@@ -40,6 +40,7 @@ struct session {
 	pid_t target, source, proxy;
 	int proxy_control;
 	sqlite3 *db;
+	double committed_bytes; /* the proxy's bytes when the snapshot's end was committed */
 };
 
 void e2e_make_keys(const struct opts *o, struct keys *k);
@@ -52,6 +53,9 @@ void e2e_source_start(const struct opts *o, struct session *s, const struct keys
 void e2e_session_stop(struct session *s);
 long long e2e_ledger_applied_seq(struct session *s, const char *name);
 void e2e_check_alive(struct session *s);
+/* Seconds from t0 until the target's ledger holds the snapshot's end: every
+ * record of the first pass committed (the link's part, before the apply). */
+double e2e_wait_committed(const struct opts *o, struct session *s, double t0);
 double e2e_wait_applied(const struct opts *o, struct session *s, const char *prefix, long want,
 			double t0);
 double e2e_source_pushed(const struct opts *o, const struct session *s);
