@@ -144,6 +144,8 @@ void tu_export_agent_start(struct tu_export_site *s, long page, size_t batch, in
 		cfg.batch_records = batch;
 	if (watch_timeout)
 		cfg.watch_timeout_seconds = watch_timeout;
+	if (s->manifest_part)
+		cfg.manifest_part_entries = s->manifest_part;
 	if (ds_exporter_new(&s->ex, &cfg, &err) < 0)
 		fail_msg("exporter: %s", err.msg);
 	assert_int_equal(ds_export_db_path(s->state, db, sizeof(db)), 0);

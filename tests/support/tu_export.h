@@ -49,6 +49,7 @@ struct tu_export_site {
 	int watch_rc;
 	ds_err watch_err;
 	const char *ns_list[1]; /* set: select by this list instead of the label */
+	size_t manifest_part;	/* set: manifest entries a record (0: the default) */
 	/* the expiry test: what to do once the templates are listed */
 	const char *expire_ns;
 	bool expire_done;

@@ -71,6 +71,8 @@ static void on_record(void *ud, const char *source, const ds_record *rec, ds_rec
 		a->payload = strndup((const char *)rec->payload, rec->payload_len);
 	a->pub.payload = a->payload;
 	a->pub.manifest_len = rec->manifest_len;
+	a->pub.parts_left = rec->parts_left;
+	a->pub.seq = (unsigned long long)rec->seq;
 	pthread_mutex_unlock(&t->mu);
 }
 

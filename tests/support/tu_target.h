@@ -46,7 +46,9 @@ typedef struct tu_arrival {
 	char key[600];	       /* "group/Kind/namespace/name" (see below); "" for markers */
 	char api_version[128]; /* "" for markers */
 	const char *payload;   /* NUL-terminated, NULL when none; valid until tu_target_stop() */
-	size_t manifest_len;   /* SNAPSHOT_END: the objects of the manifest */
+	size_t manifest_len;   /* SNAPSHOT_PART / _END: the objects of its part of the manifest */
+	unsigned parts_left;   /* SNAPSHOT_PART: records up to the snapshot's end */
+	unsigned long long seq;
 } tu_arrival;
 
 /** Record i (0 is the first committed); fails the test when there is none. */

@@ -88,6 +88,7 @@ void ds_exporter_config_default(ds_exporter_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->page_size = 500;
 	cfg->batch_records = 256;
+	cfg->manifest_part_entries = DS_EXPORTER_MANIFEST_PART;
 	cfg->debounce_ms = 200;
 	cfg->watch_timeout_seconds = 300;
 }
@@ -193,6 +194,8 @@ int ds_exporter_new(ds_exporter **out, const ds_exporter_config *cfg, ds_err *er
 	ex->cfg = *cfg;
 	if (ex->cfg.page_size <= 0)
 		ex->cfg.page_size = 500;
+	if (ex->cfg.manifest_part_entries == 0)
+		ex->cfg.manifest_part_entries = DS_EXPORTER_MANIFEST_PART;
 	if (ex->cfg.batch_records == 0)
 		ex->cfg.batch_records = 256;
 	if (ex->cfg.debounce_ms < 0)

@@ -238,20 +238,38 @@ static int push_marker(ds_exporter *ex, enum ds_record_op op, const char *id, ds
 		if (rc < 0)
 			return rc;
 	}
-	r = ds_exporter_add_record(&ex->b);
-	if (!r) {
+	/* The manifest in records of at most `part` entries, in one transaction:
+	 * parts first (each says how many records follow), the end last. */
+	size_t part = ex->cfg.manifest_part_entries, k = 1;
+
+	if (op == DS_RECORD_SNAPSHOT_END && m.n > part)
+		k = (m.n + part - 1) / part;
+	if (k >= DS_MANIFEST_MAX_PARTS) {
 		ds_index_manifest_dispose(&m);
-		return -ENOMEM;
+		ds_err_set(err, "a manifest of %zu objects needs %zu parts of %zu: more than %u",
+			   m.n, k, part, DS_MANIFEST_MAX_PARTS - 1);
+		return -E2BIG;
 	}
-	r->op = op;
-	r->snapshot_id = id;
-	r->manifest = m.entries;
-	r->manifest_len = m.n;
+	for (size_t i = 0; i < k; i++) {
+		r = ds_exporter_add_record(&ex->b);
+		if (!r) {
+			ds_index_manifest_dispose(&m);
+			ds_exporter_batch_reset(&ex->b);
+			return -ENOMEM;
+		}
+		r->op = i + 1 < k ? DS_RECORD_SNAPSHOT_PART : op;
+		r->snapshot_id = id;
+		r->parts_left = (uint32_t)(k - 1 - i);
+		if (op == DS_RECORD_SNAPSHOT_END) {
+			r->manifest = m.entries + i * part;
+			r->manifest_len = i + 1 < k ? part : m.n - i * part;
+		}
+	}
 	rc = ds_exporter_flush(ex, err);
 	if (rc == 0)
 		ds_exporter_emit(ex, DS_LOG_INFO,
 				 op == DS_RECORD_SNAPSHOT_BEGIN ? "snapshot_begin" : "snapshot_end",
-				 "snapshot=%s objects=%zu", id, m.n);
+				 "snapshot=%s objects=%zu records=%zu", id, m.n, k);
 	ds_index_manifest_dispose(&m);
 	return rc;
 }

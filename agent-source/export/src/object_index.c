@@ -250,6 +250,8 @@ static int hook(void *ud, struct sqlite3 *db, const ds_record *recs, size_t n, d
 			rc = meta_set(db, "snapshot_open", (int64_t)r->seq, err);
 			continue;
 		}
+		if (r->op == DS_RECORD_SNAPSHOT_PART)
+			continue; /* the end that follows closes the snapshot */
 		if (r->op == DS_RECORD_SNAPSHOT_END) {
 			rc = meta_set(db, "snapshot_open", 0, err);
 			if (rc == 0)

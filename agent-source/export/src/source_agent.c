@@ -66,8 +66,8 @@ static const struct {
 	const char *event;
 	int up;
 } link_changes[] = {
-    {"session_open", 1}, {"disconnected", 0}, {"hello_timeout", 0},
-    {"ack_timeout", 0},	 {"goodbye", 0},      {"handshake_failed", 0},
+    {"session_open", 1}, {"disconnected", 0},	  {"hello_timeout", 0},	 {"ack_timeout", 0},
+    {"goodbye", 0},	 {"handshake_failed", 0}, {"target_too_old", 0},
 };
 
 int ds_source_agent_link_change(const char *event)

@@ -202,11 +202,13 @@ static int insert(ds_inbox *ib, const char *source, const ds_wire_msg *batch, si
 	rc = rc == SQLITE_DONE ? 0 : ds_store_fail_db(ib->db, rc, "inbox insert", err);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
+	/* A part's entries are filed under its snapshot's end (seq + parts_left):
+	 * the prune and the compaction read one seq's rows, the whole manifest. */
 	for (size_t k = 0; rc == 0 && k < r->manifest_len; k++) {
 		st = ib->man;
 		sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)r->epoch);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)r->seq);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)(r->seq + r->parts_left));
 		bind_text(st, 4, r->manifest[k].key);
 		sqlite3_bind_blob(st, 5, r->manifest[k].content_hash, DS_HASH_LEN, SQLITE_STATIC);
 		rc = sqlite3_step(st);

@@ -126,11 +126,11 @@ int ds_outbox_open(ds_outbox **out, const char *path, const ds_outbox_options *o
 	rc = sqlite3_prepare_v2(ob->db, "INSERT INTO outbox(seq, op, record) VALUES(?, ?, ?)", -1,
 				&ob->ins, NULL);
 	if (rc == SQLITE_OK)
-		rc =
-		    sqlite3_prepare_v2(ob->db,
-				       "SELECT seq, record FROM outbox WHERE seq >= ? ORDER BY seq "
-				       "LIMIT ?",
-				       -1, &ob->read, NULL);
+		rc = sqlite3_prepare_v2(
+		    ob->db,
+		    "SELECT seq, record, op FROM outbox WHERE seq >= ? ORDER BY seq "
+		    "LIMIT ?",
+		    -1, &ob->read, NULL);
 	rc = rc == SQLITE_OK ? 0 : ds_store_fail_db(ob->db, rc, "outbox statements", err);
 out:
 	if (rc < 0) {
@@ -312,6 +312,8 @@ int ds_outbox_read(ds_outbox *ob, uint64_t from_seq, size_t max_records, size_t 
 		b.records[b.n].len = len;
 		b.bytes += len;
 		b.n++;
+		if (sqlite3_column_int(ob->read, 2) == DS_RECORD_SNAPSHOT_PART)
+			b.manifest_parts = true;
 	}
 	if (src != SQLITE_ROW && src != SQLITE_DONE) {
 		rc = ds_store_fail_db(ob->db, src, "outbox read", err);

@@ -761,6 +761,7 @@ static void on_hello(ds_receiver *r, int fd, const uint8_t *rid, size_t rid_len,
 	w.source_name = source;
 	w.apply_results = r->cfg.feedback.results != NULL;
 	w.zbatch = !r->cfg.no_zbatch;
+	w.manifest_parts = true;
 	ds_inbox_presence_seen(r->inbox, source, peer, true, presence_valid_ms(r), NULL);
 	if (ds_wire_welcome_encode(&w, &buf, &len) == 0)
 		send_to(r, rid, rid_len, buf, len);

@@ -12,6 +12,7 @@ static const char *const ds_record_op_table[DS_RECORD_OP_MAX] = {
     [DS_RECORD_SNAPSHOT_BEGIN] = "snapshot-begin",
     [DS_RECORD_SNAPSHOT_END] = "snapshot-end",
     [DS_RECORD_RELOCATE] = "relocate",
+    [DS_RECORD_SNAPSHOT_PART] = "snapshot-part",
 };
 static const char *const ds_result_status_table[DS_RESULT_STATUS_MAX] = {
     [DS_RESULT_OK] = "ok",	     [DS_RESULT_DUPLICATE] = "duplicate",

@@ -73,6 +73,7 @@ struct ds_sender {
 
 	ds_wire_zbatcher *zb; /* NULL with no_zbatch */
 	bool zbatch;	      /* this session's batches go as ZBatch frames */
+	bool manifest_parts;  /* this session's target takes SNAPSHOT_PART records */
 };
 
 static void emit(ds_sender *s, enum ds_log_level level, const char *name, const char *fmt, ...)
@@ -538,6 +539,7 @@ static void on_welcome(ds_sender *s, const ds_wire_welcome *w)
 	s->cap_reported = false;
 	atomic_store(&s->apply_results, w->apply_results ? 1 : 2);
 	s->zbatch = w->zbatch && s->zb;
+	s->manifest_parts = w->manifest_parts;
 	if (s->cfg.stats)
 		atomic_store(&s->cfg.stats->zbatch, s->zbatch ? 1 : 0);
 	s->target_committed = w->committed_seq;
@@ -649,6 +651,19 @@ static int fill_window(ds_sender *s, ds_err *err)
 			return rc;
 		if (b.n == 0) {
 			ds_outbox_batch_dispose(&b);
+			return 0;
+		}
+		if (b.manifest_parts && !s->manifest_parts) {
+			/* An older target would take the end's part for the whole
+			 * manifest and prune the rest: nothing goes; the session is
+			 * retried (the target may be upgraded meanwhile). */
+			emit(s, DS_LOG_ERROR, "target_too_old",
+			     "the records from seq %llu hold a snapshot manifest in parts, which "
+			     "this target does not take (its Welcome lacks \"%s\"): upgrade "
+			     "drasync-target to this version",
+			     (unsigned long long)s->next_seq, DS_CAP_MANIFEST_PARTS);
+			ds_outbox_batch_dispose(&b);
+			reset(s, true);
 			return 0;
 		}
 		rc = s->zbatch ? ds_wire_zbatch_encode(s->zb, b.records, b.n, &frame, &len, &json)

@@ -47,13 +47,13 @@ int ds_wire_hello_encode(const ds_wire_hello *h, uint8_t **out, size_t *len)
 	Drasync__Envelope env = DRASYNC__ENVELOPE__INIT;
 	Drasync__Hello m = DRASYNC__HELLO__INIT;
 	char *caps[] = {str("zstd"), str("snapshot"), str(DS_CAP_APPLY_RESULTS),
-			str(DS_CAP_ZBATCH)};
+			str(DS_CAP_MANIFEST_PARTS), str(DS_CAP_ZBATCH)};
 
 	m.protocol_version = h->protocol_version;
 	m.cluster_name = str(h->cluster_name);
 	m.agent_version = str(h->agent_version);
 	m.epoch = h->epoch;
-	m.n_capabilities = h->zbatch ? 4 : 3;
+	m.n_capabilities = h->zbatch ? 5 : 4;
 	m.capabilities = caps;
 	env.body_case = DRASYNC__ENVELOPE__BODY_HELLO;
 	env.hello = &m;
@@ -64,13 +64,15 @@ int ds_wire_welcome_encode(const ds_wire_welcome *w, uint8_t **out, size_t *len)
 {
 	Drasync__Envelope env = DRASYNC__ENVELOPE__INIT;
 	Drasync__Welcome m = DRASYNC__WELCOME__INIT;
-	char *caps[4] = {str("zstd"), str("snapshot")};
+	char *caps[5] = {str("zstd"), str("snapshot")};
 	size_t n_caps = 2;
 
 	if (w->apply_results)
 		caps[n_caps++] = str(DS_CAP_APPLY_RESULTS);
 	if (w->zbatch)
 		caps[n_caps++] = str(DS_CAP_ZBATCH);
+	if (w->manifest_parts)
+		caps[n_caps++] = str(DS_CAP_MANIFEST_PARTS);
 	m.protocol_version = w->protocol_version;
 	m.agent_version = str(w->agent_version);
 	m.epoch = w->epoch;
@@ -267,6 +269,8 @@ static size_t snapshot_end_len(const ds_record *rec)
 		size_t e = entry_len(&rec->manifest[i]);
 		n += 1 + ds_wire_varint_len(e) + e;
 	}
+	if (rec->parts_left)
+		n += 1 + ds_wire_varint_len(rec->parts_left);
 	return n;
 }
 
@@ -295,6 +299,18 @@ static void snapshot_end_put(const ds_record *rec, size_t se_len, uint8_t *p)
 		memcpy(p, rec->manifest[i].content_hash, DS_HASH_LEN);
 		p += DS_HASH_LEN;
 	}
+	if (rec->parts_left) {
+		*p++ = (3 << 3) | 0; /* SnapshotEnd.parts_left */
+		ds_wire_varint_put(p, rec->parts_left);
+	}
+}
+
+/* A part needs 1..DS_MANIFEST_MAX_PARTS records after it; any other record none. */
+static bool parts_left_ok(enum ds_record_op op, uint32_t parts_left)
+{
+	if (op == DS_RECORD_SNAPSHOT_PART)
+		return parts_left >= 1 && parts_left < DS_MANIFEST_MAX_PARTS;
+	return parts_left == 0;
 }
 
 int ds_wire_record_encode(ds_wire_encoder *enc, const ds_record *rec, uint8_t **out, size_t *len,
@@ -341,12 +357,19 @@ int ds_wire_record_encode(ds_wire_encoder *enc, const ds_record *rec, uint8_t **
 		ref.namespace_ = str(rec->ns);
 		m.ref = &ref;
 	}
-	if (rec->op == DS_RECORD_SNAPSHOT_BEGIN || rec->op == DS_RECORD_SNAPSHOT_END) {
+	if (rec->op == DS_RECORD_SNAPSHOT_BEGIN || rec->op == DS_RECORD_SNAPSHOT_END ||
+	    rec->op == DS_RECORD_SNAPSHOT_PART) {
 		if (!rec->snapshot_id || !rec->snapshot_id[0]) {
 			ds_err_set(err, "record %llu: a snapshot marker needs a snapshot id",
 				   (unsigned long long)rec->seq);
 			return -EINVAL;
 		}
+	}
+	if (!parts_left_ok(rec->op, rec->parts_left)) {
+		ds_err_set(err, "record %llu: parts_left %u is not valid for a %s record",
+			   (unsigned long long)rec->seq, rec->parts_left,
+			   ds_record_op_name(rec->op));
+		return -EINVAL;
 	}
 	if (rec->op == DS_RECORD_SNAPSHOT_BEGIN) {
 		sb.snapshot_id = str(rec->snapshot_id);
@@ -379,7 +402,7 @@ int ds_wire_record_encode(ds_wire_encoder *enc, const ds_record *rec, uint8_t **
 		}
 	}
 	n = drasync__record__get_packed_size(&m);
-	if (rec->op == DS_RECORD_SNAPSHOT_END) {
+	if (rec->op == DS_RECORD_SNAPSHOT_END || rec->op == DS_RECORD_SNAPSHOT_PART) {
 		se_len = snapshot_end_len(rec);
 		n += 1 + ds_wire_varint_len(se_len) + se_len;
 	}
@@ -388,7 +411,7 @@ int ds_wire_record_encode(ds_wire_encoder *enc, const ds_record *rec, uint8_t **
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (rec->op == DS_RECORD_SNAPSHOT_END)
+	if (rec->op == DS_RECORD_SNAPSHOT_END || rec->op == DS_RECORD_SNAPSHOT_PART)
 		snapshot_end_put(rec, se_len, buf + drasync__record__pack(&m, buf));
 	else
 		drasync__record__pack(&m, buf);
@@ -566,13 +589,23 @@ static int decode_record(ds_wire_decoder *dec, ds_wire_msg *msg, size_t i, ds_er
 		}
 		out->snapshot_id = r->snapshot_begin->snapshot_id;
 	}
-	if (out->op == DS_RECORD_SNAPSHOT_END) {
+	if (out->op == DS_RECORD_SNAPSHOT_END || out->op == DS_RECORD_SNAPSHOT_PART) {
 		const Drasync__SnapshotEnd *se = r->snapshot_end;
+		uint32_t left = se && se->has_parts_left ? se->parts_left : 0;
+
 		if (!se || !se->snapshot_id[0]) {
-			ds_err_set(err, "record seq %llu: snapshot-end without a snapshot id", seq);
+			ds_err_set(err, "record seq %llu: %s without a snapshot id", seq,
+				   ds_record_op_name(out->op));
+			return -EBADMSG;
+		}
+		if (!parts_left_ok(out->op, left)) {
+			ds_err_set(
+			    err, "record seq %llu: %s with parts_left %u (a part needs 1..%u)", seq,
+			    ds_record_op_name(out->op), left, DS_MANIFEST_MAX_PARTS - 1);
 			return -EBADMSG;
 		}
 		out->snapshot_id = se->snapshot_id;
+		out->parts_left = left;
 		if (se->n_manifest) {
 			ds_manifest_entry *m = charge(msg, se->n_manifest, sizeof(*m));
 			if (!m) {
@@ -793,6 +826,9 @@ static int decode_body(ds_wire_decoder *dec, ds_wire_msg *msg, ds_err *err)
 			else if (env->welcome->capabilities[i] &&
 				 strcmp(env->welcome->capabilities[i], DS_CAP_ZBATCH) == 0)
 				msg->u.welcome.zbatch = true;
+			else if (env->welcome->capabilities[i] &&
+				 strcmp(env->welcome->capabilities[i], DS_CAP_MANIFEST_PARTS) == 0)
+				msg->u.welcome.manifest_parts = true;
 		return 0;
 	case DRASYNC__ENVELOPE__BODY_ACK: {
 		const Drasync__Ack *a = env->ack;

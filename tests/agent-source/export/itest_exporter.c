@@ -296,6 +296,68 @@ test_itest_exporter__first_pass_ships_the_selected_objects_and_reports_skips(voi
 /* Passes after a restart ship only what changed: nothing when nothing did; a
  * tombstone for what was deleted while the agent was stopped; a delete then
  * an upsert for an object re-created under its name. */
+/* Manifest rows the target's inbox filed under seq (the snapshot's end). */
+static long inbox_manifest_rows(const struct tu_export_site *s, unsigned long long seq)
+{
+	char path[1100];
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	long v = -1;
+
+	snprintf(path, sizeof(path), "%s/inbox.db", s->dir);
+	if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(h, "SELECT count(*) FROM manifests WHERE seq = ?", -1, &st, NULL) ==
+		SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			v = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return v;
+}
+
+/*
+ * The first pass's snapshot with `part` entries a record: SNAPSHOT_PART records
+ * of `part` entries, each naming how many records follow, right before the
+ * SNAPSHOT_END with the rest; the target's inbox files every entry under the
+ * end's seq, so the prune reads the whole manifest there.
+ */
+static void assert_manifest_in_parts(struct tu_export_site *s, size_t part)
+{
+	size_t n = tu_target_len(s->t), end = n, first = n, entries = 0, parts;
+	tu_arrival e;
+
+	for (size_t i = 0; i < n; i++)
+		if (tu_target_at(s->t, i).op == DS_RECORD_SNAPSHOT_END) {
+			end = i;
+			break;
+		}
+	assert_true(end < n);
+	for (first = end; first > 0 && tu_target_at(s->t, first - 1).op == DS_RECORD_SNAPSHOT_PART;)
+		first--;
+	parts = end - first;
+	if (parts < 2) {
+		tu_target_dump(s->t, 0);
+		fail_msg("%zu snapshot-part records before the end: at least 2 expected", parts);
+	}
+	for (size_t i = first; i < end; i++) {
+		tu_arrival a = tu_target_at(s->t, i);
+
+		assert_int_equal(a.manifest_len, part);
+		assert_int_equal(a.parts_left, end - i);
+		entries += a.manifest_len;
+	}
+	e = tu_target_at(s->t, end);
+	assert_int_equal(e.parts_left, 0);
+	assert_true(e.manifest_len >= 1 && e.manifest_len <= part);
+	entries += e.manifest_len;
+	/* every object of the snapshot once: its upserts since the begin */
+	assert_int_equal(entries, tu_target_count(s->t, 0, DS_RECORD_UPSERT, NULL));
+	assert_int_equal(inbox_manifest_rows(s, e.seq), (long)entries);
+	assert_int_equal(tu_target_count(s->t, 0, DS_RECORD_SNAPSHOT_END, NULL), 1);
+}
+
 static void test_itest_exporter__a_restart_ships_only_what_changed(void **state)
 {
 	struct tu_export_site s;
@@ -314,11 +376,14 @@ static void test_itest_exporter__a_restart_ships_only_what_changed(void **state)
 			   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm%d, namespace: "
 			   "%s}\ndata: {a: '%d'}\n",
 			   i, ns, i));
+	s.manifest_part = 2;		    /* the snapshot's manifest in parts of 2 entries */
 	tu_export_agent_start(&s, 2, 3, 0); /* small pages and batches: many of both */
 	c = tu_export_pass(&s);
 	tu_export_wait_acked(&s, 30000);
 	assert_true(c.pushed >= 6);
 	tu_export_agent_stop(&s);
+	assert_manifest_in_parts(&s, 2);
+	s.manifest_part = 0;
 
 	/* restarted: nothing changed, nothing sent */
 	mark = tu_target_len(s.t);

@@ -473,8 +473,8 @@ static void test_transport__sender_never_exceeds_credit(void **state)
 	ds_wire_msg_free(msg);
 	ds_wire_decoder_free(dec);
 	{
-		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "test", epoch, 0, 10,
-				     "prod-east",	  false,  false};
+		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "test", epoch, 0,    10,
+				     "prod-east",	  false,  false, false};
 		assert_int_equal(ds_wire_welcome_encode(&w, &buf, &len), 0);
 		send_to_peer(router, rid, (size_t)rid_len, buf, len);
 	}
@@ -493,6 +493,136 @@ static void test_transport__sender_never_exceeds_credit(void **state)
 	ds_sender_stop(tx.s);
 	pthread_join(tx.thread, NULL);
 	assert_int_equal(tx.rc, 0);
+	tu_tx_free(&tx);
+	zmq_close(router);
+	zmq_ctx_term(ctx);
+	free(dir);
+}
+
+/* The next frame from the router within ms: its kind, the records it carries
+ * (*records), the peer's routing id (rid); -1 when none came. */
+static int next_frame(void *router, int ms, uint8_t *rid, int *rid_len, size_t *records,
+		      uint64_t *epoch)
+{
+	ds_wire_decoder *dec;
+	int kind = -1;
+
+	assert_int_equal(ds_wire_decoder_new(&dec, NULL), 0);
+	for (int waited = 0; waited < ms && kind < 0; waited += 20) {
+		zmq_msg_t body;
+		ds_wire_msg *msg;
+		ds_err err = {0};
+		int n = zmq_recv(router, rid, 256, ZMQ_DONTWAIT);
+
+		if (n < 0) {
+			tu_msleep(20);
+			continue;
+		}
+		*rid_len = n;
+		zmq_msg_init(&body);
+		assert_true(zmq_msg_recv(&body, router, 0) >= 0);
+		assert_int_equal(
+		    ds_wire_decode(dec, zmq_msg_data(&body), zmq_msg_size(&body), &msg, &err), 0);
+		kind = (int)ds_wire_msg_kind(msg);
+		if (kind == DS_WIRE_BATCH)
+			*records = ds_wire_msg_record_count(msg);
+		if (kind == DS_WIRE_HELLO)
+			*epoch = ds_wire_msg_hello(msg)->epoch;
+		ds_wire_msg_free(msg);
+		zmq_msg_close(&body);
+	}
+	ds_wire_decoder_free(dec);
+	return kind;
+}
+
+/*
+ * A snapshot whose manifest is in parts goes only to a target that takes
+ * them: to a Welcome without "manifest-parts" the sender sends nothing, says
+ * why (target_too_old) and retries; once the target's Welcome lists it, the
+ * records go.
+ */
+static void test_transport__manifest_parts_only_to_a_target_that_takes_them(void **state)
+{
+	char *dir = tu_mkdtemp("transport-parts");
+	const char *names[] = {"prod-east"};
+	ds_manifest_entry man[2] = {{.key = "/ConfigMap/ml-team/cm-0"},
+				    {.key = "/ConfigMap/ml-team/cm-1"}};
+	ds_record recs[2];
+	ds_keypair server, client;
+	char outbox[1024], ep[256];
+	size_t epl = sizeof(ep), len, records = 0, sent = 0;
+	void *ctx, *router;
+	int one = 1, linger = 0, rid_len = 0, kind;
+	uint8_t rid[256], *buf;
+	uint64_t epoch = 0;
+	ds_outbox *ob;
+	struct tu_tx tx;
+	ds_err err = {0};
+
+	(void)state;
+	tu_link_make_keys(dir, names, 1, &server, &client);
+	snprintf(outbox, sizeof(outbox), "%s/prod-east-outbox.db", dir);
+	tu_link_fill_outbox(outbox, 2);
+	memset(recs, 0, sizeof(recs));
+	recs[0].op = DS_RECORD_SNAPSHOT_PART;
+	recs[0].parts_left = 1;
+	recs[1].op = DS_RECORD_SNAPSHOT_END;
+	for (int i = 0; i < 2; i++) {
+		recs[i].snapshot_id = "snap-parts";
+		recs[i].manifest = &man[i];
+		recs[i].manifest_len = 1;
+	}
+	assert_int_equal(ds_outbox_open(&ob, outbox, NULL, &err), 0);
+	assert_int_equal(ds_outbox_push(ob, recs, 2, NULL, &err), 0);
+	ds_outbox_free(ob);
+
+	ctx = zmq_ctx_new();
+	router = zmq_socket(ctx, ZMQ_ROUTER);
+	zmq_setsockopt(router, ZMQ_CURVE_SERVER, &one, sizeof(one));
+	zmq_setsockopt(router, ZMQ_CURVE_SECRETKEY, server.secret_z85, 40);
+	zmq_setsockopt(router, ZMQ_LINGER, &linger, sizeof(linger));
+	assert_int_equal(zmq_bind(router, "tcp://127.0.0.1:*"), 0);
+	zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, ep, &epl);
+	tu_tx_new(&tx, dir, "prod-east", ep, &server, &client, 0);
+	tx.until = 4;
+	tx.timeout_ms = 30000;
+	assert_int_equal(pthread_create(&tx.thread, NULL, tu_tx_main, &tx), 0);
+
+	/* An older target: no "manifest-parts" in its Welcome. */
+	assert_int_equal(next_frame(router, 10000, rid, &rid_len, &records, &epoch), DS_WIRE_HELLO);
+	{
+		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "old", epoch, 0,    100,
+				     "prod-east",	  true,	 true,	false};
+		assert_int_equal(ds_wire_welcome_encode(&w, &buf, &len), 0);
+		send_to_peer(router, rid, (size_t)rid_len, buf, len);
+	}
+	/* Nothing but a new Hello (the retry) comes. */
+	do {
+		records = 0;
+		kind = next_frame(router, 10000, rid, &rid_len, &records, &epoch);
+		sent += records;
+	} while (kind == DS_WIRE_BATCH);
+	assert_int_equal(kind, DS_WIRE_HELLO);
+	assert_int_equal(sent, 0);
+	if (!tu_events_has(&tx.ev, "target_too_old", "manifest-parts"))
+		fail_msg("no target_too_old event naming the capability");
+
+	/* This version's target. */
+	{
+		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "new", epoch, 0,   100,
+				     "prod-east",	  true,	 true,	true};
+		assert_int_equal(ds_wire_welcome_encode(&w, &buf, &len), 0);
+		send_to_peer(router, rid, (size_t)rid_len, buf, len);
+	}
+	while (sent < 4) {
+		records = 0;
+		assert_int_equal(next_frame(router, 10000, rid, &rid_len, &records, &epoch),
+				 DS_WIRE_BATCH);
+		sent += records;
+	}
+	assert_int_equal(sent, 4);
+	ds_sender_stop(tx.s);
+	pthread_join(tx.thread, NULL);
 	tu_tx_free(&tx);
 	zmq_close(router);
 	zmq_ctx_term(ctx);
@@ -582,6 +712,7 @@ int main(void)
 	    cmocka_unit_test(test_transport__lost_ledger_gets_a_snapshot),
 	    cmocka_unit_test(test_transport__snapshot_required_with_no_err),
 	    cmocka_unit_test(test_transport__sender_beyond_credit_dropped),
+	    cmocka_unit_test(test_transport__manifest_parts_only_to_a_target_that_takes_them),
 	    cmocka_unit_test(test_transport__sender_never_exceeds_credit),
 	    cmocka_unit_test(test_transport__capped_sender_holds_without_timing_out),
 	};

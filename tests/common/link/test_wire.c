@@ -266,6 +266,148 @@ static void test_wire__snapshot_end_is_protobuf_c_s_bytes_and_round_trips(void *
 	free(payload);
 }
 
+/* One record packed by protobuf-c in a Batch frame, decoded: the decoder's rc. */
+static int decode_packed(const Drasync__Record *m, ds_err *err)
+{
+	size_t n = drasync__record__get_packed_size(m), len;
+	uint8_t *rec = malloc(n), *frame;
+	ds_wire_blob blob;
+	ds_wire_decoder *dec;
+	ds_wire_msg *msg = NULL;
+	int rc;
+
+	assert_non_null(rec);
+	drasync__record__pack(m, rec);
+	blob.data = rec;
+	blob.len = n;
+	assert_int_equal(ds_wire_batch_encode(&blob, 1, &frame, &len), 0);
+	assert_int_equal(ds_wire_decoder_new(&dec, NULL), 0);
+	rc = ds_wire_decode(dec, frame, len, &msg, err);
+	ds_wire_msg_free(msg);
+	ds_wire_decoder_free(dec);
+	free(frame);
+	free(rec);
+	return rc;
+}
+
+/*
+ * A large manifest travels in parts: a SNAPSHOT_PART says how many records
+ * follow up to the snapshot's end. Its bytes are protobuf-c's; a part with no
+ * records to follow, an end that says some follow, or more parts than a
+ * manifest may have are refused on both sides of the wire; the target's
+ * Welcome says whether it takes parts.
+ */
+static void test_wire__a_manifest_in_parts(void **state)
+{
+	ds_manifest_entry entries[2] = {{.key = "/ConfigMap/ml-team/a"},
+					{.key = "/ConfigMap/ml-team/b"}};
+	Drasync__ManifestEntry me[2], *mep[2];
+	Drasync__SnapshotEnd se = DRASYNC__SNAPSHOT_END__INIT;
+	Drasync__Record m = DRASYNC__RECORD__INIT;
+	ds_record part = {.epoch = 77, .seq = 5, .op = DS_RECORD_SNAPSHOT_PART};
+	ds_wire_welcome w = {DS_PROTOCOL_VERSION, "t", 77, 0, 10, "p", true, true, true};
+	ds_wire_encoder *enc;
+	ds_wire_decoder *dec;
+	ds_wire_blob blob;
+	uint8_t *buf, *want, *frame;
+	size_t want_len, frame_len;
+	ds_wire_msg *msg;
+	const ds_record *got;
+	ds_err err = {0};
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		Drasync__ManifestEntry init = DRASYNC__MANIFEST_ENTRY__INIT;
+
+		memset(entries[i].content_hash, (int)(i + 1), DS_HASH_LEN);
+		me[i] = init;
+		me[i].key = (char *)(uintptr_t)entries[i].key;
+		me[i].content_hash.data = entries[i].content_hash;
+		me[i].content_hash.len = DS_HASH_LEN;
+		mep[i] = &me[i];
+	}
+	part.snapshot_id = "snap-9";
+	part.manifest = entries;
+	part.manifest_len = 2;
+	part.parts_left = 300; /* a varint of two bytes */
+	ds_record_hash(NULL, 0, part.content_hash);
+	assert_int_equal(ds_wire_encoder_new(&enc, 3, 512), 0);
+	assert_int_equal(ds_wire_record_encode(enc, &part, &buf, &blob.len, &err), 0);
+	blob.data = buf;
+
+	m.epoch = 77;
+	m.seq = 5;
+	m.op = DRASYNC__OP__OP_SNAPSHOT_PART;
+	m.has_content_hash = 1;
+	m.content_hash.data = part.content_hash;
+	m.content_hash.len = DS_HASH_LEN;
+	se.snapshot_id = (char *)"snap-9";
+	se.n_manifest = 2;
+	se.manifest = mep;
+	se.has_parts_left = 1;
+	se.parts_left = 300;
+	m.snapshot_end = &se;
+	want_len = drasync__record__get_packed_size(&m);
+	want = malloc(want_len);
+	assert_non_null(want);
+	drasync__record__pack(&m, want);
+	assert_int_equal(blob.len, want_len);
+	assert_memory_equal(blob.data, want, want_len);
+
+	assert_int_equal(ds_wire_batch_encode(&blob, 1, &frame, &frame_len), 0);
+	assert_int_equal(ds_wire_decoder_new(&dec, NULL), 0);
+	assert_int_equal(ds_wire_decode(dec, frame, frame_len, &msg, &err), 0);
+	got = ds_wire_msg_record(msg, 0);
+	assert_int_equal(got->op, DS_RECORD_SNAPSHOT_PART);
+	assert_int_equal(got->parts_left, 300);
+	assert_string_equal(got->snapshot_id, "snap-9");
+	assert_int_equal(got->manifest_len, 2);
+	assert_string_equal(got->manifest[1].key, "/ConfigMap/ml-team/b");
+	ds_wire_msg_free(msg);
+	free(frame);
+	free(buf);
+
+	/* refused by the encoder */
+	part.parts_left = 0;
+	assert_int_equal(ds_wire_record_encode(enc, &part, &buf, &blob.len, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "parts_left 0"));
+	part.parts_left = DS_MANIFEST_MAX_PARTS;
+	assert_int_equal(ds_wire_record_encode(enc, &part, &buf, &blob.len, &err), -EINVAL);
+	part.op = DS_RECORD_SNAPSHOT_END;
+	part.parts_left = 1;
+	assert_int_equal(ds_wire_record_encode(enc, &part, &buf, &blob.len, &err), -EINVAL);
+	/* and by the decoder */
+	se.has_parts_left = 0;
+	assert_int_equal(decode_packed(&m, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "snapshot-part with parts_left 0"));
+	se.has_parts_left = 1;
+	se.parts_left = DS_MANIFEST_MAX_PARTS;
+	assert_int_equal(decode_packed(&m, &err), -EBADMSG);
+	m.op = DRASYNC__OP__OP_SNAPSHOT_END;
+	se.parts_left = 3;
+	assert_int_equal(decode_packed(&m, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "snapshot-end with parts_left 3"));
+	se.parts_left = 1;
+	m.op = DRASYNC__OP__OP_SNAPSHOT_PART;
+	assert_int_equal(decode_packed(&m, &err), 0);
+
+	/* the capability, in the Welcome and not */
+	assert_int_equal(ds_wire_welcome_encode(&w, &buf, &blob.len), 0);
+	assert_int_equal(ds_wire_decode(dec, buf, blob.len, &msg, &err), 0);
+	assert_true(ds_wire_msg_welcome(msg)->manifest_parts);
+	ds_wire_msg_free(msg);
+	free(buf);
+	w.manifest_parts = false;
+	assert_int_equal(ds_wire_welcome_encode(&w, &buf, &blob.len), 0);
+	assert_int_equal(ds_wire_decode(dec, buf, blob.len, &msg, &err), 0);
+	assert_false(ds_wire_msg_welcome(msg)->manifest_parts);
+	ds_wire_msg_free(msg);
+	free(buf);
+	ds_wire_decoder_free(dec);
+	ds_wire_encoder_free(enc);
+	free(want);
+}
+
 static void test_wire__control_messages_round_trip(void **state)
 {
 	ds_wire_decoder *dec;
@@ -428,6 +570,7 @@ int main(void)
 	    cmocka_unit_test(test_wire__control_messages_round_trip),
 	    cmocka_unit_test(test_wire__relocation_record),
 	    cmocka_unit_test(test_wire__snapshot_end_is_protobuf_c_s_bytes_and_round_trips),
+	    cmocka_unit_test(test_wire__a_manifest_in_parts),
 	    cmocka_unit_test(test_wire__hostile_frames_are_rejected),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -342,7 +342,7 @@ static void test_wire_zbatch__capability_in_hello_and_welcome(void **state)
 	assert_int_equal(ds_wire_decoder_new(&dec, NULL), 0);
 	for (int on = 0; on < 2; on++) {
 		ds_wire_hello h = {DS_PROTOCOL_VERSION, "prod-east", "t", 9, on != 0};
-		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "t", 9, 0, 10, "p", true, on != 0};
+		ds_wire_welcome w = {DS_PROTOCOL_VERSION, "t", 9, 0, 10, "p", true, on != 0, false};
 		assert_int_equal(ds_wire_hello_encode(&h, &buf, &len), 0);
 		assert_int_equal(ds_wire_decode(dec, buf, len, &msg, &err), 0);
 		assert_int_equal(ds_wire_msg_hello(msg)->zbatch, on != 0);

@@ -92,6 +92,8 @@ typedef struct ds_exporter_event {
  * it must be thread-safe (ds_export_log_event is). */
 typedef void (*ds_exporter_event_fn)(void *ud, const ds_exporter_event *ev);
 
+#define DS_EXPORTER_MANIFEST_PART 4096
+
 typedef struct ds_exporter_config {
 	ds_kube *kube;	       /* the source cluster (borrowed) */
 	const char *state_dir; /* where outbox.db lives (created when missing) */
@@ -103,8 +105,12 @@ typedef struct ds_exporter_config {
 	bool replicate_device_classes; /* list DeviceClasses too (default false) */
 	long page_size;		       /* list page; default 500 */
 	size_t batch_records;	       /* records per outbox transaction; default 256 */
-	long long debounce_ms;	       /* watch: coalescing window; default 200 */
-	int watch_timeout_seconds;     /* per watch request; default 300 */
+	/* A snapshot's manifest: at most this many entries a record, the rest in
+	 * SNAPSHOT_PART records before the end (DS_CAP_MANIFEST_PARTS); default
+	 * DS_EXPORTER_MANIFEST_PART (4,096 entries, about 0.5 MB) */
+	size_t manifest_part_entries;
+	long long debounce_ms;	   /* watch: coalescing window; default 200 */
+	int watch_timeout_seconds; /* per watch request; default 300 */
 	/* Called during a pass after each page listed, with the kind being
 	 * listed and the counts so far (may be NULL). */
 	void (*on_progress)(void *ud, const char *kind, const ds_export_counts *so_far);

@@ -79,6 +79,7 @@ typedef struct ds_outbox_batch {
 	uint64_t last_seq;
 	size_t bytes;
 	uint8_t *arena;
+	bool manifest_parts; /* a SNAPSHOT_PART among them (DS_CAP_MANIFEST_PARTS) */
 } ds_outbox_batch;
 
 /**

@@ -18,6 +18,9 @@ enum ds_record_op {
 	DS_RECORD_SNAPSHOT_BEGIN = 3, /* snapshot_id set */
 	DS_RECORD_SNAPSHOT_END = 4,   /* snapshot_id and the manifest set */
 	DS_RECORD_RELOCATE = 5,	      /* ns: fail it over once applied up to here (SPEC §5) */
+	/* snapshot_id, a part of the manifest, parts_left: the SNAPSHOT_END at seq +
+	 * parts_left ends the snapshot with the union of its parts' manifests */
+	DS_RECORD_SNAPSHOT_PART = 6,
 	DS_RECORD_OP_MAX
 };
 
@@ -61,10 +64,14 @@ typedef struct ds_record {
 	uint8_t content_hash[DS_HASH_LEN];
 	const uint8_t *payload; /* the object as canonical JSON, uncompressed */
 	size_t payload_len;
-	const char *snapshot_id;	   /* SNAPSHOT_BEGIN / SNAPSHOT_END */
-	const ds_manifest_entry *manifest; /* SNAPSHOT_END */
+	const char *snapshot_id;	   /* SNAPSHOT_BEGIN / _PART / _END */
+	const ds_manifest_entry *manifest; /* SNAPSHOT_PART / SNAPSHOT_END */
 	size_t manifest_len;
+	uint32_t parts_left; /* SNAPSHOT_PART: 1..DS_MANIFEST_MAX_PARTS; 0 otherwise */
 } ds_record;
+
+/* A snapshot's manifest in at most this many records (parts and the end). */
+#define DS_MANIFEST_MAX_PARTS 65536u
 
 /* The handler's verdict on one record; message is copied into the ledger and the Ack. */
 typedef struct ds_record_result {

@@ -49,6 +49,10 @@ typedef struct ds_wire_hello {
 /* A batch's records in one zstd frame (Envelope.zbatch): sent only to a target
  * whose Welcome lists it; an older target's does not, and gets Batch frames. */
 #define DS_CAP_ZBATCH "zbatch"
+/* A large snapshot's manifest in SNAPSHOT_PART records before its SNAPSHOT_END:
+ * sent only to a target whose Welcome lists it (an older target would take the
+ * end's entries for the whole manifest and prune the rest). */
+#define DS_CAP_MANIFEST_PARTS "manifest-parts"
 
 typedef struct ds_wire_welcome {
 	uint32_t protocol_version;
@@ -57,8 +61,9 @@ typedef struct ds_wire_welcome {
 	uint64_t committed_seq;
 	uint32_t credit;
 	const char *source_name;
-	bool apply_results; /* capability "apply-results": apply results follow in later Acks */
-	bool zbatch;	    /* capability "zbatch": the target takes ZBatch frames */
+	bool apply_results;  /* capability "apply-results": apply results follow in later Acks */
+	bool zbatch;	     /* capability "zbatch": the target takes ZBatch frames */
+	bool manifest_parts; /* capability "manifest-parts": the target takes SNAPSHOT_PART */
 } ds_wire_welcome;
 
 typedef struct ds_wire_result {
