@@ -430,6 +430,67 @@ static void test_object_state__snapshot_end_prunes_what_its_manifest_lacks(void 
 	env_free(e);
 }
 
+/*
+ * A manifest in parts: a SNAPSHOT_PART prunes nothing (its snapshot has not
+ * ended), and the end's prune keeps what any part names, not only its own
+ * entries.
+ */
+static void test_object_state__a_manifest_in_parts_prunes_once_with_all_its_parts(void **state)
+{
+	struct env *e = env_new("ostate-parts");
+	ds_object_state_row *rows = NULL;
+	uint8_t h[DS_HASH_LEN] = {9};
+	ds_manifest_entry in_part[1] = {{"/ConfigMap/ml-team/a", {0}}};
+	ds_manifest_entry in_end[1] = {{"/ConfigMap/ml-team/b", {0}}};
+	ds_record part, end;
+	int one = 1;
+	size_t n;
+
+	(void)state;
+	commit_cm(e, "a", &one, 1);
+	commit_cm(e, "b", &one, 1);
+	commit_cm(e, "c", &one, 1);
+	ingest(e);
+	n = pick(e, &rows);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		set(e, &rows[i], DS_APPLY_APPLIED, h, 0);
+	ds_object_state_rows_free(rows, n);
+
+	memset(&part, 0, sizeof(part));
+	part.op = DS_RECORD_SNAPSHOT_PART;
+	part.snapshot_id = "snap-2";
+	part.manifest = in_part;
+	part.manifest_len = 1;
+	part.parts_left = 1;
+	tu_ledger_commit(&e->l, &part, 1, NULL, NULL);
+	ingest(e);
+	assert_int_equal(pick(e, &rows), 0); /* nothing pruned before the end */
+	ds_object_state_rows_free(rows, 0);
+
+	memset(&end, 0, sizeof(end));
+	end.op = DS_RECORD_SNAPSHOT_END;
+	end.snapshot_id = "snap-2";
+	end.manifest = in_end;
+	end.manifest_len = 1;
+	tu_ledger_commit(&e->l, &end, 1, NULL, NULL);
+	ingest(e);
+	n = pick(e, &rows);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].name, "c");
+	assert_int_equal(rows[0].op, DS_RECORD_DELETE);
+	ds_object_state_rows_free(rows, n);
+	for (size_t i = 0; i < 2; i++) {
+		ds_object_state_row r =
+		    get(e, i ? "core/ConfigMap/ml-team/b" : "core/ConfigMap/ml-team/a");
+
+		assert_int_equal(r.state, DS_APPLY_APPLIED);
+		assert_int_equal(r.op, DS_RECORD_UPSERT);
+		ds_object_state_row_dispose(&r);
+	}
+	env_free(e);
+}
+
 static void test_object_state__another_source_owns_an_applied_target_object(void **state)
 {
 	struct env *e = env_new("ostate-owner");
@@ -807,6 +868,7 @@ int main(void)
 	    cmocka_unit_test(test_object_state__waiting_is_due_after_wake_and_applied_lookup),
 	    cmocka_unit_test(test_object_state__decisions_queue_apply_results_once_per_news),
 	    cmocka_unit_test(test_object_state__snapshot_end_prunes_what_its_manifest_lacks),
+	    cmocka_unit_test(test_object_state__a_manifest_in_parts_prunes_once_with_all_its_parts),
 	    cmocka_unit_test(test_object_state__another_source_owns_an_applied_target_object),
 	    cmocka_unit_test(test_object_state__before_the_inbox_exists_nothing_to_ingest),
 	    cmocka_unit_test(
