@@ -1,9 +1,8 @@
 #include "exporter_internal.h"
 
-#include "drasync/json_limits.h"
 #include "drasync/buf.h"
-#include "drasync/clock.h"
 #include "drasync/change_queue.h"
+#include "drasync/clock.h"
 #include "drasync/json_limits.h"
 #include "drasync/k8s_object.h"
 #include "drasync/log.h"
@@ -176,6 +175,22 @@ void ds_exporter_batch_guard(ds_exporter *ex)
 	ds_object_index_set_guard(ex->idx, guard, ex);
 }
 
+/* After a push of n records: the last seq published, or the failure reported. */
+static void pushed(ds_exporter *ex, int rc, uint64_t last, size_t n, const ds_err *err)
+{
+	if (rc == 0 && n) {
+		atomic_store(&ex->last_seq, last);
+		if (ex->cfg.on_pushed)
+			ex->cfg.on_pushed(ex->cfg.pushed_ud, last);
+	} else if (rc < 0) {
+		char e[300];
+
+		ex->local_failed = true;
+		ds_exporter_emit(ex, DS_LOG_ERROR, "outbox_failed", "records=%zu error=%s", n,
+				 ds_exporter_quote(err ? err->msg : strerror(-rc), e, sizeof(e)));
+	}
+}
+
 int ds_exporter_flush(ds_exporter *ex, ds_err *err)
 {
 	struct batch *b = &ex->b;
@@ -201,20 +216,81 @@ int ds_exporter_flush(ds_exporter *ex, ds_err *err)
 			rc = drop_relocated(ex, b, err);
 			continue;
 		}
-		if (rc == 0) {
-			atomic_store(&ex->last_seq, last);
-			if (ex->cfg.on_pushed)
-				ex->cfg.on_pushed(ex->cfg.pushed_ud, last);
-		}
 		break;
 	}
-	if (rc < 0) {
-		char e[300];
-		ex->local_failed = true;
-		ds_exporter_emit(ex, DS_LOG_ERROR, "outbox_failed", "records=%zu error=%s", b->n,
-				 ds_exporter_quote(err ? err->msg : strerror(-rc), e, sizeof(e)));
-	}
+	pushed(ex, rc, last, b->n, err);
 	ds_exporter_batch_reset(b);
+	return rc;
+}
+
+/* ---- the snapshot's end ------------------------------------------------------------ */
+
+/* The manifest's records, one page of the index each, for ds_object_index_push_each(). */
+struct manifest_parts {
+	ds_object_index *idx;
+	const char *id;
+	size_t part, k, i;
+	char after[DS_OBJECT_KEY_MAX];
+	ds_index_manifest page;
+	ds_record rec;
+};
+
+static int next_part(void *ud, const ds_record **recs, size_t *n, ds_err *err)
+{
+	struct manifest_parts *p = ud;
+	int rc;
+
+	ds_index_manifest_dispose(&p->page);
+	*n = 0;
+	if (p->i == p->k)
+		return 0;
+	rc = ds_object_index_manifest_page(p->idx, p->i ? p->after : NULL, p->part, &p->page, err);
+	if (rc < 0)
+		return rc;
+	if (p->page.n)
+		snprintf(p->after, sizeof(p->after), "%s", p->page.entries[p->page.n - 1].key);
+	memset(&p->rec, 0, sizeof(p->rec));
+	p->rec.op = p->i + 1 < p->k ? DS_RECORD_SNAPSHOT_PART : DS_RECORD_SNAPSHOT_END;
+	p->rec.snapshot_id = p->id;
+	p->rec.parts_left = (uint32_t)(p->k - 1 - p->i);
+	p->rec.manifest = p->page.entries;
+	p->rec.manifest_len = p->page.n;
+	p->i++;
+	*recs = &p->rec;
+	*n = 1;
+	return 0;
+}
+
+int ds_exporter_push_snapshot_end(ds_exporter *ex, const char *id, size_t *objects, size_t *records,
+				  ds_err *err)
+{
+	struct manifest_parts p;
+	uint64_t last = 0;
+	size_t n = 0;
+	int rc = ds_exporter_flush(ex, err);
+
+	if (rc < 0)
+		return rc;
+	memset(&p, 0, sizeof(p));
+	p.idx = ex->idx;
+	p.id = id;
+	p.part = ex->cfg.manifest_part_entries;
+	rc = ds_object_index_manifest_count(ex->idx, &n, err);
+	if (rc == 0) {
+		p.k = n > p.part ? (n + p.part - 1) / p.part : 1;
+		if (p.k >= DS_MANIFEST_MAX_PARTS) {
+			ds_err_set(err,
+				   "a manifest of %zu objects needs %zu parts of %zu: more than %u",
+				   n, p.k, p.part, DS_MANIFEST_MAX_PARTS - 1);
+			rc = -E2BIG;
+		}
+	}
+	if (rc == 0)
+		rc = ds_object_index_push_each(ex->idx, ex->ob, next_part, &p, &last, err);
+	ds_index_manifest_dispose(&p.page);
+	pushed(ex, rc, last, p.k, err);
+	*objects = n;
+	*records = p.k;
 	return rc;
 }
 

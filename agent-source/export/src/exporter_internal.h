@@ -141,6 +141,11 @@ ds_record *ds_exporter_add_record(struct batch *b);
 void ds_exporter_batch_reset(struct batch *b);
 void ds_exporter_batch_dispose(struct batch *b);
 int ds_exporter_flush(ds_exporter *ex, ds_err *err);
+/* The snapshot's end after what is pending: its manifest read from the index a
+ * part at a time (cfg.manifest_part_entries), SNAPSHOT_PART records then the
+ * SNAPSHOT_END, in one outbox transaction; how many objects and records. */
+int ds_exporter_push_snapshot_end(ds_exporter *ex, const char *id, size_t *objects, size_t *records,
+				  ds_err *err);
 /* The push guard of relocations on ex->idx (ds_exporter_new()). */
 void ds_exporter_batch_guard(ds_exporter *ex);
 int ds_exporter_maybe_flush(ds_exporter *ex, ds_err *err);

@@ -227,50 +227,27 @@ static int sweep_gone_namespaces(ds_exporter *ex, ds_err *err);
 
 static int push_marker(ds_exporter *ex, enum ds_record_op op, const char *id, ds_err *err)
 {
-	ds_index_manifest m = {0};
+	size_t objects = 0, records = 1;
 	ds_record *r;
-	int rc = ds_exporter_flush(ex, err);
+	int rc;
 
-	if (rc < 0)
-		return rc;
 	if (op == DS_RECORD_SNAPSHOT_END) {
-		rc = ds_object_index_manifest(ex->idx, &m, err);
+		rc = ds_exporter_push_snapshot_end(ex, id, &objects, &records, err);
+	} else {
+		rc = ds_exporter_flush(ex, err);
 		if (rc < 0)
 			return rc;
-	}
-	/* The manifest in records of at most `part` entries, in one transaction:
-	 * parts first (each says how many records follow), the end last. */
-	size_t part = ex->cfg.manifest_part_entries, k = 1;
-
-	if (op == DS_RECORD_SNAPSHOT_END && m.n > part)
-		k = (m.n + part - 1) / part;
-	if (k >= DS_MANIFEST_MAX_PARTS) {
-		ds_index_manifest_dispose(&m);
-		ds_err_set(err, "a manifest of %zu objects needs %zu parts of %zu: more than %u",
-			   m.n, k, part, DS_MANIFEST_MAX_PARTS - 1);
-		return -E2BIG;
-	}
-	for (size_t i = 0; i < k; i++) {
 		r = ds_exporter_add_record(&ex->b);
-		if (!r) {
-			ds_index_manifest_dispose(&m);
-			ds_exporter_batch_reset(&ex->b);
+		if (!r)
 			return -ENOMEM;
-		}
-		r->op = i + 1 < k ? DS_RECORD_SNAPSHOT_PART : op;
+		r->op = op;
 		r->snapshot_id = id;
-		r->parts_left = (uint32_t)(k - 1 - i);
-		if (op == DS_RECORD_SNAPSHOT_END) {
-			r->manifest = m.entries + i * part;
-			r->manifest_len = i + 1 < k ? part : m.n - i * part;
-		}
+		rc = ds_exporter_flush(ex, err);
 	}
-	rc = ds_exporter_flush(ex, err);
 	if (rc == 0)
 		ds_exporter_emit(ex, DS_LOG_INFO,
 				 op == DS_RECORD_SNAPSHOT_BEGIN ? "snapshot_begin" : "snapshot_end",
-				 "snapshot=%s objects=%zu records=%zu", id, m.n, k);
-	ds_index_manifest_dispose(&m);
+				 "snapshot=%s objects=%zu records=%zu", id, objects, records);
 	return rc;
 }
 

@@ -299,6 +299,15 @@ int ds_object_index_push(ds_object_index *idx, ds_outbox *ob, const ds_record *r
 	return ds_err_fallback(err, ds_outbox_push_with(ob, recs, n, hook, &h, last_seq, err));
 }
 
+int ds_object_index_push_each(ds_object_index *idx, ds_outbox *ob, ds_outbox_next next,
+			      void *next_ud, uint64_t *last_seq, ds_err *err)
+{
+	struct hook_ctx h = {idx->gen, idx->guard, idx->guard_ud};
+
+	return ds_err_fallback(err,
+			       ds_outbox_push_each(ob, next, next_ud, hook, &h, last_seq, err));
+}
+
 void ds_object_index_set_guard(ds_object_index *idx, ds_outbox_hook guard, void *ud)
 {
 	idx->guard = guard;
@@ -490,17 +499,43 @@ void ds_index_manifest_dispose(ds_index_manifest *m)
 
 int ds_object_index_manifest(ds_object_index *idx, ds_index_manifest *out, ds_err *err)
 {
+	return ds_object_index_manifest_page(idx, NULL, 0, out, err);
+}
+
+int ds_object_index_manifest_count(ds_object_index *idx, size_t *n, ds_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(
+	    idx->db, "SELECT count(*) FROM export_objects WHERE deleted = 0", -1, &st, NULL);
+
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		*n = (size_t)sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else {
+		rc = fail(idx->db, rc, "manifest count", err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int ds_object_index_manifest_page(ds_object_index *idx, const char *after, size_t limit,
+				  ds_index_manifest *out, ds_err *err)
+{
 	ds_index_manifest m = {0};
 	size_t cap = 0, kcap = 0, klen = 0, *offs = NULL, ocap = 0;
 	sqlite3_stmt *st = NULL;
 	int rc;
 
 	/* Keys go into one arena (offsets first: it moves while it grows). */
-	rc = sqlite3_prepare_v2(
-	    idx->db, "SELECT key, hash FROM export_objects WHERE deleted = 0 ORDER BY key", -1, &st,
-	    NULL);
+	rc =
+	    sqlite3_prepare_v2(idx->db,
+			       "SELECT key, hash FROM export_objects WHERE deleted = 0 AND key > ?1"
+			       " ORDER BY key LIMIT ?2",
+			       -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return fail(idx->db, rc, "manifest", err);
+	sqlite3_bind_text(st, 1, after ? after : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, limit ? (sqlite3_int64)limit : -1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *key = col_text(st, 0);
 		const void *h = sqlite3_column_blob(st, 1);

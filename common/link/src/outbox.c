@@ -162,28 +162,19 @@ int ds_outbox_push(ds_outbox *ob, const ds_record *recs, size_t n, uint64_t *las
 	return ds_outbox_push_with(ob, recs, n, NULL, NULL, last_seq, err);
 }
 
-int ds_outbox_push_with(ds_outbox *ob, const ds_record *recs, size_t n, ds_outbox_hook hook,
-			void *ud, uint64_t *last_seq, ds_err *err)
+/* Records of one chunk numbered from *seq on, encoded, inserted; then the hook
+ * (may be NULL) on them as stored. Inside the caller's transaction. */
+static int push_chunk(ds_outbox *ob, const ds_record *recs, size_t n, ds_outbox_hook hook, void *ud,
+		      uint64_t *seq, ds_err *err)
 {
 	ds_record *pushed = NULL;
-	uint64_t seq = 0;
-	int rc;
+	int rc = 0;
 
-	if (n == 0)
-		return 0;
 	if (hook) {
 		pushed = calloc(n, sizeof(*pushed));
 		if (!pushed)
 			return -ENOMEM;
 	}
-	rc = ds_store_exec(ob->store, "BEGIN IMMEDIATE", err);
-	if (rc < 0) {
-		free(pushed);
-		return ds_err_fallback(err, rc);
-	}
-	rc = meta_get(ob, "last_seq", &seq, err);
-	if (rc < 0)
-		goto out;
 	for (size_t i = 0; i < n; i++) {
 		ds_record r = recs[i];
 		uint8_t *buf = NULL;
@@ -191,7 +182,7 @@ int ds_outbox_push_with(ds_outbox *ob, const ds_record *recs, size_t n, ds_outbo
 		int src;
 
 		r.epoch = ob->epoch;
-		r.seq = ++seq;
+		r.seq = ++*seq;
 		ds_record_hash(r.payload, r.payload_len, r.content_hash);
 		if (pushed)
 			pushed[i] = r;
@@ -208,8 +199,7 @@ int ds_outbox_push_with(ds_outbox *ob, const ds_record *recs, size_t n, ds_outbo
 			goto out;
 		}
 	}
-	rc = meta_set(ob, "last_seq", seq, err);
-	if (rc == 0 && hook) {
+	if (hook) {
 		rc = hook(ud, ob->db, pushed, n, err);
 		if (rc < 0 && err && !err->msg[0])
 			ds_err_set(err, "outbox push hook: %s", strerror(-rc));
@@ -218,6 +208,29 @@ out:
 	free(pushed);
 	sqlite3_reset(ob->ins);
 	sqlite3_clear_bindings(ob->ins);
+	return rc;
+}
+
+/* A push's transaction: chunks from next (or the one chunk recs/n), last_seq. */
+static int push_all(ds_outbox *ob, const ds_record *recs, size_t n, ds_outbox_next next,
+		    void *next_ud, ds_outbox_hook hook, void *ud, uint64_t *last_seq, ds_err *err)
+{
+	uint64_t seq = 0;
+	int rc = ds_store_exec(ob->store, "BEGIN IMMEDIATE", err);
+
+	if (rc < 0)
+		return ds_err_fallback(err, rc);
+	rc = meta_get(ob, "last_seq", &seq, err);
+	if (rc == 0 && !next)
+		rc = push_chunk(ob, recs, n, hook, ud, &seq, err);
+	while (rc == 0 && next) {
+		rc = next(next_ud, &recs, &n, err);
+		if (rc < 0 || n == 0)
+			break;
+		rc = push_chunk(ob, recs, n, hook, ud, &seq, err);
+	}
+	if (rc == 0)
+		rc = meta_set(ob, "last_seq", seq, err);
 	if (rc < 0) {
 		ds_store_exec(ob->store, "ROLLBACK", NULL);
 		return ds_err_fallback(err, rc);
@@ -230,6 +243,20 @@ out:
 	if (last_seq)
 		*last_seq = seq;
 	return 0;
+}
+
+int ds_outbox_push_with(ds_outbox *ob, const ds_record *recs, size_t n, ds_outbox_hook hook,
+			void *ud, uint64_t *last_seq, ds_err *err)
+{
+	if (n == 0)
+		return 0;
+	return push_all(ob, recs, n, NULL, NULL, hook, ud, last_seq, err);
+}
+
+int ds_outbox_push_each(ds_outbox *ob, ds_outbox_next next, void *next_ud, ds_outbox_hook hook,
+			void *ud, uint64_t *last_seq, ds_err *err)
+{
+	return push_all(ob, NULL, 0, next, next_ud, hook, ud, last_seq, err);
 }
 
 int ds_outbox_state_get(ds_outbox *ob, ds_outbox_state *out, ds_err *err)

@@ -244,6 +244,95 @@ static void test_outbox__push_hook_commits_or_rolls_back_with_the_records(void *
 	free(dir);
 }
 
+/* Parts of a manifest, one record a call; fail_at: the call that fails (0: none). */
+struct parts {
+	ds_manifest_entry e[3];
+	ds_record rec;
+	int calls, fail_at;
+	size_t hooked;
+};
+
+static int next_part(void *ud, const ds_record **recs, size_t *n, ds_err *err)
+{
+	struct parts *p = ud;
+
+	(void)err;
+	*n = 0;
+	if (++p->calls == p->fail_at)
+		return -EIO;
+	if (p->calls > 3)
+		return 0;
+	memset(&p->rec, 0, sizeof(p->rec));
+	p->rec.op = p->calls < 3 ? DS_RECORD_SNAPSHOT_PART : DS_RECORD_SNAPSHOT_END;
+	p->rec.parts_left = (uint32_t)(3 - p->calls);
+	p->rec.snapshot_id = "snap-1";
+	p->rec.manifest = &p->e[p->calls - 1];
+	p->rec.manifest_len = 1;
+	*recs = &p->rec;
+	*n = 1;
+	return 0;
+}
+
+static int count_hooked(void *ud, struct sqlite3 *db, const ds_record *pushed, size_t n,
+			ds_err *err)
+{
+	struct parts *p = ud;
+
+	(void)db;
+	(void)pushed;
+	(void)err;
+	p->hooked += n;
+	return 0;
+}
+
+/*
+ * A push a chunk at a time is one transaction: a failure at the last chunk
+ * leaves nothing of the earlier ones; a whole one numbers the records in
+ * order and runs the hook on every chunk.
+ */
+static void test_outbox__push_each_is_all_or_nothing(void **state)
+{
+	char *dir = tu_mkdtemp("outbox-each");
+	char path[1024];
+	struct parts p = {
+	    .e = {{.key = "/ConfigMap/a/x"}, {.key = "/ConfigMap/a/y"}, {.key = "/ConfigMap/a/z"}}};
+	ds_outbox *ob;
+	ds_outbox_state st;
+	ds_outbox_batch b;
+	uint64_t last = 0;
+	ds_err err = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/outbox.db", dir);
+	assert_int_equal(ds_outbox_open(&ob, path, NULL, &err), 0);
+	push_n(ob, 2, DS_RECORD_UPSERT);
+	p.fail_at = 3;
+	assert_int_equal(ds_outbox_push_each(ob, next_part, &p, count_hooked, &p, &last, &err),
+			 -EIO);
+	assert_int_equal(ds_outbox_state_get(ob, &st, &err), 0);
+	assert_int_equal(st.last_seq, 2);
+	assert_int_equal(ds_outbox_read(ob, 3, 10, 1u << 20, &b, &err), 0);
+	assert_int_equal(b.n, 0);
+	ds_outbox_batch_dispose(&b);
+
+	p.calls = 0;
+	p.fail_at = 0;
+	p.hooked = 0;
+	assert_int_equal(ds_outbox_push_each(ob, next_part, &p, count_hooked, &p, &last, &err), 0);
+	assert_int_equal(last, 5);
+	assert_int_equal(p.hooked, 3);
+	assert_int_equal(ds_outbox_read(ob, 3, 10, 1u << 20, &b, &err), 0);
+	assert_int_equal(b.n, 3);
+	assert_true(b.manifest_parts);
+	ds_outbox_batch_dispose(&b);
+	assert_int_equal(ds_outbox_read(ob, 5, 10, 1u << 20, &b, &err), 0);
+	assert_int_equal(b.n, 1);
+	assert_false(b.manifest_parts); /* the end alone */
+	ds_outbox_batch_dispose(&b);
+	ds_outbox_free(ob);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +340,7 @@ int main(void)
 	    cmocka_unit_test(test_outbox__pruned_seq_requires_a_snapshot),
 	    cmocka_unit_test(test_outbox__invalid_record_pushes_nothing),
 	    cmocka_unit_test(test_outbox__push_hook_commits_or_rolls_back_with_the_records),
+	    cmocka_unit_test(test_outbox__push_each_is_all_or_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

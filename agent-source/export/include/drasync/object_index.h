@@ -87,6 +87,9 @@ int ds_object_index_get(ds_object_index *idx, const char *key, ds_index_row *out
  */
 int ds_object_index_push(ds_object_index *idx, ds_outbox *ob, const ds_record *recs, size_t n,
 			 uint64_t *last_seq, ds_err *err);
+/** ds_object_index_push() of records a chunk at a time (ds_outbox_push_each()). */
+int ds_object_index_push_each(ds_object_index *idx, ds_outbox *ob, ds_outbox_next next,
+			      void *next_ud, uint64_t *last_seq, ds_err *err);
 
 /**
  * A check run first in every push's transaction, before the index is
@@ -144,6 +147,11 @@ typedef struct ds_index_manifest {
 
 /** The manifest of a SNAPSHOT_END, read from the index (not from the objects). */
 int ds_object_index_manifest(ds_object_index *idx, ds_index_manifest *out, ds_err *err);
+/** How many entries the manifest has. */
+int ds_object_index_manifest_count(ds_object_index *idx, size_t *n, ds_err *err);
+/** The manifest's entries after key `after` (NULL: from the first), at most limit (0: all). */
+int ds_object_index_manifest_page(ds_object_index *idx, const char *after, size_t limit,
+				  ds_index_manifest *out, ds_err *err);
 void ds_index_manifest_dispose(ds_index_manifest *m);
 
 /**

@@ -63,6 +63,20 @@ typedef int (*ds_outbox_hook)(void *ud, struct sqlite3 *db, const ds_record *pus
 int ds_outbox_push_with(ds_outbox *ob, const ds_record *recs, size_t n, ds_outbox_hook hook,
 			void *ud, uint64_t *last_seq, ds_err *err);
 
+/**
+ * The next records of a ds_outbox_push_each(): *recs (valid until the next
+ * call) and *n, 0 at the end. A negative return rolls the whole push back.
+ */
+typedef int (*ds_outbox_next)(void *ud, const ds_record **recs, size_t *n, ds_err *err);
+
+/**
+ * ds_outbox_push_with() of records a chunk at a time, all in one transaction:
+ * what no caller should hold in memory at once (a large snapshot's manifest
+ * parts) is committed together or not at all. `hook` runs on each chunk.
+ */
+int ds_outbox_push_each(ds_outbox *ob, ds_outbox_next next, void *next_ud, ds_outbox_hook hook,
+			void *ud, uint64_t *last_seq, ds_err *err);
+
 typedef struct ds_outbox_state {
 	uint64_t first_seq; /* lowest seq still held; last_seq + 1 when empty */
 	uint64_t last_seq;  /* highest seq ever pushed; 0 when none */
