@@ -41,6 +41,11 @@ void *ds_wire_arena_alloc(void *data, size_t size);
 void ds_wire_arena_free(void *data, void *ptr);
 void ds_wire_arena_release(struct ds_wire_arena *a);
 
+/* A relocation's namespace: a DNS label (RFC 1123), as the API server checks it. */
+bool ds_wire_relocate_ns_ok(const char *ns);
+/* A part needs 1..DS_MANIFEST_MAX_PARTS - 1 records after it; any other record none. */
+bool ds_wire_parts_left_ok(enum ds_record_op op, uint32_t parts_left);
+
 /* Protobuf's varint: its length, and written at p (@return past it). */
 static inline size_t ds_wire_varint_len(uint64_t v)
 {
