@@ -286,6 +286,21 @@ void e2e_session_stop(struct session *s)
 
 /* ---- the target's ledger ---------------------------------------------------- */
 
+/* The target's ledger, read-only, once it exists: false before. */
+static bool ledger_open(struct session *s)
+{
+	struct stat sb;
+
+	if (s->db)
+		return true;
+	if (stat(s->ledger, &sb) < 0)
+		return false;
+	if (sqlite3_open_v2(s->ledger, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		bu_die("cannot open %s: %s", s->ledger, sqlite3_errmsg(s->db));
+	sqlite3_busy_timeout(s->db, 2000);
+	return true;
+}
+
 /* Rows of object_state named PREFIX-... that are applied; -1 before the ledger exists. */
 static long ledger_applied(struct session *s, const char *prefix)
 {
@@ -293,14 +308,8 @@ static long ledger_applied(struct session *s, const char *prefix)
 	char like[64];
 	long c = -1;
 
-	if (!s->db) {
-		struct stat sb;
-		if (stat(s->ledger, &sb) < 0)
-			return -1;
-		if (sqlite3_open_v2(s->ledger, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-			bu_die("cannot open %s: %s", s->ledger, sqlite3_errmsg(s->db));
-		sqlite3_busy_timeout(s->db, 2000);
-	}
+	if (!ledger_open(s))
+		return -1;
 	if (sqlite3_prepare_v2(s->db,
 			       "SELECT count(*) FROM object_state WHERE state = 'applied' AND "
 			       "name LIKE ?",
@@ -379,14 +388,8 @@ static long ledger_snapshot_ends(struct session *s)
 	sqlite3_stmt *q = NULL;
 	long c = -1;
 
-	if (!s->db) {
-		struct stat sb;
-		if (stat(s->ledger, &sb) < 0)
-			return -1;
-		if (sqlite3_open_v2(s->ledger, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-			bu_die("cannot open %s: %s", s->ledger, sqlite3_errmsg(s->db));
-		sqlite3_busy_timeout(s->db, 2000);
-	}
+	if (!ledger_open(s))
+		return -1;
 	if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM records WHERE op = 4", -1, &q, NULL) !=
 	    SQLITE_OK) {
 		sqlite3_finalize(q); /* the receiver may not have made the table yet */

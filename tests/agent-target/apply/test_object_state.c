@@ -387,25 +387,34 @@ static void test_object_state__decisions_queue_apply_results_once_per_news(void 
 	env_free(e);
 }
 
+/* ConfigMaps of these names (NULL-terminated) committed, ingested and applied. */
+static void applied_cms(struct env *e, const char *const *names)
+{
+	ds_object_state_row *rows = NULL;
+	uint8_t h[DS_HASH_LEN] = {9};
+	size_t want = 0, n;
+	int one = 1;
+
+	for (; names[want]; want++)
+		commit_cm(e, names[want], &one, 1);
+	ingest(e);
+	n = pick(e, &rows);
+	assert_int_equal(n, want);
+	for (size_t i = 0; i < n; i++)
+		set(e, &rows[i], DS_APPLY_APPLIED, h, 0);
+	ds_object_state_rows_free(rows, n);
+}
+
 static void test_object_state__snapshot_end_prunes_what_its_manifest_lacks(void **state)
 {
 	struct env *e = env_new("ostate-prune");
 	ds_object_state_row *rows = NULL, r;
-	uint8_t h[DS_HASH_LEN] = {9};
 	ds_manifest_entry manifest[1] = {{"/ConfigMap/ml-team/keep", {0}}};
 	ds_record end;
-	int one = 1;
 	size_t n;
 
 	(void)state;
-	commit_cm(e, "keep", &one, 1);
-	commit_cm(e, "gone", &one, 1);
-	ingest(e);
-	n = pick(e, &rows);
-	assert_int_equal(n, 2);
-	for (size_t i = 0; i < n; i++)
-		set(e, &rows[i], DS_APPLY_APPLIED, h, 0);
-	ds_object_state_rows_free(rows, n);
+	applied_cms(e, (const char *[]){"keep", "gone", NULL});
 
 	/* A snapshot whose manifest holds only "keep" (core group as ""). */
 	memset(&end, 0, sizeof(end));
@@ -439,23 +448,13 @@ static void test_object_state__a_manifest_in_parts_prunes_once_with_all_its_part
 {
 	struct env *e = env_new("ostate-parts");
 	ds_object_state_row *rows = NULL;
-	uint8_t h[DS_HASH_LEN] = {9};
 	ds_manifest_entry in_part[1] = {{"/ConfigMap/ml-team/a", {0}}};
 	ds_manifest_entry in_end[1] = {{"/ConfigMap/ml-team/b", {0}}};
 	ds_record part, end;
-	int one = 1;
 	size_t n;
 
 	(void)state;
-	commit_cm(e, "a", &one, 1);
-	commit_cm(e, "b", &one, 1);
-	commit_cm(e, "c", &one, 1);
-	ingest(e);
-	n = pick(e, &rows);
-	assert_int_equal(n, 3);
-	for (size_t i = 0; i < n; i++)
-		set(e, &rows[i], DS_APPLY_APPLIED, h, 0);
-	ds_object_state_rows_free(rows, n);
+	applied_cms(e, (const char *[]){"a", "b", "c", NULL});
 
 	memset(&part, 0, sizeof(part));
 	part.op = DS_RECORD_SNAPSHOT_PART;
