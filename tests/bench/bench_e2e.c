@@ -43,8 +43,9 @@
  *   wan-slow: the same through a slow, far link (--latency-ms
  *       WAN_SLOW_LATENCY each way, --rate-kbit WAN_SLOW_RATE: by default
  *       200 ms RTT, 2 Mbit/s): wan_slow_s, and the physical limit it is
- *       measured against, wan_slow_ideal_s = the phase's own wire bytes at
- *       that rate plus one RTT for the session's Hello and one per credit
+ *       measured against, wan_slow_ideal_s = the phase's own wire bytes from
+ *       the source (the link carries the rate each way, and the Acks go the
+ *       other way meanwhile) at that rate plus one RTT for the session's Hello and one per credit
  *       window (objects / the target's credit of CREDIT records, rounded
  *       up); the target: wan_slow_s <= 1.3 x wan_slow_ideal_s. wan_slow_s
  *       ends when the target has committed the snapshot's end (every record
@@ -441,7 +442,7 @@ static double sync_session(const struct opts *o, struct session *s, const struct
 	if (committed) {
 		*committed = e2e_wait_committed(o, s, t0);
 		if (wan)
-			s->committed_bytes = e2e_proxy_bytes(o, s);
+			s->committed_bytes = e2e_proxy_bytes(o, s, &s->committed_bytes_up);
 		printf("%s: every record of the first pass committed by the target in %.2f s\n",
 		       s->tag, *committed);
 	}
@@ -612,7 +613,7 @@ static void phase_one_change(const struct opts *o, struct session *s, struct res
 		bu_die("one change: %s is not applied on the target", name);
 	bu_msleep(3000); /* let what the first pass left settle */
 	rec0 = e2e_source_pushed(o, s);
-	b0 = e2e_proxy_bytes(o, s);
+	b0 = e2e_proxy_bytes(o, s, NULL);
 	w0 = api_writes(o, "configmaps", d0, sizeof(d0));
 	a0 = api_writes(o, NULL, NULL, 0);
 	t0 = ds_clock_mono_s();
@@ -629,7 +630,7 @@ static void phase_one_change(const struct opts *o, struct session *s, struct res
 	       ds_clock_mono_s() - t0);
 	bu_msleep(2000); /* what may still be in flight */
 	rec1 = e2e_source_pushed(o, s);
-	b1 = e2e_proxy_bytes(o, s);
+	b1 = e2e_proxy_bytes(o, s, NULL);
 	w1 = api_writes(o, "configmaps", d1, sizeof(d1));
 	a1 = api_writes(o, NULL, NULL, 0);
 	r->one_records = rec1 - rec0;
@@ -733,7 +734,7 @@ static void phase_wan_slow(const struct opts *o, const struct keys *k, struct re
 {
 	struct opts slow = *o;
 	struct session s;
-	double secs, applied, bytes, rtt, windows;
+	double secs, applied, bytes, up, rtt, windows;
 
 	if (!strcmp(o->faultproxy, "-"))
 		bu_die("the wan-slow phase needs --faultproxy");
@@ -744,19 +745,22 @@ static void phase_wan_slow(const struct opts *o, const struct keys *k, struct re
 	/* The link's figure ends when the target has committed the last record:
 	 * applying is the next stage (the target's API server), timed apart. */
 	applied = sync_session(&slow, &s, k, true, OBJ_PREFIX, (long)o->objects, &secs);
+	/* The link carries the rate each way: the records' direction is the
+	 * bottleneck (the Acks travel the other way at the same time). */
 	bytes = s.committed_bytes;
+	up = s.committed_bytes_up;
 	rtt = 2.0 * o->wan_slow_latency_ms / 1000.0;
 	windows = (double)((o->objects + CREDIT - 1) / CREDIT);
 	r->wan_slow_s = secs;
 	r->wan_slow_applied_s = applied;
-	r->wan_slow_ideal_s = bytes * 8.0 / (o->wan_slow_rate_kbit * 1000.0) + rtt * (1 + windows);
-	printf(
-	    "wan-slow: %.0f bytes on the wire (both directions): %.0f an object; at %u kbit/s "
-	    "that is %.2f s, plus %.0f round trips of %.3f s (Hello, %.0f credit windows of %d): "
-	    "ideal %.2f s, measured %.2f s to committed (%.2f of the ideal), %.2f s to applied\n",
-	    bytes, bytes / o->objects, o->wan_slow_rate_kbit,
-	    bytes * 8.0 / (o->wan_slow_rate_kbit * 1000.0), 1 + windows, rtt, windows, CREDIT,
-	    r->wan_slow_ideal_s, secs, secs / r->wan_slow_ideal_s, applied);
+	r->wan_slow_ideal_s = up * 8.0 / (o->wan_slow_rate_kbit * 1000.0) + rtt * (1 + windows);
+	printf("wan-slow: %.0f bytes on the wire until committed (%.0f an object), %.0f of them "
+	       "from the source; at %u kbit/s each way that is %.2f s, plus %.0f round trips of "
+	       "%.3f s (Hello, %.0f credit windows of %d): ideal %.2f s, measured %.2f s to "
+	       "committed (%.2f of the ideal), %.2f s to applied\n",
+	       bytes, bytes / o->objects, up, o->wan_slow_rate_kbit,
+	       up * 8.0 / (o->wan_slow_rate_kbit * 1000.0), 1 + windows, rtt, windows, CREDIT,
+	       r->wan_slow_ideal_s, secs, secs / r->wan_slow_ideal_s, applied);
 	e2e_session_stop(&s);
 	drop_namespaces(o, "slow-");
 }
@@ -803,7 +807,7 @@ static int bench(const struct opts *o)
 		drop_namespaces(o, "kubectl-");
 		e2e_session_init(o, &wan, &k, "wan", "bench-src", "wan", o->namespaces);
 		secs = sync_session(o, &wan, &k, true, OBJ_PREFIX, (long)o->objects, NULL);
-		bytes = e2e_proxy_bytes(o, &wan);
+		bytes = e2e_proxy_bytes(o, &wan, NULL);
 		r.wan_s = secs;
 		r.wire_per_obj = bytes / o->objects;
 		if (r.json_per_obj <= 0)

@@ -176,7 +176,7 @@ static json_t *proxy_stats(const struct opts *o, int port)
 	return j;
 }
 
-double e2e_proxy_bytes(const struct opts *o, const struct session *s)
+double e2e_proxy_bytes(const struct opts *o, const struct session *s, double *up)
 {
 	json_t *j = proxy_stats(o, s->proxy_control);
 	double b;
@@ -185,6 +185,8 @@ double e2e_proxy_bytes(const struct opts *o, const struct session *s)
 		bu_die("the faultproxy's /stats does not answer (log: %s)", s->proxy_log);
 	b = json_number_value(json_object_get(j, "bytes_up")) +
 	    json_number_value(json_object_get(j, "bytes_down"));
+	if (up)
+		*up = json_number_value(json_object_get(j, "bytes_up"));
 	json_decref(j);
 	return b;
 }

@@ -40,14 +40,16 @@ struct session {
 	pid_t target, source, proxy;
 	int proxy_control;
 	sqlite3 *db;
-	double committed_bytes; /* the proxy's bytes when the snapshot's end was committed */
+	double committed_bytes;	   /* the proxy's bytes when the snapshot's end was committed */
+	double committed_bytes_up; /* of which source to target */
 };
 
 void e2e_make_keys(const struct opts *o, struct keys *k);
 void e2e_session_init(const struct opts *o, struct session *s, const struct keys *k,
 		      const char *tag, const char *src_prefix, const char *dst_prefix, unsigned n);
 void e2e_target_start(const struct opts *o, struct session *s);
-double e2e_proxy_bytes(const struct opts *o, const struct session *s);
+/* The faultproxy's bytes both ways; *up (may be NULL): source to target alone. */
+double e2e_proxy_bytes(const struct opts *o, const struct session *s, double *up);
 void e2e_proxy_start(const struct opts *o, struct session *s);
 void e2e_source_start(const struct opts *o, struct session *s, const struct keys *k);
 void e2e_session_stop(struct session *s);
