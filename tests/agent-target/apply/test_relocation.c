@@ -97,11 +97,63 @@ static void test_relocation__ledger_rows_and_result(void **state)
 	free(dir);
 }
 
+/* The way home: a record of the namespace after the relocation record returns it (standby
+ * here again), counted once its ingest committed, and once only. */
+static void test_relocation__returned_is_counted_once(void **state)
+{
+	char *dir = tu_mkdtemp("ds-treloc"), path[4096], *payload = NULL;
+	ds_object_state *st = NULL;
+	ds_relocation_row rows[4];
+	ds_record rec = {.op = DS_RECORD_RELOCATE, .ns = "ml"}, up;
+	json_t *cm = json_pack("{ss ss s{ss ss}}", "apiVersion", "v1", "kind", "ConfigMap",
+			       "metadata", "name", "c", "namespace", "ml");
+	uint64_t before = ds_relocation_returned_total();
+	size_t n = 0;
+	tu_ledger l;
+	ds_err err = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ledger.db", dir);
+	tu_ledger_open(&l, path, "east");
+	tu_ledger_commit(&l, &rec, 1, NULL, NULL);
+	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
+	assert_int_equal(ds_object_state_ingest(st, &err), 1);
+	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ds_relocation_finish(st, &rows[0], "ml-dr", DS_RELOCATION_ACTIVE,
+					      "verified active", &err),
+			 0);
+	assert_int_equal(ds_relocation_returned_total(), before);
+
+	up = tu_record_upsert(cm, "u1", &payload);
+	tu_ledger_commit(&l, &up, 1, NULL, NULL);
+	assert_int_equal(ds_object_state_ingest(st, &err), 1);
+	assert_int_equal(
+	    tu_ledger_int(path, "SELECT count(*) FROM relocations WHERE state = 'returned'"), 1);
+	assert_int_equal(tu_ledger_int(path, "SELECT count(*) FROM namespace_modes WHERE namespace "
+					     "= 'ml-dr' AND mode = 'standby'"),
+			 1);
+	assert_int_equal(ds_relocation_returned_total(), before + 1);
+	/* another record of it: home already, not counted again */
+	free(payload);
+	up = tu_record_upsert(cm, "u1", &payload);
+	tu_ledger_commit(&l, &up, 1, NULL, NULL);
+	assert_int_equal(ds_object_state_ingest(st, &err), 1);
+	assert_int_equal(ds_relocation_returned_total(), before + 1);
+	assert_string_equal(ds_relocation_state_name(DS_RELOCATION_RETURNED), "returned");
+	free(payload);
+	json_decref(cm);
+	ds_object_state_free(st);
+	tu_ledger_close(&l);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_relocation__granted_only_with_relocate_true),
 	    cmocka_unit_test(test_relocation__ledger_rows_and_result),
+	    cmocka_unit_test(test_relocation__returned_is_counted_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,12 +37,21 @@ enum ds_relocation_state {
 	DS_RELOCATION_PENDING = 0,
 	DS_RELOCATION_ACTIVE, /* failed over and verified */
 	DS_RELOCATION_FAILED,
-	DS_RELOCATION_REFUSED, /* not granted: nothing changed */
+	DS_RELOCATION_REFUSED,	/* not granted: nothing changed */
+	DS_RELOCATION_RETURNED, /* active, then its source ran the namespace again (the way home) */
 	DS_RELOCATION_STATE_MAX
 };
 
-/** "pending", "active", "failed", "refused". */
+/** "pending", "active", "failed", "refused", "returned". */
 const char *ds_relocation_state_name(enum ds_relocation_state s);
+
+/**
+ * Relocations that came home (state returned, event=relocation_returned) in
+ * this process's ingests, counted once their transaction committed: the
+ * monitor's drasync_target_relocations_total{outcome="returned"}. Whichever
+ * ledger connection ingested them (the applier's, the relocator's failover).
+ */
+uint64_t ds_relocation_returned_total(void);
 
 /** The pending relocations, oldest first, at most max into out. @return 0, or < 0 */
 int ds_relocation_pending(ds_object_state *st, ds_relocation_row *out, size_t max, size_t *n,
