@@ -123,7 +123,11 @@ static void nap(ds_target_agent *a, int ms)
 		nanosleep(&ts, NULL);
 }
 
-/* The planned relocations the sources asked for (relocation.h), one at a time. */
+/* How many pending relocations the relocator takes at once, and how often it looks. */
+#define RELOCATE_BATCH 64
+#define RELOCATE_LOOK_MS 200
+
+/* The planned relocations the sources asked for (relocation.h), those pending together. */
 static void *relocator_main(void *arg)
 {
 	ds_target_agent *a = arg;
@@ -131,34 +135,36 @@ static void *relocator_main(void *arg)
 	ds_err err = {0};
 
 	while (!atomic_load(&a->stopping)) {
-		ds_relocation_row rows[8];
+		ds_relocation_row rows[RELOCATE_BATCH];
+		int states[RELOCATE_BATCH];
+		ds_target_config *cfg;
+		ds_relocation_ctx c;
 		size_t n = 0;
 
-		nap(a, 1000);
+		nap(a, RELOCATE_LOOK_MS);
 		if (!st && ds_object_state_open(&st, a->ledger_path, &err) < 0) {
 			ds_log(DS_LOG_ERROR, "relocate_ledger_failed", "error=%s", err.msg);
 			nap(a, 10000);
 			continue;
 		}
-		if (ds_relocation_pending(st, rows, 8, &n, &err) < 0) {
+		if (ds_relocation_pending(st, rows, RELOCATE_BATCH, &n, &err) < 0) {
 			ds_log(DS_LOG_ERROR, "relocate_ledger_failed", "error=%s", err.msg);
 			continue;
 		}
-		for (size_t i = 0; i < n && !atomic_load(&a->stopping); i++) {
-			ds_target_config *cfg = ds_config_holder_get(a->configs);
-			ds_relocation_ctx c = {.ledger_path = a->ledger_path,
-					       .config_path = a->config_path,
-					       .cfg = cfg,
-					       .kube = a->cfg.kube};
-			char msg[512];
-			int rc = ds_relocation_perform(st, &c, &rows[i], msg, sizeof(msg), &err);
-
-			if (rc < 0)
-				ds_log(DS_LOG_ERROR, "relocate_ledger_failed", "error=%s", err.msg);
-			else if (a->cfg.hooks.on_relocation)
-				a->cfg.hooks.on_relocation(a->cfg.hooks.ud, rows[i].source, rc);
-			ds_target_config_unref(cfg);
-		}
+		if (!n || atomic_load(&a->stopping))
+			continue;
+		cfg = ds_config_holder_get(a->configs);
+		c = (ds_relocation_ctx){.ledger_path = a->ledger_path,
+					.config_path = a->config_path,
+					.cfg = cfg,
+					.kube = a->cfg.kube};
+		if (ds_relocation_perform_all(st, &c, rows, n, states, &err) < 0)
+			ds_log(DS_LOG_ERROR, "relocate_ledger_failed", "error=%s", err.msg);
+		for (size_t i = 0; i < n; i++)
+			if (states[i] >= 0 && a->cfg.hooks.on_relocation)
+				a->cfg.hooks.on_relocation(a->cfg.hooks.ud, rows[i].source,
+							   states[i]);
+		ds_target_config_unref(cfg);
 	}
 	ds_object_state_free(st);
 	return NULL;

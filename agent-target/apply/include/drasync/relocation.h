@@ -83,12 +83,16 @@ typedef struct ds_relocation_ctx {
 } ds_relocation_ctx;
 
 /**
- * Carry out r: refuse it, or fail over, verify and record the outcome
- * (logged: relocate_refused, relocated, relocate_failed). The message is what
- * the source prints.
- * @return the state recorded, or a negative errno (the ledger failed: r stays pending)
+ * Carry out the n relocations of rows (pending, oldest first): refuse those
+ * not granted; fail the others over, those of one source together (one at a
+ * time when that fails, so that each outcome names its own problem), verify
+ * them together, and record each outcome (logged: relocate_refused,
+ * relocated, relocate_failed) with the message the source prints. A second
+ * relocation of a namespace already in rows stays pending for the next call.
+ * states[i] is the state recorded for rows[i], or -1 when none was.
+ * @return 0, or a negative errno (the ledger failed: the rest stays pending)
  */
-int ds_relocation_perform(ds_object_state *st, const ds_relocation_ctx *c,
-			  const ds_relocation_row *r, char *message, size_t size, ds_err *err);
+int ds_relocation_perform_all(ds_object_state *st, const ds_relocation_ctx *c,
+			      const ds_relocation_row *rows, size_t n, int *states, ds_err *err);
 
 #endif
