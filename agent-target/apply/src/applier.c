@@ -143,6 +143,8 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 		ds_applier_free(a);
 		return ds_err_fallback(err, rc);
 	}
+	if (cfg->no_restart_check)
+		a->verify_upto = 0;
 	/* What the target serves is read at the first pass, not here: the link opens
 	 * (and commits) while the target's API server does not answer yet. */
 	a->dra = DS_DRA_V1;

@@ -448,12 +448,91 @@ int ds_failover_guard(ds_failover *f)
 	return 1;
 }
 
+/* Whether ns is one of the command's namespaces. */
+static bool ours(const ds_failover *f, const char *ns)
+{
+	for (size_t i = 0; ns && i < f->n_ns; i++)
+		if (strcmp(f->ns[i], ns) == 0)
+			return true;
+	return false;
+}
+
+/* Add the items of list in the command's namespaces, each under its own namespace. */
+static int add_ours(ds_failover *f, json_t *snap, const char *kind, const json_t *list)
+{
+	json_t *one = json_object(), *items = json_array(), *item;
+	size_t j;
+	int rc = one && items ? 0 : -ENOMEM;
+
+	json_object_set_new(one, "items", items);
+	json_array_foreach (json_object_get(list, "items"), j, item) {
+		const char *ns = ds_json_str(json_object_get(item, "metadata"), "namespace");
+
+		if (rc < 0 || !ours(f, ns))
+			continue;
+		json_array_clear(items);
+		if (json_array_append(items, item) < 0)
+			rc = -ENOMEM;
+		else
+			rc = ds_failover_snapshot_add(snap, kind, ns, one);
+	}
+	json_decref(one);
+	return rc;
+}
+
+/*
+ * One kind in the namespaces: one list across the cluster when there are
+ * several (a request per kind, not per kind and namespace: the first write
+ * waits for these), else, or when the cluster-wide list is not allowed, one
+ * per namespace.
+ */
+static int snapshot_kind(ds_failover *f, json_t *snap, const ds_kind *kd,
+			 const struct ds_kube_resource *res)
+{
+	struct ds_kube_list_opts lo = {.label_selector = DS_LABEL_MANAGED_BY "=drasync",
+				       .limit = 500};
+	ds_kube_error ke;
+	char buf[600];
+	int rc;
+
+	if (f->n_ns > 1) {
+		json_t *list = NULL;
+
+		ds_kube_error_clear(&ke);
+		rc = ds_kube_list(f->kube, res, NULL, &lo, &list, NULL, &ke);
+		if (rc == 0) {
+			rc = add_ours(f, snap, kd->name, list);
+			json_decref(list);
+			return rc;
+		}
+		if (ke.code != 403) {
+			sayf(f, true, "drasync-target %s: list %s: %s", f->o.verb, kd->name,
+			     ds_kube_error_format(&ke, buf, sizeof(buf)));
+			return rc;
+		}
+	}
+	for (size_t i = 0; i < f->n_ns; i++) {
+		json_t *list = NULL;
+
+		ds_kube_error_clear(&ke);
+		rc = ds_kube_list(f->kube, res, f->ns[i], &lo, &list, NULL, &ke);
+		if (rc < 0) {
+			sayf(f, true, "drasync-target %s: list %s in %s: %s", f->o.verb, kd->name,
+			     f->ns[i], ds_kube_error_format(&ke, buf, sizeof(buf)));
+			return rc;
+		}
+		rc = ds_failover_snapshot_add(snap, kd->name, f->ns[i], list);
+		json_decref(list);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* The workloads drasync manages in the namespaces, as the cluster has them. */
 static int snapshot(ds_failover *f, json_t **out)
 {
 	json_t *snap = json_object();
-	struct ds_kube_list_opts lo = {.label_selector = DS_LABEL_MANAGED_BY "=drasync",
-				       .limit = 500};
 	int rc = 0;
 
 	if (!snap)
@@ -469,21 +548,7 @@ static int snapshot(ds_failover *f, json_t **out)
 		ds_kube_error_clear(&ke);
 		if (ds_kube_resource_find(f->kube, api, kd->name, &res, &ke) < 0)
 			continue;
-		for (size_t i = 0; rc == 0 && i < f->n_ns; i++) {
-			json_t *list = NULL;
-
-			ds_kube_error_clear(&ke);
-			rc = ds_kube_list(f->kube, &res, f->ns[i], &lo, &list, NULL, &ke);
-			if (rc < 0) {
-				char buf[600];
-				sayf(f, true, "drasync-target %s: list %s in %s: %s", f->o.verb,
-				     kd->name, f->ns[i],
-				     ds_kube_error_format(&ke, buf, sizeof(buf)));
-				break;
-			}
-			rc = ds_failover_snapshot_add(snap, kd->name, f->ns[i], list);
-			json_decref(list);
-		}
+		rc = snapshot_kind(f, snap, kd, &res);
 	}
 	if (rc < 0) {
 		json_decref(snap);
@@ -658,6 +723,10 @@ static int apply_rounds(ds_failover *f, int64_t deadline, json_t **after, size_t
 	ac.cfg = f->o.cfg;
 	ac.namespaces = f->ns;
 	ac.n_namespaces = f->n_ns;
+	/* Every row is due again (reconsidered): listing the namespaces for objects a
+	 * killed run wrote would hold up the first writes; one written twice costs a
+	 * write that changes nothing. */
+	ac.no_restart_check = true;
 	rc = ds_applier_new(&a, &ac, &err);
 	if (rc < 0) {
 		sayf(f, true, "drasync-target %s: %s", f->o.verb, err.msg);
