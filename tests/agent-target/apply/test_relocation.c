@@ -7,6 +7,7 @@
 
 #include "drasync/object_state.h"
 #include "drasync/relocation.h"
+#include "drasync/relocator.h"
 #include "testutil.h"
 #include "tu_ledger.h"
 
@@ -148,12 +149,62 @@ static void test_relocation__returned_is_counted_once(void **state)
 	free(dir);
 }
 
+static void count_done(void *ud, const char *source, int state)
+{
+	int *counts = ud;
+
+	assert_string_equal(source, "east");
+	if (state >= 0 && state < DS_RELOCATION_STATE_MAX)
+		counts[state]++;
+}
+
+/* The relocator takes every relocation pending at once: those not granted are refused in one
+ * step, nothing stays pending, each outcome is said once. */
+static void test_relocation__relocator_refuses_all_pending_in_one_step(void **state)
+{
+	char *dir = tu_mkdtemp("ds-treloc"), path[4096];
+	ds_target_config *no = cfg_of("sources: [{name: east, namespaces: [ml, web]}]\n");
+	ds_record recs[2] = {{.op = DS_RECORD_RELOCATE, .ns = "ml"},
+			     {.op = DS_RECORD_RELOCATE, .ns = "web"}};
+	ds_relocation_ctx c = {.ledger_path = path, .config_path = "target.yaml", .cfg = no};
+	ds_object_state *st = NULL;
+	ds_relocator *rel = NULL;
+	ds_relocation_row rows[4];
+	int counts[DS_RELOCATION_STATE_MAX] = {0};
+	size_t n = 0;
+	tu_ledger l;
+	ds_err err = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ledger.db", dir);
+	tu_ledger_open(&l, path, "east");
+	tu_ledger_commit(&l, recs, 2, NULL, NULL);
+	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
+	assert_int_equal(ds_object_state_ingest(st, &err), 2);
+	assert_int_equal(ds_relocator_new(&rel, st), 0);
+	assert_int_equal(ds_relocator_step(rel, &c, count_done, counts, &err), 0);
+	assert_int_equal(counts[DS_RELOCATION_REFUSED], 2);
+	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(
+	    tu_ledger_int(path, "SELECT count(*) FROM relocations WHERE state = 'refused'"), 2);
+	/* nothing more to do: a second step says nothing */
+	assert_int_equal(ds_relocator_step(rel, &c, count_done, counts, &err), 0);
+	assert_int_equal(counts[DS_RELOCATION_REFUSED], 2);
+	ds_relocator_free(rel);
+	ds_object_state_free(st);
+	ds_target_config_free(no);
+	tu_ledger_close(&l);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_relocation__granted_only_with_relocate_true),
 	    cmocka_unit_test(test_relocation__ledger_rows_and_result),
 	    cmocka_unit_test(test_relocation__returned_is_counted_once),
+	    cmocka_unit_test(test_relocation__relocator_refuses_all_pending_in_one_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,16 +83,13 @@ typedef struct ds_relocation_ctx {
 } ds_relocation_ctx;
 
 /**
- * Carry out the n relocations of rows (pending, oldest first): refuse those
- * not granted; fail the others over, those of one source together (one at a
- * time when that fails, so that each outcome names its own problem), verify
- * them together, and record each outcome (logged: relocate_refused,
- * relocated, relocate_failed) with the message the source prints. A second
- * relocation of a namespace already in rows stays pending for the next call.
- * states[i] is the state recorded for rows[i], or -1 when none was.
- * @return 0, or a negative errno (the ledger failed: the rest stays pending)
+ * Fail the target namespaces tns (n of them) over for source, together, as
+ * `drasync-target failover` does (the requester's own session does not stop
+ * the split-brain guard); what names them in the log (relocate_step). On
+ * failure problem gets the first problem failover said.
+ * @return 0 done, 1 not
  */
-int ds_relocation_perform_all(ds_object_state *st, const ds_relocation_ctx *c,
-			      const ds_relocation_row *rows, size_t n, int *states, ds_err *err);
+int ds_relocation_fail_over(const ds_relocation_ctx *c, const char *source, const char *const *tns,
+			    size_t n, const char *what, char *problem, size_t size);
 
 #endif
