@@ -191,33 +191,6 @@ wait_ready() {
 
 now() { python3 -c 'import time; print(time.time())'; }
 
-# (a) from scratch
-"$target_bin" plan --config "$work/scratch.yaml" -f "$work/workloads.yaml" \
-  >"$work/scratch-objects.yaml" 2>"$work/scratch-plan.log"
-api_requests "$work/api-scratch-before"
-t0=$(now)
-kubectl_admin apply -f "$work/scratch-objects.yaml" >/dev/null
-apply_s=$(python3 -c "import time; print(f'{time.time() - $t0:.2f}')")
-from_scratch=$(wait_ready scratch "$t0" "from scratch")
-echo "from scratch: $pods pods of $((nss * per)) workloads in $nss namespaces Running with claims allocated ${from_scratch} s after kubectl apply (the apply took ${apply_s} s)"
-api_requests "$work/api-scratch-after"
-api_delta "$work/api-scratch-before" "$work/api-scratch-after"
-
-# (b) standby through the agents
-"$target_bin" run --config "$work/target.yaml" --log-level warn >"$work/target.log" 2>&1 &
-target_pid=$!
-t1=$(now)
-if ! "$source_bin" run --config "$work/source.yaml" --timeout 10m >"$work/source.log" 2>&1; then
-  tail -n 30 "$work/source.log" >&2
-  echo "bench failover: drasync-source run (once) failed (log: $work/source.log)" >&2
-  exit 1
-fi
-echo "standby: $(grep -c '^kind:' "$work/workloads.yaml") objects replicated by the agents in $(python3 -c "import time; print(f'{time.time() - $t1:.2f}')") s"
-if [ "$(ready ml)" != 0 ]; then
-  echo "bench failover: standby namespaces have running pods before the failover" >&2
-  exit 1
-fi
-
 # api_requests OUT: the target API server's request counts by verb and
 # resource (apiserver_request_total), for what a phase cost it.
 api_requests() {
@@ -248,6 +221,33 @@ d = sorted(((b[k] - a.get(k, 0), k) for k in b if b[k] - a.get(k, 0) > 0), rever
 print("  API requests (all clients): " + ", ".join(f"{v} {r} {n}" for n, (v, r) in d[:12]))
 PY
 }
+
+# (a) from scratch
+"$target_bin" plan --config "$work/scratch.yaml" -f "$work/workloads.yaml" \
+  >"$work/scratch-objects.yaml" 2>"$work/scratch-plan.log"
+api_requests "$work/api-scratch-before"
+t0=$(now)
+kubectl_admin apply -f "$work/scratch-objects.yaml" >/dev/null
+apply_s=$(python3 -c "import time; print(f'{time.time() - $t0:.2f}')")
+from_scratch=$(wait_ready scratch "$t0" "from scratch")
+echo "from scratch: $pods pods of $((nss * per)) workloads in $nss namespaces Running with claims allocated ${from_scratch} s after kubectl apply (the apply took ${apply_s} s)"
+api_requests "$work/api-scratch-after"
+api_delta "$work/api-scratch-before" "$work/api-scratch-after"
+
+# (b) standby through the agents
+"$target_bin" run --config "$work/target.yaml" --log-level warn >"$work/target.log" 2>&1 &
+target_pid=$!
+t1=$(now)
+if ! "$source_bin" run --config "$work/source.yaml" --timeout 10m >"$work/source.log" 2>&1; then
+  tail -n 30 "$work/source.log" >&2
+  echo "bench failover: drasync-source run (once) failed (log: $work/source.log)" >&2
+  exit 1
+fi
+echo "standby: $(grep -c '^kind:' "$work/workloads.yaml") objects replicated by the agents in $(python3 -c "import time; print(f'{time.time() - $t1:.2f}')") s"
+if [ "$(ready ml)" != 0 ]; then
+  echo "bench failover: standby namespaces have running pods before the failover" >&2
+  exit 1
+fi
 
 # (c) failover, with `run` running and the source gone
 api_requests "$work/api-before"

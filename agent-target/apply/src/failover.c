@@ -791,8 +791,10 @@ int ds_failover_run(ds_failover *f, ds_kube *kube, int64_t deadline)
 		return 1;
 	rc = 1;
 	modes = set_modes(f);
-	if (modes < 0 || annotate_modes(f) < 0 ||
-	    apply_rounds(f, deadline, &after, &pending_left) < 0)
+	/* The workloads first: the Namespaces' annotations are what a new ledger
+	 * reads back, nothing waits for them to run. */
+	if (modes < 0 || apply_rounds(f, deadline, &after, &pending_left) < 0 ||
+	    annotate_modes(f) < 0)
 		goto out;
 	changed = ds_failover_diff(before, after, &lines, &unchanged);
 	if (changed < 0)
