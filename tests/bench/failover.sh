@@ -201,7 +201,7 @@ for line in sys.stdin:
     if not line.startswith("apiserver_request_total{"):
         continue
     labels = dict(re.findall(r"(\w+)=\"([^\"]*)\"", line))
-    key = (labels.get("verb", "?"), labels.get("resource", "?"))
+    key = (labels.get("verb") or "-", labels.get("resource") or "-")
     counts[key] = counts.get(key, 0) + float(line.rsplit(" ", 1)[1])
 for (verb, res), n in sorted(counts.items()):
     print(verb, res, int(n))' >"$1"
