@@ -135,8 +135,11 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 		ds_applier_free(a);
 		return ds_err_fallback(err, rc);
 	}
-	a->scope = (ds_object_state_scope){
-	    .ns = cfg->namespaces, .n = cfg->n_namespaces, .map_ns = scope_map_ns, .map_ud = a};
+	a->scope = (ds_object_state_scope){.ns = cfg->namespaces,
+					   .n = cfg->n_namespaces,
+					   .map_ns = scope_map_ns,
+					   .map_ud = a,
+					   .held_at = cfg->held_at};
 	ds_kube_discovery_set_refresh_interval(cfg->kube, a->cfg.discovery_refresh_ms);
 	rc = ds_object_state_last_record_id(a->st, &a->verify_upto, err);
 	if (rc < 0) {

@@ -26,6 +26,8 @@
 /* Rounds of mode, reconsider and apply: a running importer's pass that began
  * before the mode changed may write the old form once after ours. */
 #define MAX_ROUNDS 3
+/* How long the rows a run reconsiders are left to it alone (see apply_rounds). */
+#define HOLD_MS 60000
 
 /* The workloads whose standby form differs from the active one, in the order
  * their changes are said. */
@@ -44,6 +46,7 @@ struct ds_failover {
 	ds_namespace_modes *nm;
 	ds_inbox *ib;
 	ds_kube *kube;	    /* borrowed, during ds_failover_run() */
+	int64_t held_at;    /* the rows reconsidered are this run's until then (wall ms) */
 	size_t unannotated; /* Namespaces whose mode annotations could not be written */
 };
 
@@ -293,8 +296,11 @@ static const char *map_ns(void *ud, const char *source_ns)
 
 static ds_object_state_scope scope_of(const ds_failover *f)
 {
-	return (ds_object_state_scope){
-	    .ns = f->ns, .n = f->n_ns, .map_ns = map_ns, .map_ud = (void *)f->o.cfg};
+	return (ds_object_state_scope){.ns = f->ns,
+				       .n = f->n_ns,
+				       .map_ns = map_ns,
+				       .map_ud = (void *)f->o.cfg,
+				       .held_at = f->held_at};
 }
 
 int ds_failover_open(ds_failover **out, const ds_failover_opts *o, ds_err *err)
@@ -710,12 +716,19 @@ static int annotate_modes(ds_failover *f)
 /* Reconsider and apply until the snapshot has the mode's form (or MAX_ROUNDS). */
 static int apply_rounds(ds_failover *f, int64_t deadline, json_t **after, size_t *pending_left)
 {
-	ds_object_state_scope scope = scope_of(f);
+	ds_object_state_scope scope;
 	ds_applier_config ac;
 	ds_applier *a = NULL;
 	json_t *snap = NULL;
 	ds_err err = {0};
 	int rc, rounds = 0;
+
+	/* The rows it reconsiders are this run's to apply for HOLD_MS: a running
+	 * importer's applier would write every one of them too (and verify each),
+	 * beside this one, while the pods start. Should this run end first, they
+	 * are due for it then. */
+	f->held_at = ds_clock_wall_ms() + HOLD_MS;
+	scope = scope_of(f);
 
 	memset(&ac, 0, sizeof(ac));
 	ac.ledger_path = f->o.ledger_path;
@@ -727,6 +740,7 @@ static int apply_rounds(ds_failover *f, int64_t deadline, json_t **after, size_t
 	 * killed run wrote would hold up the first writes; one written twice costs a
 	 * write that changes nothing. */
 	ac.no_restart_check = true;
+	ac.held_at = f->held_at;
 	rc = ds_applier_new(&a, &ac, &err);
 	if (rc < 0) {
 		sayf(f, true, "drasync-target %s: %s", f->o.verb, err.msg);
