@@ -249,7 +249,10 @@ if [ "$(ready ml)" != 0 ]; then
   exit 1
 fi
 
-# (c) failover, with `run` running and the source gone
+# (c) failover, with `run` running and the source gone. The target marks the
+# source's session closed at its next presence sweep (every 2 s): before that
+# the split-brain guard refuses, as it should.
+sleep 3
 api_requests "$work/api-before"
 t0=$(now)
 # shellcheck disable=SC2046
