@@ -306,7 +306,7 @@ done
 t0=$(now)
 rpids=()
 for ns in $namespaces; do
-  "$source_bin" relocate --config "$work/source-watch.yaml" --namespace "$ns" --timeout 10m \
+  "$source_bin" relocate --config "$work/source-watch.yaml" --namespace "$ns" --timeout 3m \
     >"$work/relocate-$ns.out" 2>&1 &
   rpids+=($!)
 done

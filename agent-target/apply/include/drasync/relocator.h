@@ -8,7 +8,8 @@
  * fails the others over, those of one source together, one at a time when
  * that fails so that each outcome names its own problem), then checks once
  * the workloads of every relocation being verified (pods Running, claims
- * allocated; again at most every DS_RELOCATOR_CHECK_MS) and records each
+ * allocated; again at most every DS_RELOCATOR_CHECK_MS, up to its first
+ * workload not verified yet, every one at its deadline) and records each
  * outcome as it is decided: verified active, or failed at its verification
  * deadline with its first workload not verified. A relocation that arrives
  * while others are verified is failed over at once, not after them.
