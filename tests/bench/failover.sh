@@ -26,7 +26,7 @@
 # Failover and from scratch are timed by the same poll (kubectl get
 # pods,resourceclaims every 250 ms). From scratch goes first: failover and
 # relocation meet the fuller cluster.
-# Takes about 3 minutes at the defaults, the clusters' start included.
+# Takes about 5 minutes at the defaults, the clusters' start and the build included.
 # Last line: RESULT failover_s=N from_scratch_s=N ratio=X relocate_s=N relocate_ratio=X
 # (targets: ratio <= 1.0, relocate_ratio <= 1.2)
 set -euo pipefail
