@@ -13,8 +13,9 @@
 #       into other namespaces) created by `kubectl apply`: seconds from the
 #       apply until every pod is Running with its claims allocated;
 #   failover: `drasync-target failover` of every standby namespace while
-#       `run` runs: seconds from the command until every pod is Running with
-#       its claims allocated.
+#       `run` runs, once its verifier has verified the standby (as a standby
+#       is, long before a disaster): seconds from the command until every pod
+#       is Running with its claims allocated.
 #   relocate: the failed-over namespaces back to standby (`drasync-target
 #       failback`, their pods gone), the target restarted with `relocate: true`
 #       in its sources[] and `drasync-source run` in watch mode; then
@@ -251,8 +252,22 @@ fi
 
 # (c) failover, with `run` running and the source gone. The target marks the
 # source's session closed at its next presence sweep (every 2 s): before that
-# the split-brain guard refuses, as it should.
+# the split-brain guard refuses, as it should. A standby is failed over long
+# after it was synced and verified: wait (at most 120 s) until the target's
+# verifier has verified every standby workload it applied (the Deployments and
+# StatefulSets; the held Pods and Jobs are not on the cluster), else its backlog is looked at
+# again in active form while the failed-over pods start.
 sleep 3
+workloads=$(grep -cE '^kind: (Deployment|StatefulSet)$' "$work/workloads.yaml")
+deadline=$(($(date +%s) + 120))
+while :; do
+  verified=$("$target_bin" status --config "$work/target.yaml" -o json 2>/dev/null |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["verification"]["verified"])' || echo 0)
+  [ "$verified" -ge "$workloads" ] && break
+  [ "$(date +%s)" -lt "$deadline" ] || break
+  sleep 1
+done
+echo "standby: $verified of $workloads workloads verified by the target before the failover"
 api_requests "$work/api-before"
 t0=$(now)
 # shellcheck disable=SC2046
