@@ -9,6 +9,7 @@
 #include "drasync/cli.h"
 #include "drasync/clock.h"
 #include "drasync/failover.h"
+#include "drasync/target_agent.h"
 #include "drasync/target_config.h"
 
 #include <errno.h>
@@ -203,6 +204,7 @@ static int dr_main(int argc, char **argv, const char *verb, enum ds_mode to)
 {
 	struct dr d = {.verb = verb, .to = to, .a = {.timeout_ms = DEFAULT_TIMEOUT_MS}};
 	ds_target_config *cfg = NULL;
+	struct ds_kube_transport_opts topts;
 	ds_failover *f = NULL;
 	ds_kube *kube = NULL;
 	char ledger[4096], msg[512];
@@ -219,10 +221,12 @@ static int dr_main(int argc, char **argv, const char *verb, enum ds_mode to)
 		return 2;
 	}
 	deadline = ds_deadline_in(d.a.timeout_ms);
+	/* The importer's client: its writes are a bulk of them at once, as run's are. */
+	ds_target_agent_transport_opts(&topts, DS_TARGET_MAX_PARALLEL);
 	if ((rc = open_ledger(&d, cfg, ledger, sizeof(ledger), &f)) == 0 &&
 	    (rc = ds_failover_namespaces(f, d.a.namespaces, d.a.n_namespaces)) == 0 &&
 	    (rc = ds_failover_guard(f)) == 0 &&
-	    (rc = ds_target_connect(verb, d.a.kubeconfig, d.a.context, cfg, NULL, &kube)) == 0 &&
+	    (rc = ds_target_connect(verb, d.a.kubeconfig, d.a.context, cfg, &topts, &kube)) == 0 &&
 	    (rc = ds_target_check_identity(verb, kube, cfg, ledger, false, false)) == 0)
 		rc = ds_failover_run(f, kube, deadline);
 	ds_failover_free(f);

@@ -5,8 +5,9 @@
  * v1beta1 target cluster in standby.
  *   - refused: the target's sources[] has no relocate: true; `drasync-source
  *     relocate` exits 1 with the target's reason, the source's workloads are
- *     back (replicas 2, the Pod still there), the target logs
- *     relocate_refused and its namespace stays standby;
+ *     back (replicas 2, the Pod still there) and carry no
+ *     drasync.io/relocated-to mark, the target logs relocate_refused and its
+ *     namespace stays standby;
  *   - relocated: relocate: true and a SIGHUP; the same command exits 0 and
  *     prints the outcome; on the target the Deployment runs 2 pods and the
  *     Pod 1, each claim allocated on the target's devices; on the source the
@@ -147,6 +148,15 @@ static void test_e2e_relocate__refused_then_relocated(void **state)
 	assert_int_equal(replicas(p->src, p->src_ns), 2);
 	o = tu_e2e_get(p->src, "v1", "Pod", p->src_ns, "p");
 	assert_non_null(o);
+	json_decref(o);
+	/* Nothing went: no relocation's mark stays behind on the source's objects. */
+	o = tu_e2e_get(p->src, "apps/v1", "Deployment", p->src_ns, "trainer");
+	assert_non_null(o);
+	assert_null(dt_get(o, "/metadata/annotations/drasync.io~1relocated-to"));
+	json_decref(o);
+	o = tu_e2e_get(p->src, "resource.k8s.io/v1", "ResourceClaimTemplate", p->src_ns, "one-gpu");
+	assert_non_null(o);
+	assert_null(dt_get(o, "/metadata/annotations/drasync.io~1relocated-to"));
 	json_decref(o);
 	assert_int_equal(replicas(p->dst, p->dst_ns), 0);
 

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -243,12 +244,17 @@ static int find_served(ds_kube *k, const ds_kind *kd, struct ds_kube_resource *r
 	return 1;
 }
 
-int ds_relocation_mark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
-		       void *ud, ds_err *err)
+/*
+ * The mark on every object of ns that may carry it: set to `to` (mark), or
+ * taken off where it says `to` (unmark). @return how many changed, or < 0
+ */
+static int each_mark(ds_kube *k, const char *ns, const char *to, bool mark, ds_err *err)
 {
 	json_t *patch =
-	    json_pack("{s{s{ss}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO, to);
-	int marked = 0, rc = 0;
+	    mark
+		? json_pack("{s{s{ss}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO, to)
+		: json_pack("{s{s{sn}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO);
+	int changed = 0, rc = 0;
 
 	if (!patch)
 		return -ENOMEM;
@@ -279,8 +285,9 @@ int ds_relocation_mark(ds_kube *k, const char *ns, const char *to, ds_relocation
 		}
 		json_array_foreach (json_object_get(lst, "items"), j, item) {
 			const char *was = ds_obj_annotation(item, DS_ANNOTATION_RELOCATED_TO);
+			bool same = was && strcmp(was, to) == 0;
 
-			if (skip(item) || (was && strcmp(was, to) == 0))
+			if (skip(item) || (mark ? same : !same))
 				continue;
 			ds_kube_error_clear(&ke);
 			rc = ds_kube_merge_patch(k, &res, ns, ds_obj_name(item), patch, NULL, NULL,
@@ -290,19 +297,37 @@ int ds_relocation_mark(ds_kube *k, const char *ns, const char *to, ds_relocation
 				continue;
 			}
 			if (rc < 0) {
-				ds_err_set(err, "marking %s %s/%s: %s", kd->name, ns,
-					   ds_obj_name(item),
+				ds_err_set(err, "%s %s %s/%s: %s", mark ? "marking" : "unmarking",
+					   kd->name, ns, ds_obj_name(item),
 					   ds_kube_error_format(&ke, m, sizeof(m)));
 				break;
 			}
-			marked++;
+			changed++;
 		}
 		json_decref(lst);
 	}
 	json_decref(patch);
-	if (rc < 0)
-		return rc;
-	sayf(say, ud, "%d object%s of %s marked %s=%s", marked, marked == 1 ? "" : "s", ns,
-	     DS_ANNOTATION_RELOCATED_TO, to);
+	return rc < 0 ? rc : changed;
+}
+
+int ds_relocation_mark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
+		       void *ud, ds_err *err)
+{
+	int marked = each_mark(k, ns, to, true, err);
+
+	if (marked >= 0)
+		sayf(say, ud, "%d object%s of %s marked %s=%s", marked, marked == 1 ? "" : "s", ns,
+		     DS_ANNOTATION_RELOCATED_TO, to);
 	return marked;
+}
+
+int ds_relocation_unmark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
+			 void *ud, ds_err *err)
+{
+	int n = each_mark(k, ns, to, false, err);
+
+	if (n >= 0)
+		sayf(say, ud, "%d object%s of %s: mark %s=%s taken off", n, n == 1 ? "" : "s", ns,
+		     DS_ANNOTATION_RELOCATED_TO, to);
+	return n;
 }

@@ -250,6 +250,16 @@ static int failed(struct run *r, const ds_source_relocation *row)
 			"drasync-source relocate: %s; some workloads stay parked (annotation "
 			"drasync.io/replicas keeps their counts)\n",
 			err.msg);
+	/* Nothing of NS went: the marks that let this cluster's target update it
+	 * from the other site would only mislead. */
+	memset(&err, 0, sizeof(err));
+	if (row->target[0] &&
+	    ds_relocation_unmark(r->o->kube, r->o->ns, row->target, say, r, &err) < 0)
+		fprintf(r->o->errout,
+			"drasync-source relocate: %s; some objects keep the mark "
+			"drasync.io/relocated-to=%s (remove it: kubectl annotate -n %s <kind> "
+			"<name> drasync.io/relocated-to-)\n",
+			err.msg, row->target, r->o->ns);
 	ds_log(DS_LOG_WARN, "relocate_failed", "namespace=%s seq=%llu", r->o->ns,
 	       (unsigned long long)row->seq);
 	return 1;

@@ -135,14 +135,19 @@ int ds_applier_new(ds_applier **out, const ds_applier_config *cfg, ds_err *err)
 		ds_applier_free(a);
 		return ds_err_fallback(err, rc);
 	}
-	a->scope = (ds_object_state_scope){
-	    .ns = cfg->namespaces, .n = cfg->n_namespaces, .map_ns = scope_map_ns, .map_ud = a};
+	a->scope = (ds_object_state_scope){.ns = cfg->namespaces,
+					   .n = cfg->n_namespaces,
+					   .map_ns = scope_map_ns,
+					   .map_ud = a,
+					   .held_at = cfg->held_at};
 	ds_kube_discovery_set_refresh_interval(cfg->kube, a->cfg.discovery_refresh_ms);
 	rc = ds_object_state_last_record_id(a->st, &a->verify_upto, err);
 	if (rc < 0) {
 		ds_applier_free(a);
 		return ds_err_fallback(err, rc);
 	}
+	if (cfg->no_restart_check)
+		a->verify_upto = 0;
 	/* What the target serves is read at the first pass, not here: the link opens
 	 * (and commits) while the target's API server does not answer yet. */
 	a->dra = DS_DRA_V1;

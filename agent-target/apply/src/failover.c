@@ -26,6 +26,8 @@
 /* Rounds of mode, reconsider and apply: a running importer's pass that began
  * before the mode changed may write the old form once after ours. */
 #define MAX_ROUNDS 3
+/* How long the rows a run reconsiders are left to it alone (see apply_rounds). */
+#define HOLD_MS 60000
 
 /* The workloads whose standby form differs from the active one, in the order
  * their changes are said. */
@@ -44,6 +46,7 @@ struct ds_failover {
 	ds_namespace_modes *nm;
 	ds_inbox *ib;
 	ds_kube *kube;	    /* borrowed, during ds_failover_run() */
+	int64_t held_at;    /* the rows reconsidered are this run's until then (wall ms) */
 	size_t unannotated; /* Namespaces whose mode annotations could not be written */
 };
 
@@ -293,8 +296,11 @@ static const char *map_ns(void *ud, const char *source_ns)
 
 static ds_object_state_scope scope_of(const ds_failover *f)
 {
-	return (ds_object_state_scope){
-	    .ns = f->ns, .n = f->n_ns, .map_ns = map_ns, .map_ud = (void *)f->o.cfg};
+	return (ds_object_state_scope){.ns = f->ns,
+				       .n = f->n_ns,
+				       .map_ns = map_ns,
+				       .map_ud = (void *)f->o.cfg,
+				       .held_at = f->held_at};
 }
 
 int ds_failover_open(ds_failover **out, const ds_failover_opts *o, ds_err *err)
@@ -448,12 +454,91 @@ int ds_failover_guard(ds_failover *f)
 	return 1;
 }
 
+/* Whether ns is one of the command's namespaces. */
+static bool ours(const ds_failover *f, const char *ns)
+{
+	for (size_t i = 0; ns && i < f->n_ns; i++)
+		if (strcmp(f->ns[i], ns) == 0)
+			return true;
+	return false;
+}
+
+/* Add the items of list in the command's namespaces, each under its own namespace. */
+static int add_ours(ds_failover *f, json_t *snap, const char *kind, const json_t *list)
+{
+	json_t *one = json_object(), *items = json_array(), *item;
+	size_t j;
+	int rc = one && items ? 0 : -ENOMEM;
+
+	json_object_set_new(one, "items", items);
+	json_array_foreach (json_object_get(list, "items"), j, item) {
+		const char *ns = ds_json_str(json_object_get(item, "metadata"), "namespace");
+
+		if (rc < 0 || !ours(f, ns))
+			continue;
+		json_array_clear(items);
+		if (json_array_append(items, item) < 0)
+			rc = -ENOMEM;
+		else
+			rc = ds_failover_snapshot_add(snap, kind, ns, one);
+	}
+	json_decref(one);
+	return rc;
+}
+
+/*
+ * One kind in the namespaces: one list across the cluster when there are
+ * several (a request per kind, not per kind and namespace: the first write
+ * waits for these), else, or when the cluster-wide list is not allowed, one
+ * per namespace.
+ */
+static int snapshot_kind(ds_failover *f, json_t *snap, const ds_kind *kd,
+			 const struct ds_kube_resource *res)
+{
+	struct ds_kube_list_opts lo = {.label_selector = DS_LABEL_MANAGED_BY "=drasync",
+				       .limit = 500};
+	ds_kube_error ke;
+	char buf[600];
+	int rc;
+
+	if (f->n_ns > 1) {
+		json_t *list = NULL;
+
+		ds_kube_error_clear(&ke);
+		rc = ds_kube_list(f->kube, res, NULL, &lo, &list, NULL, &ke);
+		if (rc == 0) {
+			rc = add_ours(f, snap, kd->name, list);
+			json_decref(list);
+			return rc;
+		}
+		if (ke.code != 403) {
+			sayf(f, true, "drasync-target %s: list %s: %s", f->o.verb, kd->name,
+			     ds_kube_error_format(&ke, buf, sizeof(buf)));
+			return rc;
+		}
+	}
+	for (size_t i = 0; i < f->n_ns; i++) {
+		json_t *list = NULL;
+
+		ds_kube_error_clear(&ke);
+		rc = ds_kube_list(f->kube, res, f->ns[i], &lo, &list, NULL, &ke);
+		if (rc < 0) {
+			sayf(f, true, "drasync-target %s: list %s in %s: %s", f->o.verb, kd->name,
+			     f->ns[i], ds_kube_error_format(&ke, buf, sizeof(buf)));
+			return rc;
+		}
+		rc = ds_failover_snapshot_add(snap, kd->name, f->ns[i], list);
+		json_decref(list);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* The workloads drasync manages in the namespaces, as the cluster has them. */
 static int snapshot(ds_failover *f, json_t **out)
 {
 	json_t *snap = json_object();
-	struct ds_kube_list_opts lo = {.label_selector = DS_LABEL_MANAGED_BY "=drasync",
-				       .limit = 500};
 	int rc = 0;
 
 	if (!snap)
@@ -469,21 +554,7 @@ static int snapshot(ds_failover *f, json_t **out)
 		ds_kube_error_clear(&ke);
 		if (ds_kube_resource_find(f->kube, api, kd->name, &res, &ke) < 0)
 			continue;
-		for (size_t i = 0; rc == 0 && i < f->n_ns; i++) {
-			json_t *list = NULL;
-
-			ds_kube_error_clear(&ke);
-			rc = ds_kube_list(f->kube, &res, f->ns[i], &lo, &list, NULL, &ke);
-			if (rc < 0) {
-				char buf[600];
-				sayf(f, true, "drasync-target %s: list %s in %s: %s", f->o.verb,
-				     kd->name, f->ns[i],
-				     ds_kube_error_format(&ke, buf, sizeof(buf)));
-				break;
-			}
-			rc = ds_failover_snapshot_add(snap, kd->name, f->ns[i], list);
-			json_decref(list);
-		}
+		rc = snapshot_kind(f, snap, kd, &res);
 	}
 	if (rc < 0) {
 		json_decref(snap);
@@ -645,12 +716,19 @@ static int annotate_modes(ds_failover *f)
 /* Reconsider and apply until the snapshot has the mode's form (or MAX_ROUNDS). */
 static int apply_rounds(ds_failover *f, int64_t deadline, json_t **after, size_t *pending_left)
 {
-	ds_object_state_scope scope = scope_of(f);
+	ds_object_state_scope scope;
 	ds_applier_config ac;
 	ds_applier *a = NULL;
 	json_t *snap = NULL;
 	ds_err err = {0};
 	int rc, rounds = 0;
+
+	/* The rows it reconsiders are this run's to apply for HOLD_MS: a running
+	 * importer's applier would write every one of them too (and verify each),
+	 * beside this one, while the pods start. Should this run end first, they
+	 * are due for it then. */
+	f->held_at = ds_clock_wall_ms() + HOLD_MS;
+	scope = scope_of(f);
 
 	memset(&ac, 0, sizeof(ac));
 	ac.ledger_path = f->o.ledger_path;
@@ -658,6 +736,11 @@ static int apply_rounds(ds_failover *f, int64_t deadline, json_t **after, size_t
 	ac.cfg = f->o.cfg;
 	ac.namespaces = f->ns;
 	ac.n_namespaces = f->n_ns;
+	/* Every row is due again (reconsidered): listing the namespaces for objects a
+	 * killed run wrote would hold up the first writes; one written twice costs a
+	 * write that changes nothing. */
+	ac.no_restart_check = true;
+	ac.held_at = f->held_at;
 	rc = ds_applier_new(&a, &ac, &err);
 	if (rc < 0) {
 		sayf(f, true, "drasync-target %s: %s", f->o.verb, err.msg);
@@ -722,8 +805,10 @@ int ds_failover_run(ds_failover *f, ds_kube *kube, int64_t deadline)
 		return 1;
 	rc = 1;
 	modes = set_modes(f);
-	if (modes < 0 || annotate_modes(f) < 0 ||
-	    apply_rounds(f, deadline, &after, &pending_left) < 0)
+	/* The workloads first: the Namespaces' annotations are what a new ledger
+	 * reads back, nothing waits for them to run. */
+	if (modes < 0 || apply_rounds(f, deadline, &after, &pending_left) < 0 ||
+	    annotate_modes(f) < 0)
 		goto out;
 	changed = ds_failover_diff(before, after, &lines, &unchanged);
 	if (changed < 0)

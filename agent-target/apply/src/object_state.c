@@ -223,12 +223,14 @@ int ds_object_state_pick_in(ds_object_state *st, int64_t now_ms, size_t max,
 
 	rc = ds_store_prepare(st->store,
 			      "SELECT " ROW_COLUMNS " FROM object_state o"
-			      " WHERE o.state IN ('pending', 'waiting') AND o.next_try_at <= ?"
-			      " ORDER BY o.id LIMIT ?",
+			      " WHERE o.state IN ('pending', 'waiting')"
+			      " AND (o.next_try_at <= ?1 OR (?3 > 0 AND o.next_try_at = ?3))"
+			      " ORDER BY o.id LIMIT ?2",
 			      &q, err);
 	if (rc < 0)
 		goto out;
 	sqlite3_bind_int64(q, 1, now_ms);
+	sqlite3_bind_int64(q, 3, scope ? scope->held_at : 0);
 	/* A scope is filtered here, by the mapping: every due row is looked at. */
 	sqlite3_bind_int64(q, 2, scope ? -1 : (sqlite3_int64)max);
 	while (len < max && bytes < DS_OBJECT_STATE_PICK_BYTES &&
@@ -369,12 +371,13 @@ int ds_object_state_reconsider_in(ds_object_state *st, const ds_object_state_sco
 	if (rc == 0)
 		rc = ds_store_prepare(
 		    st->store,
-		    "UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = 0"
-		    " WHERE id = ?",
+		    "UPDATE object_state SET state = 'pending', attempts = 0, next_try_at = ?2"
+		    " WHERE id = ?1",
 		    &up, err);
 	for (size_t i = 0; rc == 0 && i < ids.n; i++) {
 		sqlite3_reset(up);
 		sqlite3_bind_int64(up, 1, ids.v[i]);
+		sqlite3_bind_int64(up, 2, scope ? scope->held_at : 0);
 		rc = sqlite3_step(up);
 		rc = rc == SQLITE_DONE
 			 ? 0
@@ -397,6 +400,7 @@ int ds_object_state_reconsider_in(ds_object_state *st, const ds_object_state_sco
 struct due {
 	size_t pending, waiting;
 	int64_t next_at;
+	int64_t held_at; /* due now for the scope's applier */
 };
 
 static int count_due(void *ud, sqlite3_stmt *q)
@@ -410,6 +414,8 @@ static int count_due(void *ud, sqlite3_stmt *q)
 		return 0;
 	}
 	d->pending++;
+	if (d->held_at && at == d->held_at)
+		at = 0;
 	if (!d->next_at || at < d->next_at)
 		d->next_at = at ? at : 1;
 	return 0;
@@ -418,7 +424,7 @@ static int count_due(void *ud, sqlite3_stmt *q)
 int ds_object_state_due_in(ds_object_state *st, const ds_object_state_scope *scope, size_t *pending,
 			   size_t *waiting, int64_t *next_at, ds_err *err)
 {
-	struct due d = {0};
+	struct due d = {.held_at = scope ? scope->held_at : 0};
 	int rc = each_in(st, "o.state IN ('pending', 'waiting')", scope, count_due, &d, err);
 
 	if (rc < 0)

@@ -175,6 +175,7 @@ static int ingest_chunk(ds_object_state *st, ds_err *err)
 	rc = ds_store_exec(st->store, "BEGIN IMMEDIATE", err);
 	if (rc < 0)
 		return rc;
+	st->returned_pending = 0;
 	rc = ds_store_prepare(st->store, "SELECT record_id FROM apply_cursor WHERE id = 1", &cur,
 			      err);
 	if (rc < 0)
@@ -204,6 +205,7 @@ out:
 		ds_store_rollback(st->store);
 		return rc;
 	}
+	ds_object_state_returned_committed(st);
 	return n;
 }
 

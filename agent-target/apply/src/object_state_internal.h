@@ -35,6 +35,7 @@ struct ds_object_state {
 	char *messages;		    /* the arena of the last ds_object_state_results() */
 	size_t messages_cap;
 	ds_store_stmt *kept[OS_STMT_MAX];
+	unsigned returned_pending; /* relocations returned in the ingest's open transaction */
 };
 
 /*
@@ -69,5 +70,7 @@ int ds_object_state_note_relocation(ds_object_state *st, const ds_ledger_record 
  * ingest's transaction, before the record is applied.
  */
 int ds_object_state_note_home(ds_object_state *st, const ds_ledger_record *rec, ds_err *err);
+/* The ingest's transaction committed: its returns count (ds_relocation_returned_total()). */
+void ds_object_state_returned_committed(ds_object_state *st);
 
 #endif

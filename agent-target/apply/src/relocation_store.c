@@ -9,15 +9,30 @@
 #include "drasync/relocation.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 static const char *const state_names[DS_RELOCATION_STATE_MAX] = {
-    [DS_RELOCATION_PENDING] = "pending",
-    [DS_RELOCATION_ACTIVE] = "active",
-    [DS_RELOCATION_FAILED] = "failed",
-    [DS_RELOCATION_REFUSED] = "refused",
+    [DS_RELOCATION_PENDING] = "pending",   [DS_RELOCATION_ACTIVE] = "active",
+    [DS_RELOCATION_FAILED] = "failed",	   [DS_RELOCATION_REFUSED] = "refused",
+    [DS_RELOCATION_RETURNED] = "returned",
 };
+
+/* Committed returns of this process (relocation.h). */
+static _Atomic uint64_t returned_total;
+
+uint64_t ds_relocation_returned_total(void)
+{
+	return atomic_load(&returned_total);
+}
+
+void ds_object_state_returned_committed(ds_object_state *st)
+{
+	if (st->returned_pending)
+		atomic_fetch_add(&returned_total, st->returned_pending);
+	st->returned_pending = 0;
+}
 
 const char *ds_relocation_state_name(enum ds_relocation_state s)
 {
@@ -73,6 +88,7 @@ static int came_home(ds_object_state *st, const ds_ledger_record *rec, int64_t i
 	q = NULL;
 	if (rc < 0 || !target_ns || !target_ns[0])
 		return rc;
+	st->returned_pending++;
 	rc = ds_store_prepare(st->store,
 			      "INSERT INTO namespace_modes(namespace, mode, since, changed_by)"
 			      " VALUES(?1, 'standby', ?2, 'relocation-home') ON CONFLICT(namespace)"

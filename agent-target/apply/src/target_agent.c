@@ -8,6 +8,7 @@
 #include "drasync/log.h"
 #include "drasync/receiver.h"
 #include "drasync/relocation.h"
+#include "drasync/relocator.h"
 #include "drasync/stop_signals.h"
 
 #include <errno.h>
@@ -123,43 +124,52 @@ static void nap(ds_target_agent *a, int ms)
 		nanosleep(&ts, NULL);
 }
 
-/* The planned relocations the sources asked for (relocation.h), one at a time. */
+/* How often the relocator looks for relocations that became pending. */
+#define RELOCATE_LOOK_MS 200
+
+static void relocation_done(void *ud, const char *source, int state)
+{
+	ds_target_agent *a = ud;
+
+	if (a->cfg.hooks.on_relocation)
+		a->cfg.hooks.on_relocation(a->cfg.hooks.ud, source, state);
+}
+
+/* The planned relocations the sources asked for (relocator.h), as they come, side by side. */
 static void *relocator_main(void *arg)
 {
 	ds_target_agent *a = arg;
 	ds_object_state *st = NULL;
+	ds_relocator *rel = NULL;
 	ds_err err = {0};
 
 	while (!atomic_load(&a->stopping)) {
-		ds_relocation_row rows[8];
-		size_t n = 0;
+		ds_target_config *cfg;
+		ds_relocation_ctx c;
 
-		nap(a, 1000);
-		if (!st && ds_object_state_open(&st, a->ledger_path, &err) < 0) {
-			ds_log(DS_LOG_ERROR, "relocate_ledger_failed", "error=%s", err.msg);
+		nap(a, RELOCATE_LOOK_MS);
+		if (!rel && (ds_object_state_open(&st, a->ledger_path, &err) < 0 ||
+			     ds_relocator_new(&rel, st) < 0)) {
+			ds_log(DS_LOG_ERROR, "relocate_ledger_failed", "error=%s",
+			       err.msg[0] ? err.msg : strerror(ENOMEM));
+			ds_object_state_free(st);
+			st = NULL;
 			nap(a, 10000);
 			continue;
 		}
-		if (ds_relocation_pending(st, rows, 8, &n, &err) < 0) {
+		if (atomic_load(&a->stopping))
+			break;
+		cfg = ds_config_holder_get(a->configs);
+		c = (ds_relocation_ctx){.ledger_path = a->ledger_path,
+					.config_path = a->config_path,
+					.cfg = cfg,
+					.kube = a->cfg.kube};
+		memset(&err, 0, sizeof(err));
+		if (ds_relocator_step(rel, &c, relocation_done, a, &err) < 0)
 			ds_log(DS_LOG_ERROR, "relocate_ledger_failed", "error=%s", err.msg);
-			continue;
-		}
-		for (size_t i = 0; i < n && !atomic_load(&a->stopping); i++) {
-			ds_target_config *cfg = ds_config_holder_get(a->configs);
-			ds_relocation_ctx c = {.ledger_path = a->ledger_path,
-					       .config_path = a->config_path,
-					       .cfg = cfg,
-					       .kube = a->cfg.kube};
-			char msg[512];
-			int rc = ds_relocation_perform(st, &c, &rows[i], msg, sizeof(msg), &err);
-
-			if (rc < 0)
-				ds_log(DS_LOG_ERROR, "relocate_ledger_failed", "error=%s", err.msg);
-			else if (a->cfg.hooks.on_relocation)
-				a->cfg.hooks.on_relocation(a->cfg.hooks.ud, rows[i].source, rc);
-			ds_target_config_unref(cfg);
-		}
+		ds_target_config_unref(cfg);
 	}
+	ds_relocator_free(rel);
 	ds_object_state_free(st);
 	return NULL;
 }

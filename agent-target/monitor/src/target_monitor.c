@@ -115,7 +115,8 @@ static const ds_metric_def defs[] = {
      "result", NULL, 0},
     {"drasync_target_relocations_total", DS_METRIC_COUNTER,
      "Planned relocations the sources asked for, by outcome (active: failed over and "
-     "verified, failed, refused: not granted).",
+     "verified, failed, refused: not granted, returned: its source runs the namespace "
+     "again and the target namespace went back to standby).",
      "outcome", NULL, 0},
     {"drasync_target_verifier_checks_total", DS_METRIC_COUNTER,
      "Checks the verifier made on the cluster.", "", NULL, 0},
@@ -313,6 +314,10 @@ static void collect(void *ud, ds_metrics *mx)
 		ds_metrics_set(mx, "drasync_target_ledger_compacted_bytes_total", NULL,
 			       (double)as.compacted_bytes);
 	}
+	/* Counted where the ingest commits them (relocation.h), not by a callback. */
+	ds_metrics_set(mx, "drasync_target_relocations_total",
+		       (const char *[]){ds_relocation_state_name(DS_RELOCATION_RETURNED)},
+		       (double)ds_relocation_returned_total());
 	ds_metrics_set(mx, "drasync_target_ledger_bytes", NULL,
 		       (double)ds_ledger_file_bytes(m->ledger_path));
 	if (m->kube) {

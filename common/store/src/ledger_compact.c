@@ -20,9 +20,16 @@ struct ds_ledger_compactor {
 	ds_store_stmt *cursor, *span, *del, *ends, *del_man;
 };
 
-/* op 4: a snapshot's end (enum ds_record_op), whose manifest the prune reads. */
+/*
+ * op 4: a snapshot's end (enum ds_record_op), whose manifest the prune reads.
+ * The newest record always stays: SQLite gives a new row the largest id + 1,
+ * so with the newest gone the next record committed would get an id at or
+ * below the apply cursor, and the ingest would never see it (a relocation
+ * record, all of whose predecessors were ingested and compacted, was lost so).
+ */
 static const char del_sql[] =
     "DELETE FROM records WHERE id > ?1 AND id <= ?2"
+    " AND id < (SELECT max(id) FROM records)"
     " AND NOT EXISTS (SELECT 1 FROM object_state o WHERE o.record_id = records.id)"
     " AND NOT EXISTS (SELECT 1 FROM object_state o WHERE o.applied_record_id = records.id)"
     " AND NOT EXISTS (SELECT 1 FROM apply_results a WHERE a.source = records.source"

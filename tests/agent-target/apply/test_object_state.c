@@ -753,6 +753,26 @@ static void test_object_state__scope_by_target_namespace_and_forget_applied(void
 	assert_int_equal(n, 2);
 	ds_object_state_rows_free(rows, n);
 
+	/* Reconsidered with a hold (failover's own applier): due for the scope that holds
+	 * them, not for an applier without it (a running importer) until the hold's time. */
+	scope.held_at = FAR_FUTURE - 1;
+	assert_int_equal(ds_object_state_reconsider_in(e->st, &scope, &err), 3);
+	assert_int_equal(ds_object_state_pick(e->st, 1000, 100, &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].name, "w");
+	ds_object_state_rows_free(rows, n);
+	assert_int_equal(ds_object_state_pick_in(e->st, 1000, 100, &scope, &rows, &n, &err), 0);
+	assert_int_equal(n, 3);
+	ds_object_state_rows_free(rows, n);
+	assert_int_equal(ds_object_state_due_in(e->st, &scope, &pending, &waiting, &next_at, &err),
+			 0);
+	assert_int_equal(pending, 3);
+	assert_int_equal(next_at, 1); /* now */
+	assert_int_equal(ds_object_state_pick(e->st, FAR_FUTURE - 1, 100, &rows, &n, &err), 0);
+	assert_int_equal(n, 4); /* the hold over: due for anyone */
+	ds_object_state_rows_free(rows, n);
+	scope.held_at = 0;
+
 	/* A held object taken off the target forgets where it was applied. */
 	r = get(e, "core/ConfigMap/ml-team/a");
 	assert_true(r.has_applied_hash);

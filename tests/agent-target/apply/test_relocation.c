@@ -7,6 +7,7 @@
 
 #include "drasync/object_state.h"
 #include "drasync/relocation.h"
+#include "drasync/relocator.h"
 #include "testutil.h"
 #include "tu_ledger.h"
 
@@ -97,11 +98,113 @@ static void test_relocation__ledger_rows_and_result(void **state)
 	free(dir);
 }
 
+/* The way home: a record of the namespace after the relocation record returns it (standby
+ * here again), counted once its ingest committed, and once only. */
+static void test_relocation__returned_is_counted_once(void **state)
+{
+	char *dir = tu_mkdtemp("ds-treloc"), path[4096], *payload = NULL;
+	ds_object_state *st = NULL;
+	ds_relocation_row rows[4];
+	ds_record rec = {.op = DS_RECORD_RELOCATE, .ns = "ml"}, up;
+	json_t *cm = json_pack("{ss ss s{ss ss}}", "apiVersion", "v1", "kind", "ConfigMap",
+			       "metadata", "name", "c", "namespace", "ml");
+	uint64_t before = ds_relocation_returned_total();
+	size_t n = 0;
+	tu_ledger l;
+	ds_err err = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ledger.db", dir);
+	tu_ledger_open(&l, path, "east");
+	tu_ledger_commit(&l, &rec, 1, NULL, NULL);
+	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
+	assert_int_equal(ds_object_state_ingest(st, &err), 1);
+	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ds_relocation_finish(st, &rows[0], "ml-dr", DS_RELOCATION_ACTIVE,
+					      "verified active", &err),
+			 0);
+	assert_int_equal(ds_relocation_returned_total(), before);
+
+	up = tu_record_upsert(cm, "u1", &payload);
+	tu_ledger_commit(&l, &up, 1, NULL, NULL);
+	assert_int_equal(ds_object_state_ingest(st, &err), 1);
+	assert_int_equal(
+	    tu_ledger_int(path, "SELECT count(*) FROM relocations WHERE state = 'returned'"), 1);
+	assert_int_equal(tu_ledger_int(path, "SELECT count(*) FROM namespace_modes WHERE namespace "
+					     "= 'ml-dr' AND mode = 'standby'"),
+			 1);
+	assert_int_equal(ds_relocation_returned_total(), before + 1);
+	/* another record of it: home already, not counted again */
+	free(payload);
+	up = tu_record_upsert(cm, "u1", &payload);
+	tu_ledger_commit(&l, &up, 1, NULL, NULL);
+	assert_int_equal(ds_object_state_ingest(st, &err), 1);
+	assert_int_equal(ds_relocation_returned_total(), before + 1);
+	assert_string_equal(ds_relocation_state_name(DS_RELOCATION_RETURNED), "returned");
+	free(payload);
+	json_decref(cm);
+	ds_object_state_free(st);
+	tu_ledger_close(&l);
+	free(dir);
+}
+
+static void count_done(void *ud, const char *source, int state)
+{
+	int *counts = ud;
+
+	assert_string_equal(source, "east");
+	if (state >= 0 && state < DS_RELOCATION_STATE_MAX)
+		counts[state]++;
+}
+
+/* The relocator takes every relocation pending at once: those not granted are refused in one
+ * step, nothing stays pending, each outcome is said once. */
+static void test_relocation__relocator_refuses_all_pending_in_one_step(void **state)
+{
+	char *dir = tu_mkdtemp("ds-treloc"), path[4096];
+	ds_target_config *no = cfg_of("sources: [{name: east, namespaces: [ml, web]}]\n");
+	ds_record recs[2] = {{.op = DS_RECORD_RELOCATE, .ns = "ml"},
+			     {.op = DS_RECORD_RELOCATE, .ns = "web"}};
+	ds_relocation_ctx c = {.ledger_path = path, .config_path = "target.yaml", .cfg = no};
+	ds_object_state *st = NULL;
+	ds_relocator *rel = NULL;
+	ds_relocation_row rows[4];
+	int counts[DS_RELOCATION_STATE_MAX] = {0};
+	size_t n = 0;
+	tu_ledger l;
+	ds_err err = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ledger.db", dir);
+	tu_ledger_open(&l, path, "east");
+	tu_ledger_commit(&l, recs, 2, NULL, NULL);
+	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
+	assert_int_equal(ds_object_state_ingest(st, &err), 2);
+	assert_int_equal(ds_relocator_new(&rel, st), 0);
+	assert_int_equal(ds_relocator_step(rel, &c, count_done, counts, &err), 0);
+	assert_int_equal(counts[DS_RELOCATION_REFUSED], 2);
+	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(
+	    tu_ledger_int(path, "SELECT count(*) FROM relocations WHERE state = 'refused'"), 2);
+	/* nothing more to do: a second step says nothing */
+	assert_int_equal(ds_relocator_step(rel, &c, count_done, counts, &err), 0);
+	assert_int_equal(counts[DS_RELOCATION_REFUSED], 2);
+	ds_relocator_free(rel);
+	ds_object_state_free(st);
+	ds_target_config_free(no);
+	tu_ledger_close(&l);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_relocation__granted_only_with_relocate_true),
 	    cmocka_unit_test(test_relocation__ledger_rows_and_result),
+	    cmocka_unit_test(test_relocation__returned_is_counted_once),
+	    cmocka_unit_test(test_relocation__relocator_refuses_all_pending_in_one_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,10 +12,13 @@
 #include "drasync/source_monitor.h"
 #include "drasync/target_monitor.h"
 #include "drasync/inbox.h"
+#include "drasync/object_state.h"
+#include "drasync/relocation.h"
 #include "drasync/report.h"
 #include "drasync/yaml.h"
 #include "testutil.h"
 #include "tu_http.h"
+#include "tu_ledger.h"
 #include "tu_site.h"
 
 #include <ctype.h>
@@ -392,6 +395,62 @@ static void test_target_monitor__callbacks_count_by_bounded_labels(void **state)
 	free(dir);
 }
 
+/* Every outcome of a relocation is counted, "returned" (the way home) too: a
+ * relocation finished active, then a record of its namespace ingested from
+ * the ledger, shows in /metrics as outcome="returned". */
+static void test_target_monitor__relocation_outcomes_include_returned(void **state)
+{
+	char *dir = tu_mkdtemp("monitor"), ledger[1100], base[64], url[128], *payload = NULL;
+	ds_record rec = {.op = DS_RECORD_RELOCATE, .ns = "ml"}, up;
+	json_t *cm = json_pack("{ss ss s{ss ss}}", "apiVersion", "v1", "kind", "ConfigMap",
+			       "metadata", "name", "c", "namespace", "ml");
+	ds_object_state *st = NULL;
+	ds_relocation_row rows[2];
+	ds_target_monitor *m;
+	ds_kube *k = NULL;
+	tu_ledger l;
+	size_t n = 0;
+	ds_err err = {0};
+	char *text;
+
+	(void)state;
+	snprintf(ledger, sizeof(ledger), "%s/ledger.db", dir);
+	tu_ledger_open(&l, ledger, "east");
+	tu_ledger_commit(&l, &rec, 1, NULL, NULL);
+	assert_int_equal(ds_object_state_open(&st, ledger, &err), 0);
+	assert_int_equal(ds_object_state_ingest(st, &err), 1);
+	assert_int_equal(ds_relocation_pending(st, rows, 2, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ds_relocation_finish(st, &rows[0], "ml-dr", DS_RELOCATION_ACTIVE,
+					      "verified active", &err),
+			 0);
+	m = monitor(dir, ledger, NULL, 0, &k, base, sizeof(base));
+	ds_target_monitor_on_relocation(m, DS_RELOCATION_ACTIVE);
+	snprintf(url, sizeof(url), "%s/metrics", base);
+	text = tu_http_get(url, 200);
+	assert_non_null(strstr(text, "\ndrasync_target_relocations_total{outcome=\"active\"} 1\n"));
+	assert_non_null(
+	    strstr(text, "\ndrasync_target_relocations_total{outcome=\"returned\"} 0\n"));
+	free(text);
+
+	/* the source sends the namespace again after its relocation: it came home */
+	up = tu_record_upsert(cm, "u1", &payload);
+	tu_ledger_commit(&l, &up, 1, NULL, NULL);
+	assert_int_equal(ds_object_state_ingest(st, &err), 1);
+	text = tu_http_get(url, 200);
+	assert_non_null(
+	    strstr(text, "\ndrasync_target_relocations_total{outcome=\"returned\"} 1\n"));
+	tu_promtool_check_metrics(text);
+	free(text);
+	free(payload);
+	json_decref(cm);
+	ds_object_state_free(st);
+	tu_ledger_close(&l);
+	ds_target_monitor_free(m);
+	ds_kube_free(k);
+	free(dir);
+}
+
 static void *get_root(void *url)
 {
 	tu_http_reply *r = calloc(1, sizeof(*r));
@@ -478,6 +537,7 @@ int main(void)
 	    cmocka_unit_test(test_target_monitor__readme_lists_every_metric),
 	    cmocka_unit_test(test_target_monitor__readyz_says_what_is_missing),
 	    cmocka_unit_test(test_target_monitor__callbacks_count_by_bounded_labels),
+	    cmocka_unit_test(test_target_monitor__relocation_outcomes_include_returned),
 	    cmocka_unit_test(test_target_monitor__status_page_inventory_is_cached),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

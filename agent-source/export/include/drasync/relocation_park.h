@@ -37,6 +37,14 @@ int ds_relocation_unpark(ds_kube *k, const char *ns, ds_relocation_say_fn say, v
 int ds_relocation_mark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
 		       void *ud, ds_err *err);
 
+/**
+ * The mark taken off again (a relocation refused or failed: nothing of ns
+ * went): annotation drasync.io/relocated-to removed, a merge patch each, from
+ * the objects where it says to. @return how many were unmarked, or < 0
+ */
+int ds_relocation_unmark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
+			 void *ud, ds_err *err);
+
 /** Delete ns's bare Pods and Jobs. @return how many were deleted, or < 0 */
 int ds_relocation_remove_bare(ds_kube *k, const char *ns, ds_relocation_say_fn say, void *ud,
 			      ds_err *err);

@@ -106,6 +106,13 @@ typedef struct ds_applier_config {
 	/* Only objects that go to these target namespaces (failover, failback); n 0: all. */
 	const char *const *namespaces;
 	size_t n_namespaces;
+	/* Write every due object whose result differs from the ledger's applied hash,
+	 * without first listing the target for one a killed run may have written
+	 * already (failover, failback: their rows are due because the form changed). */
+	bool no_restart_check;
+	/* The namespaces' rows reconsidered with this hold (ds_object_state_scope's
+	 * held_at): due now for this applier, not for a running importer's. 0: none. */
+	int64_t held_at;
 	/* ds_applier_run() compacts the ledger between passes (ledger_compact.h): what
 	 * it did, at most once a minute (s NULL and error set when it failed). May be NULL. */
 	void (*on_compacted)(void *ud, const ds_ledger_compact_stats *s, const char *error);

@@ -106,6 +106,10 @@ typedef struct ds_object_state_scope {
 	/* The target namespace of a source namespace, for rows never applied; NULL: the same. */
 	const char *(*map_ns)(void *ud, const char *source_ns);
 	void *map_ud;
+	/* Held for the scope's own applier (failover, failback): reconsider_in makes the
+	 * rows due at exactly this wall time (ms), so that a running importer's applier
+	 * leaves them to it until then; pick_in and due_in take them as due now. 0: none. */
+	int64_t held_at;
 } ds_object_state_scope;
 
 /**

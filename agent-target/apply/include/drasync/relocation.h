@@ -37,12 +37,21 @@ enum ds_relocation_state {
 	DS_RELOCATION_PENDING = 0,
 	DS_RELOCATION_ACTIVE, /* failed over and verified */
 	DS_RELOCATION_FAILED,
-	DS_RELOCATION_REFUSED, /* not granted: nothing changed */
+	DS_RELOCATION_REFUSED,	/* not granted: nothing changed */
+	DS_RELOCATION_RETURNED, /* active, then its source ran the namespace again (the way home) */
 	DS_RELOCATION_STATE_MAX
 };
 
-/** "pending", "active", "failed", "refused". */
+/** "pending", "active", "failed", "refused", "returned". */
 const char *ds_relocation_state_name(enum ds_relocation_state s);
+
+/**
+ * Relocations that came home (state returned, event=relocation_returned) in
+ * this process's ingests, counted once their transaction committed: the
+ * monitor's drasync_target_relocations_total{outcome="returned"}. Whichever
+ * ledger connection ingested them (the applier's, the relocator's failover).
+ */
+uint64_t ds_relocation_returned_total(void);
 
 /** The pending relocations, oldest first, at most max into out. @return 0, or < 0 */
 int ds_relocation_pending(ds_object_state *st, ds_relocation_row *out, size_t max, size_t *n,
@@ -74,12 +83,13 @@ typedef struct ds_relocation_ctx {
 } ds_relocation_ctx;
 
 /**
- * Carry out r: refuse it, or fail over, verify and record the outcome
- * (logged: relocate_refused, relocated, relocate_failed). The message is what
- * the source prints.
- * @return the state recorded, or a negative errno (the ledger failed: r stays pending)
+ * Fail the target namespaces tns (n of them) over for source, together, as
+ * `drasync-target failover` does (the requester's own session does not stop
+ * the split-brain guard); what names them in the log (relocate_step). On
+ * failure problem gets the first problem failover said.
+ * @return 0 done, 1 not
  */
-int ds_relocation_perform(ds_object_state *st, const ds_relocation_ctx *c,
-			  const ds_relocation_row *r, char *message, size_t size, ds_err *err);
+int ds_relocation_fail_over(const ds_relocation_ctx *c, const char *source, const char *const *tns,
+			    size_t n, const char *what, char *problem, size_t size);
 
 #endif

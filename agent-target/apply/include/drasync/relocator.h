@@ -1,0 +1,46 @@
+#ifndef DRASYNC_RELOCATOR_H
+#define DRASYNC_RELOCATOR_H
+
+/*
+ * The target agent's relocator (relocation.h): the planned relocations the
+ * sources asked for, carried out as they come and side by side. Each step
+ * takes the relocations that became pending (refuses those not granted,
+ * fails the others over, those of one source together, one at a time when
+ * that fails so that each outcome names its own problem), then checks once
+ * the workloads of every relocation being verified (pods Running, claims
+ * allocated; again at most every DS_RELOCATOR_CHECK_MS, up to its first
+ * workload not verified yet, every one at its deadline) and records each
+ * outcome as it is decided: verified active, or failed at its verification
+ * deadline with its first workload not verified. A relocation that arrives
+ * while others are verified is failed over at once, not after them.
+ */
+
+#include "drasync/object_state.h"
+#include "drasync/relocation.h"
+
+#include <stddef.h>
+
+/* How often the workloads of a relocation being verified are looked at again. */
+#define DS_RELOCATOR_CHECK_MS 500
+/* How many pending relocations one step takes. */
+#define DS_RELOCATOR_BATCH 64
+
+typedef struct ds_relocator ds_relocator;
+
+/* A relocation's outcome was recorded (enum ds_relocation_state). */
+typedef void (*ds_relocator_done_fn)(void *ud, const char *source, int state);
+
+/** A relocator on the ledger's state st (borrowed). @return 0 or -ENOMEM */
+int ds_relocator_new(ds_relocator **out, ds_object_state *st);
+void ds_relocator_free(ds_relocator *r);
+
+/**
+ * One step under c (its configuration and client; both borrowed for the
+ * step). done (may be NULL) is called for each outcome recorded.
+ * @return how many relocations are still being verified, or a negative errno
+ *         (the ledger failed: what was not recorded stays pending)
+ */
+int ds_relocator_step(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_done_fn done,
+		      void *ud, ds_err *err);
+
+#endif
