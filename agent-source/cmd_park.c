@@ -53,23 +53,12 @@ int ds_cmd_park(int argc, char **argv)
 	struct ds_cli_args a = {0};
 	ds_source_config *cfg = NULL;
 	ds_kube *kube = NULL;
-	ds_err err = {0};
-	char msg[512];
 	int rc = ds_cli_parse(&spec, argc, argv, &a);
 
 	if (rc != DS_CLI_CONTINUE)
 		return rc;
-	if (a.n_namespaces != 1) {
-		fprintf(stderr,
-			"drasync-source park: --namespace NS is required, e.g.\n"
-			"  drasync-source park --config %s --namespace ml-team\n",
-			a.config);
-		return 2;
-	}
-	if (ds_source_config_load(&cfg, a.config, &err) < 0) {
-		fprintf(stderr, "drasync-source park: %s\n", ds_err_format(&err, msg, sizeof(msg)));
-		return 2;
-	}
+	if ((rc = ds_source_one_namespace("park", &a, &cfg)) != 0)
+		return rc;
 	rc = ds_source_connect(a.kubeconfig, a.context, cfg, &kube);
 	if (rc == 0) {
 		ds_relocation_run_opts o = {.cfg = cfg,

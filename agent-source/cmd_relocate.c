@@ -65,23 +65,12 @@ int ds_cmd_relocate(int argc, char **argv)
 	ds_keypair keys;
 	ds_kube *kube = NULL;
 	ds_err err = {0};
-	char msg[512];
 	int rc = ds_cli_parse(&spec, argc, argv, &a);
 
 	if (rc != DS_CLI_CONTINUE)
 		return rc;
-	if (a.n_namespaces != 1) {
-		fprintf(stderr,
-			"drasync-source relocate: --namespace NS is required, e.g.\n"
-			"  drasync-source relocate --config %s --namespace ml-team\n",
-			a.config);
-		return 2;
-	}
-	if (ds_source_config_load(&cfg, a.config, &err) < 0) {
-		fprintf(stderr, "drasync-source relocate: %s\n",
-			ds_err_format(&err, msg, sizeof(msg)));
-		return 2;
-	}
+	if ((rc = ds_source_one_namespace("relocate", &a, &cfg)) != 0)
+		return rc;
 	if (ds_keys_load_secret(ds_source_config_secret_key_file(cfg), &keys, &err) < 0) {
 		fprintf(stderr, "drasync-source relocate: %s\n", err.msg);
 		ds_source_config_free(cfg);

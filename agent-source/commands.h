@@ -1,6 +1,7 @@
 #ifndef DRASYNC_SOURCE_COMMANDS_H
 #define DRASYNC_SOURCE_COMMANDS_H
 
+#include "drasync/cli.h"
 #include "drasync/kube_client.h"
 #include "drasync/source_config.h"
 
@@ -20,5 +21,12 @@ int ds_cmd_park(int argc, char **argv);
  */
 int ds_source_connect(const char *kubeconfig, const char *context, const ds_source_config *cfg,
 		      ds_kube **out);
+
+/**
+ * What a command about one namespace (`park`, `relocate`) needs first: exactly
+ * one --namespace, and the source's file loaded into *cfg. Says on stderr what
+ * is wrong. @return 0, or 2 (the exit code)
+ */
+int ds_source_one_namespace(const char *cmd, const struct ds_cli_args *a, ds_source_config **cfg);
 
 #endif

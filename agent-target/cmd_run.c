@@ -239,13 +239,7 @@ int ds_cmd_run(int argc, char **argv)
 	rc = ds_target_agent_run(r.agent, &err) < 0 ? 1 : 0;
 out:
 	rc = rc < 0 ? 0 : rc; /* a signal ended the wait for the API server */
-	/* The HTTP server reads the applier and verifier: it stops first; the
-	 * monitor itself goes after the agent, whose receiver reports to it. */
-	ds_target_monitor_stop(r.monitor);
-	if (r.agent && ds_target_agent_endpoint(r.agent))
-		ds_log(DS_LOG_INFO, "stopped", "exit=%d", rc);
-	ds_target_agent_free(r.agent);
-	ds_target_monitor_free(r.monitor);
+	ds_target_monitor_stop_run(r.monitor, r.agent, rc);
 	ds_kube_free(r.kube);
 	ds_target_config_free(r.cfg);
 	return rc;

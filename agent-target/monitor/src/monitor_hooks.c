@@ -71,3 +71,12 @@ int ds_target_monitor_start(ds_target_monitor **out, const ds_target_monitor_con
 	*out = m;
 	return 0;
 }
+
+void ds_target_monitor_stop_run(ds_target_monitor *m, ds_target_agent *a, int rc)
+{
+	ds_target_monitor_stop(m);
+	if (a && ds_target_agent_endpoint(a))
+		ds_log(DS_LOG_INFO, "stopped", "exit=%d", rc);
+	ds_target_agent_free(a);
+	ds_target_monitor_free(m);
+}

@@ -22,4 +22,12 @@ void ds_target_monitor_hooks(ds_target_monitor *m, ds_target_agent_hooks *out);
 int ds_target_monitor_start(ds_target_monitor **out, const ds_target_monitor_config *mc,
 			    const char *listen, ds_err *err);
 
+/**
+ * The end of `run`: the monitor's server stops first (it reads the applier and
+ * the verifier), the agent logs `stopped` (when it had bound) and is freed
+ * (its threads report to the monitor until they join), the monitor last.
+ * Either may be NULL.
+ */
+void ds_target_monitor_stop_run(ds_target_monitor *m, ds_target_agent *a, int rc);
+
 #endif
