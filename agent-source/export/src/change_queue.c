@@ -6,21 +6,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Entries are a FIFO (due times only grow: put order is due order) and a
- * chained hash table on the key, so a put finds its pending entry at once. */
+/* Entries are a list in due order and a chained hash table on the key, so a
+ * put finds its pending entry at once. A put's due time is at or after every
+ * other's but those pushed back by a later change, so a new or re-put entry
+ * finds its place a few steps from the tail. */
 struct entry {
 	char *key;
 	int tag;
 	bool deleted;
 	json_t *obj;
+	long long first; /* the first change of the window */
 	long long due;
-	struct entry *prev, *next; /* FIFO */
+	struct entry *prev, *next; /* in due order */
 	struct entry *chain;	   /* hash bucket */
 };
 
 struct ds_change_queue {
 	pthread_mutex_t mu;
-	long long window;
+	long long window, quiet;
 	struct entry *head, *tail;
 	struct entry **buckets;
 	size_t nbuckets, len;
@@ -35,7 +38,7 @@ static uint64_t hash(const char *s)
 	return h;
 }
 
-int ds_change_queue_new(ds_change_queue **out, long long window_ms)
+int ds_change_queue_new(ds_change_queue **out, long long window_ms, long long quiet_ms)
 {
 	ds_change_queue *q = calloc(1, sizeof(*q));
 
@@ -49,6 +52,7 @@ int ds_change_queue_new(ds_change_queue **out, long long window_ms)
 	}
 	pthread_mutex_init(&q->mu, NULL);
 	q->window = window_ms < 0 ? 0 : window_ms;
+	q->quiet = quiet_ms < 0 || quiet_ms > q->window ? q->window : quiet_ms;
 	*out = q;
 	return 0;
 }
@@ -102,12 +106,9 @@ static void grow(ds_change_queue *q)
 	}
 }
 
-/* Unlink e from the FIFO and its bucket (it must be in both). */
-static void unlink_entry(ds_change_queue *q, struct entry *e)
+/* Take e out of the due-ordered list. */
+static void list_remove(ds_change_queue *q, struct entry *e)
 {
-	struct entry **p = slot(q, e->key);
-
-	*p = e->chain;
 	if (e->prev)
 		e->prev->next = e->next;
 	else
@@ -116,7 +117,45 @@ static void unlink_entry(ds_change_queue *q, struct entry *e)
 		e->next->prev = e->prev;
 	else
 		q->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+/* Put e into the list at its due time, after every entry due no later. */
+static void list_insert(ds_change_queue *q, struct entry *e)
+{
+	struct entry *at = q->tail;
+
+	while (at && at->due > e->due)
+		at = at->prev;
+	e->prev = at;
+	e->next = at ? at->next : q->head;
+	if (e->next)
+		e->next->prev = e;
+	else
+		q->tail = e;
+	if (at)
+		at->next = e;
+	else
+		q->head = e;
+}
+
+/* Unlink e from the list and its bucket (it must be in both). */
+static void unlink_entry(ds_change_queue *q, struct entry *e)
+{
+	struct entry **p = slot(q, e->key);
+
+	*p = e->chain;
+	list_remove(q, e);
 	q->len--;
+}
+
+/* When an entry whose window opened at `first` is due after a change at now:
+ * once quiet for q->quiet, at the latest q->window after its first change. */
+static long long due_at(const ds_change_queue *q, long long first, long long now)
+{
+	long long quiet = now + q->quiet, latest = first + q->window;
+
+	return quiet < latest ? quiet : latest;
 }
 
 int ds_change_queue_put(ds_change_queue *q, const char *key, int tag, bool deleted, json_t *obj,
@@ -133,6 +172,12 @@ int ds_change_queue_put(ds_change_queue *q, const char *key, int tag, bool delet
 		e->obj = json_incref(obj);
 		e->deleted = deleted;
 		e->tag = tag;
+		/* a change within the window holds it until quiet again */
+		if (due_at(q, e->first, now_ms) > e->due) {
+			list_remove(q, e);
+			e->due = due_at(q, e->first, now_ms);
+			list_insert(q, e);
+		}
 		goto out;
 	}
 	e = calloc(1, sizeof(*e));
@@ -144,16 +189,12 @@ int ds_change_queue_put(ds_change_queue *q, const char *key, int tag, bool delet
 	e->tag = tag;
 	e->deleted = deleted;
 	e->obj = json_incref(obj);
-	e->due = now_ms + q->window;
+	e->first = now_ms;
+	e->due = due_at(q, now_ms, now_ms);
 	/* a clock step back must not put it before entries queued earlier */
 	if (q->tail && e->due < q->tail->due)
 		e->due = q->tail->due;
-	e->prev = q->tail;
-	if (q->tail)
-		q->tail->next = e;
-	else
-		q->head = e;
-	q->tail = e;
+	list_insert(q, e);
 	*p = e;
 	q->len++;
 	if (q->len > q->nbuckets * 2)

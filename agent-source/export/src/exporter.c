@@ -90,6 +90,7 @@ void ds_exporter_config_default(ds_exporter_config *cfg)
 	cfg->batch_records = 256;
 	cfg->manifest_part_entries = DS_EXPORTER_MANIFEST_PART;
 	cfg->debounce_ms = 200;
+	cfg->quiet_ms = DS_EXPORTER_QUIET_MS;
 	cfg->watch_timeout_seconds = 300;
 }
 
@@ -234,7 +235,7 @@ int ds_exporter_new(ds_exporter **out, const ds_exporter_config *cfg, ds_err *er
 	if (rc == 0)
 		rc = ds_outbox_file_open(&ex->reloc, ex->db_path, 0, err);
 	if (rc == 0)
-		rc = ds_change_queue_new(&ex->q, ex->cfg.debounce_ms);
+		rc = ds_change_queue_new(&ex->q, ex->cfg.debounce_ms, ex->cfg.quiet_ms);
 	if (rc == 0 && ds_outbox_state_get(ex->ob, &st, err) == 0)
 		atomic_store(&ex->last_seq, st.last_seq);
 out:

@@ -592,8 +592,10 @@ static int make_exporter(ds_source_agent *a, ds_err *err)
 		ec.ns_match = ns_match;
 		ec.ns_match_ud = a;
 	}
-	if (a->sched->debounce_ms > 0)
+	if (a->sched->mode == DS_SCHEDULE_WATCH) {
 		ec.debounce_ms = a->sched->debounce_ms;
+		ec.quiet_ms = a->sched->quiet_ms;
+	}
 	ec.on_progress = on_progress;
 	ec.progress_ud = a;
 	ec.on_pushed = on_pushed;

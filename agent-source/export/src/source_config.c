@@ -18,6 +18,7 @@
 
 #define DEFAULT_STATE_DIR "/var/lib/drasync"
 #define DEFAULT_DEBOUNCE_MS 200
+#define DEFAULT_QUIET_MS 50
 
 struct ds_source_config {
 	json_t *docs; /* owns every string below */
@@ -112,10 +113,9 @@ static int check_mode_keys(ds_config_walk *w, const json_t *sched, enum ds_sched
 		const char *key;
 		enum ds_schedule_mode mode;
 	} own[] = {
-	    {"every", DS_SCHEDULE_INTERVAL},
-	    {"expr", DS_SCHEDULE_CRON},
-	    {"timeZone", DS_SCHEDULE_CRON},
-	    {"debounce", DS_SCHEDULE_WATCH},
+	    {"every", DS_SCHEDULE_INTERVAL}, {"expr", DS_SCHEDULE_CRON},
+	    {"timeZone", DS_SCHEDULE_CRON},  {"debounce", DS_SCHEDULE_WATCH},
+	    {"quiet", DS_SCHEDULE_WATCH},
 	};
 
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
@@ -151,9 +151,33 @@ static int load_cron(ds_config_walk *w, const json_t *sched, ds_schedule_config 
 	return 0;
 }
 
+/* debounce: the longest a change waits; quiet: how long its object must be
+ * unchanged before it goes (default 50 ms, or the debounce when shorter). */
+static int load_watch(ds_config_walk *w, const json_t *sched, ds_schedule_config *s)
+{
+	int r;
+
+	if ((r = duration_ms(w, sched, "debounce", &s->debounce_ms)) < 0 ||
+	    (r = duration_ms(w, sched, "quiet", &s->quiet_ms)) < 0)
+		return r;
+	if (!json_object_get(sched, "quiet")) {
+		if (s->quiet_ms > s->debounce_ms)
+			s->quiet_ms = s->debounce_ms;
+		return 0;
+	}
+	if (s->quiet_ms > s->debounce_ms)
+		return fail_at(w, "quiet", false,
+			       "%lld ms is longer than debounce (%lld ms): a change waits for "
+			       "quiet at most debounce after its first change; make quiet "
+			       "shorter or debounce longer",
+			       s->quiet_ms, s->debounce_ms);
+	return 0;
+}
+
 static int load_schedule(ds_config_walk *w, const json_t *root, ds_schedule_config *s)
 {
-	static const char *const keys[] = {"mode", "every", "expr", "timeZone", "debounce", NULL};
+	static const char *const keys[] = {"mode",     "every", "expr", "timeZone",
+					   "debounce", "quiet", NULL};
 	json_t *sched;
 	const char *mode;
 	ds_config_mark m;
@@ -161,6 +185,7 @@ static int load_schedule(ds_config_walk *w, const json_t *root, ds_schedule_conf
 
 	s->mode = DS_SCHEDULE_WATCH;
 	s->debounce_ms = DEFAULT_DEBOUNCE_MS;
+	s->quiet_ms = DEFAULT_QUIET_MS;
 	if ((r = ds_config_member(w, root, "schedule", JSON_OBJECT, &sched)) < 0 || !sched)
 		return r;
 	m = ds_config_push_key(w, "schedule");
@@ -177,7 +202,7 @@ static int load_schedule(ds_config_walk *w, const json_t *root, ds_schedule_conf
 		return r;
 	switch (s->mode) {
 	case DS_SCHEDULE_WATCH:
-		r = duration_ms(w, sched, "debounce", &s->debounce_ms);
+		r = load_watch(w, sched, s);
 		break;
 	case DS_SCHEDULE_INTERVAL:
 		if (!json_object_get(sched, "every"))
@@ -194,7 +219,7 @@ static int load_schedule(ds_config_walk *w, const json_t *root, ds_schedule_conf
 	if (r < 0)
 		return r;
 	if (s->mode != DS_SCHEDULE_WATCH)
-		s->debounce_ms = 0;
+		s->debounce_ms = s->quiet_ms = 0;
 	ds_config_pop(w, m);
 	return 0;
 }

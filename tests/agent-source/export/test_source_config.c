@@ -84,6 +84,7 @@ static void test_source_config__defaults(void **state)
 	/* No schedule: watch, coalescing changes over 200ms. */
 	assert_int_equal(s->mode, DS_SCHEDULE_WATCH);
 	assert_int_equal(s->debounce_ms, 200);
+	assert_int_equal(s->quiet_ms, 50);
 	assert_null(s->cron_expr);
 	ds_source_config_free(cfg);
 
@@ -103,6 +104,20 @@ static void test_source_config__schedule_modes(void **state)
 	s = ds_source_config_schedule(cfg);
 	assert_int_equal(s->mode, DS_SCHEDULE_WATCH);
 	assert_int_equal(s->debounce_ms, 1500);
+	assert_int_equal(s->quiet_ms, 50);
+	ds_source_config_free(cfg);
+
+	cfg = load(BASE "schedule: {mode: watch, debounce: 1s, quiet: 300ms}\n");
+	s = ds_source_config_schedule(cfg);
+	assert_int_equal(s->debounce_ms, 1000);
+	assert_int_equal(s->quiet_ms, 300);
+	ds_source_config_free(cfg);
+
+	/* a debounce shorter than the default quiet: the debounce alone */
+	cfg = load(BASE "schedule: {mode: watch, debounce: 20ms}\n");
+	s = ds_source_config_schedule(cfg);
+	assert_int_equal(s->debounce_ms, 20);
+	assert_int_equal(s->quiet_ms, 20);
 	ds_source_config_free(cfg);
 
 	cfg = load(BASE "schedule: {mode: interval, every: 1h30m}\n");
@@ -235,6 +250,10 @@ static const struct tu_bad_config bad[] = {
      "schedule.every: a number needs a unit: write a Go duration such as 15m"},
     {"negative every", BASE "schedule: {mode: interval, every: -1.5h}\n", 5, 35,
      "schedule.every: duration '-1.5h' must be positive"},
+    {"quiet longer than debounce", BASE "schedule: {mode: watch, debounce: 100ms, quiet: 1s}\n", 5,
+     49, "schedule.quiet: 1000 ms is longer than debounce (100 ms)"},
+    {"quiet with mode cron", BASE "schedule: {mode: cron, expr: \"@hourly\", quiet: 1s}\n", 5, 41,
+     "schedule.quiet: only for mode watch (mode is cron)"},
     {"bad debounce unit", BASE "schedule: {mode: watch, debounce: 200mss}\n", 5, 38,
      "schedule.debounce: unknown unit in duration '200mss'"},
     {"cron without expr", BASE "schedule: {mode: cron}\n", 5, 11,

@@ -3,10 +3,12 @@
 
 /*
  * The watch's debounce: changes wait here, coalesced per object key, until
- * their window has passed. An object changed many times within a window
- * leaves one entry, holding its latest state; its due time is the first
- * change plus the window, so a steady stream of changes still goes out once
- * per window. Thread-safe: the watch threads put, the exporter takes.
+ * their object has been quiet for a while. An object changed many times in
+ * a burst leaves one entry, holding its latest state; it is due once no
+ * change came for `quiet`, at the latest `window` after its first change, so
+ * a lone change goes out after `quiet` and a steady stream of changes still
+ * goes out once per window. Thread-safe: the watch threads put, the
+ * exporter takes.
  */
 
 #include <jansson.h>
@@ -23,12 +25,16 @@ typedef struct ds_change {
 	json_t *obj;  /* its latest state (for a deletion: the last state seen) */
 } ds_change;
 
-int ds_change_queue_new(ds_change_queue **out, long long window_ms);
+/* quiet_ms: how long an object must be unchanged before its entry is due
+ * (at most window_ms; negative or above window_ms: window_ms, the window
+ * alone). */
+int ds_change_queue_new(ds_change_queue **out, long long window_ms, long long quiet_ms);
 void ds_change_queue_free(ds_change_queue *q);
 
 /**
  * The latest state of the object `key` at now_ms: replaces a pending one
- * (keeping its due time) or queues a new one due at now_ms + window.
+ * (its due time now + quiet, but no later than its first change + window)
+ * or queues a new one due at now_ms + quiet.
  * obj gets a new reference. @return 0, -ENOMEM
  */
 int ds_change_queue_put(ds_change_queue *q, const char *key, int tag, bool deleted, json_t *obj,

@@ -93,6 +93,9 @@ typedef struct ds_exporter_event {
 typedef void (*ds_exporter_event_fn)(void *ud, const ds_exporter_event *ev);
 
 #define DS_EXPORTER_MANIFEST_PART 4096
+/* The watch: a change goes out once its object has been unchanged this long
+ * (at the latest debounce_ms after its first change). */
+#define DS_EXPORTER_QUIET_MS 50
 
 typedef struct ds_exporter_config {
 	ds_kube *kube;	       /* the source cluster (borrowed) */
@@ -110,6 +113,7 @@ typedef struct ds_exporter_config {
 	 * DS_EXPORTER_MANIFEST_PART (4,096 entries, about 0.5 MB) */
 	size_t manifest_part_entries;
 	long long debounce_ms;	   /* watch: coalescing window; default 200 */
+	long long quiet_ms;	   /* watch: quiet time before a change goes; default 50 */
 	int watch_timeout_seconds; /* per watch request; default 300 */
 	/* Called during a pass after each page listed, with the kind being
 	 * listed and the counts so far (may be NULL). */

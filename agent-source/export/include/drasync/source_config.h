@@ -29,6 +29,7 @@ typedef struct ds_schedule_config {
 	const char *cron_expr; /* cron: 5 fields or a macro, e.g. "*\/15 * * * *", "@hourly" */
 	const char *time_zone; /* cron: IANA name ("Europe/Berlin"); NULL = UTC */
 	long long debounce_ms; /* watch: coalescing window; default 200 */
+	long long quiet_ms;    /* watch: a change goes once quiet this long; default 50 */
 } ds_schedule_config;
 
 typedef struct ds_source_config ds_source_config;
