@@ -231,6 +231,16 @@ int ds_kube_transport_new(ds_kube_transport **out, ds_kubeconfig *kc,
 	if (!t->multi)
 		goto fail;
 	curl_multi_setopt(t->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+	/* The concurrent path's calls share a few HTTP/2 connections, each
+	 * carrying up to DS_KUBE_STREAMS_PER_CONN of them; what finds every one
+	 * full waits in libcurl's queue. Without a cap libcurl opened a
+	 * connection whenever the open ones were still in their TLS handshake:
+	 * 157 at once in a sync of 10,000 objects, a TLS session and an nghttp2
+	 * session each, most of the importer's memory (heaptrack). */
+	curl_multi_setopt(t->multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
+			  (long)DS_KUBE_STREAMS_PER_CONN);
+	curl_multi_setopt(t->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+			  (long)(t->opts.max_parallel / DS_KUBE_STREAMS_PER_CONN + 1));
 	*out = t;
 	return 0;
 fail:

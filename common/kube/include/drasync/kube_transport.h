@@ -34,6 +34,10 @@
 
 typedef struct ds_kube_transport ds_kube_transport;
 
+/* HTTP/2 streams a connection of the concurrent path carries at once; it
+ * opens max_parallel / this + 1 connections at most. */
+#define DS_KUBE_STREAMS_PER_CONN 100
+
 struct ds_kube_transport_opts {
 	double qps;		 /* sustained requests per second; <= 0: unlimited (default 200) */
 	int burst;		 /* bucket size (default 400) */
