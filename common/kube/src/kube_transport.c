@@ -204,6 +204,8 @@ int ds_kube_transport_new(ds_kube_transport **out, ds_kubeconfig *kc,
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&t->share_locks[i], NULL);
 	pthread_mutex_init(&t->pool_lock, NULL);
+	t->pools[DS_KUBE_POOL_MULTI].max = DS_KUBE_POOL_MULTI_MAX;
+	t->pools[DS_KUBE_POOL_OWN].max = DS_KUBE_POOL_OWN_MAX;
 	pthread_mutex_init(&t->rl_lock, NULL);
 	pthread_mutex_init(&t->multi_lock, NULL);
 	t->tokens = (double)t->opts.burst;
@@ -231,16 +233,8 @@ int ds_kube_transport_new(ds_kube_transport **out, ds_kubeconfig *kc,
 	if (!t->multi)
 		goto fail;
 	curl_multi_setopt(t->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-	/* The concurrent path's calls share a few HTTP/2 connections, each
-	 * carrying up to DS_KUBE_STREAMS_PER_CONN of them; what finds every one
-	 * full waits in libcurl's queue. Without a cap libcurl opened a
-	 * connection whenever the open ones were still in their TLS handshake:
-	 * 157 at once in a sync of 10,000 objects, a TLS session and an nghttp2
-	 * session each, most of the importer's memory (heaptrack). */
 	curl_multi_setopt(t->multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
 			  (long)DS_KUBE_STREAMS_PER_CONN);
-	curl_multi_setopt(t->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
-			  (long)(t->opts.max_parallel / DS_KUBE_STREAMS_PER_CONN + 1));
 	*out = t;
 	return 0;
 fail:
@@ -252,9 +246,11 @@ void ds_kube_transport_free(ds_kube_transport *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->npool; i++)
-		curl_easy_cleanup(t->pool[i]);
-	free(t->pool);
+	for (size_t k = 0; k < 2; k++) {
+		for (size_t i = 0; i < t->pools[k].n; i++)
+			curl_easy_cleanup(t->pools[k].h[i]);
+		free(t->pools[k].h);
+	}
 	if (t->multi)
 		curl_multi_cleanup(t->multi);
 	if (t->share)
@@ -283,42 +279,44 @@ void ds_kube_transport_stats(ds_kube_transport *t, struct ds_kube_transport_stat
 	out->http2 = atomic_load(&t->http2);
 }
 
-static CURL *pool_get(ds_kube_transport *t)
+static CURL *pool_get(ds_kube_transport *t, enum ds_kube_pool_kind kind)
 {
+	struct ds_kube_pool *p = &t->pools[kind];
 	CURL *h = NULL;
 
 	pthread_mutex_lock(&t->pool_lock);
-	if (t->npool > 0)
-		h = t->pool[--t->npool];
+	if (p->n > 0)
+		h = p->h[--p->n];
 	pthread_mutex_unlock(&t->pool_lock);
 	return h ? h : curl_easy_init();
 }
 
-void ds_kube_pool_put(ds_kube_transport *t, CURL *h)
+void ds_kube_pool_put(ds_kube_transport *t, CURL *h, enum ds_kube_pool_kind kind)
 {
+	struct ds_kube_pool *p = &t->pools[kind];
+
 	if (!h)
 		return;
 	pthread_mutex_lock(&t->pool_lock);
-	/* at most 256 idle handles are kept */
-	if (t->npool >= 256 ||
-	    ds_grow((void **)&t->pool, &t->pool_cap, t->npool + 1, sizeof(*t->pool)) < 0) {
+	/* beyond the bound the handle goes, and an own transfer's connection with it */
+	if (p->n >= p->max || ds_grow((void **)&p->h, &p->cap, p->n + 1, sizeof(*p->h)) < 0) {
 		pthread_mutex_unlock(&t->pool_lock);
 		curl_easy_cleanup(h);
 		return;
 	}
-	t->pool[t->npool++] = h;
+	p->h[p->n++] = h;
 	pthread_mutex_unlock(&t->pool_lock);
 }
 
 /* ---- one transfer ------------------------------------------------------------- */
 
 /* A transfer of t with a pooled handle. @return 0 or -ENOMEM */
-int ds_kube_xfer_init(struct xfer *x, ds_kube_transport *t)
+int ds_kube_xfer_init(struct xfer *x, ds_kube_transport *t, enum ds_kube_pool_kind kind)
 {
 	memset(x, 0, sizeof(*x));
 	x->t = t;
 	ds_str_init(&x->body, t->opts.max_body);
-	x->h = pool_get(t);
+	x->h = pool_get(t, kind);
 	return x->h ? 0 : -ENOMEM;
 }
 
@@ -808,7 +806,7 @@ int ds_kube_transport_request(ds_kube_transport *t, const struct ds_kube_request
 	if (!ke)
 		ke = &local;
 	ds_kube_error_clear(ke);
-	if (ds_kube_xfer_init(&x, t) < 0)
+	if (ds_kube_xfer_init(&x, t, DS_KUBE_POOL_OWN) < 0)
 		return -ENOMEM;
 	for (;;) {
 		struct ds_kube_response r = {0};
@@ -837,7 +835,7 @@ int ds_kube_transport_request(ds_kube_transport *t, const struct ds_kube_request
 		ds_kube_sleep_ms(delay);
 	}
 	ds_kube_xfer_dispose(&x);
-	ds_kube_pool_put(t, x.h);
+	ds_kube_pool_put(t, x.h, DS_KUBE_POOL_OWN);
 	return rc;
 }
 
@@ -855,7 +853,7 @@ int ds_kube_transport_stream(ds_kube_transport *t, const struct ds_kube_request 
 	if (!ke)
 		ke = &local;
 	ds_kube_error_clear(ke);
-	if (ds_kube_xfer_init(&x, t) < 0)
+	if (ds_kube_xfer_init(&x, t, DS_KUBE_POOL_OWN) < 0)
 		return -ENOMEM;
 	x.fn = fn;
 	x.user = user;
@@ -885,6 +883,6 @@ int ds_kube_transport_stream(ds_kube_transport *t, const struct ds_kube_request 
 	}
 out:
 	ds_kube_xfer_dispose(&x);
-	ds_kube_pool_put(t, x.h);
+	ds_kube_pool_put(t, x.h, DS_KUBE_POOL_OWN);
 	return rc;
 }

@@ -44,6 +44,15 @@ int ds_kube_transport_request_stream(ds_kube_transport *t, const struct ds_kube_
 		goto out;
 	}
 	pthread_mutex_lock(&t->multi_lock);
+	/* A server that speaks HTTP/2 (as kube-apiservers do) takes the calls on
+	 * a few connections, DS_KUBE_STREAMS_PER_CONN each; what finds them all
+	 * full waits in libcurl's queue. Without this cap libcurl opened 157 at
+	 * once in a sync of 10,000 objects, a TLS and an nghttp2 session each,
+	 * most of the importer's memory (heaptrack). HTTP/1.1 has one call a
+	 * connection: no cap before a server has answered in HTTP/2. */
+	curl_multi_setopt(t->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+			  atomic_load(&t->http2) > 0 ? (long)(nslots / DS_KUBE_STREAMS_PER_CONN + 1)
+						     : 0L);
 	for (;;) {
 		double now = ds_clock_mono_s(), wake = now + 1.0;
 		int running = 0, numfds = 0;
@@ -85,7 +94,7 @@ int ds_kube_transport_request_stream(ds_kube_transport *t, const struct ds_kube_
 				memset(&c->resp, 0, sizeof(c->resp));
 				c->rc = -EINPROGRESS;
 				if (!sl->inited) {
-					if (ds_kube_xfer_init(&sl->x, t) < 0) {
+					if (ds_kube_xfer_init(&sl->x, t, DS_KUBE_POOL_MULTI) < 0) {
 						sl->x.h = NULL;
 						c->rc = -ENOMEM;
 						c->error.attempts = 0;
@@ -194,7 +203,7 @@ int ds_kube_transport_request_stream(ds_kube_transport *t, const struct ds_kube_
 		ds_kube_xfer_dispose(&slots[i].x);
 		if (slots[i].x.h) {
 			curl_easy_setopt(slots[i].x.h, CURLOPT_PRIVATE, NULL);
-			ds_kube_pool_put(t, slots[i].x.h);
+			ds_kube_pool_put(t, slots[i].x.h, DS_KUBE_POOL_MULTI);
 		}
 	}
 	pthread_mutex_unlock(&t->multi_lock);

@@ -25,9 +25,14 @@ struct ds_kube_transport {
 	CURLSH *share; /* DNS cache and TLS sessions, across pooled handles */
 	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
 
+	/* Idle handles: those of the concurrent path (their connections are the
+	 * multi's), and those of the calling threads' own transfers
+	 * (curl_easy_perform), each keeping its one connection for the next. */
 	pthread_mutex_t pool_lock;
-	CURL **pool;
-	size_t npool, pool_cap;
+	struct ds_kube_pool {
+		CURL **h;
+		size_t n, cap, max;
+	} pools[2];
 
 	pthread_mutex_t rl_lock; /* token bucket */
 	double tokens;
@@ -68,11 +73,19 @@ void ds_kube_sleep_ms(long ms);
 /* Take one token; @return how long to wait (ms) before the request may go. */
 long ds_kube_rate_reserve(ds_kube_transport *t);
 
-/* Give a handle back to the pool (NULL-safe). */
-void ds_kube_pool_put(ds_kube_transport *t, CURL *h);
+/* Which pool: the concurrent path's, or a calling thread's own transfer's. */
+enum ds_kube_pool_kind { DS_KUBE_POOL_MULTI, DS_KUBE_POOL_OWN };
 
-/* A transfer of t with a pooled handle. @return 0 or -ENOMEM */
-int ds_kube_xfer_init(struct xfer *x, ds_kube_transport *t);
+/* Idle handles kept: the concurrent path's (no connection of their own), and
+ * the own transfers' (a TLS connection each: as many as threads call at once). */
+#define DS_KUBE_POOL_MULTI_MAX 256
+#define DS_KUBE_POOL_OWN_MAX 8
+
+/* Give a handle back to its pool (NULL-safe). */
+void ds_kube_pool_put(ds_kube_transport *t, CURL *h, enum ds_kube_pool_kind kind);
+
+/* A transfer of t with a handle of the pool `kind`. @return 0 or -ENOMEM */
+int ds_kube_xfer_init(struct xfer *x, ds_kube_transport *t, enum ds_kube_pool_kind kind);
 void ds_kube_xfer_dispose(struct xfer *x);
 
 /* Configure x->h (a pooled handle) for one attempt of `req`. */
