@@ -3,6 +3,7 @@
 #include "drasync/version.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +262,13 @@ static int migrate(ds_store *st, ds_err *err)
 	return 0;
 }
 
+static pthread_once_t heap_limit_once = PTHREAD_ONCE_INIT;
+
+static void heap_limit(void)
+{
+	sqlite3_soft_heap_limit64(DS_STORE_HEAP_LIMIT);
+}
+
 int ds_store_open(ds_store **out, const char *path, const ds_store_schema *schema, unsigned flags,
 		  ds_err *err)
 {
@@ -282,6 +290,7 @@ int ds_store_open(ds_store **out, const char *path, const ds_store_schema *schem
 		free(st);
 		return ds_err_fallback(err, -ENOMEM);
 	}
+	pthread_once(&heap_limit_once, heap_limit);
 	rc = sqlite3_open_v2(path, &st->db,
 			     (ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
 				 (ro || (flags & DS_STORE_MUST_EXIST) ? 0 : SQLITE_OPEN_CREATE) |

@@ -51,6 +51,11 @@ enum {
 
 /** The busy timeout of every connection: a receiver's batch commit takes less. */
 #define DS_STORE_BUSY_MS 10000
+/* SQLite's memory in the whole process (every connection's page cache):
+ * past this soft limit it recycles cached pages instead of growing, so an
+ * agent's caches stay this size however large its files grow (2 MB a
+ * connection before, five connections or more an agent). */
+#define DS_STORE_HEAP_LIMIT (8 << 20)
 
 /**
  * Open path with schema: created when missing (unless READONLY), in WAL mode
