@@ -93,7 +93,7 @@ void ds_sender_config_default(ds_sender_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->batch_records = 256;
-	cfg->batch_bytes = 4u << 20;
+	cfg->batch_bytes = DS_SENDER_BATCH_BYTES;
 	cfg->hello_timeout_ms = 10000;
 	cfg->ack_timeout_ms = 30000;
 	ds_transport_tuning_default(&cfg->tuning);
@@ -126,7 +126,7 @@ int ds_sender_new(ds_sender **out, const ds_sender_config *cfg, ds_err *err)
 	if (!s->cfg.batch_records)
 		s->cfg.batch_records = 256;
 	if (!s->cfg.batch_bytes)
-		s->cfg.batch_bytes = 4u << 20;
+		s->cfg.batch_bytes = DS_SENDER_BATCH_BYTES;
 	if (s->cfg.batch_bytes > s->cfg.tuning.limits.max_frame / 2)
 		s->cfg.batch_bytes = s->cfg.tuning.limits.max_frame / 2;
 	s->cfg.batch_bytes = ds_bandwidth_batch_bytes(cfg->bandwidth, s->cfg.batch_bytes);

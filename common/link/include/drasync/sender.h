@@ -27,6 +27,13 @@
 
 typedef struct ds_sender ds_sender;
 
+/* A batch's records, encoded: at most this many bytes beyond its first record.
+ * 256 ordinary records are about 256 KB; what reaches it are the snapshot's
+ * manifest parts (0.5 MB of hashes each, incompressible): at 4 MiB a batch of
+ * eight, compressed and then decoded, stood 12 MB above both agents' working
+ * sets at 100,000 objects. */
+#define DS_SENDER_BATCH_BYTES (1u << 20)
+
 typedef struct ds_sender_config {
 	const char *endpoint;	       /* the target, e.g. "tcp://dr.example.net:7450" */
 	const char *server_public_key; /* Z85 */
@@ -34,7 +41,7 @@ typedef struct ds_sender_config {
 	const char *outbox_path;
 	const char *cluster_name;
 	size_t batch_records; /* records per batch; default 256 */
-	size_t batch_bytes;   /* encoded bytes per batch; default 4 MiB */
+	size_t batch_bytes;   /* encoded bytes per batch; default DS_SENDER_BATCH_BYTES */
 	int hello_timeout_ms; /* no Welcome within: reconnect; default 10000 */
 	int ack_timeout_ms;   /* records in flight and no Ack within: reconnect; default 30000 */
 	ds_transport_tuning tuning;
