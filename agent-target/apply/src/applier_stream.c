@@ -13,6 +13,7 @@
 #include "drasync/report.h"
 #include "drasync/sched_convert.h"
 #include "drasync/selection.h"
+#include "drasync/standby_form.h"
 #include "drasync/transform.h"
 
 #include <errno.h>
@@ -449,9 +450,31 @@ static int prepare_next(struct stream *s)
 	return 0;
 }
 
-/* The applied-hash annotations of drasync's objects of res in ns on the target ({} when the list
+/*
+ * What already_there compares of obj into out: its applied-hash annotation
+ * and, where that leaves the parking out (parking_apart), the parking:
+ * spec.replicas (unset: 1, as the API server defaults it) and
+ * drasync.io/replicas.
+ */
+static void fingerprint(const json_t *obj, bool parking_apart, char *out, size_t size)
+{
+	const char *h = ds_obj_annotation(obj, DS_ANNOTATION_APPLIED_HASH);
+	const char *parked = ds_obj_annotation(obj, DS_ANNOTATION_REPLICAS);
+	const json_t *rep = ds_json_path(obj, "spec.replicas");
+
+	if (!parking_apart) {
+		snprintf(out, size, "%s", h ? h : "");
+		return;
+	}
+	snprintf(out, size, "%s|%lld|%s", h ? h : "",
+		 json_is_integer(rep) ? (long long)json_integer_value(rep) : 1LL,
+		 parked ? parked : "-");
+}
+
+/* The fingerprints of drasync's objects of res in ns on the target ({} when the list
  * fails: they are written as before). */
-static json_t *live_hashes(ds_applier *a, const struct ds_kube_resource *res, const char *ns)
+static json_t *live_hashes(ds_applier *a, const struct ds_kube_resource *res, const char *ns,
+			   bool parking_apart)
 {
 	struct ds_kube_list_opts lo = {.label_selector = DS_LABEL_MANAGED_BY "=drasync",
 				       .limit = 500};
@@ -464,11 +487,12 @@ static json_t *live_hashes(ds_applier *a, const struct ds_kube_resource *res, co
 	json_array_foreach (json_object_get(list, "items"), i, item) {
 		json_t *md = json_object_get(item, "metadata");
 		const char *name = json_string_value(json_object_get(md, "name"));
-		json_t *h =
-		    json_object_get(json_object_get(md, "annotations"), DS_ANNOTATION_APPLIED_HASH);
+		char fp[256];
 
-		if (name && json_is_string(h))
-			json_object_set(out, name, h);
+		if (!name || !ds_obj_annotation(item, DS_ANNOTATION_APPLIED_HASH))
+			continue;
+		fingerprint(item, parking_apart, fp, sizeof(fp));
+		json_object_set_new(out, name, json_string(fp));
 	}
 	json_decref(list);
 	return out;
@@ -481,7 +505,7 @@ static json_t *live_hashes(ds_applier *a, const struct ds_kube_resource *res, co
  */
 static bool already_there(ds_applier *a, struct item *it)
 {
-	char key[800], hex[2 * DS_HASH_LEN + 1];
+	char key[800], fp[256];
 	const char *ns = ds_obj_namespace(it->obj);
 	json_t *names, *got;
 
@@ -496,13 +520,14 @@ static bool already_there(ds_applier *a, struct item *it)
 		 ns ? ns : "");
 	names = json_object_get(a->live, key);
 	if (!names) {
-		names = live_hashes(a, &it->res, ns);
+		names = live_hashes(a, &it->res, ns, ds_applier_parking_apart(it->obj));
 		if (!names || json_object_set_new(a->live, key, names) < 0)
 			return false;
 	}
 	got = json_object_get(names, ds_obj_name(it->obj));
-	ds_applier_hash_hex(it->hash, hex);
-	return json_is_string(got) && strcmp(json_string_value(got), hex) == 0;
+	/* it->obj carries the annotation it is written with (applier_prepare.c) */
+	fingerprint(it->obj, ds_applier_parking_apart(it->obj), fp, sizeof(fp));
+	return json_is_string(got) && strcmp(json_string_value(got), fp) == 0;
 }
 
 static int stream_next(void *ud, struct ds_kube_op **out)
