@@ -36,7 +36,7 @@
 # The relocation prints where its time went: the source's steps (final pass,
 # parking), the target's failover and verification, from the agents' logs,
 # and when the last pod was ready against when the last command exited.
-# Takes about 5 minutes at the defaults, the clusters' start and the build included.
+# Takes about 10 minutes at the defaults, the clusters' start and the build included.
 # Last line: RESULT failover_s=N from_scratch_s=N ratio=X relocate_s=N relocate_ratio=X
 # (targets: ratio <= 1.0, relocate_ratio <= 1.2)
 set -euo pipefail
