@@ -288,6 +288,7 @@ static void test_itest_failover__standby_failover_update_failback(void **state)
 	struct tu_run r;
 	json_t *st, *o;
 	long long end;
+	char deploy_hash[80], sts_hash[80];
 
 	(void)state;
 	tu_site_agent_start(&F.s);
@@ -301,6 +302,14 @@ static void test_itest_failover__standby_failover_update_failback(void **state)
 	assert_string_equal(dt_str(o, "/spec/template/spec/resourceClaims/0/"
 				      "resourceClaimTemplateName"),
 			    "single-gpu");
+	assert_non_null(dt_str(o, "/metadata/annotations/drasync.io~1applied-hash"));
+	snprintf(deploy_hash, sizeof(deploy_hash), "%s",
+		 dt_str(o, "/metadata/annotations/drasync.io~1applied-hash"));
+	json_decref(o);
+	o = get("apps/v1", "StatefulSet", "db");
+	assert_non_null(dt_str(o, "/metadata/annotations/drasync.io~1applied-hash"));
+	snprintf(sts_hash, sizeof(sts_hash), "%s",
+		 dt_str(o, "/metadata/annotations/drasync.io~1applied-hash"));
 	json_decref(o);
 	end = tu_now_ms() + 30000;
 	while (tu_site_ledger_int(&F.s, "SELECT count(*) FROM object_state WHERE state = 'held'") <
@@ -353,6 +362,16 @@ static void test_itest_failover__standby_failover_update_failback(void **state)
 	assert_int_equal(int_at("apps/v1", "StatefulSet", "db", "/spec/replicas"), 1);
 	o = get("apps/v1", "Deployment", "trainer");
 	assert_null(dt_get(o, "/metadata/annotations/drasync.io~1replicas"));
+	/* A Deployment's applied-hash leaves the parking out: the deployment
+	 * controller copies its annotations onto the ReplicaSet, and one that
+	 * changed would cost a ReplicaSet write before the scale-up. Other kinds
+	 * carry the hash of the form applied. */
+	assert_string_equal(dt_str(o, "/metadata/annotations/drasync.io~1applied-hash"),
+			    deploy_hash);
+	json_decref(o);
+	o = get("apps/v1", "StatefulSet", "db");
+	assert_string_not_equal(dt_str(o, "/metadata/annotations/drasync.io~1applied-hash"),
+				sts_hash);
 	json_decref(o);
 	o = get("apps/v1", "DaemonSet", "agent");
 	assert_null(dt_get(o, "/spec/template/spec/nodeSelector/drasync.io~1standby"));

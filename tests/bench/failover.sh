@@ -25,9 +25,18 @@
 #       each does only once the target verified its namespace active (pods
 #       Running, claims allocated), the final pass and parking included.
 # Failover and from scratch are timed by the same poll (kubectl get
-# pods,resourceclaims every 250 ms). From scratch goes first: failover and
-# relocation meet the fuller cluster.
-# Takes about 5 minutes at the defaults, the clusters' start and the build included.
+# pods,resourceclaims every 250 ms). Each phase meets the same cluster: no
+# pod and no allocated claim of another phase on it (every device free), as
+# from scratch, which goes first, met it. Its namespaces are deleted after it
+# and the failover waits until their pods, claims and Namespaces are gone
+# (else the scheduler and the DRA allocator would place the failed-over pods
+# beside 200 others on half the free devices); the relocation waits likewise
+# for the failed-back pods and their claims, every claim left unallocated,
+# and, as the failover does, for the target to have verified the standby.
+# The relocation prints where its time went: the source's steps (final pass,
+# parking), the target's failover and verification, from the agents' logs,
+# and when the last pod was ready against when the last command exited.
+# Takes about 6 to 10 minutes at the defaults, the clusters' start and the build included.
 # Last line: RESULT failover_s=N from_scratch_s=N ratio=X relocate_s=N relocate_ratio=X
 # (targets: ratio <= 1.0, relocate_ratio <= 1.2)
 set -euo pipefail
@@ -46,6 +55,7 @@ src=bench-failover-src-$$
 target_pid=
 source_pid=
 bench_more_cleanup() {
+  [ -z "${ready_pid:-}" ] || kill "$ready_pid" 2>/dev/null || true
   [ -z "$source_pid" ] || kill "$source_pid" 2>/dev/null || true
   [ -z "$source_pid" ] || wait "$source_pid" 2>/dev/null || true
   [ -z "$target_pid" ] || kill "$target_pid" 2>/dev/null || true
@@ -150,7 +160,8 @@ YAML
 } >"$work/scratch.yaml"
 
 # ready PREFIX: prints how many pods of namespaces PREFIX-* are Running with
-# every claim they use allocated.
+# every claim they use allocated, then how many of them each owner kind has
+# (ReplicaSet:N ... Pod:N for the bare ones).
 ready() {
   kubectl_admin get pods,resourceclaims -A -o json | python3 -c '
 import json, sys
@@ -159,6 +170,7 @@ items = json.load(sys.stdin)["items"]
 alloc = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in items
          if o["kind"] == "ResourceClaim" and (o.get("status") or {}).get("allocation")}
 n = 0
+kinds = {}
 for o in items:
     ns = o["metadata"]["namespace"]
     if o["kind"] != "Pod" or not ns.startswith(prefix + "-"):
@@ -169,21 +181,23 @@ for o in items:
                if c.get("resourceClaimName")]
     if st.get("phase") == "Running" and claims and all((ns, c) in alloc for c in claims):
         n += 1
-print(n)' "$1"
+        owner = (o["metadata"].get("ownerReferences") or [{"kind": "Pod"}])[0]["kind"]
+        kinds[owner] = kinds.get(owner, 0) + 1
+print(n, " ".join(f"{k}:{v}" for k, v in sorted(kinds.items())))' "$1"
 }
 
 # wait_ready PREFIX T0 WHAT: until every pod of PREFIX-* is ready; prints the seconds since T0.
 wait_ready() {
   local prefix=$1 t0=$2 what=$3 n last=-1 deadline=$(($(date +%s) + 900))
   while :; do
-    n=$(ready "$prefix")
+    read -r n by <<<"$(ready "$prefix")"
     [ "$n" -ge "$pods" ] && break
     if [ "$(date +%s)" -gt "$deadline" ]; then
       echo "bench failover: $what: $n of $pods pods Running with claims allocated after 900 s" >&2
       exit 1
     fi
     [ "$n" = "$last" ] ||
-      echo "  $what: $n/$pods at $(python3 -c "import time; print(f'{time.time() - $t0:.1f}')") s" >&2
+      echo "  $what: $n/$pods at $(since "$t0") s ($by)" >&2
     last=$n
     sleep 0.25
   done
@@ -191,9 +205,74 @@ wait_ready() {
 }
 
 now() { python3 -c 'import time; print(time.time())'; }
+since() { python3 -c "import time; print(f'{time.time() - $1:.2f}')"; }
+
+# leftovers PREFIX: what of namespaces PREFIX-* is still on the target, as
+# "PODS CLAIMS ALLOCATED GENERATED NAMESPACES" (claims in all, allocated or
+# reserved ones, those a pod's template made).
+leftovers() {
+  kubectl_admin get namespaces,pods,resourceclaims -A -o json | python3 -c '
+import json, sys
+prefix = sys.argv[1] + "-"
+pods = claims = alloc = generated = nss = 0
+for o in json.load(sys.stdin)["items"]:
+    meta = o["metadata"]
+    if o["kind"] == "Namespace":
+        nss += meta["name"].startswith(prefix)
+        continue
+    if not meta["namespace"].startswith(prefix):
+        continue
+    if o["kind"] == "Pod":
+        pods += 1
+        continue
+    claims += 1
+    st = o.get("status") or {}
+    alloc += bool(st.get("allocation") or st.get("reservedFor"))
+    generated += bool(meta.get("ownerReferences"))
+print(pods, claims, alloc, generated, nss)' "$1"
+}
+
+# wait_left PREFIX WHAT FIELDS...: until the leftovers of PREFIX-* at the
+# given fields (1-based, as in leftovers) are all 0, at most 300 s.
+wait_left() {
+  local prefix=$1 what=$2 deadline=$(($(date +%s) + 300)) left f busy
+  shift 2
+  while :; do
+    read -r -a left <<<"$(leftovers "$prefix")"
+    busy=0
+    for f in "$@"; do [ "${left[$((f - 1))]}" = 0 ] || busy=1; done
+    [ "$busy" = 0 ] && return 0
+    if [ "$(date +%s)" -gt "$deadline" ]; then
+      echo "bench failover: $what: still there after 300 s (pods claims allocated generated namespaces): ${left[*]}" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+}
+
+# wait_verified WHAT: until the target's verifier has recorded as many
+# workloads verified as it applied in standby form (the Deployments and
+# StatefulSets; the held Pods and Jobs are not on the cluster), at most 120 s;
+# says how many. (status's totals: its list of workloads stops at 50.)
+wait_verified() {
+  local deadline=$(($(date +%s) + 120)) verified
+  while :; do
+    verified=$("$target_bin" status --config "$work/target.yaml" -o json 2>/dev/null |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["verification"]["verified"])' || echo 0)
+    [ "$verified" -ge "$workloads" ] && break
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      # why not, once: what `verify` says of them now
+      "$target_bin" verify --config "$work/target.yaml" --timeout 0 2>&1 |
+        grep -i 'not verified' | head -n 3 | sed 's/^/  /' || true
+      break
+    fi
+    sleep 1
+  done
+  echo "standby: $verified of $workloads workloads verified by the target before the $1"
+}
 
 # api_requests OUT: the target API server's request counts by verb and
-# resource (apiserver_request_total), for what a phase cost it.
+# resource/subresource (apiserver_request_total), for what a phase cost it.
 api_requests() {
   kubectl_admin get --raw /metrics | python3 -c '
 import re, sys
@@ -202,7 +281,10 @@ for line in sys.stdin:
     if not line.startswith("apiserver_request_total{"):
         continue
     labels = dict(re.findall(r"(\w+)=\"([^\"]*)\"", line))
-    key = (labels.get("verb") or "-", labels.get("resource") or "-")
+    res = labels.get("resource") or "-"
+    if labels.get("subresource"):
+        res += "/" + labels["subresource"]
+    key = (labels.get("verb") or "-", res)
     counts[key] = counts.get(key, 0) + float(line.rsplit(" ", 1)[1])
 for (verb, res), n in sorted(counts.items()):
     print(verb, res, int(n))' >"$1"
@@ -234,6 +316,13 @@ from_scratch=$(wait_ready scratch "$t0" "from scratch")
 echo "from scratch: $pods pods of $((nss * per)) workloads in $nss namespaces Running with claims allocated ${from_scratch} s after kubectl apply (the apply took ${apply_s} s)"
 api_requests "$work/api-scratch-after"
 api_delta "$work/api-scratch-before" "$work/api-scratch-after"
+# The same cluster for the failover: the from-scratch namespaces go, with
+# their pods and claims (every device free again), before the agents start.
+t0=$(now)
+# shellcheck disable=SC2046
+kubectl_admin delete namespace --wait=false $(for ns in $namespaces; do echo "scratch-${ns#ml-}"; done) >/dev/null
+wait_left scratch "the from-scratch namespaces" 1 2 3 4 5
+echo "from scratch: its namespaces, pods and claims gone $(since "$t0") s after kubectl delete"
 
 # (b) standby through the agents
 "$target_bin" run --config "$work/target.yaml" --log-level warn >"$work/target.log" 2>&1 &
@@ -245,7 +334,7 @@ if ! "$source_bin" run --config "$work/source.yaml" --timeout 10m >"$work/source
   exit 1
 fi
 echo "standby: $(grep -c '^kind:' "$work/workloads.yaml") objects replicated by the agents in $(python3 -c "import time; print(f'{time.time() - $t1:.2f}')") s"
-if [ "$(ready ml)" != 0 ]; then
+if [ "$(ready ml | cut -d' ' -f1)" != 0 ]; then
   echo "bench failover: standby namespaces have running pods before the failover" >&2
   exit 1
 fi
@@ -259,15 +348,7 @@ fi
 # again in active form while the failed-over pods start.
 sleep 3
 workloads=$(grep -cE '^kind: (Deployment|StatefulSet)$' "$work/workloads.yaml")
-deadline=$(($(date +%s) + 120))
-while :; do
-  verified=$("$target_bin" status --config "$work/target.yaml" -o json 2>/dev/null |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["verification"]["verified"])' || echo 0)
-  [ "$verified" -ge "$workloads" ] && break
-  [ "$(date +%s)" -lt "$deadline" ] || break
-  sleep 1
-done
-echo "standby: $verified of $workloads workloads verified by the target before the failover"
+wait_verified failover
 api_requests "$work/api-before"
 t0=$(now)
 # shellcheck disable=SC2046
@@ -290,19 +371,11 @@ ratio=$(python3 -c "print(f'{$failover / $from_scratch:.2f}')")
   echo "bench failover: drasync-target failback failed (log: $work/failback.out)" >&2
   exit 1
 }
-# left_pods PREFIX: how many pods of namespaces PREFIX-* are left
-left_pods() {
-  kubectl_admin get pods -A -o json | python3 -c '
-import json, sys
-print(sum(1 for o in json.load(sys.stdin)["items"]
-          if o["metadata"]["namespace"].startswith(sys.argv[1] + "-")))' "$1"
-}
-deadline=$(($(date +%s) + 300))
-while [ "$(left_pods ml)" != 0 ]; do
-  [ "$(date +%s)" -lt "$deadline" ] ||
-    { echo "bench failover: pods of ml-* still there 300 s after failback" >&2; exit 1; }
-  sleep 1
-done
+# The same cluster for the relocation: the failed-back pods gone, their
+# claims too (those of the templates deleted, the others unallocated).
+t0=$(now)
+wait_left ml "the failed-back pods" 1 3 4
+echo "failback: pods gone, claims deleted or unallocated $(since "$t0") s after the command"
 kill "$target_pid" && wait "$target_pid" 2>/dev/null || true
 sed -i "s/^sources: \[{name: prod-east, namespaces: \['ml-\*'\]}\]$/sources: [{name: prod-east, namespaces: ['ml-*'], relocate: true}]/" "$work/target.yaml"
 grep -q 'relocate: true' "$work/target.yaml"
@@ -311,33 +384,89 @@ target_pid=$!
 sed 's/^schedule: {mode: once}$/schedule: {mode: watch, debounce: 200ms}/' "$work/source.yaml" >"$work/source-watch.yaml"
 "$source_bin" run --config "$work/source-watch.yaml" >"$work/source-watch.log" 2>&1 &
 source_pid=$!
-# the agents connected and in step: the source's status says so
+# the agents connected and in step (the source's status says so: nothing
+# left to send), and the standby verified, as before the failover
 deadline=$(($(date +%s) + 120))
-until "$source_bin" status --config "$work/source-watch.yaml" 2>/dev/null | grep -q '^link: *connected'; do
+while :; do
+  st=$("$source_bin" status --config "$work/source-watch.yaml" 2>/dev/null || true)
+  grep -q '^link: *connected' <<<"$st" && grep -q '^backlog: *0 records' <<<"$st" && break
   [ "$(date +%s)" -lt "$deadline" ] ||
-    { echo "bench failover: drasync-source run not connected after 120 s" >&2; exit 1; }
+    { echo "bench failover: drasync-source run not connected and in step after 120 s" >&2; exit 1; }
   sleep 0.5
 done
+wait_verified relocation
+api_requests "$work/api-relocate-before"
 t0=$(now)
+# the same poll as for the other phases, beside: when the last pod was ready
+wait_ready ml "$t0" relocate >"$work/relocate-ready" &
+ready_pid=$!
 rpids=()
 for ns in $namespaces; do
-  "$source_bin" relocate --config "$work/source-watch.yaml" --namespace "$ns" --timeout 3m \
-    >"$work/relocate-$ns.out" 2>&1 &
+  {
+    rc=0
+    "$source_bin" relocate --config "$work/source-watch.yaml" --namespace "$ns" --timeout 3m \
+      >"$work/relocate-$ns.out" 2>&1 || rc=$?
+    now >"$work/relocate-$ns.end"
+    exit "$rc"
+  } &
   rpids+=($!)
 done
 rfail=0
 for p in "${rpids[@]}"; do wait "$p" || rfail=$((rfail + 1)); done
-relocate=$(python3 -c "import time; print(f'{time.time() - $t0:.2f}')")
+relocate=$(since "$t0")
+wait "$ready_pid" || true
 if [ "$rfail" != 0 ]; then
   for ns in $namespaces; do grep -q '^relocated: ' "$work/relocate-$ns.out" || tail -n 15 "$work/relocate-$ns.out" >&2; done
   echo "bench failover: $rfail of $nss relocate commands failed (logs: $work/relocate-*.out)" >&2
   exit 1
 fi
 # each command exits 0 only once its namespace was verified; the poll agrees
-n=$(ready ml)
+n=$(ready ml | cut -d' ' -f1)
 [ "$n" -ge "$pods" ] ||
   { echo "bench failover: relocate: the commands said verified, but $n of $pods pods are ready" >&2; exit 1; }
-echo "relocate: $nss namespaces relocated (every command exited 0, verified active) ${relocate} s after the commands started"
+echo "relocate: $nss namespaces relocated (every command exited 0, verified active) ${relocate} s after the commands started; every pod Running with claims allocated at $(cat "$work/relocate-ready") s"
+api_requests "$work/api-relocate-after"
+api_delta "$work/api-relocate-before" "$work/api-relocate-after"
+# Where the time went, namespace by namespace (seconds from the start; the
+# median and the last): the source's steps from the commands' logs, the
+# target's from its relocator's.
+python3 - "$work" "$t0" $namespaces <<'PY'
+import re, sys, datetime, statistics
+work, t0, nss = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+def ts(line):
+    m = re.match(r"ts=(\S+)Z ", line)
+    return datetime.datetime.fromisoformat(m.group(1)).replace(
+        tzinfo=datetime.timezone.utc).timestamp() - t0 if m else None
+def events(path, field, ev):
+    out = {}
+    for line in open(path, errors="replace"):
+        m = re.search(r" event=(\S+)", line)
+        n = re.search(field + r"=(\S+)", line)
+        if m and n and m.group(1) in ev and ts(line) is not None:
+            out.setdefault((m.group(1), n.group(1)), ts(line))
+    return out
+src = {}
+for ns in nss:
+    src.update(events(f"{work}/relocate-{ns}.out", " namespace",
+                      {"relocate_intent", "relocate_final_pass", "relocate_sent", "relocated"}))
+    src[("exit", ns)] = float(open(f"{work}/relocate-{ns}.end").read()) - t0
+tgt = events(f"{work}/target-relocate.log", " namespace",
+             {"relocate_started", "relocate_step", "relocated"})
+rows = [("intent recorded", src, "relocate_intent"),
+        ("final pass done", src, "relocate_final_pass"),
+        ("parked, record queued", src, "relocate_sent"),
+        ("target: relocation taken", tgt, "relocate_started"),
+        ("target: failed over (its first line)", tgt, "relocate_step"),
+        ("target: verified active", tgt, "relocated"),
+        ("source: outcome printed", src, "relocated"),
+        ("command exited", src, "exit")]
+print("  relocate, seconds from the start (median / last of the namespaces):")
+for what, d, ev in rows:
+    v = sorted(d[(ev, ns)] for ns in nss if (ev, ns) in d)
+    if v:
+        print(f"    {what}: {statistics.median(v):.2f} / {v[-1]:.2f}"
+              + ("" if len(v) == len(nss) else f" ({len(v)} of {len(nss)})"))
+PY
 relocate_ratio=$(python3 -c "print(f'{$relocate / $from_scratch:.2f}')")
 echo "targets: ratio <= 1.0, relocate_ratio <= 1.2"
 echo "RESULT failover_s=$failover from_scratch_s=$from_scratch ratio=$ratio relocate_s=$relocate relocate_ratio=$relocate_ratio"

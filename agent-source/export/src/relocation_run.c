@@ -294,6 +294,8 @@ static int park_and_send(struct run *r, ds_source_relocation *row)
 	}
 	fprintf(r->o->out, "relocate: relocation record queued behind every change (seq %llu)\n",
 		(unsigned long long)seq);
+	ds_log(DS_LOG_INFO, "relocate_sent", "namespace=%s parked=%d seq=%llu", r->o->ns, n,
+	       (unsigned long long)seq);
 	if (ds_source_relocation_get(r->db, r->o->ns, row, &err) != 1) {
 		fprintf(r->o->errout, "drasync-source relocate: %s\n", err.msg);
 		return 1;

@@ -139,6 +139,9 @@ int ds_applier_record_all(ds_applier *a, struct item **v, size_t n, const ds_rep
 			  ds_err *err);
 
 void ds_applier_hash_hex(const uint8_t hash[DS_HASH_LEN], char hex[2 * DS_HASH_LEN + 1]);
+/* Whether obj's applied-hash annotation leaves its parking out (a Deployment: see
+ * applier_prepare.c), so that already_there compares the parking itself. */
+bool ds_applier_parking_apart(const json_t *obj);
 
 /* The PodGroups and Workloads whose members the pass prepared, and which it did not prepare
  * itself, made due again: their claims follow their members. @return 0 or < 0 */

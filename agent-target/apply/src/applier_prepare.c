@@ -17,6 +17,7 @@
 #include "drasync/preflight.h"
 #include "drasync/report.h"
 #include "drasync/sched_convert.h"
+#include "drasync/standby_form.h"
 #include "drasync/selection.h"
 #include "drasync/source_grants.h"
 #include "drasync/transform.h"
@@ -181,6 +182,43 @@ static int hash_object(const json_t *obj, uint8_t out[DS_HASH_LEN])
 	ds_record_hash(s, strlen(s), out);
 	free(s);
 	return 0;
+}
+
+bool ds_applier_parking_apart(const json_t *obj)
+{
+	const char *api = ds_obj_api_version(obj);
+
+	return ds_kind_is(ds_obj_kind(obj), DS_KIND_DEPLOYMENT) && api &&
+	       strncmp(api, "apps/", 5) == 0;
+}
+
+/*
+ * The hash the applied-hash annotation carries: the object's own, but for a
+ * Deployment that of its form apart from the parking (spec.replicas and
+ * drasync.io/replicas), the same in standby and active form. The deployment
+ * controller copies a Deployment's annotations onto its ReplicaSet: an
+ * annotation that changed at each failover cost a ReplicaSet write per
+ * Deployment (at that controller's 20 requests a second) before it scaled
+ * any up. already_there compares the parking on its own.
+ */
+static int mark_hash(const json_t *obj, const uint8_t hash[DS_HASH_LEN], uint8_t out[DS_HASH_LEN])
+{
+	json_t *copy;
+	int rc;
+
+	if (!ds_applier_parking_apart(obj)) {
+		memcpy(out, hash, DS_HASH_LEN);
+		return 0;
+	}
+	copy = json_deep_copy(obj);
+	if (!copy)
+		return -ENOMEM;
+	json_object_del(json_object_get(copy, "spec"), "replicas");
+	json_object_del(json_object_get(json_object_get(copy, "metadata"), "annotations"),
+			DS_ANNOTATION_REPLICAS);
+	rc = hash_object(copy, out);
+	json_decref(copy);
+	return rc;
 }
 
 /* The report's entries from `first` on of one type, joined into buf. */
@@ -589,8 +627,11 @@ static int prepare_once(ds_applier *a, struct item *it, ds_report *rep, bool *ag
 	{
 		/* What the object on the target was applied from (see already_there). */
 		char hex[2 * DS_HASH_LEN + 1];
+		uint8_t mark[DS_HASH_LEN];
 
-		ds_applier_hash_hex(it->hash, hex);
+		if (mark_hash(it->obj, it->hash, mark) < 0)
+			return -ENOMEM;
+		ds_applier_hash_hex(mark, hex);
 		if (ds_obj_set_annotation(it->obj, DS_ANNOTATION_APPLIED_HASH, hex) < 0)
 			return -ENOMEM;
 	}

@@ -13,6 +13,7 @@
 #include "drasync/report.h"
 #include "drasync/sched_convert.h"
 #include "drasync/selection.h"
+#include "drasync/standby_form.h"
 #include "drasync/transform.h"
 
 #include <errno.h>
@@ -449,9 +450,26 @@ static int prepare_next(struct stream *s)
 	return 0;
 }
 
-/* The applied-hash annotations of drasync's objects of res in ns on the target ({} when the list
+/*
+ * What already_there compares of obj: {"h": its applied-hash annotation} and,
+ * where that leaves the parking out (parking_apart), the parking too:
+ * "r" spec.replicas (null: unset) and "p" drasync.io/replicas (null: none).
+ */
+static json_t *fingerprint(const json_t *obj, bool parking_apart)
+{
+	const char *h = ds_obj_annotation(obj, DS_ANNOTATION_APPLIED_HASH);
+	const char *parked = ds_obj_annotation(obj, DS_ANNOTATION_REPLICAS);
+
+	if (!parking_apart)
+		return json_pack("{ss}", "h", h ? h : "");
+	return json_pack("{ss sO* ss*}", "h", h ? h : "", "r", ds_json_path(obj, "spec.replicas"),
+			 "p", parked);
+}
+
+/* The fingerprints of drasync's objects of res in ns on the target ({} when the list
  * fails: they are written as before). */
-static json_t *live_hashes(ds_applier *a, const struct ds_kube_resource *res, const char *ns)
+static json_t *live_hashes(ds_applier *a, const struct ds_kube_resource *res, const char *ns,
+			   bool parking_apart)
 {
 	struct ds_kube_list_opts lo = {.label_selector = DS_LABEL_MANAGED_BY "=drasync",
 				       .limit = 500};
@@ -462,16 +480,33 @@ static json_t *live_hashes(ds_applier *a, const struct ds_kube_resource *res, co
 	if (!out || ds_kube_list(a->cfg.kube, res, ns, &lo, &list, NULL, &ke) < 0)
 		return out;
 	json_array_foreach (json_object_get(list, "items"), i, item) {
-		json_t *md = json_object_get(item, "metadata");
-		const char *name = json_string_value(json_object_get(md, "name"));
-		json_t *h =
-		    json_object_get(json_object_get(md, "annotations"), DS_ANNOTATION_APPLIED_HASH);
+		const char *name = json_string_value(ds_json_path(item, "metadata.name"));
 
-		if (name && json_is_string(h))
-			json_object_set(out, name, h);
+		if (name && ds_obj_annotation(item, DS_ANNOTATION_APPLIED_HASH))
+			json_object_set_new(out, name, fingerprint(item, parking_apart));
 	}
 	json_decref(list);
 	return out;
+}
+
+/* Whether the live fingerprint is the item's: the same hash and parking; replicas the
+ * item leaves unset (an autoscaler's) are not compared. */
+static bool same_fingerprint(const json_t *live, const json_t *mine)
+{
+	const char *const keys[] = {"h", "r", "p"};
+
+	if (!live || !mine)
+		return false;
+	for (size_t k = 0; k < 3; k++) {
+		const json_t *a = json_object_get(live, keys[k]),
+			     *b = json_object_get(mine, keys[k]);
+
+		if (k == 1 && !b)
+			continue;
+		if ((a || b) && !json_equal(a, b))
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -481,9 +516,10 @@ static json_t *live_hashes(ds_applier *a, const struct ds_kube_resource *res, co
  */
 static bool already_there(ds_applier *a, struct item *it)
 {
-	char key[800], hex[2 * DS_HASH_LEN + 1];
+	char key[800];
 	const char *ns = ds_obj_namespace(it->obj);
-	json_t *names, *got;
+	json_t *names, *got, *mine;
+	bool same;
 
 	/* Only what may have been in flight: due, not a decided failure. */
 	if (!a->verify_upto || it->row->record_id > a->verify_upto ||
@@ -496,13 +532,16 @@ static bool already_there(ds_applier *a, struct item *it)
 		 ns ? ns : "");
 	names = json_object_get(a->live, key);
 	if (!names) {
-		names = live_hashes(a, &it->res, ns);
+		names = live_hashes(a, &it->res, ns, ds_applier_parking_apart(it->obj));
 		if (!names || json_object_set_new(a->live, key, names) < 0)
 			return false;
 	}
 	got = json_object_get(names, ds_obj_name(it->obj));
-	ds_applier_hash_hex(it->hash, hex);
-	return json_is_string(got) && strcmp(json_string_value(got), hex) == 0;
+	/* it->obj carries the annotation it is written with (applier_prepare.c) */
+	mine = fingerprint(it->obj, ds_applier_parking_apart(it->obj));
+	same = same_fingerprint(got, mine);
+	json_decref(mine);
+	return same;
 }
 
 static int stream_next(void *ud, struct ds_kube_op **out)

@@ -283,8 +283,14 @@ static int verify_due(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_
 {
 	int rc = 0;
 
-	if (r->n && !r->ver && (rc = ds_verify_new(&r->ver, c->kube, err)) < 0)
-		return rc;
+	if (r->n && !r->ver) {
+		if ((rc = ds_verify_new(&r->ver, c->kube, err)) < 0)
+			return rc;
+		/* Every namespace is looked at each DS_RELOCATOR_CHECK_MS while its
+		 * pods start: the template and DeviceClass its workloads name are
+		 * read every few looks, not at each (about a third of the reads). */
+		ds_verify_keep_refs(r->ver, DS_RELOCATOR_REFS_MS);
+	}
 	for (size_t i = 0; i < r->n && rc == 0;) {
 		struct job *j = &r->v[i];
 		int64_t now = ds_clock_mono_ms();

@@ -1,5 +1,6 @@
 #include "verify_internal.h"
 
+#include "drasync/clock.h"
 #include "drasync/k8s_object.h"
 #include "drasync/kinds.h"
 #include "drasync/namespace_mode.h"
@@ -11,10 +12,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* How many ResourceClaimTemplates and DeviceClasses a verifier keeps read (see
+ * ds_verify_keep_refs). */
+#define REFS_MAX 256
+
+/* One template or class as read at at_ms (obj NULL: it did not exist). */
+struct ref {
+	char key[600]; /* "kind ns/name" */
+	json_t *obj;
+	int64_t at_ms;
+};
+
 struct ds_verify {
 	ds_kube *k;
 	char dra_api[128]; /* "resource.k8s.io/v1"; "" until found */
 	bool dra_missing;  /* the target serves no resource.k8s.io */
+	int64_t refs_ms;   /* how long a read template or class is used again; 0: never */
+	struct ref *refs;
+	size_t n_refs;
 };
 
 /* ---- reading objects ------------------------------------------------------------------ */
@@ -177,7 +192,57 @@ int ds_verify_new(ds_verify **out, ds_kube *k, ds_err *err)
 
 void ds_verify_free(ds_verify *v)
 {
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->n_refs; i++)
+		json_decref(v->refs[i].obj);
+	free(v->refs);
 	free(v);
+}
+
+void ds_verify_keep_refs(ds_verify *v, int64_t ms)
+{
+	v->refs_ms = ms > 0 ? ms : 0;
+}
+
+/* What a template or class kept is (*out: a new reference, NULL when absent). @return 1 kept, 0 */
+static int ref_get(ds_verify *v, const char *key, json_t **out)
+{
+	int64_t now = ds_clock_mono_ms();
+
+	for (size_t i = 0; i < v->n_refs; i++) {
+		if (strcmp(v->refs[i].key, key) != 0)
+			continue;
+		if (now - v->refs[i].at_ms >= v->refs_ms)
+			return 0;
+		*out = json_incref(v->refs[i].obj);
+		return 1;
+	}
+	return 0;
+}
+
+/* Keep what was read of key (obj may be NULL: absent), in place of the oldest when full. */
+static void ref_put(ds_verify *v, const char *key, json_t *obj)
+{
+	struct ref *r = NULL;
+
+	for (size_t i = 0; i < v->n_refs && !r; i++)
+		if (strcmp(v->refs[i].key, key) == 0)
+			r = &v->refs[i];
+	if (!r && !v->refs && !(v->refs = calloc(REFS_MAX, sizeof(*v->refs))))
+		return; /* not kept: read again next time */
+	if (!r && v->n_refs < REFS_MAX) {
+		r = &v->refs[v->n_refs++];
+	} else if (!r) {
+		r = &v->refs[0];
+		for (size_t i = 1; i < v->n_refs; i++)
+			if (v->refs[i].at_ms < r->at_ms)
+				r = &v->refs[i];
+	}
+	json_decref(r->obj);
+	snprintf(r->key, sizeof(r->key), "%s", key);
+	r->obj = json_incref(obj);
+	r->at_ms = ds_clock_mono_ms();
 }
 
 static const char *api_of(int w)
@@ -219,12 +284,23 @@ static int get(ds_verify *v, const char *api, const char *kind, const char *ns, 
 	char b[700];
 	int rc;
 
+	bool keep = v->refs_ms > 0 && (strcmp(kind, "ResourceClaimTemplate") == 0 ||
+				       strcmp(kind, "DeviceClass") == 0);
+	char key[600];
+
 	*out = NULL;
+	snprintf(key, sizeof(key), "%s %s/%s", kind, ns ? ns : "", name);
+	if (keep && ref_get(v, key, out))
+		return 0;
 	memset(&ke, 0, sizeof(ke));
 	rc = ds_kube_resource_find(v->k, api, kind, &r, &ke);
 	if (rc == 0)
 		rc = ds_kube_get(v->k, &r, r.namespaced ? ns : NULL, name, NULL, out, &ke);
 	if (rc == -ENOENT)
+		rc = 0;
+	if (rc == 0 && keep)
+		ref_put(v, key, *out);
+	if (rc == 0)
 		return 0;
 	if (rc < 0)
 		ds_verify_clause(t, "cannot read %s %s: %s", kind, name,

@@ -174,6 +174,42 @@ static void test_itest_verify__deployment_with_a_claim_template_runs_and_verifie
 	tu_apply_free(e);
 }
 
+/* Kept refs (ds_verify_keep_refs): a template read is used again for its time,
+ * then read again; a template deleted meanwhile is missed only until then. */
+static void test_itest_verify__kept_refs_are_read_again_after_their_time(void **state)
+{
+	tu_apply *e = tu_apply_new("verify-keep", NULL);
+	ds_verify_summary sum;
+	ds_verify_item *items;
+	ds_verify *v = NULL;
+	ds_err err = {0};
+	size_t n;
+
+	(void)state;
+	commit_namespace(e);
+	commit_template(e, "kept-gpu", "gpu.nvidia.com", 1);
+	commit_deployment(e, "kept-app", 1, "kept-gpu");
+	tu_apply_settle(e);
+	items = verify_site(e, 90000, &n, &sum);
+	assert_int_equal(n, 1);
+	if (!items[0].verified)
+		fail_msg("not verified: %s", items[0].reason);
+
+	assert_int_equal(ds_verify_new(&v, e->k, &err), 0);
+	ds_verify_keep_refs(v, 1500);
+	assert_int_equal(ds_verify_check(v, &items[0]), 1);
+	tu_kube_delete(e->k, "resource.k8s.io/v1", "ResourceClaimTemplate", e->dst, "kept-gpu");
+	/* within its time: the template as read, still verified */
+	assert_int_equal(ds_verify_check(v, &items[0]), 1);
+	usleep(1600 * 1000);
+	/* after it: read again, gone */
+	assert_int_equal(ds_verify_check(v, &items[0]), 0);
+	assert_non_null(strstr(items[0].reason, "kept-gpu"));
+	ds_verify_free(v);
+	ds_verify_items_free(items, n);
+	tu_apply_free(e);
+}
+
 static void test_itest_verify__more_devices_than_the_target_has_says_the_scheduler(void **state)
 {
 	tu_apply *e = tu_apply_new("verify-greedy", NULL);
@@ -474,6 +510,7 @@ int main(void)
 	    cmocka_unit_test(
 		test_itest_verify__more_devices_than_the_target_has_says_the_scheduler),
 	    cmocka_unit_test(test_itest_verify__claim_naming_a_missing_device_class_names_it),
+	    cmocka_unit_test(test_itest_verify__kept_refs_are_read_again_after_their_time),
 	    cmocka_unit_test(test_itest_verify__standby_is_parked_and_held),
 	    cmocka_unit_test(test_itest_verify__command_usage_and_no_ledger_exit_2),
 	    cmocka_unit_test_teardown(test_itest_verify__run_verifies_what_it_applies, stop_target),

@@ -22,6 +22,8 @@
 
 /* How often the workloads of a relocation being verified are looked at again. */
 #define DS_RELOCATOR_CHECK_MS 500
+/* How long a ResourceClaimTemplate or DeviceClass read for a check is used again. */
+#define DS_RELOCATOR_REFS_MS 2000
 /* How many pending relocations one step takes. */
 #define DS_RELOCATOR_BATCH 64
 

@@ -47,6 +47,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum ds_verify_form {
 	DS_VERIFY_ACTIVE,  /* workloads run */
@@ -176,6 +177,15 @@ typedef struct ds_verify ds_verify;
  */
 int ds_verify_new(ds_verify **out, ds_kube *k, ds_err *err);
 void ds_verify_free(ds_verify *v);
+
+/**
+ * Use the ResourceClaimTemplates and DeviceClasses read (or found absent)
+ * again for ms, in place of a GET each check (0: read every time, the
+ * default). For a caller that checks the same workloads every few hundred
+ * milliseconds while their pods start: what the pods refer to changes
+ * rarely, the pods and claims themselves are read every time.
+ */
+void ds_verify_keep_refs(ds_verify *v, int64_t ms);
 
 /**
  * Read what it->kind ns/name is on the cluster now and judge it.
