@@ -274,8 +274,11 @@ EOF
 done
 for a in target source; do
   port=${metrics[$a]}
+  # the page whole first: `curl | grep -q` fails under pipefail when grep stops
+  # reading at its first match while curl still writes (curl: (23))
+  page=$(curl -fsS "http://127.0.0.1:$port/metrics" 2>&1) || page=""
   if curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" &&
-    curl -fsS "http://127.0.0.1:$port/metrics" | grep -q "^drasync_${a}_"; then
+    grep -q "^drasync_${a}_" <<<"$page"; then
     ok "drasync-$a's pod answers /healthz and /metrics on the node (port $port)"
   else
     notok "drasync-$a's pod: no /healthz or /metrics on 127.0.0.1:$port"
