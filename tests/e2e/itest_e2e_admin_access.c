@@ -148,10 +148,16 @@ static void test_e2e_admin_access__waits_for_the_target_admins_grant(void **stat
 		 p->dst_ns);
 	tu_e2e_assert_log("target log", text, want, true);
 	free(text);
-	text = tu_site_source_run_log(&p->site);
 	snprintf(
 	    want, sizeof(want),
 	    "event=target_waiting object=resource.k8s.io/ResourceClaim/%s/inspect seq=", p->src_ns);
+	/* the outcome travels back in a later Ack than the one status reads from */
+	for (long long end = tu_now_ms() + WAIT_MS;; tu_msleep(200)) {
+		text = tu_site_source_run_log(&p->site);
+		if (strstr(text, want) || tu_now_ms() > end)
+			break;
+		free(text);
+	}
 	tu_e2e_assert_log("source log", text, want, true);
 	tu_e2e_assert_log("source log", text,
 			  "reason=\"waits for admin access: request all asks for adminAccess",
