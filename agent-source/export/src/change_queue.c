@@ -173,9 +173,11 @@ int ds_change_queue_put(ds_change_queue *q, const char *key, int tag, bool delet
 		e->deleted = deleted;
 		e->tag = tag;
 		/* a change within the window holds it until quiet again */
-		if (due_at(q, e->first, now_ms) > e->due) {
+		long long due = due_at(q, e->first, now_ms);
+
+		if (due > e->due) {
 			list_remove(q, e);
-			e->due = due_at(q, e->first, now_ms);
+			e->due = due;
 			list_insert(q, e);
 		}
 		goto out;
