@@ -28,6 +28,7 @@
 #include "drasync/sender.h"
 #include "testutil.h"
 #include "tu_kube.h"
+#include "tu_load.h"
 #include "tu_site.h"
 
 #include <jansson.h>
@@ -579,8 +580,9 @@ static void test_target_faults__api_server_stopped_while_1000_records_arrive(voi
  */
 static void test_target_faults__run_opens_the_link_while_the_api_server_is_stopped(void **state)
 {
-	enum { N = 50 };
-	json_t *objs[N];
+	/* DS_SOAK=1 (scripts/soak.sh): an outage that meets 10,000 records. */
+	int n = tu_soak() ? 10000 : 50;
+	json_t **objs = calloc((size_t)n, sizeof(*objs));
 	long long t0, started_ms, ack_ms, apply_ms;
 	char name[64], *log;
 	uint64_t last;
@@ -599,26 +601,31 @@ static void test_target_faults__run_opens_the_link_while_the_api_server_is_stopp
 	if (!strstr(log, "event=started ") || !strstr(log, "dra_api=at-first-pass"))
 		fail_msg("the target's start line does not say discovery waits:\n%s", log);
 	free(log);
+	assert_non_null(objs);
 	sender_start();
-	for (int i = 0; i < N; i++) {
-		snprintf(name, sizeof(name), "early-%03d", i);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "early-%05d", i);
 		objs[i] = configmap(F.ns, name, "g1");
 	}
-	last = push(objs, N); /* the push takes the objects */
-	ack_ms = wait_acked(last, 20000);
+	last = push(objs, (size_t)n); /* the push takes the objects */
+	free(objs);
+	ack_ms = wait_acked(last, tu_soak() ? 300000 : 20000);
 	assert_int_equal(applied_in_ledger(), 0);
 	if (proc_state(F.api_pid) != 'T')
 		fail_msg("kube-apiserver is no longer stopped (state %c)", proc_state(F.api_pid));
 	fprintf(stderr,
 		"target-faults: started %lld ms after the API server stopped, %d records "
 		"acknowledged %lld ms after their push, nothing applied\n",
-		started_ms, N, ack_ms);
+		started_ms, n, ack_ms);
 	/* an operator's bound: well inside the ~20 s discovery retried before binding */
 	assert_true(started_ms < 10000);
 	api_resume();
-	apply_ms = wait_target(60000);
-	fprintf(stderr, "target-faults: all %d on the target %lld ms after the resume\n", N,
+	apply_ms = wait_target(tu_soak() ? 600000 : 60000);
+	fprintf(stderr, "target-faults: all %d on the target %lld ms after the resume\n", n,
 		apply_ms);
+	print_message("SOAK test=startup_api_stopped records=%d started_ms=%lld acked_ms=%lld "
+		      "applied_after_resume_ms=%lld\n",
+		      n, started_ms, ack_ms, apply_ms);
 	agent_sigterm();
 }
 
