@@ -38,8 +38,8 @@
 static struct {
 	tu_site s;
 	ds_kube *k;
-	char *dst;  /* the target namespace (SRC_NS mapped there) */
-	char *idns; /* the agent's own namespace, where the ConfigMap is */
+	char *dst;   /* the target namespace (SRC_NS mapped there) */
+	char *idns;  /* the agent's own namespace, where the ConfigMap is */
 	int n_extra; /* namespaces beside dst (DS_SOAK=1): source src_extra[i] to extra[i] */
 	char extra[MAX_EXTRA][300], src_extra[MAX_EXTRA][32];
 } F;
@@ -111,9 +111,9 @@ static uint64_t push_deployment(int replicas)
 
 	objs[n++] = deployment(SRC_NS, replicas);
 	for (int i = 0; i < F.n_extra; i++) {
-		objs[n++] = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind",
-				      "Namespace", "metadata", "name", F.src_extra[i], "uid",
-				      F.src_extra[i]);
+		objs[n++] =
+		    json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Namespace",
+			      "metadata", "name", F.src_extra[i], "uid", F.src_extra[i]);
 		objs[n++] = deployment(F.src_extra[i], replicas);
 	}
 	return tu_site_push(&F.s, objs, n);
@@ -358,8 +358,9 @@ test_itest_ledger_identity__lost_ledger_refused_then_new_ledger_keeps_active(voi
 	tu_msleep(1500); /* a pass or two more: nothing puts standby back */
 	for (int i = -1; i < F.n_extra; i++)
 		if (replicas_in(i < 0 ? F.dst : F.extra[i]) != 2)
-			fail_msg("Deployment %s/trainer is at %lld replicas after the resync, not 2",
-				 i < 0 ? F.dst : F.extra[i], replicas_in(i < 0 ? F.dst : F.extra[i]));
+			fail_msg(
+			    "Deployment %s/trainer is at %lld replicas after the resync, not 2",
+			    i < 0 ? F.dst : F.extra[i], replicas_in(i < 0 ? F.dst : F.extra[i]));
 	print_message("SOAK test=ledger_identity namespaces=%d refused_ms=%lld adopted_ms=%lld "
 		      "resynced_active_ms=%lld\n",
 		      1 + F.n_extra, refused_ms, adopted_ms, resynced_ms);
