@@ -35,6 +35,7 @@ struct ds_applier {
 	unsigned long dra_gen;	/* the discovery generation dra was picked from */
 	unsigned long pass_gen; /* the discovery generation when the pass began */
 	double picked;		/* when the pass took its objects (ds_clock_mono_s) */
+	double last_sent;	/* when the pass's stream sent its last write (ds_clock_mono_s) */
 	pthread_mutex_t mu;	/* guards stats, notified, stopping, next_cfg */
 	pthread_cond_t cond;
 	bool notified, stopping;
