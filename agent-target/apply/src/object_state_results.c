@@ -10,6 +10,7 @@
 #include "drasync/buf.h"
 #include "drasync/clock.h"
 #include "drasync/log.h"
+#include "drasync/store_sum.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -321,15 +322,11 @@ int ds_object_state_unapplied_each(ds_object_state *st,
 	if (rc == 0)
 		rc = ds_ledger_records_backlog_each(st->records, cursor, fn, ud, err);
 	if (rc >= 0)
-		rc = ds_store_prepare(st->store,
-				      "SELECT source, count(*) FROM object_state"
-				      " WHERE state = 'pending' GROUP BY source",
-				      &q, err);
+		rc = ds_store_prepare(
+		    st->store, "SELECT source FROM object_state WHERE state = 'pending'", &q, err);
 	/* The pending objects add to what the records said: fn is told a second time. */
-	while (rc >= 0 && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *source = (const char *)sqlite3_column_text(q, 0);
-		rc = fn(ud, source ? source : "", (uint64_t)sqlite3_column_int64(q, 1));
-	}
+	if (rc >= 0)
+		rc = ds_store_sum_by_source(q, fn, ud);
 	if (rc == SQLITE_DONE)
 		rc = 0;
 	else if (rc > 0)

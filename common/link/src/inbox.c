@@ -3,6 +3,7 @@
 #include "drasync/clock.h"
 #include "drasync/buf.h"
 #include "drasync/schemas.h"
+#include "drasync/store_sum.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -306,27 +307,21 @@ uint64_t ds_inbox_committed_bytes(const ds_inbox *ib)
 int ds_inbox_ledger_bytes_each(ds_inbox *ib, int (*fn)(void *ud, const char *source, uint64_t n),
 			       void *ud, ds_err *err)
 {
-	int rc = SQLITE_OK, n = 0;
+	int rc = SQLITE_OK;
 
-	/* length() of a blob reads its size from the record header, not its pages. */
+	/* length() of a blob reads its size from the record header, not its pages;
+	 * summed per source as the rows stream (no sorter holding them all). */
 	if (!ib->sizes)
-		rc = sqlite3_prepare_v2(
-		    ib->db,
-		    "SELECT source, coalesce(sum(length(payload)), 0) FROM records"
-		    " GROUP BY source",
-		    -1, &ib->sizes, NULL);
+		rc = sqlite3_prepare_v2(ib->db,
+					"SELECT source, coalesce(length(payload), 0) FROM records",
+					-1, &ib->sizes, NULL);
 	if (rc != SQLITE_OK)
 		return ds_store_fail_db(ib->db, rc, "ledger bytes", err);
-	while ((rc = sqlite3_step(ib->sizes)) == SQLITE_ROW) {
-		const char *source = (const char *)sqlite3_column_text(ib->sizes, 0);
-		int r = fn(ud, source ? source : "", (uint64_t)sqlite3_column_int64(ib->sizes, 1));
-		if (r < 0) {
-			sqlite3_reset(ib->sizes);
-			return r;
-		}
-		n++;
-	}
-	rc = rc == SQLITE_DONE ? n : ds_store_fail_db(ib->db, rc, "ledger bytes", err);
+	rc = ds_store_sum_by_source(ib->sizes, fn, ud);
+	if (rc == SQLITE_DONE)
+		rc = 0;
+	else if (rc > 0)
+		rc = ds_store_fail_db(ib->db, rc, "ledger bytes", err);
 	sqlite3_reset(ib->sizes);
 	return rc;
 }

@@ -1,4 +1,5 @@
 #include "drasync/ledger_records.h"
+#include "drasync/store_sum.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -195,26 +196,17 @@ int ds_ledger_records_backlog_each(ds_ledger_records *r, int64_t after,
 				   ds_err *err)
 {
 	sqlite3_stmt *q;
-	int rc =
-	    ds_store_stmt_lazy(r->st, &r->backlog_each,
-			       "SELECT source, count(*) FROM records WHERE id > ?1 AND " APPLIED_OPS
-			       " GROUP BY source",
-			       &q, err);
-	int n = 0;
+	/* A range of the rowid, counted per source as it streams (no sorter). */
+	int rc = ds_store_stmt_lazy(r->st, &r->backlog_each,
+				    "SELECT source FROM records WHERE id > ?1 AND " APPLIED_OPS, &q,
+				    err);
 
 	if (rc < 0)
 		return rc;
 	sqlite3_bind_int64(q, 1, after);
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		int f = fn(ud, text(q, 0) ? text(q, 0) : "", (uint64_t)sqlite3_column_int64(q, 1));
-		if (f < 0) {
-			rc = f;
-			break;
-		}
-		n++;
-	}
+	rc = ds_store_sum_by_source(q, fn, ud);
 	if (rc == SQLITE_DONE)
-		rc = n;
+		rc = 0;
 	else if (rc > 0)
 		rc = ds_store_fail(r->st, rc, "records backlog per source", err);
 	ds_store_stmt_done(r->backlog_each);

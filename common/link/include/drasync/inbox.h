@@ -87,9 +87,9 @@ int ds_inbox_presence_get(ds_inbox *ib, const char *source, int64_t now_ms, ds_i
 uint64_t ds_inbox_committed_bytes(const ds_inbox *ib);
 
 /**
- * The payload bytes each source's records hold in the ledger, one aggregate:
- * fn(ud, source, bytes) per source; fn < 0 stops with that value.
- * @return the sources handed to fn, or a negative errno
+ * The payload bytes each source's records hold in the ledger, per source
+ * (ds_store_sum_by_source: fn may be told a source more than once, and adds);
+ * fn < 0 stops with that value. @return 0, or a negative errno
  */
 int ds_inbox_ledger_bytes_each(ds_inbox *ib, int (*fn)(void *ud, const char *source, uint64_t n),
 			       void *ud, ds_err *err);

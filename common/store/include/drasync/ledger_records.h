@@ -79,9 +79,9 @@ int ds_ledger_records_backlog(ds_ledger_records *r, int64_t after, const char *s
 int ds_ledger_records_count(ds_ledger_records *r, uint64_t *n, ds_err *err);
 
 /**
- * The upserts and deletes after id `after`, per source, one aggregate:
- * fn(ud, source, n) for each source that has some; fn < 0 stops with that value.
- * @return the sources handed to fn, or a negative errno
+ * The upserts and deletes after id `after`, per source (ds_store_sum_by_source:
+ * fn may be told a source more than once, and adds); fn < 0 stops with that value.
+ * @return 0, or a negative errno
  */
 int ds_ledger_records_backlog_each(ds_ledger_records *r, int64_t after,
 				   int (*fn)(void *ud, const char *source, uint64_t n), void *ud,
