@@ -605,6 +605,7 @@ static int stream_next(void *ud, struct ds_kube_op **out)
 		}
 		s->in_flight++;
 		ds_applier_count(a, &a->stats.api_writes, 1);
+		a->last_sent = ds_clock_mono_s();
 		*out = &it->op;
 		return 1;
 	}
