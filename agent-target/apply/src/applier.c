@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,14 +255,18 @@ static void pass_timing(const ds_applier *a, size_t n, size_t n_up, size_t n_del
 			double t_upserts)
 {
 	double now = ds_clock_mono_s(), sent = a->last_sent > 0 ? a->last_sent : a->picked;
+	sqlite3_int64 sql_now = 0, sql_hi = 0;
 
 	if (t_upserts <= 0)
 		t_upserts = now;
+	/* SQLite's memory in the process (its page caches, under DS_STORE_HEAP_LIMIT) */
+	sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &sql_now, &sql_hi, 0);
 	ds_log(DS_LOG_DEBUG, "apply_pass",
 	       "objects=%zu upserts=%zu deletes=%zu pick_ms=%.0f send_ms=%.0f drain_ms=%.0f "
-	       "after_ms=%.0f ms=%.0f",
+	       "after_ms=%.0f ms=%.0f sqlite_kb=%lld sqlite_peak_kb=%lld",
 	       n, n_up, n_del, (a->picked - t_start) * 1000.0, (sent - a->picked) * 1000.0,
-	       (t_upserts - sent) * 1000.0, (now - t_upserts) * 1000.0, (now - t_start) * 1000.0);
+	       (t_upserts - sent) * 1000.0, (now - t_upserts) * 1000.0, (now - t_start) * 1000.0,
+	       (long long)(sql_now / 1024), (long long)(sql_hi / 1024));
 }
 
 int ds_applier_pass(ds_applier *a, ds_err *err)
