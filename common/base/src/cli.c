@@ -76,6 +76,12 @@ int ds_cli_dispatch(const struct ds_cli_program *prog, const char *version, int 
 	 * each its own arena up to 8 a core, a few hundred KB to MBs each that
 	 * the others' frees never reach. A few arenas are shared instead. */
 	mallopt(M_ARENA_MAX, DS_CLI_ARENAS);
+	/* A fixed threshold: a buffer this large or larger (a batch, a manifest
+	 * part, a decompressed record) is its own mapping, returned at free.
+	 * glibc's own raises the threshold to each such buffer freed, and later
+	 * ones then grow an arena, which a trim gives back only in part: the
+	 * importer's peak rose with the length of a sync, not its working set. */
+	mallopt(M_MMAP_THRESHOLD, DS_CLI_MMAP_THRESHOLD);
 	for (const struct ds_cli_command *c = prog->commands; c->name; c++)
 		if (strcmp(argv[1], c->name) == 0)
 			return c->run(argc - 1, argv + 1);

@@ -75,6 +75,8 @@ struct ds_cli_option {
 #define DS_CLI_ANY_ARGS (-1)
 /* malloc arenas of a drasync process (glibc M_ARENA_MAX; its default is 8 a core) */
 #define DS_CLI_ARENAS 4
+/* Allocations of at least this many bytes are mmapped (mallopt M_MMAP_THRESHOLD). */
+#define DS_CLI_MMAP_THRESHOLD (256 * 1024)
 /* ds_cli_parse(): go on with the command (no --help, no usage error). */
 #define DS_CLI_CONTINUE (-1)
 /* on_option()'s key for an option getopt did not know (arg: the word given). */
