@@ -12,6 +12,7 @@
 #include "drasync/sender.h"
 #include "drasync/source_agent.h"
 #include "drasync/source_relocation.h"
+#include "drasync/standby_form.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -269,25 +270,27 @@ static int park_and_send(struct run *r, ds_source_relocation *row)
 {
 	ds_err err = {0};
 	uint64_t seq = 0;
-	int n = ds_relocation_park(r->o->kube, r->o->ns, say, r, &err);
+	int marked = 0, n;
 
+	if (ds_source_relocation_get(r->db, r->o->ns, row, &err) != 1) {
+		fprintf(r->o->errout, "drasync-source relocate: %s\n",
+			err.msg[0] ? err.msg : "the relocation's row is gone");
+		return 1;
+	}
+	/* parked and marked in one pass: each kind listed once, a workload written once */
+	n = ds_relocation_park_mark(r->o->kube, r->o->ns, row->target, &marked, say, r, &err);
 	if (n < 0) {
 		fprintf(r->o->errout, "drasync-source relocate: parking %s: %s\n", r->o->ns,
 			err.msg);
 		ds_source_relocation_fail(r->db, r->o->ns, err.msg, NULL);
 		ds_relocation_unpark(r->o->kube, r->o->ns, say, r, NULL);
+		ds_relocation_unmark(r->o->kube, r->o->ns, row->target, say, r, NULL);
 		return 1;
 	}
 	fprintf(r->o->out, "relocate: %d workload%s parked in %s\n", n, n == 1 ? "" : "s",
 		r->o->ns);
-	if (ds_source_relocation_get(r->db, r->o->ns, row, &err) != 1 ||
-	    ds_relocation_mark(r->o->kube, r->o->ns, row->target, say, r, &err) < 0) {
-		fprintf(r->o->errout,
-			"drasync-source relocate: marking %s's objects: %s (run the same command "
-			"again)\n",
-			r->o->ns, err.msg);
-		return 1;
-	}
+	fprintf(r->o->out, "  %d object%s of %s marked %s=%s\n", marked, marked == 1 ? "" : "s",
+		r->o->ns, DS_ANNOTATION_RELOCATED_TO, row->target);
 	if (ds_source_relocation_push(r->db_path, r->o->ns, &seq, &err) < 0) {
 		fprintf(r->o->errout, "drasync-source relocate: %s: %s\n", r->db_path, err.msg);
 		return 1;

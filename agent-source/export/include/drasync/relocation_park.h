@@ -38,6 +38,15 @@ int ds_relocation_mark(ds_kube *k, const char *ns, const char *to, ds_relocation
 		       void *ud, ds_err *err);
 
 /**
+ * ds_relocation_park() and ds_relocation_mark() in one pass, each kind listed
+ * once: a workload is parked and marked in the same write. *marked (may be
+ * NULL) gets how many objects were marked. @return how many were parked
+ * (>= 0), or a negative errno (err says which; some may be parked and marked)
+ */
+int ds_relocation_park_mark(ds_kube *k, const char *ns, const char *to, int *marked,
+			    ds_relocation_say_fn say, void *ud, ds_err *err);
+
+/**
  * The mark taken off again (a relocation refused or failed: nothing of ns
  * went): annotation drasync.io/relocated-to removed, a merge patch each, from
  * the objects where it says to. @return how many were unmarked, or < 0
