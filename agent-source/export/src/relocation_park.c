@@ -359,8 +359,56 @@ int ds_relocation_unmark(ds_kube *k, const char *ns, const char *to, ds_relocati
 	return n;
 }
 
-int ds_relocation_park_mark(ds_kube *k, const char *ns, const char *to, int *marked,
-			    ds_relocation_say_fn say, void *ud, ds_err *err)
+/* A kind's objects in ns, from listed when given (*lst a new reference; NULL: none). @return 0,
+ * 1 not served, < 0 */
+static int kind_items(ds_kube *k, const ds_kind *kd, const char *ns, const json_t *listed,
+		      struct ds_kube_resource *res, char *api, size_t size, json_t **lst,
+		      ds_err *err)
+{
+	ds_kube_error ke = {0};
+	char m[600];
+	int rc;
+
+	*lst = NULL;
+	if (listed) {
+		const json_t *got = json_object_get(listed, kd->name);
+
+		if (!got)
+			return 1; /* none of it listed (or not served) */
+		snprintf(api, size, "%s", json_string_value(json_object_get(got, "apiVersion")));
+		rc = ds_kube_resource_find(k, api, kd->name, res, &ke);
+		if (rc == 0)
+			*lst = json_incref(json_object_get(got, "list"));
+	} else {
+		rc = find_served(k, kd, res, api, size, err);
+		if (rc == 1)
+			return 1;
+		if (rc == 0)
+			rc = ds_kube_list(k, res, ns, &(struct ds_kube_list_opts){.limit = 500},
+					  lst, NULL, &ke);
+	}
+	if (rc < 0 && err && !err->msg[0])
+		ds_err_set(err, "listing %ss in %s: %s", kd->name, ns,
+			   ds_kube_error_format(&ke, m, sizeof(m)));
+	return rc;
+}
+
+int ds_relocation_listed_add(json_t *listed, const char *kind, const char *api_version,
+			     const json_t *item)
+{
+	json_t *got = json_object_get(listed, kind), *items;
+
+	if (!got) {
+		got = json_pack("{ss s{s[]}}", "apiVersion", api_version, "list", "items");
+		if (!got || json_object_set_new(listed, kind, got) < 0)
+			return -ENOMEM;
+	}
+	items = json_object_get(json_object_get(got, "list"), "items");
+	return json_array_append_new(items, json_deep_copy(item)) < 0 ? -ENOMEM : 0;
+}
+
+int ds_relocation_park_mark(ds_kube *k, const char *ns, const char *to, const json_t *listed,
+			    int *marked, ds_relocation_say_fn say, void *ud, ds_err *err)
 {
 	json_t *patch =
 	    json_pack("{s{s{ss}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO, to);
@@ -379,20 +427,13 @@ int ds_relocation_park_mark(ds_kube *k, const char *ns, const char *to, int *mar
 		/* the bare Pods and Jobs go once the target runs them */
 		if (!kd || !kd->namespaced || id == DS_KIND_POD || id == DS_KIND_JOB)
 			continue;
-		rc = find_served(k, kd, &res, api, sizeof(api), err);
+		rc = kind_items(k, kd, ns, listed, &res, api, sizeof(api), &lst, err);
 		if (rc == 1) {
 			rc = 0;
 			continue;
 		}
-		if (rc == 0)
-			rc = ds_kube_list(k, &res, ns, &(struct ds_kube_list_opts){.limit = 500},
-					  &lst, NULL, &ke);
-		if (rc < 0) {
-			if (err && !err->msg[0])
-				ds_err_set(err, "listing %ss in %s: %s", kd->name, ns,
-					   ds_kube_error_format(&ke, m, sizeof(m)));
+		if (rc < 0)
 			break;
-		}
 		json_array_foreach (json_object_get(lst, "items"), j, item) {
 			const char *was = ds_obj_annotation(item, DS_ANNOTATION_RELOCATED_TO);
 			bool same = was && strcmp(was, to) == 0, m_now = false;
@@ -400,10 +441,19 @@ int ds_relocation_park_mark(ds_kube *k, const char *ns, const char *to, int *mar
 			if (skip(item))
 				continue;
 			if (parked_kind(id)) {
-				/* parked and marked in one write */
-				json_object_set_new(item, "apiVersion", json_string(api));
-				json_object_set_new(item, "kind", json_string(kd->name));
-				rc = change_one(k, &res, ns, item, PARK, to, &m_now, say, ud, err);
+				/* parked and marked in one write (a list's items lack their
+				 * kind) */
+				json_t *one = json_deep_copy(item);
+
+				rc = one &&
+					     json_object_set_new(one, "apiVersion",
+								 json_string(api)) == 0 &&
+					     json_object_set_new(one, "kind",
+								 json_string(kd->name)) == 0
+					 ? change_one(k, &res, ns, one, PARK, to, &m_now, say, ud,
+						      err)
+					 : -ENOMEM;
+				json_decref(one);
 				if (rc < 0)
 					break;
 				parked += rc;

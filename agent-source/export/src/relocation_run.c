@@ -5,6 +5,7 @@
 #include "drasync/clock.h"
 #include "drasync/export_log.h"
 #include "drasync/exporter.h"
+#include "drasync/kinds.h"
 #include "drasync/log.h"
 #include "drasync/outbox.h"
 #include "drasync/relocation_park.h"
@@ -45,6 +46,9 @@ struct run {
 	ds_store *sender_db; /* the sender's thread's */
 	pthread_t thread;
 	bool sender_started;
+	/* what the final pass listed, to park and mark from (NULL: not run here) */
+	json_t *listed;
+	int listed_rc;
 };
 
 static void say(void *ud, const char *line)
@@ -68,6 +72,16 @@ static bool agent_running(const struct run *r)
 	bool running = false;
 
 	return ds_agent_state_read(r->state_dir, &st, &running, NULL) == 0 && running;
+}
+
+static void on_listed(void *ud, int kind, const char *api_version, const json_t *item)
+{
+	struct run *r = ud;
+	const ds_kind *kd = ds_kind_get((enum ds_kind_id)kind);
+
+	if (!kd || r->listed_rc < 0)
+		return;
+	r->listed_rc = ds_relocation_listed_add(r->listed, kd->name, api_version, item);
 }
 
 /*
@@ -94,6 +108,11 @@ static int final_pass(struct run *r)
 	ec.n_namespaces = 1;
 	ec.replicate_device_classes = true;
 	ec.relocating_ns = r->o->ns;
+	/* its lists are what parking and marking go through next */
+	r->listed = json_object();
+	r->listed_rc = r->listed ? 0 : -ENOMEM;
+	ec.on_listed = on_listed;
+	ec.listed_ud = r;
 	rc = ds_exporter_new(&ex, &ec, &err);
 	if (rc == 0)
 		rc = ds_exporter_pass_namespace(ex, r->o->ns, &c, &err);
@@ -114,6 +133,11 @@ static int final_pass(struct run *r)
 	       "namespace=%s listed=%llu pushed=%llu unchanged=%llu tombstoned=%llu", r->o->ns,
 	       (unsigned long long)c.listed, (unsigned long long)c.pushed,
 	       (unsigned long long)c.unchanged, (unsigned long long)c.tombstoned);
+	if (r->listed_rc < 0) {
+		/* not kept whole: parking lists again */
+		json_decref(r->listed);
+		r->listed = NULL;
+	}
 	if (ds_source_relocation_synced(r->db, r->o->ns, &err) < 0) {
 		fprintf(r->o->errout, "drasync-source relocate: %s\n", err.msg);
 		return 1;
@@ -278,7 +302,8 @@ static int park_and_send(struct run *r, ds_source_relocation *row)
 		return 1;
 	}
 	/* parked and marked in one pass: each kind listed once, a workload written once */
-	n = ds_relocation_park_mark(r->o->kube, r->o->ns, row->target, &marked, say, r, &err);
+	n = ds_relocation_park_mark(r->o->kube, r->o->ns, row->target, r->listed, &marked, say, r,
+				    &err);
 	if (n < 0) {
 		fprintf(r->o->errout, "drasync-source relocate: parking %s: %s\n", r->o->ns,
 			err.msg);
@@ -386,6 +411,7 @@ int ds_relocation_run(const ds_relocation_run_opts *o)
 	rc = steps(&r);
 	stop_sender(&r);
 	ds_store_free(r.db);
+	json_decref(r.listed);
 	return rc;
 }
 
