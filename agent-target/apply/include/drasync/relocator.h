@@ -30,7 +30,7 @@
 /* How many pending relocations one step takes. */
 #define DS_RELOCATOR_BATCH 64
 /* How many batches fail over side by side (each on a thread of its own). */
-#define DS_RELOCATOR_BATCHES 4
+#define DS_RELOCATOR_BATCHES 16
 /* How many namespaces being verified are looked at side by side. */
 #define DS_RELOCATOR_CHECKERS 4
 
