@@ -160,6 +160,9 @@ static int list_kind(ds_exporter *ex, struct kind *k, const char *ns, char *rv, 
 			    !ds_exporter_ns_selected(ex, ns ? ns : ds_obj_namespace(item)))
 				continue;
 			ex->counts.listed++;
+			if (ex->cfg.on_listed)
+				ex->cfg.on_listed(ex->cfg.listed_ud, (int)k->def->id,
+						  k->api_version, item);
 			rc = ds_exporter_process_object(ex, k, item);
 			if (rc == 0)
 				rc = ds_exporter_maybe_flush(ex, err);

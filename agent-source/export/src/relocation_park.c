@@ -68,10 +68,14 @@ static int list(ds_kube *k, const struct kind *kd, const char *ns, struct ds_kub
 	return rc;
 }
 
-/* One object parked or unparked, read again on a conflict. @return 1 changed, 0 not, < 0 */
+/*
+ * One object parked or unparked, read again on a conflict; parking, mark_to
+ * (may be NULL) is set as its relocation mark in the same write (*marked set
+ * when that changed it). @return 1 parked or unparked, 0 not, < 0
+ */
 static int change_one(ds_kube *k, const struct ds_kube_resource *res, const char *ns,
-		      const json_t *item, enum action act, ds_relocation_say_fn say, void *ud,
-		      ds_err *err)
+		      const json_t *item, enum action act, const char *mark_to, bool *marked,
+		      ds_relocation_say_fn say, void *ud, ds_err *err)
 {
 	json_t *obj = json_deep_copy(item), *fresh = NULL;
 	const char *name = ds_obj_name(item), *kind = ds_obj_kind(item);
@@ -79,23 +83,35 @@ static int change_one(ds_kube *k, const struct ds_kube_resource *res, const char
 	char was[32], m[600], before[32];
 	int rc = 0;
 
+	if (marked)
+		*marked = false;
 	for (int attempt = 0; obj && attempt < 3; attempt++) {
 		json_t *spec = json_object_get(obj, "spec");
-		int f;
+		const char *m_was = ds_obj_annotation(obj, DS_ANNOTATION_RELOCATED_TO);
+		bool mark = act == PARK && mark_to && !(m_was && strcmp(m_was, mark_to) == 0);
+		bool parked = act == PARK && ds_standby_form_is_parked(obj);
+		int f = 0;
 
-		if (act == PARK && ds_standby_form_is_parked(obj)) {
+		if (parked && !mark) {
 			rc = 0;
+			break;
+		}
+		if (mark && ds_obj_set_annotation(obj, DS_ANNOTATION_RELOCATED_TO, mark_to) < 0) {
+			rc = -ENOMEM;
 			break;
 		}
 		snprintf(before, sizeof(before), "%lld",
 			 (long long)json_integer_value(json_object_get(spec, "replicas")));
-		f = act == PARK ? ds_standby_form_park(obj, was, sizeof(was))
-				: ds_standby_form_unpark(obj);
+		if (!parked)
+			f = act == PARK ? ds_standby_form_park(obj, was, sizeof(was))
+					: ds_standby_form_unpark(obj);
 		if (f < 0) {
 			rc = f;
 			break;
 		}
-		if (f == 0 || (act == PARK && f == DS_STANDBY_FORM_HOLD)) {
+		if (act == PARK && f == DS_STANDBY_FORM_HOLD)
+			f = 0;
+		if (f == 0 && !mark) {
 			rc = 0;
 			break;
 		}
@@ -112,7 +128,11 @@ static int change_one(ds_kube *k, const struct ds_kube_resource *res, const char
 		}
 		if (rc < 0)
 			break;
-		rc = 1;
+		if (marked)
+			*marked = mark;
+		rc = f ? 1 : 0;
+		if (!f)
+			break;
 		if (act == UNPARK)
 			sayf(say, ud, "%s %s/%s: back from standby", kind, ns, name);
 		else if (f == DS_STANDBY_FORM_SCALED)
@@ -155,7 +175,7 @@ static int each_workload(ds_kube *k, const char *ns, enum action act, ds_relocat
 			json_object_set_new(item, "apiVersion",
 					    json_string(parked_kinds[i].api_version));
 			json_object_set_new(item, "kind", json_string(parked_kinds[i].kind));
-			rc = change_one(k, &res, ns, item, act, say, ud, err);
+			rc = change_one(k, &res, ns, item, act, NULL, NULL, say, ud, err);
 			if (rc < 0) {
 				json_decref(lst);
 				return rc;
@@ -220,17 +240,17 @@ int ds_relocation_remove_bare(ds_kube *k, const char *ns, ds_relocation_say_fn s
 
 /* The resource of a table kind in the first of its versions the cluster serves. @return 0, 1 none
  */
-static int find_served(ds_kube *k, const ds_kind *kd, struct ds_kube_resource *res, ds_err *err)
+static int find_served(ds_kube *k, const ds_kind *kd, struct ds_kube_resource *res, char *api,
+		       size_t size, ds_err *err)
 {
 	for (size_t v = 0; kd->versions[v]; v++) {
-		char api[200];
 		ds_kube_error ke = {0};
 		int rc;
 
 		if (kd->group[0])
-			snprintf(api, sizeof(api), "%s/%s", kd->group, kd->versions[v]);
+			snprintf(api, size, "%s/%s", kd->group, kd->versions[v]);
 		else
-			snprintf(api, sizeof(api), "%s", kd->versions[v]);
+			snprintf(api, size, "%s", kd->versions[v]);
 		rc = ds_kube_resource_find(k, api, kd->name, res, &ke);
 		if (rc == 0)
 			return 0;
@@ -242,6 +262,13 @@ static int find_served(ds_kube *k, const ds_kind *kd, struct ds_kube_resource *r
 		}
 	}
 	return 1;
+}
+
+/* Whether objects of kind id are parked (parked_kinds). */
+static bool parked_kind(int id)
+{
+	return id == DS_KIND_DEPLOYMENT || id == DS_KIND_STATEFUL_SET ||
+	       id == DS_KIND_REPLICA_SET || id == DS_KIND_DAEMON_SET || id == DS_KIND_CRON_JOB;
 }
 
 /*
@@ -263,13 +290,13 @@ static int each_mark(ds_kube *k, const char *ns, const char *to, bool mark, ds_e
 		struct ds_kube_resource res;
 		ds_kube_error ke = {0};
 		json_t *lst = NULL, *item;
-		char m[600];
+		char m[600], api[200];
 		size_t j;
 
 		/* the bare Pods and Jobs go once the target runs them */
 		if (!kd || !kd->namespaced || id == DS_KIND_POD || id == DS_KIND_JOB)
 			continue;
-		rc = find_served(k, kd, &res, err);
+		rc = find_served(k, kd, &res, api, sizeof(api), err);
 		if (rc == 1) {
 			rc = 0;
 			continue;
@@ -330,4 +357,133 @@ int ds_relocation_unmark(ds_kube *k, const char *ns, const char *to, ds_relocati
 		sayf(say, ud, "%d object%s of %s: mark %s=%s taken off", n, n == 1 ? "" : "s", ns,
 		     DS_ANNOTATION_RELOCATED_TO, to);
 	return n;
+}
+
+/* A kind's objects in ns, from listed when given (*lst a new reference; NULL: none). @return 0,
+ * 1 not served, < 0 */
+static int kind_items(ds_kube *k, const ds_kind *kd, const char *ns, const json_t *listed,
+		      struct ds_kube_resource *res, char *api, size_t size, json_t **lst,
+		      ds_err *err)
+{
+	ds_kube_error ke = {0};
+	char m[600];
+	int rc;
+
+	*lst = NULL;
+	if (listed) {
+		const json_t *got = json_object_get(listed, kd->name);
+
+		if (!got)
+			return 1; /* none of it listed (or not served) */
+		snprintf(api, size, "%s", json_string_value(json_object_get(got, "apiVersion")));
+		rc = ds_kube_resource_find(k, api, kd->name, res, &ke);
+		if (rc == 0)
+			*lst = json_incref(json_object_get(got, "list"));
+	} else {
+		rc = find_served(k, kd, res, api, size, err);
+		if (rc == 1)
+			return 1;
+		if (rc == 0)
+			rc = ds_kube_list(k, res, ns, &(struct ds_kube_list_opts){.limit = 500},
+					  lst, NULL, &ke);
+	}
+	if (rc < 0 && err && !err->msg[0])
+		ds_err_set(err, "listing %ss in %s: %s", kd->name, ns,
+			   ds_kube_error_format(&ke, m, sizeof(m)));
+	return rc;
+}
+
+int ds_relocation_listed_add(json_t *listed, const char *kind, const char *api_version,
+			     const json_t *item)
+{
+	json_t *got = json_object_get(listed, kind), *items;
+
+	if (!got) {
+		got = json_pack("{ss s{s[]}}", "apiVersion", api_version, "list", "items");
+		if (!got || json_object_set_new(listed, kind, got) < 0)
+			return -ENOMEM;
+	}
+	items = json_object_get(json_object_get(got, "list"), "items");
+	return json_array_append_new(items, json_deep_copy(item)) < 0 ? -ENOMEM : 0;
+}
+
+int ds_relocation_park_mark(ds_kube *k, const char *ns, const char *to, const json_t *listed,
+			    int *marked, ds_relocation_say_fn say, void *ud, ds_err *err)
+{
+	json_t *patch =
+	    json_pack("{s{s{ss}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO, to);
+	int parked = 0, n_marked = 0, rc = 0;
+
+	if (!patch)
+		return -ENOMEM;
+	for (int id = 0; rc >= 0 && id < DS_KIND_MAX; id++) {
+		const ds_kind *kd = ds_kind_get((enum ds_kind_id)id);
+		struct ds_kube_resource res;
+		ds_kube_error ke = {0};
+		json_t *lst = NULL, *item;
+		char m[600], api[200];
+		size_t j;
+
+		/* the bare Pods and Jobs go once the target runs them */
+		if (!kd || !kd->namespaced || id == DS_KIND_POD || id == DS_KIND_JOB)
+			continue;
+		rc = kind_items(k, kd, ns, listed, &res, api, sizeof(api), &lst, err);
+		if (rc == 1) {
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		json_array_foreach (json_object_get(lst, "items"), j, item) {
+			const char *was = ds_obj_annotation(item, DS_ANNOTATION_RELOCATED_TO);
+			bool same = was && strcmp(was, to) == 0, m_now = false;
+
+			if (skip(item))
+				continue;
+			if (parked_kind(id)) {
+				/* parked and marked in one write (a list's items lack their
+				 * kind) */
+				json_t *one = json_deep_copy(item);
+
+				rc = one &&
+					     json_object_set_new(one, "apiVersion",
+								 json_string(api)) == 0 &&
+					     json_object_set_new(one, "kind",
+								 json_string(kd->name)) == 0
+					 ? change_one(k, &res, ns, one, PARK, to, &m_now, say, ud,
+						      err)
+					 : -ENOMEM;
+				json_decref(one);
+				if (rc < 0)
+					break;
+				parked += rc;
+				n_marked += m_now;
+				rc = 0;
+				continue;
+			}
+			if (same)
+				continue;
+			ds_kube_error_clear(&ke);
+			rc = ds_kube_merge_patch(k, &res, ns, ds_obj_name(item), patch, NULL, NULL,
+						 &ke);
+			if (rc == -ENOENT) {
+				rc = 0;
+				continue;
+			}
+			if (rc < 0) {
+				ds_err_set(err, "marking %s %s/%s: %s", kd->name, ns,
+					   ds_obj_name(item),
+					   ds_kube_error_format(&ke, m, sizeof(m)));
+				break;
+			}
+			n_marked++;
+		}
+		json_decref(lst);
+	}
+	json_decref(patch);
+	if (rc < 0)
+		return rc;
+	if (marked)
+		*marked = n_marked;
+	return parked;
 }

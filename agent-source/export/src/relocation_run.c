@@ -5,6 +5,7 @@
 #include "drasync/clock.h"
 #include "drasync/export_log.h"
 #include "drasync/exporter.h"
+#include "drasync/kinds.h"
 #include "drasync/log.h"
 #include "drasync/outbox.h"
 #include "drasync/relocation_park.h"
@@ -12,6 +13,7 @@
 #include "drasync/sender.h"
 #include "drasync/source_agent.h"
 #include "drasync/source_relocation.h"
+#include "drasync/standby_form.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -44,6 +46,9 @@ struct run {
 	ds_store *sender_db; /* the sender's thread's */
 	pthread_t thread;
 	bool sender_started;
+	/* what the final pass listed, to park and mark from (NULL: not run here) */
+	json_t *listed;
+	int listed_rc;
 };
 
 static void say(void *ud, const char *line)
@@ -67,6 +72,16 @@ static bool agent_running(const struct run *r)
 	bool running = false;
 
 	return ds_agent_state_read(r->state_dir, &st, &running, NULL) == 0 && running;
+}
+
+static void on_listed(void *ud, int kind, const char *api_version, const json_t *item)
+{
+	struct run *r = ud;
+	const ds_kind *kd = ds_kind_get((enum ds_kind_id)kind);
+
+	if (!kd || r->listed_rc < 0)
+		return;
+	r->listed_rc = ds_relocation_listed_add(r->listed, kd->name, api_version, item);
 }
 
 /*
@@ -93,6 +108,11 @@ static int final_pass(struct run *r)
 	ec.n_namespaces = 1;
 	ec.replicate_device_classes = true;
 	ec.relocating_ns = r->o->ns;
+	/* its lists are what parking and marking go through next */
+	r->listed = json_object();
+	r->listed_rc = r->listed ? 0 : -ENOMEM;
+	ec.on_listed = on_listed;
+	ec.listed_ud = r;
 	rc = ds_exporter_new(&ex, &ec, &err);
 	if (rc == 0)
 		rc = ds_exporter_pass_namespace(ex, r->o->ns, &c, &err);
@@ -113,6 +133,11 @@ static int final_pass(struct run *r)
 	       "namespace=%s listed=%llu pushed=%llu unchanged=%llu tombstoned=%llu", r->o->ns,
 	       (unsigned long long)c.listed, (unsigned long long)c.pushed,
 	       (unsigned long long)c.unchanged, (unsigned long long)c.tombstoned);
+	if (r->listed_rc < 0) {
+		/* not kept whole: parking lists again */
+		json_decref(r->listed);
+		r->listed = NULL;
+	}
 	if (ds_source_relocation_synced(r->db, r->o->ns, &err) < 0) {
 		fprintf(r->o->errout, "drasync-source relocate: %s\n", err.msg);
 		return 1;
@@ -269,25 +294,28 @@ static int park_and_send(struct run *r, ds_source_relocation *row)
 {
 	ds_err err = {0};
 	uint64_t seq = 0;
-	int n = ds_relocation_park(r->o->kube, r->o->ns, say, r, &err);
+	int marked = 0, n;
 
+	if (ds_source_relocation_get(r->db, r->o->ns, row, &err) != 1) {
+		fprintf(r->o->errout, "drasync-source relocate: %s\n",
+			err.msg[0] ? err.msg : "the relocation's row is gone");
+		return 1;
+	}
+	/* parked and marked in one pass: each kind listed once, a workload written once */
+	n = ds_relocation_park_mark(r->o->kube, r->o->ns, row->target, r->listed, &marked, say, r,
+				    &err);
 	if (n < 0) {
 		fprintf(r->o->errout, "drasync-source relocate: parking %s: %s\n", r->o->ns,
 			err.msg);
 		ds_source_relocation_fail(r->db, r->o->ns, err.msg, NULL);
 		ds_relocation_unpark(r->o->kube, r->o->ns, say, r, NULL);
+		ds_relocation_unmark(r->o->kube, r->o->ns, row->target, say, r, NULL);
 		return 1;
 	}
 	fprintf(r->o->out, "relocate: %d workload%s parked in %s\n", n, n == 1 ? "" : "s",
 		r->o->ns);
-	if (ds_source_relocation_get(r->db, r->o->ns, row, &err) != 1 ||
-	    ds_relocation_mark(r->o->kube, r->o->ns, row->target, say, r, &err) < 0) {
-		fprintf(r->o->errout,
-			"drasync-source relocate: marking %s's objects: %s (run the same command "
-			"again)\n",
-			r->o->ns, err.msg);
-		return 1;
-	}
+	fprintf(r->o->out, "  %d object%s of %s marked %s=%s\n", marked, marked == 1 ? "" : "s",
+		r->o->ns, DS_ANNOTATION_RELOCATED_TO, row->target);
 	if (ds_source_relocation_push(r->db_path, r->o->ns, &seq, &err) < 0) {
 		fprintf(r->o->errout, "drasync-source relocate: %s: %s\n", r->db_path, err.msg);
 		return 1;
@@ -383,6 +411,7 @@ int ds_relocation_run(const ds_relocation_run_opts *o)
 	rc = steps(&r);
 	stop_sender(&r);
 	ds_store_free(r.db);
+	json_decref(r.listed);
 	return rc;
 }
 

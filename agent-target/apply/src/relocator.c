@@ -1,5 +1,5 @@
-/* The relocator's steps (relocator.h): relocations failed over as they come, verified side by
- * side. */
+/* The relocator's steps (relocator.h): relocations failed over as they come, in batches side by
+ * side on threads of their own, verified side by side. */
 #include "drasync/relocator.h"
 
 #include "drasync/buf.h"
@@ -10,6 +10,8 @@
 #include "drasync/verify_run.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,11 +32,28 @@ struct job {
 	char message[1024];
 };
 
+/*
+ * Relocations failed over together on a thread of their own (then their
+ * workloads read for verification), so that the relocator goes on verifying
+ * the others and takes those that arrive meanwhile into another batch. The
+ * thread owns jobs and c (c.cfg a reference of its own) until done is set.
+ */
+struct batch {
+	pthread_t thread;
+	bool joinable; /* thread started (else the batch ran on the relocator's) */
+	atomic_bool done;
+	ds_relocation_ctx c;
+	struct job *jobs;
+	size_t n;
+};
+
 struct ds_relocator {
 	ds_object_state *st;
-	ds_verify *ver; /* on the client of the first step's context */
-	struct job *v;	/* being verified */
+	ds_verify *ver[DS_RELOCATOR_CHECKERS]; /* on the client of the first step's context */
+	struct job *v;			       /* being verified */
 	size_t n, cap;
+	struct batch *b[DS_RELOCATOR_BATCHES]; /* failing over */
+	size_t nb;
 };
 
 int ds_relocator_new(ds_relocator **out, ds_object_state *st)
@@ -55,23 +74,50 @@ static void job_dispose(struct job *j)
 	j->n_items = 0;
 }
 
+/* Wait for b's thread; its jobs' outcomes are not recorded (they stay pending in the ledger). */
+static void batch_free(struct batch *b)
+{
+	if (!b)
+		return;
+	if (b->joinable)
+		pthread_join(b->thread, NULL);
+	for (size_t i = 0; i < b->n; i++)
+		job_dispose(&b->jobs[i]);
+	free(b->jobs);
+	ds_target_config_unref((ds_target_config *)b->c.cfg);
+	free(b);
+}
+
 void ds_relocator_free(ds_relocator *r)
 {
 	if (!r)
 		return;
+	for (size_t i = 0; i < r->nb; i++)
+		batch_free(r->b[i]);
 	for (size_t i = 0; i < r->n; i++)
 		job_dispose(&r->v[i]);
 	free(r->v);
-	ds_verify_free(r->ver);
+	for (size_t i = 0; i < DS_RELOCATOR_CHECKERS; i++)
+		ds_verify_free(r->ver[i]);
 	free(r);
 }
 
-/* Whether the relocation with ledger id is being verified, or its namespace tns is. */
+static bool job_is(const struct job *j, int64_t id, const char *tns)
+{
+	return j->r.id == id || (tns && strcmp(j->tns, tns) == 0);
+}
+
+/* Whether the relocation with ledger id is failing over or being verified, or its namespace tns
+ * is. */
 static bool busy(const ds_relocator *r, int64_t id, const char *tns)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (r->v[i].r.id == id || (tns && strcmp(r->v[i].tns, tns) == 0))
+		if (job_is(&r->v[i], id, tns))
 			return true;
+	for (size_t i = 0; i < r->nb; i++)
+		for (size_t k = 0; k < r->b[i]->n; k++)
+			if (job_is(&r->b[i]->jobs[k], id, tns))
+				return true;
 	return false;
 }
 
@@ -156,17 +202,78 @@ static void load_items(const ds_relocation_ctx *c, struct job *j)
 		 "namespace %s is active but not verified: verify: %.300s", j->tns, err.msg);
 }
 
-/* Take the relocations that became pending: refused, failed, or to verify (into r->v). */
+/* A batch's thread: its relocations failed over, those of one source together, then the
+ * workloads of each to verify read. */
+static void *batch_main(void *arg)
+{
+	struct batch *b = arg;
+
+	for (size_t i = 0; i < b->n; i++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = strcmp(b->jobs[k].r.source, b->jobs[i].r.source) == 0;
+		if (!seen && !b->jobs[i].decided)
+			fail_over_source(&b->c, b->jobs, b->n, i);
+	}
+	for (size_t i = 0; i < b->n; i++)
+		if (!b->jobs[i].decided)
+			load_items(&b->c, &b->jobs[i]);
+	atomic_store(&b->done, true);
+	return NULL;
+}
+
+/* The batches whose thread is done: outcomes recorded, the others into r->v to verify. */
+static int collect(ds_relocator *r, ds_relocator_done_fn done, void *ud, ds_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < r->nb && rc == 0;) {
+		struct batch *b = r->b[i];
+
+		if (!atomic_load(&b->done)) {
+			i++;
+			continue;
+		}
+		for (size_t k = 0; k < b->n && rc == 0; k++) {
+			struct job *j = &b->jobs[k];
+
+			if (j->decided) {
+				rc = finish(r, j, done, ud, err);
+				job_dispose(j);
+				continue;
+			}
+			if (ds_grow((void **)&r->v, &r->cap, r->n + 1, sizeof(*r->v)) < 0) {
+				rc = ds_err_fallback(err, -ENOMEM);
+				break;
+			}
+			r->v[r->n++] = *j;
+			memset(j, 0, sizeof(*j));
+		}
+		/* on a failure what is left stays pending in the ledger: taken again */
+		batch_free(b);
+		r->b[i] = r->b[--r->nb];
+	}
+	return rc;
+}
+
+/* Take the relocations that became pending: refused at once, the others failed over by a batch
+ * of their own (collect() takes its outcomes). */
 static int take_new(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_done_fn done,
 		    void *ud, ds_err *err)
 {
 	ds_relocation_row rows[DS_RELOCATOR_BATCH];
+	struct batch *b = NULL;
 	struct job *jobs;
 	size_t n = 0, m = 0;
 	int64_t now = ds_clock_mono_ms();
 	long long verify_ms = c->verify_timeout_ms > 0 ? c->verify_timeout_ms : DEFAULT_VERIFY_MS;
-	int rc = ds_relocation_pending(r->st, rows, DS_RELOCATOR_BATCH, &n, err);
+	int rc;
 
+	/* as many batches side by side as there are slots: the rest waits, pending */
+	if (r->nb >= DS_RELOCATOR_BATCHES)
+		return 0;
+	rc = ds_relocation_pending(r->st, rows, DS_RELOCATOR_BATCH, &n, err);
 	if (rc < 0 || !n)
 		return rc;
 	jobs = calloc(n, sizeof(*jobs));
@@ -179,7 +286,7 @@ static int take_new(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_do
 		char why[400];
 
 		if (busy(r, rows[i].id, NULL))
-			continue; /* being verified */
+			continue; /* failing over or being verified */
 		tns = tns ? tns : rows[i].ns;
 		/* a second relocation of a namespace being relocated: after that one */
 		for (size_t k = 0; k < m && !twice; k++)
@@ -200,39 +307,52 @@ static int take_new(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_do
 				 why);
 		}
 	}
-	for (size_t i = 0; i < m; i++) {
-		bool seen = false;
-
-		for (size_t k = 0; k < i && !seen; k++)
-			seen = strcmp(jobs[k].r.source, jobs[i].r.source) == 0;
-		if (!seen && !jobs[i].decided)
-			fail_over_source(c, jobs, m, i);
-	}
-	for (size_t i = 0; i < m && rc == 0; i++) {
-		struct job *j = &jobs[i];
-
-		if (!j->decided)
-			load_items(c, j);
-		if (j->decided) {
-			rc = finish(r, j, done, ud, err);
-			job_dispose(j);
-			continue;
+	/* the refused ones now; the others to a batch */
+	for (size_t i = 0; i < m && rc == 0; i++)
+		if (jobs[i].decided)
+			rc = finish(r, &jobs[i], done, ud, err);
+	if (rc == 0 && !(b = calloc(1, sizeof(*b)))) {
+		rc = ds_err_fallback(err, -ENOMEM);
+	} else if (rc == 0) {
+		b->c = *c;
+		b->c.cfg = ds_target_config_ref(c->cfg);
+		b->jobs = jobs;
+		for (size_t i = 0; i < m; i++) {
+			if (jobs[i].decided) {
+				job_dispose(&jobs[i]);
+				continue;
+			}
+			if (b->n != i)
+				b->jobs[b->n] = jobs[i];
+			b->n++;
 		}
-		if (ds_grow((void **)&r->v, &r->cap, r->n + 1, sizeof(*r->v)) < 0) {
-			rc = ds_err_fallback(err, -ENOMEM);
-			break;
+		jobs = NULL;
+		if (!b->n) {
+			atomic_store(&b->done, true);
+			free(b->jobs);
+			ds_target_config_unref((ds_target_config *)b->c.cfg);
+			free(b);
+			b = NULL;
+		} else if (pthread_create(&b->thread, NULL, batch_main, b) != 0) {
+			/* no thread: on this one (collected right after) */
+			batch_main(b);
+			r->b[r->nb++] = b;
+		} else {
+			b->joinable = true;
+			r->b[r->nb++] = b;
 		}
-		r->v[r->n++] = *j;
-		memset(j, 0, sizeof(*j));
 	}
-	for (size_t i = 0; i < m; i++)
-		job_dispose(&jobs[i]);
-	free(jobs);
+	if (jobs) {
+		for (size_t i = 0; i < m; i++)
+			job_dispose(&jobs[i]);
+		free(jobs);
+	}
 	return rc;
 }
 
-/* Check j's workloads not verified yet, once; decide it when all are, or at its deadline. */
-static int check(ds_relocator *r, struct job *j, int64_t now)
+/* Check j's workloads not verified yet, once, with ver; decide it when all are, or at its
+ * deadline. */
+static int check(ds_verify *ver, struct job *j, int64_t now)
 {
 	const ds_verify_item *bad = NULL;
 	size_t verified = 0;
@@ -243,7 +363,7 @@ static int check(ds_relocator *r, struct job *j, int64_t now)
 		ds_verify_item *it = &j->items[i];
 
 		if (!it->verified && (!bad || last)) {
-			if (ds_verify_check(r->ver, it) == -ENOMEM)
+			if (ds_verify_check(ver, it) == -ENOMEM)
 				return -ENOMEM;
 			it->seconds = (double)(ds_clock_mono_ms() - j->t0_ms) / 1000.0;
 		}
@@ -277,34 +397,90 @@ static int check(ds_relocator *r, struct job *j, int64_t now)
 	return 0;
 }
 
-/* Look again at the relocations being verified whose time has come; record those decided. */
+/* The looks of one verify_due(): the jobs due, shared by the checkers. */
+struct looks {
+	struct job **due;
+	size_t n;
+	atomic_size_t next;
+	atomic_int rc;
+	int64_t now;
+};
+
+struct checker {
+	struct looks *l;
+	ds_verify *ver;
+	pthread_t thread;
+};
+
+/* A checker: the next job due, until none is left. */
+static void *checker_main(void *arg)
+{
+	struct checker *ck = arg;
+	struct looks *l = ck->l;
+
+	for (size_t i; (i = atomic_fetch_add(&l->next, 1)) < l->n;)
+		if (check(ck->ver, l->due[i], l->now) < 0)
+			atomic_store(&l->rc, -ENOMEM);
+	return NULL;
+}
+
+/*
+ * Look again at the relocations being verified whose time has come, side by
+ * side (up to DS_RELOCATOR_CHECKERS namespaces at once: a look reads each
+ * workload not verified yet, a handful of reads each, and the last ones of
+ * many namespaces come due together once their pods run); record those decided.
+ */
 static int verify_due(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_done_fn done,
 		      void *ud, ds_err *err)
 {
+	struct checker ck[DS_RELOCATOR_CHECKERS];
+	struct looks l = {.now = ds_clock_mono_ms()};
+	size_t started = 0, workers;
 	int rc = 0;
 
-	if (r->n && !r->ver) {
-		if ((rc = ds_verify_new(&r->ver, c->kube, err)) < 0)
-			return rc;
+	if (!r->n)
+		return 0;
+	l.due = calloc(r->n, sizeof(*l.due));
+	if (!l.due)
+		return ds_err_fallback(err, -ENOMEM);
+	for (size_t i = 0; i < r->n; i++) {
+		if (l.now < r->v[i].next_check_ms)
+			continue;
+		r->v[i].next_check_ms = l.now + DS_RELOCATOR_CHECK_MS;
+		l.due[l.n++] = &r->v[i];
+	}
+	workers = l.n < DS_RELOCATOR_CHECKERS ? l.n : DS_RELOCATOR_CHECKERS;
+	for (size_t k = 0; k < workers && rc == 0; k++) {
+		if (r->ver[k])
+			continue;
+		if ((rc = ds_verify_new(&r->ver[k], c->kube, err)) < 0)
+			break;
 		/* Every namespace is looked at each DS_RELOCATOR_CHECK_MS while its
 		 * pods start: the template and DeviceClass its workloads name are
 		 * read every few looks, not at each (about a third of the reads). */
-		ds_verify_keep_refs(r->ver, DS_RELOCATOR_REFS_MS);
+		ds_verify_keep_refs(r->ver[k], DS_RELOCATOR_REFS_MS);
 	}
+	if (rc == 0 && workers) {
+		for (size_t k = 0; k < workers; k++)
+			ck[k] = (struct checker){.l = &l, .ver = r->ver[k]};
+		/* the first on this thread, beside the others (as many as start) */
+		for (size_t k = 1; k < workers; k++) {
+			if (pthread_create(&ck[k].thread, NULL, checker_main, &ck[k]) != 0)
+				break;
+			started = k;
+		}
+		checker_main(&ck[0]);
+		for (size_t k = 1; k <= started; k++)
+			pthread_join(ck[k].thread, NULL);
+		rc = atomic_load(&l.rc);
+		if (rc < 0)
+			rc = ds_err_fallback(err, rc);
+	}
+	free(l.due);
 	for (size_t i = 0; i < r->n && rc == 0;) {
 		struct job *j = &r->v[i];
-		int64_t now = ds_clock_mono_ms();
 		ds_err store_err = {0};
 
-		if (now < j->next_check_ms) {
-			i++;
-			continue;
-		}
-		j->next_check_ms = now + DS_RELOCATOR_CHECK_MS;
-		if ((rc = check(r, j, now)) < 0) {
-			rc = ds_err_fallback(err, rc);
-			break;
-		}
 		if (!j->decided) {
 			i++;
 			continue;
@@ -330,9 +506,16 @@ static int verify_due(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_
 int ds_relocator_step(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_done_fn done,
 		      void *ud, ds_err *err)
 {
-	int rc = take_new(r, c, done, ud, err);
+	int rc = collect(r, done, ud, err);
+	size_t failing = 0;
 
 	if (rc == 0)
+		rc = take_new(r, c, done, ud, err);
+	if (rc == 0)
+		rc = collect(r, done, ud, err);
+	if (rc == 0)
 		rc = verify_due(r, c, done, ud, err);
-	return rc < 0 ? rc : (int)r->n;
+	for (size_t i = 0; i < r->nb; i++)
+		failing += r->b[i]->n;
+	return rc < 0 ? rc : (int)(r->n + failing);
 }

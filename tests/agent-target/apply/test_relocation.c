@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "drasync/kube_client.h"
 #include "drasync/object_state.h"
 #include "drasync/relocation.h"
 #include "drasync/relocator.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static ds_target_config *cfg_of(const char *sources)
 {
@@ -198,6 +200,85 @@ static void test_relocation__relocator_refuses_all_pending_in_one_step(void **st
 	free(dir);
 }
 
+/* A client of a server that refuses connections, without retries. */
+static ds_kube *dead_kube(const char *dir)
+{
+	struct ds_kube_transport_opts o;
+	ds_kubeconfig *kc = NULL;
+	ds_kube *k = NULL;
+	ds_err err = {0};
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/kubeconfig", dir);
+	tu_write_file(path, "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+			    "clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', "
+			    "insecure-skip-tls-verify: true}\n"
+			    "users:\n- name: u\n  user: {token: t}\n"
+			    "contexts:\n- name: c\n  context: {cluster: c, user: u}\n");
+	ds_kube_transport_opts_init(&o);
+	o.max_retries = 0;
+	o.connect_timeout_ms = 500;
+	if (ds_kubeconfig_load(&kc, path, NULL, &err) < 0)
+		fail_msg("kubeconfig: %s", err.msg);
+	if (ds_kube_new(&k, &kc, &o, &err) < 0)
+		fail_msg("client: %s", err.msg);
+	return k;
+}
+
+/* Granted relocations fail over on a batch's thread: the steps go on while it runs, and once
+ * it is done (here: the cluster refuses, so the failover fails) each outcome is recorded and
+ * said once, the batch's reference to the configuration dropped, nothing left pending. */
+static void test_relocation__relocator_batch_outcomes_once(void **state)
+{
+	char *dir = tu_mkdtemp("ds-treloc"), path[4096];
+	ds_target_config *yes = cfg_of("sources: [{name: east, namespaces: [ml, web], "
+				       "relocate: true}]\n");
+	ds_record recs[2] = {{.op = DS_RECORD_RELOCATE, .ns = "ml"},
+			     {.op = DS_RECORD_RELOCATE, .ns = "web"}};
+	ds_kube *k = dead_kube(dir);
+	ds_relocation_ctx c = {
+	    .ledger_path = path, .config_path = "target.yaml", .cfg = yes, .kube = k};
+	ds_object_state *st = NULL;
+	ds_relocator *rel = NULL;
+	ds_relocation_row rows[4];
+	int counts[DS_RELOCATION_STATE_MAX] = {0}, rc = 1;
+	size_t n = 0;
+	tu_ledger l;
+	ds_err err = {0};
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ledger.db", dir);
+	tu_ledger_open(&l, path, "east");
+	tu_ledger_commit(&l, recs, 2, NULL, NULL);
+	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
+	assert_int_equal(ds_object_state_ingest(st, &err), 2);
+	assert_int_equal(ds_relocator_new(&rel, st), 0);
+	/* steps as the relocator's thread takes them, until nothing is in flight */
+	for (int i = 0; i < 300 && rc > 0; i++) {
+		rc = ds_relocator_step(rel, &c, count_done, counts, &err);
+		assert_true(rc >= 0);
+		if (rc > 0)
+			nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(counts[DS_RELOCATION_FAILED], 2);
+	assert_int_equal(counts[DS_RELOCATION_ACTIVE], 0);
+	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(
+	    tu_ledger_int(path, "SELECT count(*) FROM relocations WHERE state = 'failed'"), 2);
+	assert_int_equal(ds_target_config_refs(yes), 1);
+	/* nothing more to do: a second step says nothing */
+	assert_int_equal(ds_relocator_step(rel, &c, count_done, counts, &err), 0);
+	assert_int_equal(counts[DS_RELOCATION_FAILED], 2);
+	ds_relocator_free(rel);
+	ds_object_state_free(st);
+	ds_kube_free(k);
+	ds_target_config_free(yes);
+	tu_ledger_close(&l);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +286,7 @@ int main(void)
 	    cmocka_unit_test(test_relocation__ledger_rows_and_result),
 	    cmocka_unit_test(test_relocation__returned_is_counted_once),
 	    cmocka_unit_test(test_relocation__relocator_refuses_all_pending_in_one_step),
+	    cmocka_unit_test(test_relocation__relocator_batch_outcomes_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

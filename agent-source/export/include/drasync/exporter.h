@@ -128,6 +128,12 @@ typedef struct ds_exporter_config {
 	 * is exported while its relocation is syncing, though relocations
 	 * exclude it (source_relocation.h); NULL: none. */
 	const char *relocating_ns;
+	/* Called for each object a pass lists in a selected namespace, before
+	 * the exporter reads it (may be NULL): kind is enum ds_kind_id, item as
+	 * the server sent it (borrowed: copy what is kept). `relocate` parks and
+	 * marks from its final pass's lists instead of listing again. */
+	void (*on_listed)(void *ud, int kind, const char *api_version, const json_t *item);
+	void *listed_ud;
 } ds_exporter_config;
 
 /** Defaults; kube, state_dir and the namespaces stay unset. */

@@ -16,6 +16,7 @@
 #include "drasync/err.h"
 #include "drasync/kube_client.h"
 
+#include <jansson.h>
 #include <stddef.h>
 
 typedef void (*ds_relocation_say_fn)(void *ud, const char *line);
@@ -36,6 +37,26 @@ int ds_relocation_unpark(ds_kube *k, const char *ns, ds_relocation_say_fn say, v
  */
 int ds_relocation_mark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
 		       void *ud, ds_err *err);
+
+/**
+ * ds_relocation_park() and ds_relocation_mark() in one pass: a workload is
+ * parked and marked in the same write. The objects are those of listed
+ * (ds_relocation_listed_add(): what the final pass just listed, each kind
+ * once; an object changed since is read again at its write's conflict), or
+ * when listed is NULL each kind listed here. *marked (may be NULL) gets how
+ * many objects were marked. @return how many were parked (>= 0), or a
+ * negative errno (err says which; some may be parked and marked)
+ */
+int ds_relocation_park_mark(ds_kube *k, const char *ns, const char *to, const json_t *listed,
+			    int *marked, ds_relocation_say_fn say, void *ud, ds_err *err);
+
+/**
+ * Keep a copy of item, an object of kind (its name in the kinds table)
+ * served as api_version, in listed (a JSON object) for
+ * ds_relocation_park_mark(). @return 0 or -ENOMEM
+ */
+int ds_relocation_listed_add(json_t *listed, const char *kind, const char *api_version,
+			     const json_t *item);
 
 /**
  * The mark taken off again (a relocation refused or failed: nothing of ns

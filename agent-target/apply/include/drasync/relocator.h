@@ -11,8 +11,11 @@
  * allocated; again at most every DS_RELOCATOR_CHECK_MS, up to its first
  * workload not verified yet, every one at its deadline) and records each
  * outcome as it is decided: verified active, or failed at its verification
- * deadline with its first workload not verified. A relocation that arrives
- * while others are verified is failed over at once, not after them.
+ * deadline with its first workload not verified. Each batch fails over on a
+ * thread of its own (up to DS_RELOCATOR_BATCHES at once): a relocation that
+ * arrives while others fail over or are verified is failed over at once, in
+ * a batch of its own, not after them; the namespaces due for a look are
+ * looked at side by side (DS_RELOCATOR_CHECKERS threads for the step).
  */
 
 #include "drasync/object_state.h"
@@ -26,6 +29,10 @@
 #define DS_RELOCATOR_REFS_MS 2000
 /* How many pending relocations one step takes. */
 #define DS_RELOCATOR_BATCH 64
+/* How many batches fail over side by side (each on a thread of its own). */
+#define DS_RELOCATOR_BATCHES 16
+/* How many namespaces being verified are looked at side by side. */
+#define DS_RELOCATOR_CHECKERS 4
 
 typedef struct ds_relocator ds_relocator;
 
@@ -37,9 +44,11 @@ int ds_relocator_new(ds_relocator **out, ds_object_state *st);
 void ds_relocator_free(ds_relocator *r);
 
 /**
- * One step under c (its configuration and client; both borrowed for the
- * step). done (may be NULL) is called for each outcome recorded.
- * @return how many relocations are still being verified, or a negative errno
+ * One step under c. Its configuration is borrowed for the step (a batch
+ * failing over keeps a reference of its own); its client and paths are used
+ * by the batches after the step too, so they outlive r. done (may be NULL)
+ * is called for each outcome recorded, on the caller's thread.
+ * @return how many relocations are still failing over or being verified, or a negative errno
  *         (the ledger failed: what was not recorded stays pending)
  */
 int ds_relocator_step(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_done_fn done,
