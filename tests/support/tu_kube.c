@@ -57,6 +57,30 @@ ds_kube *tu_kube_connect(const char *kubeconfig)
 	return k;
 }
 
+ds_kube *tu_kube_refusing(const char *dir)
+{
+	struct ds_kube_transport_opts o;
+	ds_kubeconfig *kc = NULL;
+	ds_kube *k = NULL;
+	ds_err err = {0};
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/kubeconfig", dir);
+	tu_write_file(path, "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+			    "clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', "
+			    "insecure-skip-tls-verify: true}\n"
+			    "users:\n- name: u\n  user: {token: t}\n"
+			    "contexts:\n- name: c\n  context: {cluster: c, user: u}\n");
+	ds_kube_transport_opts_init(&o);
+	o.max_retries = 0;
+	o.connect_timeout_ms = 500;
+	if (ds_kubeconfig_load(&kc, path, NULL, &err) < 0)
+		fail_msg("kubeconfig: %s", err.msg);
+	if (ds_kube_new(&k, &kc, &o, &err) < 0)
+		fail_msg("client: %s", err.msg);
+	return k;
+}
+
 json_t *tu_kube_doc(const char *fmt, ...)
 {
 	va_list ap;

@@ -26,6 +26,10 @@
 /** A client for the cluster of `kubeconfig`, without rate limit. */
 ds_kube *tu_kube_connect(const char *kubeconfig);
 
+/** A client of a server that refuses connections (127.0.0.1:1), without retries; its
+ * kubeconfig is written in dir. */
+ds_kube *tu_kube_refusing(const char *dir);
+
 /** One object from a printf-formatted YAML document. Caller decrefs. */
 json_t *tu_kube_doc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -271,94 +271,6 @@ static bool parked_kind(int id)
 	       id == DS_KIND_REPLICA_SET || id == DS_KIND_DAEMON_SET || id == DS_KIND_CRON_JOB;
 }
 
-/*
- * The mark on every object of ns that may carry it: set to `to` (mark), or
- * taken off where it says `to` (unmark). @return how many changed, or < 0
- */
-static int each_mark(ds_kube *k, const char *ns, const char *to, bool mark, ds_err *err)
-{
-	json_t *patch =
-	    mark
-		? json_pack("{s{s{ss}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO, to)
-		: json_pack("{s{s{sn}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO);
-	int changed = 0, rc = 0;
-
-	if (!patch)
-		return -ENOMEM;
-	for (int id = 0; rc >= 0 && id < DS_KIND_MAX; id++) {
-		const ds_kind *kd = ds_kind_get((enum ds_kind_id)id);
-		struct ds_kube_resource res;
-		ds_kube_error ke = {0};
-		json_t *lst = NULL, *item;
-		char m[600], api[200];
-		size_t j;
-
-		/* the bare Pods and Jobs go once the target runs them */
-		if (!kd || !kd->namespaced || id == DS_KIND_POD || id == DS_KIND_JOB)
-			continue;
-		rc = find_served(k, kd, &res, api, sizeof(api), err);
-		if (rc == 1) {
-			rc = 0;
-			continue;
-		}
-		if (rc == 0)
-			rc = ds_kube_list(k, &res, ns, &(struct ds_kube_list_opts){.limit = 500},
-					  &lst, NULL, &ke);
-		if (rc < 0) {
-			if (err && !err->msg[0])
-				ds_err_set(err, "listing %ss in %s: %s", kd->name, ns,
-					   ds_kube_error_format(&ke, m, sizeof(m)));
-			break;
-		}
-		json_array_foreach (json_object_get(lst, "items"), j, item) {
-			const char *was = ds_obj_annotation(item, DS_ANNOTATION_RELOCATED_TO);
-			bool same = was && strcmp(was, to) == 0;
-
-			if (skip(item) || (mark ? same : !same))
-				continue;
-			ds_kube_error_clear(&ke);
-			rc = ds_kube_merge_patch(k, &res, ns, ds_obj_name(item), patch, NULL, NULL,
-						 &ke);
-			if (rc == -ENOENT) {
-				rc = 0;
-				continue;
-			}
-			if (rc < 0) {
-				ds_err_set(err, "%s %s %s/%s: %s", mark ? "marking" : "unmarking",
-					   kd->name, ns, ds_obj_name(item),
-					   ds_kube_error_format(&ke, m, sizeof(m)));
-				break;
-			}
-			changed++;
-		}
-		json_decref(lst);
-	}
-	json_decref(patch);
-	return rc < 0 ? rc : changed;
-}
-
-int ds_relocation_mark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
-		       void *ud, ds_err *err)
-{
-	int marked = each_mark(k, ns, to, true, err);
-
-	if (marked >= 0)
-		sayf(say, ud, "%d object%s of %s marked %s=%s", marked, marked == 1 ? "" : "s", ns,
-		     DS_ANNOTATION_RELOCATED_TO, to);
-	return marked;
-}
-
-int ds_relocation_unmark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
-			 void *ud, ds_err *err)
-{
-	int n = each_mark(k, ns, to, false, err);
-
-	if (n >= 0)
-		sayf(say, ud, "%d object%s of %s: mark %s=%s taken off", n, n == 1 ? "" : "s", ns,
-		     DS_ANNOTATION_RELOCATED_TO, to);
-	return n;
-}
-
 /* A kind's objects in ns, from listed when given (*lst a new reference; NULL: none). @return 0,
  * 1 not served, < 0 */
 static int kind_items(ds_kube *k, const ds_kind *kd, const char *ns, const json_t *listed,
@@ -393,6 +305,144 @@ static int kind_items(ds_kube *k, const ds_kind *kd, const char *ns, const json_
 	return rc;
 }
 
+/* What the walk over ns's markable objects does with each (markable_fn). */
+struct marking {
+	ds_kube *k;
+	const char *ns, *to;
+	bool mark, park; /* mark or unmark; park the parked kinds in the same write */
+	json_t *patch;	 /* the merge patch that sets or takes off the mark */
+	int changed, parked;
+	ds_relocation_say_fn say;
+	void *ud;
+	ds_err *err;
+};
+
+/* The mark set (or taken off) on one object by a merge patch. @return 1, 0 gone, < 0 */
+static int patch_mark(struct marking *mk, const ds_kind *kd, const struct ds_kube_resource *res,
+		      const json_t *item)
+{
+	ds_kube_error ke = {0};
+	char m[600];
+	int rc =
+	    ds_kube_merge_patch(mk->k, res, mk->ns, ds_obj_name(item), mk->patch, NULL, NULL, &ke);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0) {
+		ds_err_set(mk->err, "%s %s %s/%s: %s", mk->mark ? "marking" : "unmarking", kd->name,
+			   mk->ns, ds_obj_name(item), ds_kube_error_format(&ke, m, sizeof(m)));
+		return rc;
+	}
+	return 1;
+}
+
+/* One object of ns that may carry the mark: parked and marked in one write (a parked kind,
+ * when parking), else marked or unmarked where it is not so already. @return 0 or < 0 */
+static int mark_item(struct marking *mk, int id, const ds_kind *kd,
+		     const struct ds_kube_resource *res, const char *api, const json_t *item)
+{
+	const char *was = ds_obj_annotation(item, DS_ANNOTATION_RELOCATED_TO);
+	bool same = was && strcmp(was, mk->to) == 0, m_now = false;
+	json_t *one;
+	int rc;
+
+	if (mk->park && parked_kind(id)) {
+		/* a list's items lack their kind */
+		one = json_deep_copy(item);
+		rc = one && json_object_set_new(one, "apiVersion", json_string(api)) == 0 &&
+			     json_object_set_new(one, "kind", json_string(kd->name)) == 0
+			 ? change_one(mk->k, res, mk->ns, one, PARK, mk->to, &m_now, mk->say,
+				      mk->ud, mk->err)
+			 : -ENOMEM;
+		json_decref(one);
+		if (rc < 0)
+			return rc;
+		mk->parked += rc;
+		mk->changed += m_now;
+		return 0;
+	}
+	if (mk->mark ? same : !same)
+		return 0;
+	rc = patch_mark(mk, kd, res, item);
+	if (rc > 0)
+		mk->changed++;
+	return rc < 0 ? rc : 0;
+}
+
+/*
+ * Every object of ns that may carry the mark (from listed when given, else
+ * listed here), kind by kind, through mark_item(); the bare Pods and Jobs are
+ * not marked (they go once the target runs them). @return 0 or < 0
+ */
+static int each_markable(struct marking *mk, const json_t *listed)
+{
+	int rc = 0;
+
+	if (!mk->patch)
+		return -ENOMEM;
+	for (int id = 0; rc >= 0 && id < DS_KIND_MAX; id++) {
+		const ds_kind *kd = ds_kind_get((enum ds_kind_id)id);
+		struct ds_kube_resource res;
+		json_t *lst = NULL, *item;
+		char api[200];
+		size_t j;
+
+		if (!kd || !kd->namespaced || id == DS_KIND_POD || id == DS_KIND_JOB)
+			continue;
+		rc = kind_items(mk->k, kd, mk->ns, listed, &res, api, sizeof(api), &lst, mk->err);
+		if (rc == 1) {
+			rc = 0;
+			continue;
+		}
+		json_array_foreach (json_object_get(lst, "items"), j, item) {
+			if (rc < 0)
+				break;
+			if (!skip(item))
+				rc = mark_item(mk, id, kd, &res, api, item);
+		}
+		json_decref(lst);
+	}
+	return rc;
+}
+
+/* The mark on every object of ns that may carry it: set to `to` (mark), or
+ * taken off where it says `to` (unmark). @return how many changed, or < 0 */
+static int each_mark(ds_kube *k, const char *ns, const char *to, bool mark, ds_err *err)
+{
+	struct marking mk = {.k = k, .ns = ns, .to = to, .mark = mark, .err = err};
+	int rc;
+
+	mk.patch =
+	    mark
+		? json_pack("{s{s{ss}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO, to)
+		: json_pack("{s{s{sn}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO);
+	rc = each_markable(&mk, NULL);
+	json_decref(mk.patch);
+	return rc < 0 ? rc : mk.changed;
+}
+
+int ds_relocation_mark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
+		       void *ud, ds_err *err)
+{
+	int marked = each_mark(k, ns, to, true, err);
+
+	if (marked >= 0)
+		sayf(say, ud, "%d object%s of %s marked %s=%s", marked, marked == 1 ? "" : "s", ns,
+		     DS_ANNOTATION_RELOCATED_TO, to);
+	return marked;
+}
+
+int ds_relocation_unmark(ds_kube *k, const char *ns, const char *to, ds_relocation_say_fn say,
+			 void *ud, ds_err *err)
+{
+	int n = each_mark(k, ns, to, false, err);
+
+	if (n >= 0)
+		sayf(say, ud, "%d object%s of %s: mark %s=%s taken off", n, n == 1 ? "" : "s", ns,
+		     DS_ANNOTATION_RELOCATED_TO, to);
+	return n;
+}
+
 int ds_relocation_listed_add(json_t *listed, const char *kind, const char *api_version,
 			     const json_t *item)
 {
@@ -410,80 +460,23 @@ int ds_relocation_listed_add(json_t *listed, const char *kind, const char *api_v
 int ds_relocation_park_mark(ds_kube *k, const char *ns, const char *to, const json_t *listed,
 			    int *marked, ds_relocation_say_fn say, void *ud, ds_err *err)
 {
-	json_t *patch =
+	struct marking mk = {.k = k,
+			     .ns = ns,
+			     .to = to,
+			     .mark = true,
+			     .park = true,
+			     .say = say,
+			     .ud = ud,
+			     .err = err};
+	int rc;
+
+	mk.patch =
 	    json_pack("{s{s{ss}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO, to);
-	int parked = 0, n_marked = 0, rc = 0;
-
-	if (!patch)
-		return -ENOMEM;
-	for (int id = 0; rc >= 0 && id < DS_KIND_MAX; id++) {
-		const ds_kind *kd = ds_kind_get((enum ds_kind_id)id);
-		struct ds_kube_resource res;
-		ds_kube_error ke = {0};
-		json_t *lst = NULL, *item;
-		char m[600], api[200];
-		size_t j;
-
-		/* the bare Pods and Jobs go once the target runs them */
-		if (!kd || !kd->namespaced || id == DS_KIND_POD || id == DS_KIND_JOB)
-			continue;
-		rc = kind_items(k, kd, ns, listed, &res, api, sizeof(api), &lst, err);
-		if (rc == 1) {
-			rc = 0;
-			continue;
-		}
-		if (rc < 0)
-			break;
-		json_array_foreach (json_object_get(lst, "items"), j, item) {
-			const char *was = ds_obj_annotation(item, DS_ANNOTATION_RELOCATED_TO);
-			bool same = was && strcmp(was, to) == 0, m_now = false;
-
-			if (skip(item))
-				continue;
-			if (parked_kind(id)) {
-				/* parked and marked in one write (a list's items lack their
-				 * kind) */
-				json_t *one = json_deep_copy(item);
-
-				rc = one &&
-					     json_object_set_new(one, "apiVersion",
-								 json_string(api)) == 0 &&
-					     json_object_set_new(one, "kind",
-								 json_string(kd->name)) == 0
-					 ? change_one(k, &res, ns, one, PARK, to, &m_now, say, ud,
-						      err)
-					 : -ENOMEM;
-				json_decref(one);
-				if (rc < 0)
-					break;
-				parked += rc;
-				n_marked += m_now;
-				rc = 0;
-				continue;
-			}
-			if (same)
-				continue;
-			ds_kube_error_clear(&ke);
-			rc = ds_kube_merge_patch(k, &res, ns, ds_obj_name(item), patch, NULL, NULL,
-						 &ke);
-			if (rc == -ENOENT) {
-				rc = 0;
-				continue;
-			}
-			if (rc < 0) {
-				ds_err_set(err, "marking %s %s/%s: %s", kd->name, ns,
-					   ds_obj_name(item),
-					   ds_kube_error_format(&ke, m, sizeof(m)));
-				break;
-			}
-			n_marked++;
-		}
-		json_decref(lst);
-	}
-	json_decref(patch);
+	rc = each_markable(&mk, listed);
+	json_decref(mk.patch);
 	if (rc < 0)
 		return rc;
 	if (marked)
-		*marked = n_marked;
-	return parked;
+		*marked = mk.changed;
+	return mk.parked;
 }

@@ -47,13 +47,16 @@ struct batch {
 	size_t n;
 };
 
+struct look;
+
 struct ds_relocator {
 	ds_object_state *st;
 	ds_verify *ver[DS_RELOCATOR_CHECKERS]; /* on the client of the first step's context */
-	struct job *v;			       /* being verified */
+	struct job **v;			       /* being verified, each its own allocation */
 	size_t n, cap;
 	struct batch *b[DS_RELOCATOR_BATCHES]; /* failing over */
 	size_t nb;
+	struct look *look; /* the checkers' look in progress, or NULL */
 };
 
 int ds_relocator_new(ds_relocator **out, ds_object_state *st)
@@ -88,14 +91,19 @@ static void batch_free(struct batch *b)
 	free(b);
 }
 
+static void look_join(struct look *l);
+
 void ds_relocator_free(ds_relocator *r)
 {
 	if (!r)
 		return;
+	look_join(r->look);
 	for (size_t i = 0; i < r->nb; i++)
 		batch_free(r->b[i]);
-	for (size_t i = 0; i < r->n; i++)
-		job_dispose(&r->v[i]);
+	for (size_t i = 0; i < r->n; i++) {
+		job_dispose(r->v[i]);
+		free(r->v[i]);
+	}
 	free(r->v);
 	for (size_t i = 0; i < DS_RELOCATOR_CHECKERS; i++)
 		ds_verify_free(r->ver[i]);
@@ -112,7 +120,7 @@ static bool job_is(const struct job *j, int64_t id, const char *tns)
 static bool busy(const ds_relocator *r, int64_t id, const char *tns)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (job_is(&r->v[i], id, tns))
+		if (job_is(r->v[i], id, tns))
 			return true;
 	for (size_t i = 0; i < r->nb; i++)
 		for (size_t k = 0; k < r->b[i]->n; k++)
@@ -243,11 +251,16 @@ static int collect(ds_relocator *r, ds_relocator_done_fn done, void *ud, ds_err 
 				job_dispose(j);
 				continue;
 			}
-			if (ds_grow((void **)&r->v, &r->cap, r->n + 1, sizeof(*r->v)) < 0) {
+			struct job *kept = malloc(sizeof(*kept));
+
+			if (!kept ||
+			    ds_grow((void **)&r->v, &r->cap, r->n + 1, sizeof(*r->v)) < 0) {
+				free(kept);
 				rc = ds_err_fallback(err, -ENOMEM);
 				break;
 			}
-			r->v[r->n++] = *j;
+			*kept = *j;
+			r->v[r->n++] = kept;
 			memset(j, 0, sizeof(*j));
 		}
 		/* on a failure what is left stays pending in the ledger: taken again */
@@ -397,59 +410,77 @@ static int check(ds_verify *ver, struct job *j, int64_t now)
 	return 0;
 }
 
-/* The looks of one verify_due(): the jobs due, shared by the checkers. */
-struct looks {
+/*
+ * A look: the jobs due, shared by checker threads that run while the
+ * relocator's thread goes on taking what arrives (a look at namespaces whose
+ * pods have all come up reads every workload of each, seconds at a time).
+ * The jobs it checks stay where they are until it is joined.
+ */
+struct look {
 	struct job **due;
 	size_t n;
 	atomic_size_t next;
 	atomic_int rc;
+	atomic_size_t finished; /* checkers done */
+	size_t started;		/* checker threads started */
 	int64_t now;
-};
-
-struct checker {
-	struct looks *l;
-	ds_verify *ver;
-	pthread_t thread;
+	struct checker {
+		struct look *l;
+		ds_verify *ver;
+		pthread_t thread;
+	} ck[DS_RELOCATOR_CHECKERS];
 };
 
 /* A checker: the next job due, until none is left. */
 static void *checker_main(void *arg)
 {
 	struct checker *ck = arg;
-	struct looks *l = ck->l;
+	struct look *l = ck->l;
 
 	for (size_t i; (i = atomic_fetch_add(&l->next, 1)) < l->n;)
 		if (check(ck->ver, l->due[i], l->now) < 0)
 			atomic_store(&l->rc, -ENOMEM);
+	atomic_fetch_add(&l->finished, 1);
 	return NULL;
 }
 
-/*
- * Look again at the relocations being verified whose time has come, side by
- * side (up to DS_RELOCATOR_CHECKERS namespaces at once: a look reads each
- * workload not verified yet, a handful of reads each, and the last ones of
- * many namespaces come due together once their pods run); record those decided.
- */
-static int verify_due(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_done_fn done,
-		      void *ud, ds_err *err)
+/* Wait for l's checkers and free it. */
+static void look_join(struct look *l)
 {
-	struct checker ck[DS_RELOCATOR_CHECKERS];
-	struct looks l = {.now = ds_clock_mono_ms()};
-	size_t started = 0, workers;
+	if (!l)
+		return;
+	for (size_t k = 0; k < l->started; k++)
+		pthread_join(l->ck[k].thread, NULL);
+	free(l->due);
+	free(l);
+}
+
+/*
+ * Start a look at the relocations being verified whose time has come, side
+ * by side (up to DS_RELOCATOR_CHECKERS namespaces at once: the last ones of
+ * many namespaces come due together once their pods run). When no thread
+ * starts, the look is done on this one.
+ */
+static int look_start(ds_relocator *r, const ds_relocation_ctx *c, ds_err *err)
+{
+	struct look *l;
+	size_t workers;
 	int rc = 0;
 
-	if (!r->n)
+	if (r->look || !r->n)
 		return 0;
-	l.due = calloc(r->n, sizeof(*l.due));
-	if (!l.due)
+	if (!(l = calloc(1, sizeof(*l))) || !(l->due = calloc(r->n, sizeof(*l->due)))) {
+		free(l);
 		return ds_err_fallback(err, -ENOMEM);
-	for (size_t i = 0; i < r->n; i++) {
-		if (l.now < r->v[i].next_check_ms)
-			continue;
-		r->v[i].next_check_ms = l.now + DS_RELOCATOR_CHECK_MS;
-		l.due[l.n++] = &r->v[i];
 	}
-	workers = l.n < DS_RELOCATOR_CHECKERS ? l.n : DS_RELOCATOR_CHECKERS;
+	l->now = ds_clock_mono_ms();
+	for (size_t i = 0; i < r->n; i++) {
+		if (l->now < r->v[i]->next_check_ms)
+			continue;
+		r->v[i]->next_check_ms = l->now + DS_RELOCATOR_CHECK_MS;
+		l->due[l->n++] = r->v[i];
+	}
+	workers = l->n < DS_RELOCATOR_CHECKERS ? l->n : DS_RELOCATOR_CHECKERS;
 	for (size_t k = 0; k < workers && rc == 0; k++) {
 		if (r->ver[k])
 			continue;
@@ -460,25 +491,45 @@ static int verify_due(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_
 		 * read every few looks, not at each (about a third of the reads). */
 		ds_verify_keep_refs(r->ver[k], DS_RELOCATOR_REFS_MS);
 	}
-	if (rc == 0 && workers) {
-		for (size_t k = 0; k < workers; k++)
-			ck[k] = (struct checker){.l = &l, .ver = r->ver[k]};
-		/* the first on this thread, beside the others (as many as start) */
-		for (size_t k = 1; k < workers; k++) {
-			if (pthread_create(&ck[k].thread, NULL, checker_main, &ck[k]) != 0)
-				break;
-			started = k;
-		}
-		checker_main(&ck[0]);
-		for (size_t k = 1; k <= started; k++)
-			pthread_join(ck[k].thread, NULL);
-		rc = atomic_load(&l.rc);
-		if (rc < 0)
-			rc = ds_err_fallback(err, rc);
+	if (rc < 0 || !workers) {
+		look_join(l);
+		return rc;
 	}
-	free(l.due);
+	for (size_t k = 0; k < workers; k++) {
+		l->ck[k] = (struct checker){.l = l, .ver = r->ver[k]};
+		if (pthread_create(&l->ck[k].thread, NULL, checker_main, &l->ck[k]) != 0)
+			break;
+		l->started = k + 1;
+	}
+	if (!l->started) {
+		/* no thread: the look on this one */
+		checker_main(&l->ck[0]);
+		l->started = 0;
+	}
+	r->look = l;
+	return 0;
+}
+
+/* Once the look in progress is done: the relocations it decided recorded. */
+static int look_finish(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_done_fn done,
+		       void *ud, ds_err *err)
+{
+	struct look *l = r->look;
+	size_t workers;
+	int rc;
+
+	if (!l)
+		return 0;
+	workers = l->started ? l->started : 1;
+	if (atomic_load(&l->finished) < workers)
+		return 0;
+	rc = atomic_load(&l->rc);
+	look_join(l);
+	r->look = NULL;
+	if (rc < 0)
+		return ds_err_fallback(err, rc);
 	for (size_t i = 0; i < r->n && rc == 0;) {
-		struct job *j = &r->v[i];
+		struct job *j = r->v[i];
 		ds_err store_err = {0};
 
 		if (!j->decided) {
@@ -498,6 +549,7 @@ static int verify_due(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_
 		if (rc < 0)
 			break; /* stays pending in the ledger: verified again next step */
 		job_dispose(j);
+		free(j);
 		r->v[i] = r->v[--r->n];
 	}
 	return rc;
@@ -514,7 +566,11 @@ int ds_relocator_step(ds_relocator *r, const ds_relocation_ctx *c, ds_relocator_
 	if (rc == 0)
 		rc = collect(r, done, ud, err);
 	if (rc == 0)
-		rc = verify_due(r, c, done, ud, err);
+		rc = look_finish(r, c, done, ud, err);
+	if (rc == 0)
+		rc = look_start(r, c, err);
+	if (rc == 0)
+		rc = look_finish(r, c, done, ud, err); /* done on this thread */
 	for (size_t i = 0; i < r->nb; i++)
 		failing += r->b[i]->n;
 	return rc < 0 ? rc : (int)(r->n + failing);

@@ -10,6 +10,7 @@
 #include "drasync/relocation.h"
 #include "drasync/relocator.h"
 #include "testutil.h"
+#include "tu_kube.h"
 #include "tu_ledger.h"
 
 #include <stdio.h>
@@ -29,6 +30,36 @@ static ds_target_config *cfg_of(const char *sources)
 		 sources);
 	assert_int_equal(ds_target_config_parse(&cfg, yaml, strlen(yaml), "target.yaml", &err), 0);
 	return cfg;
+}
+
+/* A ledger of source east holding relocation records of the namespaces nss, ingested. */
+struct fx {
+	char *dir, path[4096];
+	tu_ledger l;
+	ds_object_state *st;
+};
+
+static void fx_open(struct fx *f, const char *const *nss, size_t n)
+{
+	ds_record recs[4];
+	ds_err err = {0};
+
+	assert_true(n <= 4);
+	f->dir = tu_mkdtemp("ds-treloc");
+	snprintf(f->path, sizeof(f->path), "%s/ledger.db", f->dir);
+	for (size_t i = 0; i < n; i++)
+		recs[i] = (ds_record){.op = DS_RECORD_RELOCATE, .ns = nss[i]};
+	tu_ledger_open(&f->l, f->path, "east");
+	tu_ledger_commit(&f->l, recs, n, NULL, NULL);
+	assert_int_equal(ds_object_state_open(&f->st, f->path, &err), 0);
+	assert_int_equal(ds_object_state_ingest(f->st, &err), (int)n);
+}
+
+static void fx_close(struct fx *f)
+{
+	ds_object_state_free(f->st);
+	tu_ledger_close(&f->l);
+	free(f->dir);
 }
 
 static void test_relocation__granted_only_with_relocate_true(void **state)
@@ -55,100 +86,86 @@ static void test_relocation__granted_only_with_relocate_true(void **state)
 /* Ingested once, pending until finished, the outcome queued for the source's Ack. */
 static void test_relocation__ledger_rows_and_result(void **state)
 {
-	char *dir = tu_mkdtemp("ds-treloc"), path[4096];
-	ds_object_state *st = NULL;
+	struct fx f;
 	ds_relocation_row rows[4];
-	ds_record rec = {.op = DS_RECORD_RELOCATE, .ns = "ml"};
 	ds_wire_result res[4];
 	size_t n = 0;
 	int64_t token = 0;
-	tu_ledger l;
 	ds_err err = {0};
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/ledger.db", dir);
-	tu_ledger_open(&l, path, "east");
-	tu_ledger_commit(&l, &rec, 1, NULL, NULL);
-	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
-	assert_int_equal(ds_object_state_ingest(st, &err), 1);
-	assert_int_equal(ds_object_state_ingest(st, &err), 0); /* once */
-	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	fx_open(&f, (const char *[]){"ml"}, 1);
+	assert_int_equal(ds_object_state_ingest(f.st, &err), 0); /* once */
+	assert_int_equal(ds_relocation_pending(f.st, rows, 4, &n, &err), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(rows[0].source, "east");
 	assert_string_equal(rows[0].ns, "ml");
 	assert_int_equal(rows[0].seq, 1);
 	/* no object of it: the backlog of records to apply stays empty */
-	assert_int_equal(tu_ledger_int(path, "SELECT count(*) FROM object_state"), 0);
+	assert_int_equal(tu_ledger_int(f.path, "SELECT count(*) FROM object_state"), 0);
 
-	assert_int_equal(
-	    ds_relocation_finish(st, &rows[0], "ml-dr", DS_RELOCATION_REFUSED, "refused: no", &err),
-	    0);
-	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	assert_int_equal(ds_relocation_finish(f.st, &rows[0], "ml-dr", DS_RELOCATION_REFUSED,
+					      "refused: no", &err),
+			 0);
+	assert_int_equal(ds_relocation_pending(f.st, rows, 4, &n, &err), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(
-	    tu_ledger_int(path, "SELECT count(*) FROM relocations WHERE state = 'refused' AND "
-				"target_namespace = 'ml-dr'"),
+	    tu_ledger_int(f.path, "SELECT count(*) FROM relocations WHERE state = 'refused' AND "
+				  "target_namespace = 'ml-dr'"),
 	    1);
-	assert_int_equal(ds_object_state_results(st, "east", l.epoch, res, 4, &n, &token, &err), 0);
+	assert_int_equal(ds_object_state_results(f.st, "east", f.l.epoch, res, 4, &n, &token, &err),
+			 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(res[0].seq, 1);
 	assert_int_equal(res[0].status, DS_RESULT_REFUSED);
 	assert_string_equal(res[0].message, "refused: no");
 	assert_string_equal(ds_relocation_state_name(DS_RELOCATION_ACTIVE), "active");
-	ds_object_state_free(st);
-	tu_ledger_close(&l);
-	free(dir);
+	fx_close(&f);
 }
 
 /* The way home: a record of the namespace after the relocation record returns it (standby
  * here again), counted once its ingest committed, and once only. */
 static void test_relocation__returned_is_counted_once(void **state)
 {
-	char *dir = tu_mkdtemp("ds-treloc"), path[4096], *payload = NULL;
-	ds_object_state *st = NULL;
+	char *payload = NULL;
+	struct fx f;
 	ds_relocation_row rows[4];
-	ds_record rec = {.op = DS_RECORD_RELOCATE, .ns = "ml"}, up;
+	ds_record up;
 	json_t *cm = json_pack("{ss ss s{ss ss}}", "apiVersion", "v1", "kind", "ConfigMap",
 			       "metadata", "name", "c", "namespace", "ml");
 	uint64_t before = ds_relocation_returned_total();
 	size_t n = 0;
-	tu_ledger l;
 	ds_err err = {0};
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/ledger.db", dir);
-	tu_ledger_open(&l, path, "east");
-	tu_ledger_commit(&l, &rec, 1, NULL, NULL);
-	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
-	assert_int_equal(ds_object_state_ingest(st, &err), 1);
-	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	fx_open(&f, (const char *[]){"ml"}, 1);
+	assert_int_equal(ds_relocation_pending(f.st, rows, 4, &n, &err), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(ds_relocation_finish(st, &rows[0], "ml-dr", DS_RELOCATION_ACTIVE,
+	assert_int_equal(ds_relocation_finish(f.st, &rows[0], "ml-dr", DS_RELOCATION_ACTIVE,
 					      "verified active", &err),
 			 0);
 	assert_int_equal(ds_relocation_returned_total(), before);
 
 	up = tu_record_upsert(cm, "u1", &payload);
-	tu_ledger_commit(&l, &up, 1, NULL, NULL);
-	assert_int_equal(ds_object_state_ingest(st, &err), 1);
+	tu_ledger_commit(&f.l, &up, 1, NULL, NULL);
+	assert_int_equal(ds_object_state_ingest(f.st, &err), 1);
 	assert_int_equal(
-	    tu_ledger_int(path, "SELECT count(*) FROM relocations WHERE state = 'returned'"), 1);
-	assert_int_equal(tu_ledger_int(path, "SELECT count(*) FROM namespace_modes WHERE namespace "
-					     "= 'ml-dr' AND mode = 'standby'"),
+	    tu_ledger_int(f.path, "SELECT count(*) FROM relocations WHERE state = 'returned'"), 1);
+	assert_int_equal(tu_ledger_int(f.path,
+				       "SELECT count(*) FROM namespace_modes WHERE namespace "
+				       "= 'ml-dr' AND mode = 'standby'"),
 			 1);
 	assert_int_equal(ds_relocation_returned_total(), before + 1);
 	/* another record of it: home already, not counted again */
 	free(payload);
 	up = tu_record_upsert(cm, "u1", &payload);
-	tu_ledger_commit(&l, &up, 1, NULL, NULL);
-	assert_int_equal(ds_object_state_ingest(st, &err), 1);
+	tu_ledger_commit(&f.l, &up, 1, NULL, NULL);
+	assert_int_equal(ds_object_state_ingest(f.st, &err), 1);
 	assert_int_equal(ds_relocation_returned_total(), before + 1);
 	assert_string_equal(ds_relocation_state_name(DS_RELOCATION_RETURNED), "returned");
 	free(payload);
 	json_decref(cm);
-	ds_object_state_free(st);
-	tu_ledger_close(&l);
-	free(dir);
+	fx_close(&f);
 }
 
 static void count_done(void *ud, const char *source, int state)
@@ -164,65 +181,31 @@ static void count_done(void *ud, const char *source, int state)
  * step, nothing stays pending, each outcome is said once. */
 static void test_relocation__relocator_refuses_all_pending_in_one_step(void **state)
 {
-	char *dir = tu_mkdtemp("ds-treloc"), path[4096];
 	ds_target_config *no = cfg_of("sources: [{name: east, namespaces: [ml, web]}]\n");
-	ds_record recs[2] = {{.op = DS_RECORD_RELOCATE, .ns = "ml"},
-			     {.op = DS_RECORD_RELOCATE, .ns = "web"}};
-	ds_relocation_ctx c = {.ledger_path = path, .config_path = "target.yaml", .cfg = no};
-	ds_object_state *st = NULL;
+	struct fx f;
+	ds_relocation_ctx c = {.config_path = "target.yaml", .cfg = no};
 	ds_relocator *rel = NULL;
 	ds_relocation_row rows[4];
 	int counts[DS_RELOCATION_STATE_MAX] = {0};
 	size_t n = 0;
-	tu_ledger l;
 	ds_err err = {0};
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/ledger.db", dir);
-	tu_ledger_open(&l, path, "east");
-	tu_ledger_commit(&l, recs, 2, NULL, NULL);
-	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
-	assert_int_equal(ds_object_state_ingest(st, &err), 2);
-	assert_int_equal(ds_relocator_new(&rel, st), 0);
+	fx_open(&f, (const char *[]){"ml", "web"}, 2);
+	c.ledger_path = f.path;
+	assert_int_equal(ds_relocator_new(&rel, f.st), 0);
 	assert_int_equal(ds_relocator_step(rel, &c, count_done, counts, &err), 0);
 	assert_int_equal(counts[DS_RELOCATION_REFUSED], 2);
-	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	assert_int_equal(ds_relocation_pending(f.st, rows, 4, &n, &err), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(
-	    tu_ledger_int(path, "SELECT count(*) FROM relocations WHERE state = 'refused'"), 2);
+	    tu_ledger_int(f.path, "SELECT count(*) FROM relocations WHERE state = 'refused'"), 2);
 	/* nothing more to do: a second step says nothing */
 	assert_int_equal(ds_relocator_step(rel, &c, count_done, counts, &err), 0);
 	assert_int_equal(counts[DS_RELOCATION_REFUSED], 2);
 	ds_relocator_free(rel);
-	ds_object_state_free(st);
 	ds_target_config_free(no);
-	tu_ledger_close(&l);
-	free(dir);
-}
-
-/* A client of a server that refuses connections, without retries. */
-static ds_kube *dead_kube(const char *dir)
-{
-	struct ds_kube_transport_opts o;
-	ds_kubeconfig *kc = NULL;
-	ds_kube *k = NULL;
-	ds_err err = {0};
-	char path[4200];
-
-	snprintf(path, sizeof(path), "%s/kubeconfig", dir);
-	tu_write_file(path, "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-			    "clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', "
-			    "insecure-skip-tls-verify: true}\n"
-			    "users:\n- name: u\n  user: {token: t}\n"
-			    "contexts:\n- name: c\n  context: {cluster: c, user: u}\n");
-	ds_kube_transport_opts_init(&o);
-	o.max_retries = 0;
-	o.connect_timeout_ms = 500;
-	if (ds_kubeconfig_load(&kc, path, NULL, &err) < 0)
-		fail_msg("kubeconfig: %s", err.msg);
-	if (ds_kube_new(&k, &kc, &o, &err) < 0)
-		fail_msg("client: %s", err.msg);
-	return k;
+	fx_close(&f);
 }
 
 /* Granted relocations fail over on a batch's thread: the steps go on while it runs, and once
@@ -230,29 +213,22 @@ static ds_kube *dead_kube(const char *dir)
  * said once, the batch's reference to the configuration dropped, nothing left pending. */
 static void test_relocation__relocator_batch_outcomes_once(void **state)
 {
-	char *dir = tu_mkdtemp("ds-treloc"), path[4096];
 	ds_target_config *yes = cfg_of("sources: [{name: east, namespaces: [ml, web], "
 				       "relocate: true}]\n");
-	ds_record recs[2] = {{.op = DS_RECORD_RELOCATE, .ns = "ml"},
-			     {.op = DS_RECORD_RELOCATE, .ns = "web"}};
-	ds_kube *k = dead_kube(dir);
-	ds_relocation_ctx c = {
-	    .ledger_path = path, .config_path = "target.yaml", .cfg = yes, .kube = k};
-	ds_object_state *st = NULL;
+	struct fx f;
+	ds_kube *k;
+	ds_relocation_ctx c = {.config_path = "target.yaml", .cfg = yes};
 	ds_relocator *rel = NULL;
 	ds_relocation_row rows[4];
 	int counts[DS_RELOCATION_STATE_MAX] = {0}, rc = 1;
 	size_t n = 0;
-	tu_ledger l;
 	ds_err err = {0};
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/ledger.db", dir);
-	tu_ledger_open(&l, path, "east");
-	tu_ledger_commit(&l, recs, 2, NULL, NULL);
-	assert_int_equal(ds_object_state_open(&st, path, &err), 0);
-	assert_int_equal(ds_object_state_ingest(st, &err), 2);
-	assert_int_equal(ds_relocator_new(&rel, st), 0);
+	fx_open(&f, (const char *[]){"ml", "web"}, 2);
+	c.ledger_path = f.path;
+	c.kube = k = tu_kube_refusing(f.dir);
+	assert_int_equal(ds_relocator_new(&rel, f.st), 0);
 	/* steps as the relocator's thread takes them, until nothing is in flight */
 	for (int i = 0; i < 300 && rc > 0; i++) {
 		rc = ds_relocator_step(rel, &c, count_done, counts, &err);
@@ -263,20 +239,18 @@ static void test_relocation__relocator_batch_outcomes_once(void **state)
 	assert_int_equal(rc, 0);
 	assert_int_equal(counts[DS_RELOCATION_FAILED], 2);
 	assert_int_equal(counts[DS_RELOCATION_ACTIVE], 0);
-	assert_int_equal(ds_relocation_pending(st, rows, 4, &n, &err), 0);
+	assert_int_equal(ds_relocation_pending(f.st, rows, 4, &n, &err), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(
-	    tu_ledger_int(path, "SELECT count(*) FROM relocations WHERE state = 'failed'"), 2);
+	    tu_ledger_int(f.path, "SELECT count(*) FROM relocations WHERE state = 'failed'"), 2);
 	assert_int_equal(ds_target_config_refs(yes), 1);
 	/* nothing more to do: a second step says nothing */
 	assert_int_equal(ds_relocator_step(rel, &c, count_done, counts, &err), 0);
 	assert_int_equal(counts[DS_RELOCATION_FAILED], 2);
 	ds_relocator_free(rel);
-	ds_object_state_free(st);
 	ds_kube_free(k);
 	ds_target_config_free(yes);
-	tu_ledger_close(&l);
-	free(dir);
+	fx_close(&f);
 }
 
 int main(void)

@@ -15,7 +15,9 @@
  * thread of its own (up to DS_RELOCATOR_BATCHES at once): a relocation that
  * arrives while others fail over or are verified is failed over at once, in
  * a batch of its own, not after them; the namespaces due for a look are
- * looked at side by side (DS_RELOCATOR_CHECKERS threads for the step).
+ * looked at side by side (DS_RELOCATOR_CHECKERS threads), while the steps
+ * go on taking what arrives; a look's outcomes are recorded by the first
+ * step after it is done.
  */
 
 #include "drasync/object_state.h"
@@ -31,7 +33,7 @@
 #define DS_RELOCATOR_BATCH 64
 /* How many batches fail over side by side (each on a thread of its own). */
 #define DS_RELOCATOR_BATCHES 16
-/* How many namespaces being verified are looked at side by side. */
+/* How many namespaces being verified are looked at side by side (a thread each). */
 #define DS_RELOCATOR_CHECKERS 4
 
 typedef struct ds_relocator ds_relocator;
