@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct kind {
@@ -69,6 +70,52 @@ static int list(ds_kube *k, const struct kind *kd, const char *ns, struct ds_kub
 }
 
 /*
+ * obj put in the form act asks; parking, mark_to (may be NULL) is set as its
+ * relocation mark too (*mark: the mark is new). *f: what parking or
+ * unparking did (enum in standby_form.h; 0 nothing), was: what it was.
+ * @return 1 to write, 0 nothing to write, < 0
+ */
+static int change_form(json_t *obj, enum action act, const char *mark_to, int *f, bool *mark,
+		       char *was, size_t was_size)
+{
+	const char *m_was = ds_obj_annotation(obj, DS_ANNOTATION_RELOCATED_TO);
+	bool parked = act == PARK && ds_standby_form_is_parked(obj);
+
+	*f = 0;
+	*mark = act == PARK && mark_to && !(m_was && strcmp(m_was, mark_to) == 0);
+	if (parked && !*mark)
+		return 0;
+	if (*mark && ds_obj_set_annotation(obj, DS_ANNOTATION_RELOCATED_TO, mark_to) < 0)
+		return -ENOMEM;
+	if (!parked)
+		*f = act == PARK ? ds_standby_form_park(obj, was, was_size)
+				 : ds_standby_form_unpark(obj);
+	if (*f < 0)
+		return *f;
+	if (act == PARK && *f == DS_STANDBY_FORM_HOLD)
+		*f = 0;
+	return *f || *mark ? 1 : 0;
+}
+
+/* What a write of change_form()'s did, said. */
+static void say_change(ds_relocation_say_fn say, void *ud, enum action act, int f, const char *kind,
+		       const char *ns, const char *name, const char *was)
+{
+	if (!f)
+		return;
+	if (act == UNPARK)
+		sayf(say, ud, "%s %s/%s: back from standby", kind, ns, name);
+	else if (f == DS_STANDBY_FORM_SCALED)
+		sayf(say, ud, "%s %s/%s: replicas %s -> 0 (kept in %s)", kind, ns, name, was,
+		     DS_ANNOTATION_REPLICAS);
+	else if (f == DS_STANDBY_FORM_SUSPENDED)
+		sayf(say, ud, "%s %s/%s: suspended (was suspend=%s)", kind, ns, name, was);
+	else
+		sayf(say, ud, "%s %s/%s: parked (nodeSelector %s=true)", kind, ns, name,
+		     DS_STANDBY_NODE_LABEL);
+}
+
+/*
  * One object parked or unparked, read again on a conflict; parking, mark_to
  * (may be NULL) is set as its relocation mark in the same write (*marked set
  * when that changed it). @return 1 parked or unparked, 0 not, < 0
@@ -80,41 +127,18 @@ static int change_one(ds_kube *k, const struct ds_kube_resource *res, const char
 	json_t *obj = json_deep_copy(item), *fresh = NULL;
 	const char *name = ds_obj_name(item), *kind = ds_obj_kind(item);
 	ds_kube_error ke = {0};
-	char was[32], m[600], before[32];
+	char was[32] = "", m[600];
 	int rc = 0;
 
 	if (marked)
 		*marked = false;
 	for (int attempt = 0; obj && attempt < 3; attempt++) {
-		json_t *spec = json_object_get(obj, "spec");
-		const char *m_was = ds_obj_annotation(obj, DS_ANNOTATION_RELOCATED_TO);
-		bool mark = act == PARK && mark_to && !(m_was && strcmp(m_was, mark_to) == 0);
-		bool parked = act == PARK && ds_standby_form_is_parked(obj);
-		int f = 0;
+		bool mark;
+		int f;
 
-		if (parked && !mark) {
-			rc = 0;
+		rc = change_form(obj, act, mark_to, &f, &mark, was, sizeof(was));
+		if (rc <= 0)
 			break;
-		}
-		if (mark && ds_obj_set_annotation(obj, DS_ANNOTATION_RELOCATED_TO, mark_to) < 0) {
-			rc = -ENOMEM;
-			break;
-		}
-		snprintf(before, sizeof(before), "%lld",
-			 (long long)json_integer_value(json_object_get(spec, "replicas")));
-		if (!parked)
-			f = act == PARK ? ds_standby_form_park(obj, was, sizeof(was))
-					: ds_standby_form_unpark(obj);
-		if (f < 0) {
-			rc = f;
-			break;
-		}
-		if (act == PARK && f == DS_STANDBY_FORM_HOLD)
-			f = 0;
-		if (f == 0 && !mark) {
-			rc = 0;
-			break;
-		}
 		rc = ds_kube_update(k, res, ns, obj, NULL, NULL, &ke);
 		if (rc == -ESTALE) {
 			json_decref(obj);
@@ -130,19 +154,8 @@ static int change_one(ds_kube *k, const struct ds_kube_resource *res, const char
 			break;
 		if (marked)
 			*marked = mark;
+		say_change(say, ud, act, f, kind, ns, name, was);
 		rc = f ? 1 : 0;
-		if (!f)
-			break;
-		if (act == UNPARK)
-			sayf(say, ud, "%s %s/%s: back from standby", kind, ns, name);
-		else if (f == DS_STANDBY_FORM_SCALED)
-			sayf(say, ud, "%s %s/%s: replicas %s -> 0 (kept in %s)", kind, ns, name,
-			     was, DS_ANNOTATION_REPLICAS);
-		else if (f == DS_STANDBY_FORM_SUSPENDED)
-			sayf(say, ud, "%s %s/%s: suspended (was suspend=%s)", kind, ns, name, was);
-		else
-			sayf(say, ud, "%s %s/%s: parked (nodeSelector %s=true)", kind, ns, name,
-			     DS_STANDBY_NODE_LABEL);
 		break;
 	}
 	if (!obj && rc == 0)
@@ -317,41 +330,78 @@ struct marking {
 	ds_err *err;
 };
 
-/* The mark set (or taken off) on one object by a merge patch. @return 1, 0 gone, < 0 */
-static int patch_mark(struct marking *mk, const ds_kind *kd, const struct ds_kube_resource *res,
-		      const json_t *item)
-{
-	ds_kube_error ke = {0};
-	char m[600];
-	int rc =
-	    ds_kube_merge_patch(mk->k, res, mk->ns, ds_obj_name(item), mk->patch, NULL, NULL, &ke);
+/* One write of a kind's batch (mark_writes): the op beside what it is for. */
+struct pend {
+	const json_t *item; /* as listed */
+	json_t *obj;	    /* a parked kind: the object written, parked and marked */
+	int f;		    /* what parking did (change_form) */
+	bool mark;	    /* its mark is new */
+	char was[32];
+};
 
-	if (rc == -ENOENT)
-		return 0;
-	if (rc < 0) {
-		ds_err_set(mk->err, "%s %s %s/%s: %s", mk->mark ? "marking" : "unmarking", kd->name,
-			   mk->ns, ds_obj_name(item), ds_kube_error_format(&ke, m, sizeof(m)));
-		return rc;
+/* A listed item with its kind (a list's items lack it). NULL: no memory. */
+static json_t *with_kind(const json_t *item, const char *api, const char *kind)
+{
+	json_t *one = json_deep_copy(item);
+
+	if (one && (json_object_set_new(one, "apiVersion", json_string(api)) < 0 ||
+		    json_object_set_new(one, "kind", json_string(kind)) < 0)) {
+		json_decref(one);
+		one = NULL;
 	}
+	return one;
+}
+
+/* The write item needs, if any: a parked kind (parking) parked and marked by an update, else
+ * the mark set or taken off by a merge patch where it is not so already. @return 1 planned,
+ * 0 none, < 0 */
+static int plan(struct marking *mk, int id, const ds_kind *kd, const struct ds_kube_resource *res,
+		const char *api, const json_t *item, struct ds_kube_op *op, struct pend *p)
+{
+	const char *was = ds_obj_annotation(item, DS_ANNOTATION_RELOCATED_TO);
+	bool same = was && strcmp(was, mk->to) == 0;
+	int rc;
+
+	*p = (struct pend){.item = item};
+	if (mk->park && parked_kind(id)) {
+		if (!(p->obj = with_kind(item, api, kd->name)))
+			return -ENOMEM;
+		rc = change_form(p->obj, PARK, mk->to, &p->f, &p->mark, p->was, sizeof(p->was));
+		if (rc <= 0) {
+			json_decref(p->obj);
+			p->obj = NULL;
+			return rc;
+		}
+		*op = (struct ds_kube_op){
+		    .kind = DS_KUBE_OP_UPDATE, .res = res, .ns = mk->ns, .obj = p->obj};
+		return 1;
+	}
+	if (mk->mark ? same : !same)
+		return 0;
+	*op = (struct ds_kube_op){.kind = DS_KUBE_OP_MERGE_PATCH,
+				  .res = res,
+				  .ns = mk->ns,
+				  .name = ds_obj_name(item),
+				  .obj = mk->patch};
 	return 1;
 }
 
-/* One object of ns that may carry the mark: parked and marked in one write (a parked kind,
- * when parking), else marked or unmarked where it is not so already. @return 0 or < 0 */
-static int mark_item(struct marking *mk, int id, const ds_kind *kd,
-		     const struct ds_kube_resource *res, const char *api, const json_t *item)
+/* What a planned write did: counted and said; a parked kind in conflict parked again one at a
+ * time (read again); a mark on an object gone is not needed. @return 0 or < 0 */
+static int wrote(struct marking *mk, const ds_kind *kd, const struct ds_kube_resource *res,
+		 const char *api, struct ds_kube_op *op, struct pend *p)
 {
-	const char *was = ds_obj_annotation(item, DS_ANNOTATION_RELOCATED_TO);
-	bool same = was && strcmp(was, mk->to) == 0, m_now = false;
+	const char *name = ds_obj_name(p->item);
+	char m[600];
 	json_t *one;
-	int rc;
+	bool m_now = false;
+	int rc = op->rc;
 
-	if (mk->park && parked_kind(id)) {
-		/* a list's items lack their kind */
-		one = json_deep_copy(item);
-		rc = one && json_object_set_new(one, "apiVersion", json_string(api)) == 0 &&
-			     json_object_set_new(one, "kind", json_string(kd->name)) == 0
-			 ? change_one(mk->k, res, mk->ns, one, PARK, mk->to, &m_now, mk->say,
+	json_decref(op->result);
+	op->result = NULL;
+	if (p->obj && rc == -ESTALE) {
+		one = with_kind(p->item, api, kd->name);
+		rc = one ? change_one(mk->k, res, mk->ns, one, PARK, mk->to, &m_now, mk->say,
 				      mk->ud, mk->err)
 			 : -ENOMEM;
 		json_decref(one);
@@ -361,18 +411,71 @@ static int mark_item(struct marking *mk, int id, const ds_kind *kd,
 		mk->changed += m_now;
 		return 0;
 	}
-	if (mk->mark ? same : !same)
+	if (rc == -ENOENT && !p->obj)
 		return 0;
-	rc = patch_mark(mk, kd, res, item);
-	if (rc > 0)
+	if (rc < 0) {
+		ds_err_set(mk->err, "%s %s %s/%s: %s",
+			   p->obj     ? "parking"
+			   : mk->mark ? "marking"
+				      : "unmarking",
+			   kd->name, mk->ns, name, ds_kube_error_format(&op->error, m, sizeof(m)));
+		return rc;
+	}
+	if (p->obj) {
+		say_change(mk->say, mk->ud, PARK, p->f, kd->name, mk->ns, name, p->was);
+		mk->parked += p->f ? 1 : 0;
+		mk->changed += p->mark;
+	} else {
 		mk->changed++;
+	}
+	return 0;
+}
+
+/* The writes one kind's objects need, side by side (one batch). @return 0 or < 0 */
+static int mark_kind(struct marking *mk, int id, const ds_kind *kd,
+		     const struct ds_kube_resource *res, const char *api, const json_t *items)
+{
+	size_t n = json_array_size(items), m = 0, j;
+	struct ds_kube_op *ops = calloc(n ? n : 1, sizeof(*ops));
+	struct pend *ps = calloc(n ? n : 1, sizeof(*ps));
+	const json_t *item;
+	int rc = ops && ps ? 0 : -ENOMEM;
+
+	json_array_foreach (items, j, item) {
+		if (rc < 0)
+			break;
+		if (skip(item))
+			continue;
+		rc = plan(mk, id, kd, res, api, item, &ops[m], &ps[m]);
+		if (rc > 0)
+			m++;
+	}
+	if (rc >= 0 && m) {
+		int b = ds_kube_batch(mk->k, ops, m, NULL, false);
+
+		if (b < 0) { /* the batch could not run */
+			ds_err_set(mk->err, "writing %ss in %s: %s", kd->name, mk->ns,
+				   strerror(-b));
+			rc = b;
+		}
+	}
+	for (size_t i = 0; i < m; i++) {
+		if (rc >= 0)
+			rc = wrote(mk, kd, res, api, &ops[i], &ps[i]);
+		else
+			json_decref(ops[i].result);
+		json_decref(ps[i].obj);
+	}
+	free(ops);
+	free(ps);
 	return rc < 0 ? rc : 0;
 }
 
 /*
  * Every object of ns that may carry the mark (from listed when given, else
- * listed here), kind by kind, through mark_item(); the bare Pods and Jobs are
- * not marked (they go once the target runs them). @return 0 or < 0
+ * listed here), kind by kind, each kind's writes side by side (mark_kind);
+ * the bare Pods and Jobs are not marked (they go once the target runs them).
+ * @return 0 or < 0
  */
 static int each_markable(struct marking *mk, const json_t *listed)
 {
@@ -383,9 +486,8 @@ static int each_markable(struct marking *mk, const json_t *listed)
 	for (int id = 0; rc >= 0 && id < DS_KIND_MAX; id++) {
 		const ds_kind *kd = ds_kind_get((enum ds_kind_id)id);
 		struct ds_kube_resource res;
-		json_t *lst = NULL, *item;
+		json_t *lst = NULL;
 		char api[200];
-		size_t j;
 
 		if (!kd || !kd->namespaced || id == DS_KIND_POD || id == DS_KIND_JOB)
 			continue;
@@ -394,12 +496,8 @@ static int each_markable(struct marking *mk, const json_t *listed)
 			rc = 0;
 			continue;
 		}
-		json_array_foreach (json_object_get(lst, "items"), j, item) {
-			if (rc < 0)
-				break;
-			if (!skip(item))
-				rc = mark_item(mk, id, kd, &res, api, item);
-		}
+		if (rc == 0)
+			rc = mark_kind(mk, id, kd, &res, api, json_object_get(lst, "items"));
 		json_decref(lst);
 	}
 	return rc;
