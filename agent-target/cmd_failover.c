@@ -222,7 +222,7 @@ static int dr_main(int argc, char **argv, const char *verb, enum ds_mode to)
 	}
 	deadline = ds_deadline_in(d.a.timeout_ms);
 	/* The importer's client: its writes are a bulk of them at once, as run's are. */
-	ds_target_agent_transport_opts(&topts, DS_TARGET_MAX_PARALLEL);
+	ds_target_agent_transport_opts(&topts, ds_target_config_api_max_in_flight(cfg));
 	if ((rc = open_ledger(&d, cfg, ledger, sizeof(ledger), &f)) == 0 &&
 	    (rc = ds_failover_namespaces(f, d.a.namespaces, d.a.n_namespaces)) == 0 &&
 	    (rc = ds_failover_guard(f)) == 0 &&

@@ -178,7 +178,7 @@ static int connect_cluster(struct run *r)
 	struct ds_kube_transport_opts topts;
 	int rc;
 
-	ds_target_agent_transport_opts(&topts, DS_TARGET_MAX_PARALLEL);
+	ds_target_agent_transport_opts(&topts, ds_target_config_api_max_in_flight(r->cfg));
 	rc = ds_target_connect("run", r->kubeconfig, r->context, r->cfg, &topts, &r->kube);
 	if (rc)
 		return rc;

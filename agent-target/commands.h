@@ -19,12 +19,6 @@ int ds_cmd_run(int argc, char **argv);
 int ds_cmd_status(int argc, char **argv);
 int ds_cmd_verify(int argc, char **argv);
 
-/* Writes the importer keeps in flight to the target's API server (a build
- * may set another, e.g. to measure: -DDS_TARGET_MAX_PARALLEL=64). */
-#ifndef DS_TARGET_MAX_PARALLEL
-#define DS_TARGET_MAX_PARALLEL 256
-#endif
-
 /**
  * The target cluster's client for `drasync-target cmd`: --kubeconfig and
  * --context (NULL: not given), else the file's kubeconfig, else in-cluster;

@@ -26,6 +26,7 @@
 #include "drasync/keys.h"
 #include "drasync/outbox.h"
 #include "drasync/sender.h"
+#include "drasync/target_config.h"
 #include "testutil.h"
 #include "tu_kube.h"
 #include "tu_load.h"
@@ -47,9 +48,9 @@
 
 #define SOURCE "prod-east"
 /* The work a kill can lose (agent-target/apply/src/applier.c): the writes in
- * flight (DS_TARGET_MAX_PARALLEL in agent-target/commands.h, 256) and the
- * outcomes decided but not yet recorded (RECORD_EVERY, 64). */
-#define LOST_MAX (256 + 64)
+ * flight (apiServer.maxInFlight, its default here) and the outcomes decided but
+ * not yet recorded (RECORD_EVERY, 64). */
+#define LOST_MAX (DS_TARGET_API_IN_FLIGHT_DEFAULT + 64)
 /* The guard resumes a stopped API server after this long in any case. */
 #define GUARD_MS 30000
 /* How long test 1 keeps it stopped at least. */

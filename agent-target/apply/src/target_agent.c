@@ -349,10 +349,12 @@ void ds_target_agent_transport_opts(struct ds_kube_transport_opts *o, int max_pa
 	ds_kube_transport_opts_init(o);
 	o->qps = 2000;
 	o->burst = 2000;
-	/* An API server takes more writes at once than the client's default 64
-	 * (bench target: client-go gets 279/s with 16 workers, 375 with 64, 474
-	 * with 256 on a clean cluster); it queues what it cannot take yet (API
-	 * priority and fairness) and answers 429 beyond. */
+	/* apiServer.maxInFlight (default 64): on a quiet 2-CPU machine 64 and 256
+	 * writes in flight gave the same sync rates within the runs' spread (mixed
+	 * objects 559 and 372 against 421 and 427 objects/s; 100,000 ConfigMaps 647
+	 * against 595), 64 with about 5 MB less memory (docs/benchmarks.md). The
+	 * server queues what it cannot take yet (API priority and fairness) and
+	 * answers 429 beyond. */
 	o->max_parallel = max_parallel;
 }
 
@@ -597,6 +599,10 @@ static void restart_keys(const ds_target_config *was, const ds_target_config *cf
 		}
 		for (int i = 0; i < 5; i++)
 			restart_needed(keys[i], w[i], c[i]);
+		/* the client's requests in flight: set when it was made */
+		snprintf(w[0], 24, "%d", ds_target_config_api_max_in_flight(was));
+		snprintf(c[0], 24, "%d", ds_target_config_api_max_in_flight(cfg));
+		restart_needed("apiServer.maxInFlight", w[0], c[0]);
 	}
 	restart_needed("identity.namespace", ds_target_config_identity_namespace(was),
 		       ds_target_config_identity_namespace(cfg));

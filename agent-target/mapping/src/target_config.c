@@ -38,6 +38,7 @@ struct ds_target_config {
 	    *metrics_listen, *identity_ns;
 	uint64_t max_unapplied;
 	ds_target_link link;
+	int api_max_in_flight; /* apiServer.maxInFlight */
 	ds_target_limits limits;
 };
 
@@ -654,6 +655,7 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 	    "sources",
 	    "adoptExisting",
 	    "link",
+	    "apiServer",
 	    "limits",
 	    "identity",
 	    NULL,
@@ -712,7 +714,8 @@ static int load_root(ds_config_walk *w, ds_target_config *cfg, const json_t *roo
 		cfg->max_unapplied = (uint64_t)json_integer_value(nsm);
 		ds_config_pop(w, m);
 	}
-	if ((r = ds_target_config_load_link(w, root, &cfg->link)) < 0)
+	if ((r = ds_target_config_load_link(w, root, &cfg->link)) < 0 ||
+	    (r = ds_target_config_load_api_server(w, root, &cfg->api_max_in_flight)) < 0)
 		return r;
 	cfg->limits.source_max_unapplied = cfg->max_unapplied;
 	if ((r = ds_config_member(w, root, "limits", JSON_OBJECT, &nsm)) < 0)
@@ -816,6 +819,7 @@ int ds_target_config_new_empty(ds_target_config **out)
 	cfg->mode = DS_MODE_MIGRATE;
 	cfg->dra.require_target_objects = true;
 	ds_target_link_default(&cfg->link);
+	cfg->api_max_in_flight = DS_TARGET_API_IN_FLIGHT_DEFAULT;
 	finish(cfg);
 	*out = cfg;
 	return 0;
@@ -954,6 +958,11 @@ const char *ds_target_config_ledger(const ds_target_config *cfg, char *buf, size
 	snprintf(buf, size, "%s/ledger.db", ds_target_config_state_dir(cfg));
 	return buf;
 }
+int ds_target_config_api_max_in_flight(const ds_target_config *cfg)
+{
+	return cfg->api_max_in_flight;
+}
+
 const ds_target_link *ds_target_config_link(const ds_target_config *cfg)
 {
 	return &cfg->link;

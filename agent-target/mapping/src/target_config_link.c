@@ -52,26 +52,6 @@ static int duration(ds_config_walk *w, const json_t *link, const char *key, long
 	return r;
 }
 
-/* An integer member within [lo, hi]; *out kept when absent. */
-static int integer(ds_config_walk *w, const json_t *link, const char *key, long long lo,
-		   long long hi, const char *bounds, long long *out)
-{
-	json_t *v;
-	ds_config_mark m;
-	int r;
-
-	if ((r = ds_config_member(w, link, key, JSON_INTEGER, &v)) < 0 || !v)
-		return r;
-	m = ds_config_push_key(w, key);
-	if (json_integer_value(v) < lo || json_integer_value(v) > hi)
-		r = ds_config_fail(w, false, "%lld is out of bounds (%s)",
-				   (long long)json_integer_value(v), bounds);
-	else
-		*out = (long long)json_integer_value(v);
-	ds_config_pop(w, m);
-	return r;
-}
-
 int ds_target_config_load_link(ds_config_walk *w, const json_t *root, ds_target_link *out)
 {
 	static const char *const keys[] = {"handshakeTimeout",	 "maxFrameBytes",
@@ -97,12 +77,14 @@ int ds_target_config_load_link(ds_config_walk *w, const json_t *root, ds_target_
 	if ((r = ds_config_check_keys(w, link, keys)) < 0 ||
 	    (r = duration(w, link, "handshakeTimeout", 100, 300000, "100ms to 5m, default 5s",
 			  &l.handshake_timeout_ms)) < 0 ||
-	    (r = integer(w, link, "maxFrameBytes", 64 * KiB, 128 * MiB,
-			 "65536 to 134217728, default 8388608", &frame)) < 0 ||
-	    (r = integer(w, link, "maxUnauthenticated", 1, DS_TARGET_LINK_UNAUTH_MAX,
-			 "1 to 1024, default 64", &total)) < 0 ||
-	    (r = integer(w, link, "maxUnauthenticatedPerAddress", 1, DS_TARGET_LINK_UNAUTH_MAX,
-			 "1 to 1024, default 8", &per)) < 0 ||
+	    (r = ds_config_member_int_range(w, link, "maxFrameBytes", 64 * KiB, 128 * MiB,
+					    "65536 to 134217728, default 8388608", &frame)) < 0 ||
+	    (r = ds_config_member_int_range(w, link, "maxUnauthenticated", 1,
+					    DS_TARGET_LINK_UNAUTH_MAX, "1 to 1024, default 64",
+					    &total)) < 0 ||
+	    (r = ds_config_member_int_range(w, link, "maxUnauthenticatedPerAddress", 1,
+					    DS_TARGET_LINK_UNAUTH_MAX, "1 to 1024, default 8",
+					    &per)) < 0 ||
 	    (r = duration(w, link, "refusalLogWindow", 1000, 3600000, "1s to 1h, default 1m",
 			  &l.refusal_window_ms)) < 0)
 		goto out;
@@ -123,6 +105,26 @@ int ds_target_config_load_link(ds_config_walk *w, const json_t *root, ds_target_
 	l.max_unauth_per_address = (unsigned)per;
 	*out = l;
 out:
+	ds_config_pop(w, m);
+	return r;
+}
+
+int ds_target_config_load_api_server(ds_config_walk *w, const json_t *root, int *max_in_flight)
+{
+	static const char *const keys[] = {"maxInFlight", NULL};
+	long long n = DS_TARGET_API_IN_FLIGHT_DEFAULT;
+	json_t *api;
+	ds_config_mark m;
+	int r;
+
+	*max_in_flight = (int)n;
+	if ((r = ds_config_member(w, root, "apiServer", JSON_OBJECT, &api)) < 0 || !api)
+		return r;
+	m = ds_config_push_key(w, "apiServer");
+	if ((r = ds_config_check_keys(w, api, keys)) == 0 &&
+	    (r = ds_config_member_int_range(w, api, "maxInFlight", 1, DS_TARGET_API_IN_FLIGHT_MAX,
+					    DS_TARGET_API_IN_FLIGHT_BOUNDS, &n)) == 0)
+		*max_in_flight = (int)n;
 	ds_config_pop(w, m);
 	return r;
 }

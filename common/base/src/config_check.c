@@ -253,6 +253,25 @@ int ds_config_member_bool(ds_config_walk *w, const json_t *obj, const char *key,
 	return 0;
 }
 
+int ds_config_member_int_range(ds_config_walk *w, const json_t *obj, const char *key, long long lo,
+			       long long hi, const char *bounds, long long *out)
+{
+	json_t *v;
+	ds_config_mark m;
+	int r;
+
+	if ((r = ds_config_member(w, obj, key, JSON_INTEGER, &v)) < 0 || !v)
+		return r;
+	m = ds_config_push_key(w, key);
+	if (json_integer_value(v) < lo || json_integer_value(v) > hi)
+		r = ds_config_fail(w, false, "%lld is out of bounds (%s)",
+				   (long long)json_integer_value(v), bounds);
+	else
+		*out = (long long)json_integer_value(v);
+	ds_config_pop(w, m);
+	return r;
+}
+
 int ds_config_section_str(ds_config_walk *w, const json_t *obj, const char *section,
 			  const char *const *keys, const char **outs[])
 {

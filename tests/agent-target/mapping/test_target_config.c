@@ -217,6 +217,12 @@ static const struct tu_bad_config bad[] = {
      "maxUnauthenticated (4)"},
     {"per address above the default total", "link: {maxUnauthenticatedPerAddress: 65}\n", 1, 38,
      "must not exceed maxUnauthenticated (64)"},
+    {"api server not a mapping", "apiServer: 64\n", 1, 12, "apiServer: expected a mapping"},
+    {"unknown api server key", "apiServer: {maxInflight: 64}\n", 1, 13, "maxInflight"},
+    {"no request in flight", "apiServer:\n  maxInFlight: 0\n", 2, 16,
+     "apiServer.maxInFlight: 0 is out of bounds (" DS_TARGET_API_IN_FLIGHT_BOUNDS ")"},
+    {"too many requests in flight", "apiServer: {maxInFlight: 4096}\n", 1, 26,
+     "apiServer.maxInFlight: 4096 is out of bounds"},
     {"refusal window too short", "link: {refusalLogWindow: 10ms}\n", 1, 26,
      "link.refusalLogWindow: 10ms is out of bounds (1s to 1h, default 1m)"},
     {"bytes with an unknown suffix",
@@ -278,6 +284,19 @@ static void test_target_config__link_limits(void **state)
 	assert_int_equal(l->max_unauth, 16);
 	assert_int_equal(l->max_unauth_per_address, 16);
 	assert_int_equal(l->refusal_window_ms, 120000);
+	ds_target_config_free(cfg);
+}
+
+/* apiServer.maxInFlight: the default when absent, the value when set. */
+static void test_target_config__api_server_in_flight(void **state)
+{
+	ds_target_config *cfg = dt_config("mode: migrate\n");
+
+	(void)state;
+	assert_int_equal(ds_target_config_api_max_in_flight(cfg), DS_TARGET_API_IN_FLIGHT_DEFAULT);
+	ds_target_config_free(cfg);
+	cfg = dt_config("apiServer: {maxInFlight: 32}\n");
+	assert_int_equal(ds_target_config_api_max_in_flight(cfg), 32);
 	ds_target_config_free(cfg);
 }
 
@@ -378,6 +397,7 @@ int main(void)
 	    cmocka_unit_test(test_target_config__identical_selectors_across_kinds_allowed),
 	    cmocka_unit_test(test_target_config__shipped_example_loads),
 	    cmocka_unit_test(test_target_config__link_limits),
+	    cmocka_unit_test(test_target_config__api_server_in_flight),
 	    cmocka_unit_test(test_target_config__missing_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

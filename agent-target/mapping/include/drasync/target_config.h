@@ -188,6 +188,16 @@ void ds_target_link_default(ds_target_link *l);
 /** link: as read (the defaults when absent). Borrowed. */
 const ds_target_link *ds_target_config_link(const ds_target_config *cfg);
 
+/*
+ * apiServer.maxInFlight: how many requests the target agent's client keeps in
+ * flight to its API server (the importer's writes, a failover's, the
+ * verifier's reads share them).
+ */
+#define DS_TARGET_API_IN_FLIGHT_DEFAULT 64
+#define DS_TARGET_API_IN_FLIGHT_MAX 1024
+#define DS_TARGET_API_IN_FLIGHT_BOUNDS "1 to 1024, default 64"
+int ds_target_config_api_max_in_flight(const ds_target_config *cfg);
+
 /** "migrate" / "standby". */
 const char *ds_mode_name(enum ds_mode mode);
 

@@ -77,6 +77,13 @@ int ds_config_member_bool(ds_config_walk *w, const json_t *obj, const char *key,
 			  bool *out);
 
 /**
+ * ds_config_member() for an integer within [lo, hi] (`bounds` says them in the
+ * error, e.g. "1 to 1024, default 64"); *out kept when absent.
+ */
+int ds_config_member_int_range(ds_config_walk *w, const json_t *obj, const char *key, long long lo,
+			       long long hi, const char *bounds, long long *out);
+
+/**
  * An optional mapping member `section` whose members are all strings, from
  * `keys` (NULL-terminated) into the matching *outs[i].
  */
