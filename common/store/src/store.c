@@ -317,6 +317,13 @@ int ds_store_open(ds_store **out, const char *path, const ds_store_schema *schem
 		if (rc == 0)
 			rc = ds_store_exec(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
 					   err);
+		if (rc == 0) {
+			char limit[64];
+
+			snprintf(limit, sizeof(limit), "PRAGMA journal_size_limit=%d",
+				 DS_STORE_WAL_LIMIT);
+			rc = ds_store_exec(st, limit, err);
+		}
 		if (rc == 0)
 			rc = migrate(st, err);
 	} else {

@@ -337,6 +337,42 @@ static void test_store__statement_handles(void **state)
 	assert_int_equal(scalar(path, "SELECT count(*) FROM t WHERE v IS NULL"), 2);
 }
 
+/* A burst larger than DS_STORE_WAL_LIMIT grows the -wal; once checkpointed, the next write
+ * starts the log over and cuts the file back to the limit. */
+static void test_store__wal_cut_back_after_a_burst(void **state)
+{
+	char path[1100], wal[1200];
+	ds_store *st = NULL;
+	ds_store_stmt *ins = NULL;
+	sqlite3_stmt *q;
+	struct stat sb;
+	static char blob[64 * 1024];
+	ds_err err = {0};
+
+	(void)state;
+	tmp_path(path, sizeof(path), "wal.db");
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	assert_int_equal(ds_store_open(&st, path, &v1, 0, &err), 0);
+	assert_int_equal(ds_store_exec(st, "PRAGMA wal_autocheckpoint=0", &err), 0);
+	assert_int_equal(ds_store_stmt_new(st, "INSERT INTO t(k, v) VALUES(?, ?)", &ins, &err), 0);
+	assert_int_equal(ds_store_exec(st, "BEGIN", &err), 0);
+	for (int i = 1; i <= 3 * DS_STORE_WAL_LIMIT / (int)sizeof(blob); i++) {
+		q = ds_store_stmt_use(ins);
+		sqlite3_bind_int(q, 1, i);
+		sqlite3_bind_blob(q, 2, blob, sizeof(blob), SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(q), SQLITE_DONE);
+		ds_store_stmt_done(ins);
+	}
+	assert_int_equal(ds_store_exec(st, "COMMIT", &err), 0);
+	assert_int_equal(stat(wal, &sb), 0);
+	assert_true(sb.st_size > 2 * DS_STORE_WAL_LIMIT);
+	assert_int_equal(ds_store_exec(st, "PRAGMA wal_checkpoint(PASSIVE)", &err), 0);
+	assert_int_equal(ds_store_exec(st, "DELETE FROM t WHERE k = 1", &err), 0);
+	assert_int_equal(stat(wal, &sb), 0);
+	assert_true(sb.st_size <= DS_STORE_WAL_LIMIT);
+	ds_store_free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +388,7 @@ int main(void)
 	    cmocka_unit_test(test_store__a_file_of_another_kind_is_refused),
 	    cmocka_unit_test(test_store__readonly_neither_creates_nor_migrates),
 	    cmocka_unit_test(test_store__statement_handles),
+	    cmocka_unit_test(test_store__wal_cut_back_after_a_burst),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

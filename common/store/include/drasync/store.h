@@ -59,6 +59,10 @@ enum {
  * 100,000 (its RSS sampled as the ledger grew); at 4 MiB they are full at
  * 10,000 already, and what is not cached is in the kernel's page cache. */
 #define DS_STORE_HEAP_LIMIT (4 << 20)
+/* A file's -wal at rest: each time the log starts over after a checkpoint it
+ * is cut back to this size (journal_size_limit). Without it the -wal kept the
+ * size of its largest burst (a ledger's 32-35 MB after a bulk load). */
+#define DS_STORE_WAL_LIMIT (4 << 20)
 
 /**
  * Open path with schema: created when missing (unless READONLY), in WAL mode
