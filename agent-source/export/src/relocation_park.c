@@ -323,7 +323,7 @@ struct marking {
 	ds_kube *k;
 	const char *ns, *to;
 	bool mark, park; /* mark or unmark; park the parked kinds in the same write */
-	json_t *patch;	 /* the merge patch that sets or takes off the mark */
+	json_t *patch; /* during each_markable(): the merge patch that sets or takes off the mark */
 	int changed, parked;
 	ds_relocation_say_fn say;
 	void *ud;
@@ -481,6 +481,10 @@ static int each_markable(struct marking *mk, const json_t *listed)
 {
 	int rc = 0;
 
+	mk->patch = mk->mark ? json_pack("{s{s{ss}}}", "metadata", "annotations",
+					 DS_ANNOTATION_RELOCATED_TO, mk->to)
+			     : json_pack("{s{s{sn}}}", "metadata", "annotations",
+					 DS_ANNOTATION_RELOCATED_TO);
 	if (!mk->patch)
 		return -ENOMEM;
 	for (int id = 0; rc >= 0 && id < DS_KIND_MAX; id++) {
@@ -500,6 +504,8 @@ static int each_markable(struct marking *mk, const json_t *listed)
 			rc = mark_kind(mk, id, kd, &res, api, json_object_get(lst, "items"));
 		json_decref(lst);
 	}
+	json_decref(mk->patch);
+	mk->patch = NULL;
 	return rc;
 }
 
@@ -508,14 +514,8 @@ static int each_markable(struct marking *mk, const json_t *listed)
 static int each_mark(ds_kube *k, const char *ns, const char *to, bool mark, ds_err *err)
 {
 	struct marking mk = {.k = k, .ns = ns, .to = to, .mark = mark, .err = err};
-	int rc;
+	int rc = each_markable(&mk, NULL);
 
-	mk.patch =
-	    mark
-		? json_pack("{s{s{ss}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO, to)
-		: json_pack("{s{s{sn}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO);
-	rc = each_markable(&mk, NULL);
-	json_decref(mk.patch);
 	return rc < 0 ? rc : mk.changed;
 }
 
@@ -566,12 +566,8 @@ int ds_relocation_park_mark(ds_kube *k, const char *ns, const char *to, const js
 			     .say = say,
 			     .ud = ud,
 			     .err = err};
-	int rc;
+	int rc = each_markable(&mk, listed);
 
-	mk.patch =
-	    json_pack("{s{s{ss}}}", "metadata", "annotations", DS_ANNOTATION_RELOCATED_TO, to);
-	rc = each_markable(&mk, listed);
-	json_decref(mk.patch);
 	if (rc < 0)
 		return rc;
 	if (marked)
